@@ -1,0 +1,46 @@
+// Package graphsplit cuts an existing Gorgonia model into pipeline stages.
+//
+// A Gorgonia user has a model: an *ExprGraph built at the microbatch size, a
+// scalar cost node and the list of learnables. Split turns it into a Plan of P
+// stages. Each Stage owns new ExprGraphs rebuilt by re-applying the user's own
+// op objects (gorgonia.ApplyOp), so a stage computes exactly what the original
+// graph computes:
+//
+//	plan, err := graphsplit.Split(g, cost, learnables, graphsplit.FineGrained())
+//
+// Every stage has
+//
+//   - a uniquely named placeholder for each activation it consumes from any
+//     earlier stage (skip connections may jump several stages) and for each
+//     data input it reads (Stage.Inputs);
+//   - its learnables, bound to the user's own value tensors (no copies);
+//   - its forward outputs: the activations later stages need, or the cost in
+//     the last stage (Stage.Outputs);
+//   - a forward-only Program and a Train Program that recomputes the forward
+//     pass and runs the symbolic backward built with gorgonia.Backpropagate:
+//     gradient placeholders for the outputs, gradients for the inputs and the
+//     learnables;
+//   - the list of stateful ops (BatchNorm, MaxPool, Dropout, GroupNorm,
+//     AvgPool) whose op objects keep state between Do and the backward, so a
+//     runtime knows where only recomputation is exact.
+//
+// Where to cut is chosen by options: P stages balanced by a cost model
+// (estimated FLOPs and bytes, or measured time per op), one stage per
+// learnable-bearing layer (FineGrained, the PipeMare paper's setting), or
+// explicit cut points by node name.
+//
+// A stage is run through its Programs. Program.Run binds inputs, resets the
+// tape machine, runs it and returns freshly allocated tensors that the caller
+// owns: the traps listed in DESIGN §4 (Reset before RunAll, values overwritten
+// by later in-place ops) are handled there once.
+//
+// Running a plan stage by stage — forwards 0..P−1, then backwards P−1..0,
+// summing the gradients of an activation that several stages consume — gives
+// the cost and learnable gradients of the whole graph; the package tests show
+// it for MLPs, CNNs with BatchNorm and MaxPool, residual networks and an
+// attention block, for every P, in float32 and float64.
+//
+// Plans are built once and owned by one goroutine per stage afterwards: a
+// Program is not safe for concurrent use, but different stages' Programs may
+// run in different goroutines at the same time.
+package graphsplit

@@ -1,0 +1,132 @@
+package graphsplit
+
+import (
+	"gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+)
+
+// Plan is a model cut into pipeline stages. It is returned by Split and is
+// read-only afterwards, except for the Programs, which each belong to the
+// goroutine that runs them.
+type Plan struct {
+	// Stages in pipeline order: stage 0 reads the data, the last stage
+	// computes the cost.
+	Stages []*Stage
+	// Feeds are the model's data inputs (the graph's inputs that are not
+	// learnables), in graph order. A feed is given to every stage that
+	// reads it.
+	Feeds []Port
+	// Learnables are the user's learnables in the order given to Split.
+	Learnables gorgonia.Nodes
+	// Cost is the user's cost node.
+	Cost *gorgonia.Node
+	// Dtype is the cost's dtype.
+	Dtype tensor.Dtype
+}
+
+// Stage is one piece of the cut graph.
+type Stage struct {
+	// Index is the stage's position in the pipeline, from 0.
+	Index int
+	// Nodes are the original graph's op nodes computed in this stage, in
+	// topological order.
+	Nodes gorgonia.Nodes
+	// Inputs are the tensors this stage reads: activations from earlier
+	// stages (Kind Activation) and data inputs (Kind Data). Program.Inputs
+	// is parallel to it.
+	Inputs []Port
+	// Outputs are the activations that later stages read, and the cost in
+	// the last stage. Program.Outputs is parallel to it.
+	Outputs []Port
+	// Learnables are the original learnables this stage owns, in the order
+	// of Plan.Learnables. Program.Learnables is parallel to it. A learnable
+	// belongs to exactly one stage.
+	Learnables gorgonia.Nodes
+	// LearnableIndex[i] is the position of Learnables[i] in Plan.Learnables.
+	LearnableIndex []int
+	// Stateful are the original nodes of this stage whose op keeps state
+	// between its forward and its backward (BatchNorm, MaxPool, Dropout,
+	// GroupNorm, AvgPool). A stage with stateful ops gives exact gradients
+	// only when its backward recomputes its forward (Train does).
+	Stateful gorgonia.Nodes
+	// Cost is the stage's estimated work and traffic.
+	Cost StageCost
+
+	// Forward computes Outputs from Inputs and Learnables.
+	Forward *Program
+	// Train recomputes the forward pass and runs the backward pass: it
+	// reads Inputs, Learnables and the gradients of Outputs, and returns
+	// Outputs, the gradients of the activation Inputs and of Learnables.
+	Train *Program
+}
+
+// PortKind says where a port's tensor comes from.
+type PortKind int
+
+const (
+	// Activation is a tensor computed by an earlier stage.
+	Activation PortKind = iota
+	// Data is one of the model's data inputs, fed by the caller.
+	Data
+	// CostPort is the scalar cost, the last stage's only output.
+	CostPort
+)
+
+func (k PortKind) String() string {
+	switch k {
+	case Activation:
+		return "activation"
+	case Data:
+		return "data"
+	case CostPort:
+		return "cost"
+	}
+	return "unknown"
+}
+
+// Port is a tensor that crosses a stage boundary.
+type Port struct {
+	// Key identifies the tensor across stages: the ID of the original node.
+	// A runtime routes a stage's output to every stage whose Inputs have the
+	// same Key, and sums the gradients those stages return for it.
+	Key int64
+	// Name is the original node's name.
+	Name string
+	// Kind says whether it is an activation, a data input or the cost.
+	Kind PortKind
+	// Shape and Dtype of the tensor.
+	Shape tensor.Shape
+	Dtype tensor.Dtype
+	// Producer is the stage that computes it, or -1 for data.
+	Producer int
+	// Consumers are the later stages that read it, in order (empty for the
+	// cost; for data, every stage that reads it).
+	Consumers []int
+	// Node is the original graph's node.
+	Node *gorgonia.Node
+}
+
+// Bytes is the size of the tensor in bytes.
+func (p Port) Bytes() int64 { return int64(p.Shape.TotalSize()) * int64(p.Dtype.Size()) }
+
+// NumParams is the number of scalar parameters the stage owns.
+func (s *Stage) NumParams() int {
+	n := 0
+	for _, l := range s.Learnables {
+		n += l.Shape().TotalSize()
+	}
+	return n
+}
+
+// Last reports whether s is the stage that computes the cost.
+func (s *Stage) Last() bool { return len(s.Outputs) == 1 && s.Outputs[0].Kind == CostPort }
+
+// Close releases the tape machines of every stage's programs. It is safe to
+// call more than once.
+func (p *Plan) Close() error {
+	for _, s := range p.Stages {
+		s.Forward.Close()
+		s.Train.Close()
+	}
+	return nil
+}

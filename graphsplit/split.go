@@ -1,0 +1,268 @@
+package graphsplit
+
+import (
+	"reflect"
+
+	"github.com/pkg/errors"
+	"gorgonia.org/gorgonia"
+)
+
+// Split cuts the model (g, cost, learnables) into pipeline stages.
+//
+// g is built at the microbatch size, cost is a scalar node of g and
+// learnables are the input nodes of g that the solver updates. Split does not
+// modify g: each stage gets new graphs that re-apply g's op objects and bind
+// g's learnable value tensors, so training a plan trains the user's model.
+//
+// Without options there is one stage. Stages(p) balances p stages with a cost
+// model; FineGrained makes one stage per learnable-bearing layer (combined with
+// Stages(p) it merges those layers into p balanced stages); CutAt cuts at
+// named nodes.
+//
+// Bad input — a cost that is not a scalar or not in g, no learnables, a
+// learnable the cost does not depend on, P < 1 or more stages than there are
+// places to cut, an op that cannot be re-applied, an unknown cut point — gives
+// an error that says what is wrong; Split never panics.
+func Split(g *gorgonia.ExprGraph, cost *gorgonia.Node, learnables gorgonia.Nodes, opts ...Option) (plan *Plan, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			plan, err = nil, errors.Errorf("graphsplit: gorgonia panicked while splitting: %v", r)
+		}
+	}()
+	var cfg config
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if cfg.stages < 0 || (cfg.stages == 0 && cfg.setStages) {
+		return nil, errors.Errorf("graphsplit: Stages(%d): need at least one stage", cfg.stages)
+	}
+	if len(cfg.cuts) > 0 && (cfg.fine || cfg.stages > 0) {
+		return nil, errors.New("graphsplit: CutAt cannot be combined with Stages or FineGrained; cut points already fix the stages")
+	}
+	a, err := analyze(g, cost, learnables)
+	if err != nil {
+		return nil, err
+	}
+	model := cfg.model
+	if cfg.profileFeed != nil {
+		if cfg.modelSet {
+			return nil, errors.New("graphsplit: Profiled and WithCostModel both set a cost model; choose one")
+		}
+		if model, err = measure(a, cfg.profileFeed); err != nil {
+			return nil, err
+		}
+	}
+	if model == nil {
+		model = EstimatedCost{}
+	}
+	costs := make([]float64, len(a.seq))
+	for p, n := range a.seq {
+		costs[p] = model.OpCost(n)
+	}
+
+	cuts, err := chooseCuts(a, &cfg, costs)
+	if err != nil {
+		return nil, err
+	}
+	a.assign(cuts)
+	plan, err = assemble(a, costs)
+	if err != nil {
+		return nil, err
+	}
+	return plan, nil
+}
+
+// chooseCuts returns the positions in a.seq where stages 1..P−1 start.
+func chooseCuts(a *analysis, cfg *config, costs []float64) ([]int, error) {
+	switch {
+	case len(cfg.cuts) > 0:
+		return a.explicitCuts(cfg.cuts)
+	case cfg.fine:
+		fine := a.fineCuts()
+		if cfg.stages == 0 {
+			return fine, nil
+		}
+		return balanceAt(fine, costs, cfg.stages, "layer boundaries (FineGrained)")
+	case cfg.stages > 1:
+		var legal []int
+		for p, ok := range a.legal {
+			if ok {
+				legal = append(legal, p)
+			}
+		}
+		return balanceAt(legal, costs, cfg.stages, "places to cut (a learnable's readers stay in one stage)")
+	}
+	return nil, nil
+}
+
+// balanceAt picks p−1 of the candidate cut positions so that the most
+// expensive stage is as cheap as possible.
+func balanceAt(candidates []int, costs []float64, p int, what string) ([]int, error) {
+	if p-1 > len(candidates) {
+		return nil, errors.Errorf("graphsplit: Stages(%d): the graph has only %d %s, so at most %d stages", p, len(candidates), what, len(candidates)+1)
+	}
+	if p == 1 {
+		return nil, nil
+	}
+	bounds := append([]int{0}, candidates...)
+	blocks := make([]float64, len(bounds))
+	for b := range bounds {
+		end := len(costs)
+		if b+1 < len(bounds) {
+			end = bounds[b+1]
+		}
+		for q := bounds[b]; q < end; q++ {
+			blocks[b] += costs[q]
+		}
+	}
+	var cuts []int
+	for _, blk := range balance(blocks, p) {
+		cuts = append(cuts, bounds[blk])
+	}
+	return cuts, nil
+}
+
+// assign records which stage each laid-out op belongs to.
+func (a *analysis) assign(cuts []int) {
+	a.stageAt = make([]int, len(a.seq))
+	s, next := 0, 0
+	for p := range a.seq {
+		if next < len(cuts) && cuts[next] == p {
+			s++
+			next++
+		}
+		a.stageAt[p] = s
+	}
+	a.nStages = s + 1
+}
+
+// stage returns the stage of op node n, or -1 for anything else.
+func (a *analysis) stage(n *gorgonia.Node) int {
+	if p, ok := a.pos[n]; ok {
+		return a.stageAt[p]
+	}
+	return -1
+}
+
+// assemble builds the Stages from the assignment.
+func assemble(a *analysis, costs []float64) (*Plan, error) {
+	plan := &Plan{Cost: a.cost, Dtype: a.cost.Dtype()}
+	plan.Learnables = make(gorgonia.Nodes, len(a.learn))
+	for l, i := range a.learn {
+		plan.Learnables[i] = l
+	}
+	stages := make([]*Stage, a.nStages)
+	for s := range stages {
+		stages[s] = &Stage{Index: s}
+	}
+	for p, n := range a.seq {
+		st := stages[a.stageAt[p]]
+		st.Nodes = append(st.Nodes, n)
+		st.Cost.Model += costs[p]
+		st.Cost.FLOPs += EstimateFLOPs(n)
+		st.Cost.Bytes += EstimateBytes(n)
+		if isStateful(n) {
+			st.Stateful = append(st.Stateful, n)
+		}
+	}
+
+	// Who reads what.
+	owner := make(map[*gorgonia.Node]int)                // learnable → stage
+	consumers := make(map[*gorgonia.Node][]int)          // activation or feed → reading stages
+	inputs := make([]gorgonia.Nodes, a.nStages)          // per stage, first-use order
+	seenIn := make([]map[*gorgonia.Node]bool, a.nStages) // per stage
+	for s := range seenIn {
+		seenIn[s] = make(map[*gorgonia.Node]bool)
+	}
+	for p, n := range a.seq {
+		s := a.stageAt[p]
+		for _, c := range a.children(n) {
+			if i, ok := a.learn[c]; ok {
+				if o, seen := owner[c]; seen && o != s {
+					return nil, errors.Errorf("graphsplit: learnable %q is read by stages %d and %d; a learnable lives in one stage", plan.Learnables[i].Name(), o, s)
+				}
+				owner[c] = s
+				continue
+			}
+			if a.replicable[c] || seenIn[s][c] {
+				continue
+			}
+			if c.IsVar() || a.stage(c) < s {
+				seenIn[s][c] = true
+				inputs[s] = append(inputs[s], c)
+				consumers[c] = append(consumers[c], s)
+			}
+		}
+	}
+	for _, f := range a.feeds {
+		plan.Feeds = append(plan.Feeds, port(f, Data, -1, consumers[f]))
+	}
+	for s, st := range stages {
+		for _, c := range inputs[s] {
+			if c.IsVar() {
+				st.Inputs = append(st.Inputs, port(c, Data, -1, consumers[c]))
+				continue
+			}
+			pt := port(c, Activation, a.stage(c), consumers[c])
+			st.Inputs = append(st.Inputs, pt)
+			st.Cost.InBytes += pt.Bytes()
+		}
+		for _, n := range st.Nodes {
+			if n == a.cost {
+				st.Outputs = append(st.Outputs, port(n, CostPort, s, nil))
+				continue
+			}
+			if cs := consumers[n]; len(cs) > 0 {
+				pt := port(n, Activation, s, cs)
+				st.Outputs = append(st.Outputs, pt)
+				st.Cost.OutBytes += pt.Bytes()
+			}
+		}
+		for i, l := range plan.Learnables {
+			if owner[l] == s {
+				st.Learnables = append(st.Learnables, l)
+				st.LearnableIndex = append(st.LearnableIndex, i)
+				st.Cost.ParamBytes += int64(l.Shape().TotalSize()) * int64(l.Dtype().Size())
+			}
+		}
+	}
+	for i, l := range plan.Learnables {
+		if _, ok := owner[l]; !ok {
+			return nil, errors.Errorf("graphsplit: learnable %d (%q) is read only through shape or constant expressions, so it gets no gradient; drop it from the learnables", i, l.Name())
+		}
+	}
+	for _, st := range stages {
+		var err error
+		if st.Forward, err = newProgram(a, st, false); err != nil {
+			return nil, err
+		}
+		if st.Train, err = newProgram(a, st, true); err != nil {
+			return nil, err
+		}
+	}
+	plan.Stages = stages
+	return plan, nil
+}
+
+func port(n *gorgonia.Node, kind PortKind, producer int, consumers []int) Port {
+	return Port{
+		Key: n.ID(), Name: n.Name(), Kind: kind,
+		Shape: n.Shape(), Dtype: n.Dtype(),
+		Producer: producer, Consumers: append([]int(nil), consumers...),
+		Node: n,
+	}
+}
+
+// isStateful reports whether n's op keeps state between its forward and its
+// backward, or across runs.
+func isStateful(n *gorgonia.Node) bool {
+	t := reflect.TypeOf(n.Op())
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Name() {
+	case "BatchNormOp", "maxPoolOp", "dropoutOp", "GroupNormOp", "avgPoolOp":
+		return true
+	}
+	return false
+}
