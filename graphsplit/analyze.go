@@ -278,6 +278,7 @@ func (a *analysis) fineCuts() []int {
 		return acc
 	}
 	var cuts []int
+	firstLayer := true // the ops before the first weight join its stage
 	for p, n := range a.seq {
 		if a.paramOnly(p) {
 			continue
@@ -290,6 +291,10 @@ func (a *analysis) fineCuts() []int {
 			}
 		}
 		if !fresh {
+			continue
+		}
+		if firstLayer {
+			firstLayer = false
 			continue
 		}
 		start := p

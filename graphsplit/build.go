@@ -3,6 +3,7 @@ package graphsplit
 import (
 	"fmt"
 	"reflect"
+	"runtime/debug"
 
 	"github.com/pkg/errors"
 	"gorgonia.org/gorgonia"
@@ -18,14 +19,58 @@ type builder struct {
 }
 
 // newProgram rebuilds stage st; with train it adds the symbolic backward.
-func newProgram(a *analysis, st *Stage, train bool) (p *Program, err error) {
+// Outputs that no input or learnable influences, and inputs with no path to
+// an output, are found by gorgonia.Backpropagate; the stage is then rebuilt
+// without them (removing nodes from a gorgonia graph corrupts its index).
+//
+// gradShapes gives, per activation key, the static shape of the gradient the
+// consuming stages compute for it (see gradShapes in split.go).
+func newProgram(a *analysis, st *Stage, train bool, gradShapes map[int64]tensor.Shape) (*Program, error) {
+	var skip dropped
+	for {
+		p, err := buildProgram(a, st, train, skip, gradShapes)
+		var more *dropped
+		if !errors.As(err, &more) {
+			return p, err
+		}
+		if !skip.add(more) {
+			return nil, errors.Errorf("graphsplit: stage %d: symbolic backward keeps failing on the same nodes", st.Index)
+		}
+	}
+}
+
+// dropped lists what the symbolic backward of a stage leaves out.
+type dropped struct {
+	outputs, inputs map[int]bool
+}
+
+func (d *dropped) Error() string { return "graphsplit: nodes without gradient path" }
+
+// add merges more into d and reports whether anything was new.
+func (d *dropped) add(more *dropped) bool {
+	if d.outputs == nil {
+		d.outputs, d.inputs = map[int]bool{}, map[int]bool{}
+	}
+	grew := false
+	for i := range more.outputs {
+		grew = grew || !d.outputs[i]
+		d.outputs[i] = true
+	}
+	for i := range more.inputs {
+		grew = grew || !d.inputs[i]
+		d.inputs[i] = true
+	}
+	return grew
+}
+
+func buildProgram(a *analysis, st *Stage, train bool, skip dropped, gradShapes map[int64]tensor.Shape) (p *Program, err error) {
 	kind := "forward"
 	if train {
 		kind = "train"
 	}
 	defer func() {
 		if r := recover(); r != nil {
-			err = errors.Errorf("graphsplit: stage %d %s program: gorgonia panicked: %v", st.Index, kind, r)
+			err = errors.Errorf("graphsplit: stage %d %s program: gorgonia panicked: %v\n%s", st.Index, kind, r, debug.Stack())
 		}
 	}()
 	b := &builder{
@@ -54,7 +99,7 @@ func newProgram(a *analysis, st *Stage, train bool) (p *Program, err error) {
 		p.Outputs = append(p.Outputs, b.local[o.Node])
 	}
 	if train {
-		if err := b.backward(p); err != nil {
+		if err := b.backward(p, skip, gradShapes); err != nil {
 			return nil, err
 		}
 	}
@@ -169,103 +214,95 @@ func (b *builder) sizeOf(n *gorgonia.Node) (*gorgonia.Node, error) {
 }
 
 // backward adds gradient placeholders for the outputs and the symbolic
-// backward to the inputs and learnables. Outputs no input or learnable can
-// influence, and inputs with no path to an output, are dropped (their entry
-// stays nil); a learnable without a gradient is an error.
-func (b *builder) backward(p *Program) error {
+// backward to the inputs and learnables, leaving out what skip lists. When
+// gorgonia reports outputs or inputs without a gradient path it returns a
+// *dropped naming them; a learnable without a gradient is an error.
+//
+// The placeholder for an output's gradient takes the static shape of the
+// gradient node that its consumers compute, which is what the node feeding
+// the same op's backward has in the whole graph. (Gorgonia's static and run
+// time shapes can differ by unit dimensions, and its reductions give wrong
+// results on some of those shapes, so the shapes must match the whole
+// graph's, not only the sizes.)
+func (b *builder) backward(p *Program, skip dropped, gradShapes map[int64]tensor.Shape) error {
 	st := b.st
 	p.OutputGrads = make(gorgonia.Nodes, len(p.Outputs))
 	p.InputGrads = make(gorgonia.Nodes, len(p.Inputs))
 	p.LearnableGrads = make(gorgonia.Nodes, len(p.Learnables))
 
-	type slot struct {
-		kind int // 0 input, 1 learnable
-		i    int
+	var wrt gorgonia.Nodes
+	wrtIdx := make(map[*gorgonia.Node]int) // input index, or −1−learnable index
+	for i, in := range st.Inputs {
+		if in.Kind == Activation && isFloat(in.Dtype) && !skip.inputs[i] {
+			wrt = append(wrt, p.Inputs[i])
+			wrtIdx[p.Inputs[i]] = i
+		}
+	}
+	for i, l := range p.Learnables {
+		wrt = append(wrt, l)
+		wrtIdx[l] = -1 - i
+	}
+	if len(wrt) == 0 {
+		return b.checkLearnableGrads(p)
 	}
 	var outs, grads gorgonia.Nodes
 	var outIdx []int
 	for i, o := range p.Outputs {
-		if !isFloat(o.Dtype()) {
+		if !isFloat(o.Dtype()) || skip.outputs[i] {
 			continue
 		}
-		ph := placeholder(b.g, o, fmt.Sprintf("stage%d/grad-out%d/%s", st.Index, i, st.Outputs[i].Name))
+		shape := o.Shape()
+		if gs, ok := gradShapes[st.Outputs[i].Key]; ok && gs.TotalSize() == shape.TotalSize() {
+			shape = gs
+		}
+		ph := newInput(b.g, o.Dtype(), shape, fmt.Sprintf("stage%d/grad-out%d/%s", st.Index, i, st.Outputs[i].Name))
 		outs, grads, outIdx = append(outs, o), append(grads, ph), append(outIdx, i)
 	}
-	var wrt gorgonia.Nodes
-	var wrtSlot []slot
-	for i, in := range st.Inputs {
-		if in.Kind == Activation && isFloat(in.Dtype) {
-			wrt, wrtSlot = append(wrt, p.Inputs[i]), append(wrtSlot, slot{0, i})
-		}
+	if len(outs) == 0 || len(wrt) == 0 {
+		return b.checkLearnableGrads(p)
 	}
-	for i, l := range p.Learnables {
-		if isFloat(l.Dtype()) {
-			wrt, wrtSlot = append(wrt, l), append(wrtSlot, slot{1, i})
-		}
-	}
-	for len(outs) > 0 && len(wrt) > 0 {
-		res, err := gorgonia.Backpropagate(outs, grads, wrt)
-		if err == nil {
-			for k, gr := range res {
-				s := wrtSlot[k]
-				if s.kind == 0 {
-					p.InputGrads[s.i] = gr
-				} else {
-					p.LearnableGrads[s.i] = gr
-				}
-			}
-			for k, i := range outIdx {
-				p.OutputGrads[i] = grads[k]
-			}
-			break
-		}
+	res, err := gorgonia.Backpropagate(outs, grads, wrt)
+	if err != nil {
 		var sde gorgonia.SymDiffError
 		if !errors.As(err, &sde) || len(sde.Nodes()) == 0 {
 			return errors.Wrapf(err, "graphsplit: stage %d: symbolic backward failed", st.Index)
 		}
-		bad := make(map[*gorgonia.Node]bool)
+		more := &dropped{outputs: map[int]bool{}, inputs: map[int]bool{}}
 		for _, n := range sde.Nodes() {
-			bad[n] = true
-		}
-		removed := false
-		for k := 0; k < len(outs); k++ {
-			if bad[outs[k]] {
-				b.g.RemoveNode(grads[k])
-				outs = append(outs[:k], outs[k+1:]...)
-				grads = append(grads[:k], grads[k+1:]...)
-				outIdx = append(outIdx[:k], outIdx[k+1:]...)
-				k--
-				removed = true
-			}
-		}
-		for k := 0; k < len(wrt); k++ {
-			if bad[wrt[k]] {
-				wrt = append(wrt[:k], wrt[k+1:]...)
-				wrtSlot = append(wrtSlot[:k], wrtSlot[k+1:]...)
-				k--
-				removed = true
-			}
-		}
-		if !removed {
-			return errors.Wrapf(err, "graphsplit: stage %d: symbolic backward failed", st.Index)
-		}
-	}
-	for _, g := range grads { // outputs dropped because nothing was left to differentiate
-		if g != nil && p.OutputGrads != nil {
-			found := false
-			for _, og := range p.OutputGrads {
-				if og == g {
-					found = true
+			for k, o := range outs {
+				if o == n {
+					more.outputs[outIdx[k]] = true
 				}
 			}
-			if !found {
-				b.g.RemoveNode(g)
+			if i, ok := wrtIdx[n]; ok {
+				if i < 0 {
+					return errors.Errorf("graphsplit: stage %d: learnable %q receives no gradient from the cost (its only paths go through non-differentiable ops); drop it from the learnables", st.Index, st.Learnables[-1-i].Name())
+				}
+				more.inputs[i] = true
 			}
 		}
+		if len(more.outputs)+len(more.inputs) == 0 {
+			return errors.Wrapf(err, "graphsplit: stage %d: symbolic backward failed", st.Index)
+		}
+		return more
 	}
+	for k, gr := range res {
+		if i := wrtIdx[wrt[k]]; i >= 0 {
+			p.InputGrads[i] = gr
+		} else {
+			p.LearnableGrads[-1-i] = gr
+		}
+	}
+	for k, i := range outIdx {
+		p.OutputGrads[i] = grads[k]
+	}
+	return b.checkLearnableGrads(p)
+}
+
+func (b *builder) checkLearnableGrads(p *Program) error {
 	for i, gr := range p.LearnableGrads {
 		if gr == nil {
-			return errors.Errorf("graphsplit: stage %d: learnable %q receives no gradient from the cost (its only paths go through non-differentiable ops); drop it from the learnables", st.Index, st.Learnables[i].Name())
+			return errors.Errorf("graphsplit: stage %d: learnable %q receives no gradient from the cost (its only paths go through non-differentiable ops); drop it from the learnables", b.st.Index, b.st.Learnables[i].Name())
 		}
 	}
 	return nil

@@ -1,6 +1,8 @@
 package graphsplit
 
 import (
+	"math"
+
 	"github.com/pkg/errors"
 	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -71,4 +73,108 @@ func stagewise(plan *Plan, feeds map[*gorgonia.Node]gorgonia.Value) (gorgonia.Va
 		}
 	}
 	return cost, grads, nil
+}
+
+// reference computes the cost and the learnables' gradients of the whole
+// graph with plain Gorgonia: Grad, a tape machine, values read through Read.
+// It adds gradient nodes to g, which Split ignores afterwards, and leaves
+// feeds untouched.
+func reference(g *gorgonia.ExprGraph, cost *gorgonia.Node, learnables gorgonia.Nodes, feeds map[*gorgonia.Node]gorgonia.Value) (gorgonia.Value, []gorgonia.Value, error) {
+	grads, err := gorgonia.Grad(cost, learnables...)
+	if err != nil {
+		return nil, nil, err
+	}
+	var c gorgonia.Value
+	gorgonia.Read(cost, &c)
+	gv := make([]gorgonia.Value, len(grads))
+	for i, gr := range grads {
+		gorgonia.Read(gr, &gv[i])
+	}
+	for n, v := range feeds {
+		// The whole graph may overwrite a fed tensor in place (a Reshape
+		// of an input followed by an in-place op): feed a copy.
+		v, err := gorgonia.CloneValue(v)
+		if err != nil {
+			return nil, nil, err
+		}
+		if err := gorgonia.Let(n, v); err != nil {
+			return nil, nil, err
+		}
+	}
+	vm := gorgonia.NewTapeMachine(g)
+	defer vm.Close()
+	vm.Reset()
+	if err := vm.RunAll(); err != nil {
+		return nil, nil, err
+	}
+	return c, gv, nil
+}
+
+// relErr is max|a−b| / max(max|b|, 1e-30) over two tensors or scalars.
+func relErr(a, b gorgonia.Value) (float64, error) {
+	fa, err := floats(a)
+	if err != nil {
+		return 0, err
+	}
+	fb, err := floats(b)
+	if err != nil {
+		return 0, err
+	}
+	if len(fa) != len(fb) {
+		return 0, errors.Errorf("sizes differ: %d vs %d", len(fa), len(fb))
+	}
+	diff, scale := 0.0, 1e-30
+	for i := range fa {
+		diff = math.Max(diff, math.Abs(fa[i]-fb[i]))
+		scale = math.Max(scale, math.Abs(fb[i]))
+	}
+	return diff / scale, nil
+}
+
+func floats(v gorgonia.Value) ([]float64, error) {
+	if v == nil {
+		return nil, errors.New("nil value")
+	}
+	switch d := v.Data().(type) {
+	case []float64:
+		return d, nil
+	case []float32:
+		out := make([]float64, len(d))
+		for i, x := range d {
+			out[i] = float64(x)
+		}
+		return out, nil
+	case float64:
+		return []float64{d}, nil
+	case float32:
+		return []float64{float64(d)}, nil
+	}
+	return nil, errors.Errorf("unsupported value %T", v.Data())
+}
+
+// tolerance is the relative error allowed between a plan and the whole graph.
+func tolerance(dt tensor.Dtype) float64 {
+	if dt == tensor.Float32 {
+		return 1e-6
+	}
+	return 1e-12
+}
+
+// checkParity compares a plan's stage-by-stage cost and gradients with the
+// reference ones.
+func checkParity(plan *Plan, feeds map[*gorgonia.Node]gorgonia.Value, wantCost gorgonia.Value, wantGrads []gorgonia.Value) error {
+	c, grads, err := stagewise(plan, feeds)
+	if err != nil {
+		return err
+	}
+	tol := tolerance(plan.Dtype)
+	if e, err := relErr(c, wantCost); err != nil || e > tol {
+		return errors.Errorf("%d stages: cost %v, want %v (relative error %g, err %v)", len(plan.Stages), c, wantCost, e, err)
+	}
+	for i, gr := range grads {
+		if e, err := relErr(gr, wantGrads[i]); err != nil || e > tol {
+			return errors.Errorf("%d stages: gradient of %s: relative error %g > %g (err %v)", len(plan.Stages), plan.Learnables[i].Name(), e, tol, err)
+		}
+	}
+	return nil
 }

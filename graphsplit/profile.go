@@ -6,7 +6,6 @@ import (
 
 	"github.com/pkg/errors"
 	"gorgonia.org/gorgonia"
-	"gorgonia.org/tensor"
 )
 
 // MeasuredCost prices each op by the median wall time of its Do, measured by
@@ -20,98 +19,35 @@ func (m MeasuredCost) OpCost(n *gorgonia.Node) float64 { return m[n].Seconds() }
 const profileRuns = 5
 
 // measure evaluates the graph op by op on feeds and the learnables' values,
-// timing each op's Do. BatchNorm running statistics are saved and restored,
+// timing each op's Do. BatchNorm running statistics are restored afterwards,
 // so profiling leaves the model as it was.
 func measure(a *analysis, feeds map[*gorgonia.Node]gorgonia.Value) (MeasuredCost, error) {
-	vals := make(map[*gorgonia.Node]gorgonia.Value)
-	for _, f := range a.feeds {
-		v, ok := feeds[f]
-		if !ok {
-			return nil, errors.Errorf("graphsplit: Profiled: no value for data input %q", f.Name())
-		}
-		if err := checkValue(f, v); err != nil {
-			return nil, errors.Wrapf(err, "graphsplit: Profiled: data input %q", f.Name())
-		}
-		vals[f] = v
+	in, err := newInterpreter(a, feeds)
+	if err != nil {
+		return nil, errors.Wrap(err, "graphsplit: Profiled")
 	}
-	for l := range a.learn {
-		vals[l] = l.Value()
-	}
-	type stats struct {
-		op         *gorgonia.BatchNormOp
-		mean, vari tensor.Tensor
-	}
-	var saved []stats
-	defer func() {
-		for _, s := range saved {
-			_ = s.op.SetStats(s.mean, s.vari)
-		}
-	}()
+	defer in.restore()
 	out := make(MeasuredCost, len(a.seq))
-	var eval func(n *gorgonia.Node) (gorgonia.Value, error)
-	eval = func(n *gorgonia.Node) (gorgonia.Value, error) {
-		if v, ok := vals[n]; ok {
-			return v, nil
-		}
-		if isConstant(n) {
-			return n.Value(), nil
-		}
-		kids := a.children(n)
-		in := make([]gorgonia.Value, len(kids))
-		for i, c := range kids {
-			v, err := eval(c)
-			if err != nil {
-				return nil, err
-			}
-			in[i] = v
-		}
-		if bn, ok := n.Op().(*gorgonia.BatchNormOp); ok {
-			m, v := bn.Stats()
-			saved = append(saved, stats{bn, m.Clone().(tensor.Tensor), v.Clone().(tensor.Tensor)})
-		}
-		var times []time.Duration
+	in.around = func(n *gorgonia.Node, do func() (gorgonia.Value, error)) (gorgonia.Value, error) {
 		var v gorgonia.Value
-		runs := profileRuns
-		if _, ok := a.pos[n]; !ok {
-			runs = 1 // replicable: not priced
-		}
-		for r := 0; r < runs; r++ {
-			args := make([]gorgonia.Value, len(in))
-			for i, x := range in { // Do may reuse its inputs: give it copies
-				c, err := gorgonia.CloneValue(x)
-				if err != nil {
-					return nil, errors.Wrapf(err, "graphsplit: Profiled: node %q", n.Name())
-				}
-				args[i] = c
-			}
+		times := make([]time.Duration, 0, profileRuns)
+		for r := 0; r < profileRuns; r++ {
 			start := time.Now()
-			res, err := n.Op().Do(args...)
+			res, err := do()
 			times = append(times, time.Since(start))
 			if err != nil {
-				return nil, errors.Wrapf(err, "graphsplit: Profiled: op %v of node %q failed", n.Op(), n.Name())
+				return nil, err
 			}
 			v = res
 		}
 		sort.Slice(times, func(i, j int) bool { return times[i] < times[j] })
-		if _, ok := a.pos[n]; ok {
-			out[n] = times[len(times)/2]
-		}
-		vals[n] = v
+		out[n] = times[len(times)/2]
 		return v, nil
 	}
 	for _, n := range a.seq {
-		if _, err := safeEval(eval, n); err != nil {
-			return nil, err
+		if _, err := in.eval(n); err != nil {
+			return nil, errors.Wrap(err, "graphsplit: Profiled")
 		}
 	}
 	return out, nil
-}
-
-func safeEval(eval func(*gorgonia.Node) (gorgonia.Value, error), n *gorgonia.Node) (v gorgonia.Value, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = errors.Errorf("graphsplit: Profiled: op %v of node %q panicked: %v", n.Op(), n.Name(), r)
-		}
-	}()
-	return eval(n)
 }

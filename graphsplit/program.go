@@ -44,6 +44,8 @@ type Program struct {
 	inGSlot  []gorgonia.Value
 	parGSlot []gorgonia.Value
 	vm       gorgonia.VM
+	inBuf    []gorgonia.Value // owned copies of the inputs
+	gradBuf  []gorgonia.Value // owned copies of the output gradients
 }
 
 // Result is what one Run returns. Every tensor in it is freshly allocated and
@@ -121,12 +123,16 @@ func (p *Program) Run(inputs, outputGrads []gorgonia.Value) (res Result, err err
 	if len(inputs) != len(p.Inputs) {
 		return res, errors.Errorf("graphsplit: stage %d %s program takes %d inputs, got %d", p.Stage, p.kind, len(p.Inputs), len(inputs))
 	}
+	if p.inBuf == nil {
+		p.inBuf = make([]gorgonia.Value, len(p.Inputs))
+		p.gradBuf = make([]gorgonia.Value, len(p.OutputGrads))
+	}
 	for i, v := range inputs {
 		if err := checkValue(p.Inputs[i], v); err != nil {
 			return res, errors.Wrapf(err, "graphsplit: stage %d input %d (%s)", p.Stage, i, p.Inputs[i].Name())
 		}
-		if err := gorgonia.Let(p.Inputs[i], v); err != nil {
-			return res, errors.Wrapf(err, "graphsplit: stage %d input %d", p.Stage, i)
+		if err := p.bind(p.Inputs[i], &p.inBuf[i], v); err != nil {
+			return res, errors.Wrapf(err, "graphsplit: stage %d input %d (%s)", p.Stage, i, p.Inputs[i].Name())
 		}
 	}
 	if p.HasBackward() {
@@ -137,10 +143,11 @@ func (p *Program) Run(inputs, outputGrads []gorgonia.Value) (res Result, err err
 			if gph == nil {
 				continue
 			}
-			if err := checkValue(gph, outputGrads[i]); err != nil {
-				return res, errors.Wrapf(err, "graphsplit: stage %d gradient of output %d", p.Stage, i)
+			v := outputGrads[i]
+			if v == nil || v.Dtype() != gph.Dtype() || v.Shape().TotalSize() != gph.Shape().TotalSize() {
+				return res, errors.Errorf("graphsplit: stage %d gradient of output %d (%s): got %v, want %d elements of %v", p.Stage, i, p.Outputs[i].Name(), describe(v), gph.Shape().TotalSize(), gph.Dtype())
 			}
-			if err := gorgonia.Let(gph, outputGrads[i]); err != nil {
+			if err := p.bind(gph, &p.gradBuf[i], v); err != nil {
 				return res, errors.Wrapf(err, "graphsplit: stage %d gradient of output %d", p.Stage, i)
 			}
 		}
@@ -155,12 +162,128 @@ func (p *Program) Run(inputs, outputGrads []gorgonia.Value) (res Result, err err
 	if err := p.vm.RunAll(); err != nil {
 		return res, errors.Wrapf(err, "graphsplit: stage %d %s program", p.Stage, p.kind)
 	}
-	res.Outputs = append([]gorgonia.Value(nil), p.outSlot...)
+	if res.Outputs, err = conform(p.outSlot, p.Outputs); err != nil {
+		return res, errors.Wrapf(err, "graphsplit: stage %d %s program output", p.Stage, p.kind)
+	}
 	if p.HasBackward() {
-		res.InputGrads = append([]gorgonia.Value(nil), p.inGSlot...)
-		res.LearnableGrads = append([]gorgonia.Value(nil), p.parGSlot...)
+		if res.InputGrads, err = conform(p.inGSlot, p.InputGrads); err != nil {
+			return res, errors.Wrapf(err, "graphsplit: stage %d gradient of input", p.Stage)
+		}
+		if res.LearnableGrads, err = conform(p.parGSlot, p.Learnables); err != nil {
+			return res, errors.Wrapf(err, "graphsplit: stage %d gradient of learnable", p.Stage)
+		}
 	}
 	return res, nil
+}
+
+// conform copies the read slots into a new slice, giving each tensor the
+// static shape of its node where gorgonia returned an equivalent one (some
+// ops drop or add trailing unit dimensions at run time), so that the next
+// stage can bind it. The tensors are fresh clones, owned by the caller.
+func conform(slots []gorgonia.Value, like gorgonia.Nodes) ([]gorgonia.Value, error) {
+	out := make([]gorgonia.Value, len(slots))
+	for i, v := range slots {
+		out[i] = v
+		t, ok := v.(tensor.Tensor)
+		if !ok || like[i] == nil || like[i].IsScalar() || t.Shape().Eq(like[i].Shape()) {
+			continue
+		}
+		if t.Shape().TotalSize() != like[i].Shape().TotalSize() {
+			return nil, errors.Errorf("%d (%s): gorgonia computed shape %v, the graph says %v", i, like[i].Name(), t.Shape(), like[i].Shape())
+		}
+		if err := t.Reshape(like[i].Shape()...); err != nil {
+			return nil, errors.Wrapf(err, "%d (%s)", i, like[i].Name())
+		}
+	}
+	return out, nil
+}
+
+// bind copies v into the program's own buffer for n and binds the buffer.
+// Gorgonia's tape machine may overwrite an input's tensor in place (a
+// Reshape of an input followed by an in-place op), so the caller's tensors
+// are never bound directly. Scalars are immutable and bound as they are.
+func (p *Program) bind(n *gorgonia.Node, buf *gorgonia.Value, v gorgonia.Value) error {
+	if n.IsScalar() {
+		if _, ok := v.(gorgonia.Scalar); ok {
+			return gorgonia.Let(n, v)
+		}
+		s, err := scalarOf(v)
+		if err != nil {
+			return err
+		}
+		return gorgonia.Let(n, s)
+	}
+	if *buf == nil {
+		*buf = tensor.New(tensor.WithShape(n.Shape()...), tensor.Of(n.Dtype()))
+	}
+	if err := copyData((*buf).(tensor.Tensor), v); err != nil {
+		return err
+	}
+	return gorgonia.Let(n, *buf)
+}
+
+// copyData copies src's elements, in row-major order, into dst, which has the
+// same number of elements and dtype.
+func copyData(dst tensor.Tensor, src gorgonia.Value) error {
+	st, ok := src.(tensor.Tensor)
+	if !ok {
+		return errors.Errorf("got %T, want a tensor", src)
+	}
+	if st.RequiresIterator() {
+		m := st.Clone().(tensor.Tensor)
+		if mat, ok := m.(interface{ Materialize() tensor.Tensor }); ok {
+			st = mat.Materialize()
+		}
+	}
+	switch d := dst.Data().(type) {
+	case []float64:
+		s, ok := st.Data().([]float64)
+		if !ok || len(s) != len(d) {
+			return errors.Errorf("got %v %v, want %d float64", st.Shape(), st.Dtype(), len(d))
+		}
+		copy(d, s)
+	case []float32:
+		s, ok := st.Data().([]float32)
+		if !ok || len(s) != len(d) {
+			return errors.Errorf("got %v %v, want %d float32", st.Shape(), st.Dtype(), len(d))
+		}
+		copy(d, s)
+	case []int:
+		s, ok := st.Data().([]int)
+		if !ok || len(s) != len(d) {
+			return errors.Errorf("got %v %v, want %d int", st.Shape(), st.Dtype(), len(d))
+		}
+		copy(d, s)
+	default:
+		return errors.Errorf("dtype %v is not supported for stage inputs", dst.Dtype())
+	}
+	return nil
+}
+
+// scalarOf turns a one-element tensor into a gorgonia scalar.
+func scalarOf(v gorgonia.Value) (gorgonia.Value, error) {
+	switch d := v.Data().(type) {
+	case []float64:
+		if len(d) == 1 {
+			return gorgonia.NewF64(d[0]), nil
+		}
+	case []float32:
+		if len(d) == 1 {
+			return gorgonia.NewF32(d[0]), nil
+		}
+	case float64:
+		return gorgonia.NewF64(d), nil
+	case float32:
+		return gorgonia.NewF32(d), nil
+	}
+	return nil, errors.Errorf("got %v, want a scalar", describe(v))
+}
+
+func describe(v gorgonia.Value) string {
+	if v == nil {
+		return "nil"
+	}
+	return fmt.Sprintf("%v %v", v.Shape(), v.Dtype())
 }
 
 // checkValue tells why v cannot be bound to n.
@@ -186,6 +309,14 @@ func checkValue(n *gorgonia.Node, v gorgonia.Value) error {
 func placeholder(g *gorgonia.ExprGraph, like *gorgonia.Node, name string, opts ...gorgonia.NodeConsOpt) *gorgonia.Node {
 	o := []gorgonia.NodeConsOpt{gorgonia.WithType(like.Type()), gorgonia.In(g), gorgonia.WithShape(like.Shape()...), gorgonia.WithName(name)}
 	return gorgonia.NewUniqueNode(append(o, opts...)...)
+}
+
+// newInput makes a uniquely named input node of dtype dt and the given shape.
+func newInput(g *gorgonia.ExprGraph, dt tensor.Dtype, shape tensor.Shape, name string) *gorgonia.Node {
+	if len(shape) == 0 {
+		return gorgonia.NewScalar(g, dt, gorgonia.WithName(name))
+	}
+	return gorgonia.NewTensor(g, dt, len(shape), gorgonia.WithShape(shape...), gorgonia.WithName(name))
 }
 
 // scalarOne returns 1 of dt, the gradient to feed for a cost.

@@ -5,6 +5,7 @@ import (
 
 	"github.com/pkg/errors"
 	"gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
 )
 
 // Split cuts the model (g, cost, learnables) into pipeline stages.
@@ -231,13 +232,22 @@ func assemble(a *analysis, costs []float64) (*Plan, error) {
 			return nil, errors.Errorf("graphsplit: learnable %d (%q) is read only through shape or constant expressions, so it gets no gradient; drop it from the learnables", i, l.Name())
 		}
 	}
-	for _, st := range stages {
+	// Train programs last stage first: a stage's gradient placeholders take
+	// the shapes of the gradients its consumers compute.
+	gradShapes := make(map[int64]tensor.Shape)
+	for s := len(stages) - 1; s >= 0; s-- {
+		st := stages[s]
 		var err error
-		if st.Forward, err = newProgram(a, st, false); err != nil {
+		if st.Forward, err = newProgram(a, st, false, nil); err != nil {
 			return nil, err
 		}
-		if st.Train, err = newProgram(a, st, true); err != nil {
+		if st.Train, err = newProgram(a, st, true, gradShapes); err != nil {
 			return nil, err
+		}
+		for i, gr := range st.Train.InputGrads {
+			if _, seen := gradShapes[st.Inputs[i].Key]; gr != nil && !seen {
+				gradShapes[st.Inputs[i].Key] = gr.Shape()
+			}
 		}
 	}
 	plan.Stages = stages

@@ -1,0 +1,66 @@
+package graphsplit
+
+import (
+	"fmt"
+	"testing"
+
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+)
+
+// deepMLP builds a layers-deep MLP (matmul, broadcast bias, tanh per layer)
+// at batch 32 and width 64.
+func deepMLP(tb testing.TB, layers int) (*G.ExprGraph, *G.Node, G.Nodes) {
+	g := G.NewGraph()
+	const batch, width = 32, 64
+	x := G.NewMatrix(g, tensor.Float32, G.WithShape(batch, width), G.WithName("x"))
+	var learn G.Nodes
+	h := x
+	for l := 0; l < layers; l++ {
+		w := G.NewMatrix(g, tensor.Float32, G.WithShape(width, width), G.WithName(fmt.Sprintf("w%d", l)), G.WithInit(G.GlorotU(1)))
+		b := G.NewMatrix(g, tensor.Float32, G.WithShape(1, width), G.WithName(fmt.Sprintf("b%d", l)), G.WithInit(G.Zeroes()))
+		learn = append(learn, w, b)
+		var err error
+		if h, err = G.Mul(h, w); err != nil {
+			tb.Fatal(err)
+		}
+		if h, err = G.BroadcastAdd(h, b, nil, []byte{0}); err != nil {
+			tb.Fatal(err)
+		}
+		if h, err = G.Tanh(h); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	cost, err := G.Mean(h)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return g, cost, learn
+}
+
+// BenchmarkSplitDeepFineGrained splits a 100-layer MLP into its 100
+// fine-grained stages, building every stage's forward and train programs.
+func BenchmarkSplitDeepFineGrained(b *testing.B) {
+	g, cost, learn := deepMLP(b, 100)
+	b.ReportAllocs()
+	for b.Loop() {
+		plan, err := Split(g, cost, learn, FineGrained())
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(plan.Stages) != 100 {
+			b.Fatalf("%d stages", len(plan.Stages))
+		}
+	}
+}
+
+// BenchmarkSplitDeepBalanced balances the same graph into 8 stages.
+func BenchmarkSplitDeepBalanced(b *testing.B) {
+	g, cost, learn := deepMLP(b, 100)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Split(g, cost, learn, Stages(8)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,152 @@
+package graphsplit
+
+import (
+	"fmt"
+	"hash"
+	"hash/fnv"
+	"testing"
+
+	"github.com/chewxy/hm"
+	"github.com/stretchr/testify/require"
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+)
+
+// tinyModel is x(4,3)·w1 → tanh → ·w2 → mean, with an unused learnable.
+type tinyModel struct {
+	g            *G.ExprGraph
+	x, w1, w2    *G.Node
+	unused       *G.Node
+	hidden, cost *G.Node
+}
+
+func newTiny(t testing.TB) *tinyModel {
+	m := &tinyModel{g: G.NewGraph()}
+	m.x = G.NewMatrix(m.g, tensor.Float64, G.WithShape(4, 3), G.WithName("x"))
+	m.w1 = G.NewMatrix(m.g, tensor.Float64, G.WithShape(3, 5), G.WithName("w1"), G.WithInit(G.GlorotU(1)))
+	m.w2 = G.NewMatrix(m.g, tensor.Float64, G.WithShape(5, 2), G.WithName("w2"), G.WithInit(G.GlorotU(1)))
+	m.unused = G.NewMatrix(m.g, tensor.Float64, G.WithShape(2, 2), G.WithName("unused"), G.WithInit(G.GlorotU(1)))
+	var err error
+	m.hidden, err = G.Tanh(G.Must(G.Mul(m.x, m.w1)))
+	require.NoError(t, err)
+	G.WithName("hidden")(m.hidden)
+	m.cost, err = G.Mean(G.Must(G.Mul(m.hidden, m.w2)))
+	require.NoError(t, err)
+	return m
+}
+
+func TestSplitRejectsBadInput(t *testing.T) {
+	m := newTiny(t)
+	other := newTiny(t)
+	learn := G.Nodes{m.w1, m.w2}
+	cases := []struct {
+		name  string
+		split func() (*Plan, error)
+		want  string
+	}{
+		{"cost not scalar", func() (*Plan, error) { return Split(m.g, m.hidden, learn) }, `cost "hidden" has shape (4, 5), want a scalar`},
+		{"cost from another graph", func() (*Plan, error) { return Split(m.g, other.cost, learn) }, "belongs to another graph"},
+		{"nil cost", func() (*Plan, error) { return Split(m.g, nil, learn) }, "cost node is nil"},
+		{"nil graph", func() (*Plan, error) { return Split(nil, m.cost, learn) }, "graph is nil"},
+		{"no learnables", func() (*Plan, error) { return Split(m.g, m.cost, nil) }, "no learnables"},
+		{"learnable the cost does not depend on", func() (*Plan, error) { return Split(m.g, m.cost, G.Nodes{m.w1, m.w2, m.unused}) }, `does not depend on learnable "unused"`},
+		{"learnable from another graph", func() (*Plan, error) { return Split(m.g, m.cost, G.Nodes{m.w1, other.w2}) }, `learnable 1 ("w2") belongs to another graph`},
+		{"learnable computed by an op", func() (*Plan, error) { return Split(m.g, m.cost, G.Nodes{m.w1, m.hidden}) }, `learnable 1 ("hidden") is computed by op`},
+		{"learnable listed twice", func() (*Plan, error) { return Split(m.g, m.cost, G.Nodes{m.w1, m.w2, m.w1}) }, `learnable "w1" is listed twice`},
+		{"zero stages", func() (*Plan, error) { return Split(m.g, m.cost, learn, Stages(0)) }, "Stages(0): need at least one stage"},
+		{"negative stages", func() (*Plan, error) { return Split(m.g, m.cost, learn, Stages(-2)) }, "Stages(-2): need at least one stage"},
+		{"more stages than cuts", func() (*Plan, error) { return Split(m.g, m.cost, learn, Stages(50)) }, "Stages(50): the graph has only"},
+		{"more stages than layers", func() (*Plan, error) { return Split(m.g, m.cost, learn, FineGrained(), Stages(3)) }, "only 1 layer boundaries"},
+		{"unknown cut point", func() (*Plan, error) { return Split(m.g, m.cost, learn, CutAt("no-such-node")) }, `cut point "no-such-node": no node of that name`},
+		{"cut point at an input", func() (*Plan, error) { return Split(m.g, m.cost, learn, CutAt("x")) }, `cut point "x": it is an input`},
+		{"cut point twice", func() (*Plan, error) { return Split(m.g, m.cost, learn, CutAt("hidden", "hidden")) }, "are the same node"},
+		{"cut points with stages", func() (*Plan, error) { return Split(m.g, m.cost, learn, CutAt("hidden"), Stages(2)) }, "CutAt cannot be combined"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			plan, err := c.split()
+			require.Error(t, err)
+			require.Nil(t, plan)
+			require.Contains(t, err.Error(), c.want)
+		})
+	}
+}
+
+func TestCutAtSplitsThere(t *testing.T) {
+	m := newTiny(t)
+	plan, err := Split(m.g, m.cost, G.Nodes{m.w1, m.w2}, CutAt("hidden"))
+	require.NoError(t, err)
+	require.Len(t, plan.Stages, 2)
+	require.Equal(t, m.hidden, plan.Stages[1].Nodes[0])
+	require.Equal(t, G.Nodes{m.w1}, plan.Stages[0].Learnables)
+	require.Equal(t, G.Nodes{m.w2}, plan.Stages[1].Learnables)
+}
+
+func TestCutInsideALearnablesSpanIsRefused(t *testing.T) {
+	g := G.NewGraph()
+	x := G.NewMatrix(g, tensor.Float64, G.WithShape(2, 3), G.WithName("x"))
+	w := G.NewMatrix(g, tensor.Float64, G.WithShape(3, 3), G.WithName("w"), G.WithInit(G.GlorotU(1)))
+	h := G.Must(G.Tanh(G.Must(G.Mul(x, w))))
+	G.WithName("h")(h)
+	h2 := G.Must(G.Mul(h, w)) // w is read again: tied weights
+	cost := G.Must(G.Mean(h2))
+	_, err := Split(g, cost, G.Nodes{w}, CutAt("h"))
+	require.Error(t, err)
+	require.Contains(t, err.Error(), `falls between two ops that read learnable "w"`)
+	plan, err := Split(g, cost, G.Nodes{w}, FineGrained())
+	require.NoError(t, err)
+	require.Len(t, plan.Stages, 1, "tied weights keep their readers in one stage")
+}
+
+// flakyOp is an identity op that can be applied once only: re-applying it
+// fails, as an op with one-shot state would.
+type flakyOp struct{ applied *int }
+
+func (op flakyOp) Arity() int { return 1 }
+func (op flakyOp) Type() hm.Type {
+	a := hm.TypeVariable('a')
+	return hm.NewFnType(a, a)
+}
+func (op flakyOp) InferShape(ds ...G.DimSizer) (tensor.Shape, error) {
+	*op.applied++
+	if *op.applied > 1 {
+		return nil, fmt.Errorf("flaky op was already applied")
+	}
+	return ds[0].(tensor.Shape).Clone(), nil
+}
+func (op flakyOp) Do(v ...G.Value) (G.Value, error) { return v[0], nil }
+func (op flakyOp) ReturnsPtr() bool                 { return false }
+func (op flakyOp) CallsExtern() bool                { return false }
+func (op flakyOp) OverwritesInput() int             { return -1 }
+func (op flakyOp) WriteHash(h hash.Hash)            { fmt.Fprint(h, "flaky") }
+func (op flakyOp) Hashcode() uint32 {
+	h := fnv.New32a()
+	op.WriteHash(h)
+	return h.Sum32()
+}
+func (op flakyOp) String() string { return "flaky" }
+
+func TestOpThatCannotBeReappliedIsNamed(t *testing.T) {
+	g := G.NewGraph()
+	x := G.NewMatrix(g, tensor.Float64, G.WithShape(2, 3), G.WithName("x"))
+	w := G.NewMatrix(g, tensor.Float64, G.WithShape(3, 3), G.WithName("w"), G.WithInit(G.GlorotU(1)))
+	n := 0
+	f, err := G.ApplyOpWithName(flakyOp{&n}, "the-flaky-node", G.Must(G.Mul(x, w)))
+	require.NoError(t, err)
+	cost := G.Must(G.Mean(f))
+	plan, err := Split(g, cost, G.Nodes{w})
+	require.Error(t, err)
+	require.Nil(t, plan)
+	require.Contains(t, err.Error(), `op flaky`)
+	require.Contains(t, err.Error(), `node "the-flaky-node"`)
+}
+
+func TestRandomOpsAreRefused(t *testing.T) {
+	g := G.NewGraph()
+	w := G.NewMatrix(g, tensor.Float64, G.WithShape(3, 3), G.WithName("w"), G.WithInit(G.GlorotU(1)))
+	r := G.UniformRandomNode(g, tensor.Float64, 0, 1, 3, 3)
+	cost := G.Must(G.Mean(G.Must(G.HadamardProd(w, r))))
+	_, err := Split(g, cost, G.Nodes{w})
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "random ops cannot be split")
+}

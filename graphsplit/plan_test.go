@@ -1,0 +1,291 @@
+package graphsplit
+
+import (
+	"math/rand"
+	"strings"
+	"testing"
+
+	"github.com/pipemare/pipemare/internal/testmodels"
+	"github.com/stretchr/testify/require"
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+)
+
+func TestFineGrainedIsOneStagePerWeightLayer(t *testing.T) {
+	for _, c := range []struct {
+		build  testmodels.Builder
+		stages int
+	}{
+		{testmodels.MLP, 3},       // fc1, fc2, fc3
+		{testmodels.CNN, 3},       // conv1+bn1, conv2+bn2, fc
+		{testmodels.ResNet, 8},    // stem, 3×2 block layers, head
+		{testmodels.Attention, 5}, // Wq, Wk, Wv (with attention and layer norm), ff, head
+	} {
+		m, err := c.build(tensor.Float64, 4, 1)
+		require.NoError(t, err)
+		plan, err := Split(m.Graph, m.Cost, m.Learnables, FineGrained())
+		require.NoError(t, err)
+		require.Len(t, plan.Stages, c.stages, m.Name)
+		for _, st := range plan.Stages {
+			weights := 0
+			for _, l := range st.Learnables {
+				if isWeight(l) {
+					weights++
+				}
+			}
+			require.Equal(t, 1, weights, "%s stage %d has learnables %v", m.Name, st.Index, st.Learnables)
+		}
+	}
+}
+
+func TestPortsRouteSkipConnections(t *testing.T) {
+	m, err := testmodels.ResNet(tensor.Float64, 4, 1)
+	require.NoError(t, err)
+	plan, err := Split(m.Graph, m.Cost, m.Learnables, FineGrained())
+	require.NoError(t, err)
+	produced := map[int64]int{}
+	jumps := 0
+	for _, st := range plan.Stages {
+		for _, in := range st.Inputs {
+			switch in.Kind {
+			case Activation:
+				p, ok := produced[in.Key]
+				require.True(t, ok, "stage %d reads %s before anyone produced it", st.Index, in.Name)
+				require.Equal(t, p, in.Producer)
+				require.Contains(t, in.Consumers, st.Index)
+				if st.Index-p > 1 {
+					jumps++
+				}
+			case Data:
+				require.Equal(t, -1, in.Producer)
+			}
+		}
+		for _, out := range st.Outputs {
+			require.Equal(t, st.Index, out.Producer)
+			produced[out.Key] = st.Index
+			for _, c := range out.Consumers {
+				require.Greater(t, c, st.Index)
+			}
+		}
+	}
+	require.Greater(t, jumps, 0, "the ResNet's skip connections must jump over stages")
+	last := plan.Stages[len(plan.Stages)-1]
+	require.True(t, last.Last())
+	require.Equal(t, CostPort, last.Outputs[0].Kind)
+	require.Equal(t, m.Cost, last.Outputs[0].Node)
+	// Data: x in the first stage, labels y in the last.
+	require.Equal(t, []int{0}, plan.Feeds[0].Consumers)
+	require.Equal(t, []int{len(plan.Stages) - 1}, plan.Feeds[1].Consumers)
+}
+
+func TestStatefulOpsAreFlagged(t *testing.T) {
+	m, err := testmodels.CNN(tensor.Float64, 4, 1)
+	require.NoError(t, err)
+	plan, err := Split(m.Graph, m.Cost, m.Learnables, FineGrained())
+	require.NoError(t, err)
+	kinds := []string{}
+	for _, st := range plan.Stages {
+		kinds = append(kinds, statefulKinds(st))
+	}
+	// conv1+bn1+relu+maxpool | conv2+bn2+relu | fc
+	require.Equal(t, []string{"batchnorm-0.9-0.0,MaxPool", "batchnorm-0.9-0.0", "-"}, kinds)
+	mlp, err := testmodels.MLP(tensor.Float64, 4, 1)
+	require.NoError(t, err)
+	plan, err = Split(mlp.Graph, mlp.Cost, mlp.Learnables, FineGrained())
+	require.NoError(t, err)
+	for _, st := range plan.Stages {
+		require.Empty(t, st.Stateful)
+	}
+}
+
+func TestLearnablesShareTheUsersTensors(t *testing.T) {
+	m, err := testmodels.MLP(tensor.Float64, 4, 1)
+	require.NoError(t, err)
+	plan, err := Split(m.Graph, m.Cost, m.Learnables, FineGrained())
+	require.NoError(t, err)
+	for _, st := range plan.Stages {
+		for i, l := range st.Learnables {
+			require.Same(t, l.Value(), st.Forward.Learnables[i].Value())
+			require.Same(t, l.Value(), st.Train.Learnables[i].Value())
+			require.Equal(t, l, plan.Learnables[st.LearnableIndex[i]])
+		}
+	}
+}
+
+func TestRunLeavesInputsAloneAndReturnsFreshTensors(t *testing.T) {
+	m, err := testmodels.Attention(tensor.Float64, 4, 1)
+	require.NoError(t, err)
+	plan, err := Split(m.Graph, m.Cost, m.Learnables)
+	require.NoError(t, err)
+	defer plan.Close()
+	batch := m.Batch(rand.New(rand.NewSource(3)))
+	before := testmodels.SnapshotValues(batch)
+	st := plan.Stages[0]
+	in := make([]G.Value, len(st.Inputs))
+	for i, p := range st.Inputs {
+		for j, f := range m.Inputs {
+			if f == p.Node {
+				in[i] = batch[j]
+			}
+		}
+	}
+	one, err := scalarOne(tensor.Float64)
+	require.NoError(t, err)
+	r1, err := st.Train.Run(in, []G.Value{one})
+	require.NoError(t, err)
+	r2, err := st.Train.Run(in, []G.Value{one})
+	require.NoError(t, err)
+	for i := range batch {
+		require.Equal(t, before[i].Data(), batch[i].Data(), "input %d was modified", i)
+	}
+	require.Equal(t, r1.Outputs[0].Data(), r2.Outputs[0].Data())
+	for i := range r1.LearnableGrads {
+		require.NotSame(t, r1.LearnableGrads[i], r2.LearnableGrads[i], "gradients must be fresh tensors")
+		require.Equal(t, r1.LearnableGrads[i].Data(), r2.LearnableGrads[i].Data())
+	}
+}
+
+func TestRunRejectsBadValues(t *testing.T) {
+	m := newTiny(t)
+	plan, err := Split(m.g, m.cost, G.Nodes{m.w1, m.w2})
+	require.NoError(t, err)
+	prog := plan.Stages[0].Forward
+	good := tensor.New(tensor.WithShape(4, 3), tensor.Of(tensor.Float64))
+	_, err = prog.Run(nil, nil)
+	require.ErrorContains(t, err, "takes 1 inputs, got 0")
+	_, err = prog.Run([]G.Value{tensor.New(tensor.WithShape(4, 4), tensor.Of(tensor.Float64))}, nil)
+	require.ErrorContains(t, err, "stage 0 input 0 (stage0/in0/x): shape (4, 4), want (4, 3)")
+	_, err = prog.Run([]G.Value{tensor.New(tensor.WithShape(4, 3), tensor.Of(tensor.Float32))}, nil)
+	require.ErrorContains(t, err, "dtype float32, want float64")
+	_, err = prog.Run([]G.Value{nil}, nil)
+	require.ErrorContains(t, err, "value is nil")
+	_, err = plan.Stages[0].Train.Run([]G.Value{good}, nil)
+	require.ErrorContains(t, err, "takes 1 output gradients, got 0")
+	require.ErrorContains(t, prog.BindLearnables([]G.Value{good, good}), "learnable 0")
+	_, err = prog.Run([]G.Value{good}, nil)
+	require.NoError(t, err)
+}
+
+func TestBindLearnablesSwapsWeights(t *testing.T) {
+	m := newTiny(t)
+	plan, err := Split(m.g, m.cost, G.Nodes{m.w1, m.w2})
+	require.NoError(t, err)
+	prog := plan.Stages[0].Forward
+	x := tensor.New(tensor.WithShape(4, 3), tensor.WithBacking([]float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}))
+	r1, err := prog.Run([]G.Value{x}, nil)
+	require.NoError(t, err)
+	zero := []G.Value{
+		tensor.New(tensor.WithShape(3, 5), tensor.Of(tensor.Float64)),
+		tensor.New(tensor.WithShape(5, 2), tensor.Of(tensor.Float64)),
+	}
+	require.NoError(t, prog.BindLearnables(zero))
+	r0, err := prog.Run([]G.Value{x}, nil)
+	require.NoError(t, err)
+	require.Equal(t, 0.0, r0.Outputs[0].Data())
+	require.NoError(t, prog.BindLearnables(nil))
+	r2, err := prog.Run([]G.Value{x}, nil)
+	require.NoError(t, err)
+	require.Equal(t, r1.Outputs[0].Data(), r2.Outputs[0].Data())
+	require.NotEqual(t, 0.0, r1.Outputs[0].Data())
+}
+
+func TestTableAndDOT(t *testing.T) {
+	m, err := testmodels.CNN(tensor.Float32, 4, 1)
+	require.NoError(t, err)
+	plan, err := Split(m.Graph, m.Cost, m.Learnables, FineGrained())
+	require.NoError(t, err)
+	table := plan.String()
+	lines := strings.Split(strings.TrimSpace(table), "\n")
+	require.Len(t, lines, 1+len(plan.Stages), table)
+	require.Contains(t, lines[0], "learnables")
+	require.Contains(t, lines[1], "cnn.conv1.W,cnn.bn1.scale,cnn.bn1.bias")
+	require.Contains(t, lines[3], "cnn.fc.W,cnn.fc.b")
+	var dot strings.Builder
+	require.NoError(t, plan.WriteDOT(&dot))
+	for s := range plan.Stages {
+		require.Contains(t, dot.String(), "subgraph cluster_"+string(rune('0'+s)))
+	}
+	// Two boundaries, each crossed by one activation.
+	require.Equal(t, 2, strings.Count(dot.String(), "color=red"))
+}
+
+func TestProfiledBalancesByMeasuredTime(t *testing.T) {
+	m, err := testmodels.CNN(tensor.Float64, 4, 1)
+	require.NoError(t, err)
+	feeds := map[*G.Node]G.Value{}
+	for i, v := range m.Batch(rand.New(rand.NewSource(1))) {
+		feeds[m.Inputs[i]] = v
+	}
+	mean, vari := m.BatchNorms[0].Stats()
+	meanBefore := mean.Clone().(tensor.Tensor)
+	variBefore := vari.Clone().(tensor.Tensor)
+	plan, err := Split(m.Graph, m.Cost, m.Learnables, Stages(3), Profiled(feeds))
+	require.NoError(t, err)
+	require.Len(t, plan.Stages, 3)
+	for _, st := range plan.Stages {
+		require.Greater(t, st.Cost.Model, 0.0, "stage %d has no measured time", st.Index)
+	}
+	mean, vari = m.BatchNorms[0].Stats()
+	require.Equal(t, meanBefore.Data(), mean.Data(), "profiling must not move BatchNorm's running mean")
+	require.Equal(t, variBefore.Data(), vari.Data())
+
+	delete(feeds, m.Inputs[1])
+	_, err = Split(m.Graph, m.Cost, m.Learnables, Stages(2), Profiled(feeds))
+	require.ErrorContains(t, err, `Profiled: no value for data input "cnn.y"`)
+}
+
+func TestBalanceMinimisesTheLargestStage(t *testing.T) {
+	blocks := []float64{1, 1, 1, 1, 8, 1, 1, 1, 1}
+	require.Equal(t, []int{4, 5}, balance(blocks, 3))
+	// Exactly p groups even when fewer would do.
+	require.Len(t, balance([]float64{1, 1, 1, 1}, 4), 3)
+	// Brute force on small random cases.
+	rng := rand.New(rand.NewSource(1))
+	for trial := 0; trial < 200; trial++ {
+		n := 1 + rng.Intn(8)
+		blocks := make([]float64, n)
+		for i := range blocks {
+			blocks[i] = float64(1 + rng.Intn(20))
+		}
+		p := 1 + rng.Intn(n)
+		got := maxGroup(blocks, balance(blocks, p))
+		require.Len(t, balance(blocks, p), p-1)
+		require.InDelta(t, bruteForce(blocks, p), got, 1e-9, "blocks %v p %d", blocks, p)
+	}
+}
+
+func maxGroup(blocks []float64, cuts []int) float64 {
+	bounds := append(append([]int{0}, cuts...), len(blocks))
+	best := 0.0
+	for g := 0; g+1 < len(bounds); g++ {
+		s := 0.0
+		for _, b := range blocks[bounds[g]:bounds[g+1]] {
+			s += b
+		}
+		if s > best {
+			best = s
+		}
+	}
+	return best
+}
+
+func bruteForce(blocks []float64, p int) float64 {
+	if p == 1 {
+		return maxGroup(blocks, nil)
+	}
+	best := -1.0
+	var rec func(start, left int, cuts []int)
+	rec = func(start, left int, cuts []int) {
+		if left == 0 {
+			if v := maxGroup(blocks, cuts); best < 0 || v < best {
+				best = v
+			}
+			return
+		}
+		for c := start; c < len(blocks); c++ {
+			rec(c+1, left-1, append(cuts, c))
+		}
+	}
+	rec(1, p-1, nil)
+	return best
+}
