@@ -1,0 +1,188 @@
+package tensorutil
+
+import (
+	"math"
+
+	"github.com/pkg/errors"
+	"gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+)
+
+// Zeros returns a new zero tensor of the given shape and dtype.
+func Zeros(dt tensor.Dtype, shape tensor.Shape) *tensor.Dense {
+	return tensor.New(tensor.WithShape(shape...), tensor.Of(dt))
+}
+
+// flat returns v's elements in row-major order, materialising views.
+func flat(v gorgonia.Value) (interface{}, error) {
+	if v == nil {
+		return nil, errors.New("nil value")
+	}
+	if t, ok := v.(tensor.Tensor); ok && t.RequiresIterator() {
+		if m, ok := t.(interface{ Materialize() tensor.Tensor }); ok {
+			return m.Materialize().Data(), nil
+		}
+	}
+	return v.Data(), nil
+}
+
+// AddInto adds src to dst element by element, in row-major order. They must
+// have the same dtype and number of elements; shapes may differ.
+func AddInto(dst tensor.Tensor, src gorgonia.Value) error {
+	s, err := flat(src)
+	if err != nil {
+		return err
+	}
+	switch d := dst.Data().(type) {
+	case []float64:
+		x, ok := s.([]float64)
+		if !ok || len(x) != len(d) {
+			return errors.Errorf("cannot add %v %v into %v %v", src.Shape(), src.Dtype(), dst.Shape(), dst.Dtype())
+		}
+		for i := range d {
+			d[i] += x[i]
+		}
+	case []float32:
+		x, ok := s.([]float32)
+		if !ok || len(x) != len(d) {
+			return errors.Errorf("cannot add %v %v into %v %v", src.Shape(), src.Dtype(), dst.Shape(), dst.Dtype())
+		}
+		for i := range d {
+			d[i] += x[i]
+		}
+	default:
+		return errors.Errorf("cannot add into dtype %v", dst.Dtype())
+	}
+	return nil
+}
+
+// CopyInto copies src's elements into dst (same dtype and size).
+func CopyInto(dst tensor.Tensor, src gorgonia.Value) error {
+	s, err := flat(src)
+	if err != nil {
+		return err
+	}
+	switch d := dst.Data().(type) {
+	case []float64:
+		x, ok := s.([]float64)
+		if !ok || len(x) != len(d) {
+			return errors.Errorf("cannot copy %v %v into %v %v", src.Shape(), src.Dtype(), dst.Shape(), dst.Dtype())
+		}
+		copy(d, x)
+	case []float32:
+		x, ok := s.([]float32)
+		if !ok || len(x) != len(d) {
+			return errors.Errorf("cannot copy %v %v into %v %v", src.Shape(), src.Dtype(), dst.Shape(), dst.Dtype())
+		}
+		copy(d, x)
+	default:
+		return errors.Errorf("cannot copy into dtype %v", dst.Dtype())
+	}
+	return nil
+}
+
+// Clone returns a dense copy of v with v's shape.
+func Clone(v gorgonia.Value) (*tensor.Dense, error) {
+	t, ok := v.(tensor.Tensor)
+	if !ok {
+		return nil, errors.Errorf("%T is not a tensor", v)
+	}
+	out := Zeros(t.Dtype(), t.Shape().Clone())
+	return out, CopyInto(out, v)
+}
+
+// Finite reports whether every element of v is finite (ints always are).
+func Finite(v gorgonia.Value) bool {
+	s, err := flat(v)
+	if err != nil {
+		return false
+	}
+	switch d := s.(type) {
+	case []float64:
+		for _, x := range d {
+			if math.IsNaN(x) || math.IsInf(x, 0) {
+				return false
+			}
+		}
+	case []float32:
+		for _, x := range d {
+			if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+				return false
+			}
+		}
+	case float64:
+		return !math.IsNaN(d) && !math.IsInf(d, 0)
+	case float32:
+		return !math.IsNaN(float64(d)) && !math.IsInf(float64(d), 0)
+	}
+	return true
+}
+
+// Scalar returns v as a float64: a scalar, or a one-element tensor.
+func Scalar(v gorgonia.Value) (float64, error) {
+	s, err := flat(v)
+	if err != nil {
+		return 0, err
+	}
+	switch d := s.(type) {
+	case float64:
+		return d, nil
+	case float32:
+		return float64(d), nil
+	case []float64:
+		if len(d) == 1 {
+			return d[0], nil
+		}
+	case []float32:
+		if len(d) == 1 {
+			return float64(d[0]), nil
+		}
+	}
+	return 0, errors.Errorf("%v %v is not a scalar", v.Shape(), v.Dtype())
+}
+
+// ScalarOf returns x as a gorgonia scalar of dtype dt.
+func ScalarOf(dt tensor.Dtype, x float64) (gorgonia.Value, error) {
+	switch dt {
+	case tensor.Float64:
+		return gorgonia.NewF64(x), nil
+	case tensor.Float32:
+		return gorgonia.NewF32(float32(x)), nil
+	}
+	return nil, errors.Errorf("dtype %v is not a float", dt)
+}
+
+// Bytes is the size of v's elements in bytes.
+func Bytes(v gorgonia.Value) int64 {
+	if v == nil {
+		return 0
+	}
+	return int64(v.Shape().TotalSize()) * int64(v.Dtype().Size())
+}
+
+// Rows copies rows [from, from+n) along axis 0 of t into a new tensor of
+// shape (n, rest...).
+func Rows(t tensor.Tensor, from, n int) (*tensor.Dense, error) {
+	shape := t.Shape()
+	if len(shape) == 0 || from < 0 || from+n > shape[0] {
+		return nil, errors.Errorf("rows %d..%d of shape %v", from, from+n, shape)
+	}
+	row := shape.TotalSize() / shape[0]
+	outShape := append(tensor.Shape{n}, shape[1:]...)
+	out := Zeros(t.Dtype(), outShape)
+	s, err := flat(t)
+	if err != nil {
+		return nil, err
+	}
+	switch d := out.Data().(type) {
+	case []float64:
+		copy(d, s.([]float64)[from*row:(from+n)*row])
+	case []float32:
+		copy(d, s.([]float32)[from*row:(from+n)*row])
+	case []int:
+		copy(d, s.([]int)[from*row:(from+n)*row])
+	default:
+		return nil, errors.Errorf("dtype %v is not supported", t.Dtype())
+	}
+	return out, nil
+}
