@@ -170,7 +170,7 @@ func (vm *VM) Run(ctx context.Context, minibatches []map[*gorgonia.Node]gorgonia
 	}
 	for range minibatches {
 		vm.supplied++
-		vm.segmentFor(vm.supplied - 1).steps++
+		vm.segmentFor(vm.supplied-1).steps++
 	}
 	if err := vm.round(ctx, false); err != nil {
 		return nil, err
