@@ -42,6 +42,7 @@ type worker struct {
 	outIndex            map[int64]int // output key → index in Stage.Outputs
 	costGrad            gorgonia.Value
 	version, nextF      int
+	began               time.Duration // when the running action had its inputs
 	sched               Schedule                 // of the segment being run
 	fwdVersion          map[int]int              // microbatch → version its forward read
 	stash               map[int][]gorgonia.Value // microbatch → stage inputs
@@ -178,7 +179,7 @@ func (w *worker) do(a Action) (err error) {
 			err = &StageError{Stage: w.idx, Action: a, Minibatch: step, Err: fmt.Errorf("panic: %v\n%s", r, debug.Stack())}
 		}
 	}()
-	start := time.Since(w.vm.start)
+	w.began = -1
 	if inject := w.vm.cfg.inject; inject != nil {
 		if err := inject(w.idx, a); err != nil {
 			return &StageError{Stage: w.idx, Action: a, Minibatch: step, Err: err}
@@ -201,7 +202,11 @@ func (w *worker) do(a Action) (err error) {
 		}
 		return &StageError{Stage: w.idx, Action: a, Minibatch: step, Err: err}
 	}
-	w.stats.record(a, start, time.Since(w.vm.start))
+	end := time.Since(w.vm.start)
+	if w.began < 0 { // updates and flushes wait for nothing
+		w.began = end
+	}
+	w.stats.record(a, w.began, end)
 	w.stats.events[len(w.stats.events)-1].Stage = w.idx
 	return nil
 }
@@ -240,6 +245,7 @@ func (w *worker) forward(m int) error {
 			byKey[k] = msg.vals[j]
 		}
 	}
+	w.began = time.Since(w.vm.start)
 	for i := range in {
 		if fi := w.inFeed[i]; fi >= 0 {
 			feeds, ok := w.vm.feeds[m]
@@ -323,6 +329,7 @@ func (w *worker) backward(m int) error {
 			outGrads[i] = sum
 		}
 	}
+	w.began = time.Since(w.vm.start)
 	for i, gph := range w.st.Train.OutputGrads {
 		if gph != nil && outGrads[i] == nil { // no consumer has a gradient for it
 			outGrads[i] = tensorutil.Zeros(gph.Dtype(), gph.Shape())
@@ -403,6 +410,7 @@ func (w *worker) bindBackwardWeights(m int, swapped *bool) error {
 }
 
 func (w *worker) update(k int) error {
+	w.began = time.Since(w.vm.start)
 	if err := w.solver.Step(w.model); err != nil {
 		return errors.Wrap(err, "solver")
 	}

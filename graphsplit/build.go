@@ -16,6 +16,9 @@ type builder struct {
 	st    *Stage
 	g     *gorgonia.ExprGraph
 	local map[*gorgonia.Node]*gorgonia.Node // original → this graph
+	// stubOnly makes SizeOf read a stub even for nodes of the stage (the
+	// graph being built holds shape expressions only).
+	stubOnly bool
 }
 
 // newProgram rebuilds stage st; with train it adds the symbolic backward.
@@ -98,6 +101,8 @@ func buildProgram(a *analysis, st *Stage, train bool, skip dropped, gradShapes m
 	for _, o := range st.Outputs {
 		p.Outputs = append(p.Outputs, b.local[o.Node])
 	}
+	p.local = b.local
+	p.fwdCount = len(b.g.AllNodes())
 	if train {
 		if err := b.backward(p, skip, gradShapes); err != nil {
 			return nil, err
@@ -164,7 +169,11 @@ func applyOp(n *gorgonia.Node, kids gorgonia.Nodes) (l *gorgonia.Node, err error
 			err = errors.Errorf("cannot re-apply op %v (%T) of node %q: it panicked: %v", n.Op(), n.Op(), n.Name(), r)
 		}
 	}()
-	if l, err = gorgonia.ApplyOp(n.Op(), kids...); err != nil {
+	op := n.Op()
+	if from, to, ok := reshapeShapes(op); ok {
+		op = copyReshape{from: from, to: to}
+	}
+	if l, err = gorgonia.ApplyOp(op, kids...); err != nil {
 		return nil, errors.Wrapf(err, "cannot re-apply op %v (%T) of node %q", n.Op(), n.Op(), n.Name())
 	}
 	if !l.Shape().Eq(n.Shape()) && !(l.IsScalar() && n.IsScalar()) {
@@ -182,7 +191,7 @@ func (b *builder) sizeOf(n *gorgonia.Node) (*gorgonia.Node, error) {
 	if lx, ok := b.local[x]; ok {
 		return applyOp(n, gorgonia.Nodes{lx})
 	}
-	if p, ok := b.a.pos[x]; ok && b.a.stageAt[p] == b.st.Index {
+	if p, ok := b.a.pos[x]; ok && b.a.stageAt[p] == b.st.Index && !b.stubOnly {
 		lx, err := b.node(x)
 		if err != nil {
 			return nil, err

@@ -14,6 +14,19 @@ import (
 // stages. It returns the cost and the learnables' gradients in
 // plan.Learnables order.
 func stagewise(plan *Plan, feeds map[*gorgonia.Node]gorgonia.Value) (gorgonia.Value, []gorgonia.Value, error) {
+	return stagewiseWith(plan, feeds, nil)
+}
+
+// stagewiseWith is stagewise where stages with a non-nil stash run their
+// Stash programs instead of Forward and Train.
+func stagewiseWith(plan *Plan, feeds map[*gorgonia.Node]gorgonia.Value, stashes []*Stash) (gorgonia.Value, []gorgonia.Value, error) {
+	stashOf := func(s int) *Stash {
+		if stashes == nil {
+			return nil
+		}
+		return stashes[s]
+	}
+	saved := make([][]gorgonia.Value, len(plan.Stages))
 	acts := make(map[int64]gorgonia.Value)
 	for _, f := range plan.Feeds {
 		acts[f.Key] = feeds[f.Node]
@@ -25,13 +38,18 @@ func stagewise(plan *Plan, feeds map[*gorgonia.Node]gorgonia.Value) (gorgonia.Va
 			in[i] = acts[p.Key]
 		}
 		stash[st.Index] = in
-		res, err := st.Forward.Run(in, nil)
+		fwd := st.Forward
+		if sh := stashOf(st.Index); sh != nil {
+			fwd = sh.Forward
+		}
+		res, err := fwd.Run(in, nil)
 		if err != nil {
 			return nil, nil, err
 		}
 		for i, p := range st.Outputs {
 			acts[p.Key] = res.Outputs[i]
 		}
+		saved[st.Index] = res.Saved
 	}
 	cost := acts[plan.Cost.ID()]
 	gradOf := make(map[int64]gorgonia.Value)
@@ -50,7 +68,11 @@ func stagewise(plan *Plan, feeds map[*gorgonia.Node]gorgonia.Value) (gorgonia.Va
 				og[i] = tensor.New(tensor.WithShape(p.Shape...), tensor.Of(p.Dtype))
 			}
 		}
-		res, err := st.Train.Run(stash[s], og)
+		bwd, in := st.Train, stash[s]
+		if sh := stashOf(s); sh != nil {
+			bwd, in = sh.Backward, saved[s]
+		}
+		res, err := bwd.Run(in, og)
 		if err != nil {
 			return nil, nil, err
 		}

@@ -22,6 +22,8 @@ type Plan struct {
 	Cost *gorgonia.Node
 	// Dtype is the cost's dtype.
 	Dtype tensor.Dtype
+
+	a *analysis // kept to build Stash programs on demand
 }
 
 // Stage is one piece of the cut graph.

@@ -46,6 +46,14 @@ type Program struct {
 	vm       gorgonia.VM
 	inBuf    []gorgonia.Value // owned copies of the inputs
 	gradBuf  []gorgonia.Value // owned copies of the output gradients
+
+	// Saved are the forward values a Stash's backward reads (its forward
+	// program only); Result.Saved returns them.
+	Saved     gorgonia.Nodes
+	savedSlot []gorgonia.Value
+
+	local    map[*gorgonia.Node]*gorgonia.Node // original → this graph
+	fwdCount int                               // nodes of the forward pass
 }
 
 // Result is what one Run returns. Every tensor in it is freshly allocated and
@@ -58,10 +66,12 @@ type Result struct {
 	InputGrads []gorgonia.Value
 	// LearnableGrads are parallel to Stage.Learnables (nil for Forward).
 	LearnableGrads []gorgonia.Value
+	// Saved are the values of Program.Saved (a Stash's forward only).
+	Saved []gorgonia.Value
 }
 
 // HasBackward reports whether the program computes gradients.
-func (p *Program) HasBackward() bool { return p.kind == "train" }
+func (p *Program) HasBackward() bool { return p.kind == "train" || p.kind == "backward" }
 
 // Compile builds the program's tape machine if it is not built yet. Run
 // compiles on first use; a runtime calls Compile ahead to do that work before
@@ -136,8 +146,8 @@ func (p *Program) Run(inputs, outputGrads []gorgonia.Value) (res Result, err err
 		}
 	}
 	if p.HasBackward() {
-		if len(outputGrads) != len(p.Outputs) {
-			return res, errors.Errorf("graphsplit: stage %d train program takes %d output gradients, got %d", p.Stage, len(p.Outputs), len(outputGrads))
+		if len(outputGrads) != len(p.OutputGrads) {
+			return res, errors.Errorf("graphsplit: stage %d %s program takes %d output gradients, got %d", p.Stage, p.kind, len(p.OutputGrads), len(outputGrads))
 		}
 		for i, gph := range p.OutputGrads {
 			if gph == nil {
@@ -145,7 +155,7 @@ func (p *Program) Run(inputs, outputGrads []gorgonia.Value) (res Result, err err
 			}
 			v := outputGrads[i]
 			if v == nil || v.Dtype() != gph.Dtype() || v.Shape().TotalSize() != gph.Shape().TotalSize() {
-				return res, errors.Errorf("graphsplit: stage %d gradient of output %d (%s): got %v, want %d elements of %v", p.Stage, i, p.Outputs[i].Name(), describe(v), gph.Shape().TotalSize(), gph.Dtype())
+				return res, errors.Errorf("graphsplit: stage %d gradient of output %d (%s): got %v, want %d elements of %v", p.Stage, i, gph.Name(), describe(v), gph.Shape().TotalSize(), gph.Dtype())
 			}
 			if err := p.bind(gph, &p.gradBuf[i], v); err != nil {
 				return res, errors.Wrapf(err, "graphsplit: stage %d gradient of output %d", p.Stage, i)
@@ -158,12 +168,18 @@ func (p *Program) Run(inputs, outputGrads []gorgonia.Value) (res Result, err err
 	clear(p.outSlot)
 	clear(p.inGSlot)
 	clear(p.parGSlot)
+	clear(p.savedSlot)
 	p.vm.Reset()
 	if err := p.vm.RunAll(); err != nil {
 		return res, errors.Wrapf(err, "graphsplit: stage %d %s program", p.Stage, p.kind)
 	}
 	if res.Outputs, err = conform(p.outSlot, p.Outputs); err != nil {
 		return res, errors.Wrapf(err, "graphsplit: stage %d %s program output", p.Stage, p.kind)
+	}
+	if len(p.Saved) > 0 {
+		if res.Saved, err = conform(p.savedSlot, p.Saved); err != nil {
+			return res, errors.Wrapf(err, "graphsplit: stage %d saved tensor", p.Stage)
+		}
 	}
 	if p.HasBackward() {
 		if res.InputGrads, err = conform(p.inGSlot, p.InputGrads); err != nil {

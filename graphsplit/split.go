@@ -251,6 +251,7 @@ func assemble(a *analysis, costs []float64) (*Plan, error) {
 		}
 	}
 	plan.Stages = stages
+	plan.a = a
 	return plan, nil
 }
 

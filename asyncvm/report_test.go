@@ -1,0 +1,59 @@
+package asyncvm
+
+import (
+	"testing"
+
+	"github.com/pipemare/pipemare/graphsplit"
+	"github.com/pipemare/pipemare/internal/testmodels"
+	"github.com/stretchr/testify/require"
+	"gorgonia.org/tensor"
+)
+
+// TestReportMemoryByCategory checks the memory report against what the
+// schedule implies: parameters and gradients are the learnables' bytes,
+// Momentum keeps one buffer per learnable, a stage stashes the inputs of as
+// many microbatches as its action list holds in flight, and PipeDream
+// stashes between 1 and τ_i+1 weight copies.
+func TestReportMemoryByCategory(t *testing.T) {
+	const n, steps = 2, 10
+	for _, s := range []Schedule{PipeMare, PipeDream, GPipe} {
+		m, err := testmodels.ResNet(tensor.Float64, 2, 1)
+		require.NoError(t, err)
+		d := makeData(m, n*steps, 1)
+		_, vm := pipelineTraining(t, m, d, n, steps, []graphsplit.Option{graphsplit.FineGrained()}, WithSchedule(s), WithSolver(momentum(0.01)))
+		rep := vm.Report()
+		require.NoError(t, vm.Close())
+		require.Equal(t, s.Name, rep.Schedule)
+		require.Equal(t, steps, rep.Minibatches)
+		require.Equal(t, steps*n*2, rep.Samples)
+		lists := s.Actions(rep.Stages, n, steps)
+		var total Memory
+		for i, st := range vm.Plan().Stages {
+			sr := rep.PerStage[i]
+			require.Equal(t, st.Cost.ParamBytes, sr.Memory.Parameters)
+			require.Equal(t, st.Cost.ParamBytes, sr.Memory.Gradients)
+			require.Equal(t, st.Cost.ParamBytes, sr.Memory.OptimizerState, "Momentum keeps one velocity per weight")
+			var inBytes int64
+			for _, in := range st.Inputs {
+				inBytes += in.Bytes()
+			}
+			require.Equal(t, int64(InFlight(lists[i]))*inBytes, sr.Memory.StashedActivation, "stage %d", i)
+			if s.Stash {
+				require.Positive(t, sr.Memory.StashedWeights)
+				require.LessOrEqual(t, sr.Memory.StashedWeights, int64(Delay(rep.Stages, n, i)+1)*st.Cost.ParamBytes)
+			} else {
+				require.Zero(t, sr.Memory.StashedWeights)
+			}
+			require.Equal(t, steps*n, sr.Forwards)
+			require.Equal(t, steps*n, sr.Backwards)
+			require.Equal(t, steps, sr.Updates)
+			require.GreaterOrEqual(t, sr.Utilization, 0.0)
+			require.LessOrEqual(t, sr.Utilization, 1.0)
+			total.add(sr.Memory)
+		}
+		require.Equal(t, total, rep.Memory)
+		require.InDelta(t, 1, rep.Utilization+rep.Bubble, 1e-12)
+		require.Positive(t, rep.SamplesPerSec)
+		require.Positive(t, rep.HeapInUse)
+	}
+}

@@ -1,0 +1,233 @@
+package graphsplit
+
+import (
+	"fmt"
+	"runtime/debug"
+	"sort"
+
+	"github.com/pkg/errors"
+	"gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+)
+
+// Stash is a stage's pair of programs for running without recomputation:
+// the forward also returns the tensors the backward reads (Result.Saved),
+// and the backward reads those instead of recomputing the forward. It
+// trades memory (the saved tensors of every microbatch in flight) for the
+// time of a second forward pass.
+//
+// Only stages without stateful ops have one: BatchNorm, MaxPool and the
+// like keep state in their op objects between forward and backward, so with
+// several microbatches in flight only recomputation is exact for them.
+type Stash struct {
+	// Forward is the stage's forward program with Saved outputs.
+	Forward *Program
+	// Backward reads the saved tensors (Inputs, parallel to
+	// Forward.Saved) and the output gradients (OutputGrads, parallel to
+	// Stage.Outputs), and returns InputGrads (parallel to Stage.Inputs) and
+	// LearnableGrads.
+	Backward *Program
+}
+
+// NewStash builds the Stash programs of stage s. It refuses stages with
+// stateful ops. The programs are new: they share nothing with the stage's
+// Forward and Train programs but the learnables' tensors.
+func (p *Plan) NewStash(s int) (stash *Stash, err error) {
+	if s < 0 || s >= len(p.Stages) {
+		return nil, errors.Errorf("graphsplit: NewStash(%d): the plan has %d stages", s, len(p.Stages))
+	}
+	st := p.Stages[s]
+	if len(st.Stateful) > 0 {
+		return nil, errors.Errorf("graphsplit: stage %d has stateful ops (%s): only recomputation gives exact gradients there", s, statefulKinds(st))
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			stash, err = nil, errors.Errorf("graphsplit: stage %d stash programs: gorgonia panicked: %v\n%s", s, r, debug.Stack())
+		}
+	}()
+	gradShapes := make(map[int64]tensor.Shape)
+	for i, g := range st.Train.OutputGrads {
+		if g != nil {
+			gradShapes[st.Outputs[i].Key] = g.Shape()
+		}
+	}
+	train, err := newProgram(p.a, st, true, gradShapes)
+	if err != nil {
+		return nil, err
+	}
+	defer train.Close()
+	all := train.Graph.AllNodes()
+	index := make(map[*gorgonia.Node]int, len(all))
+	for i, n := range all {
+		index[n] = i
+	}
+	orig := make(map[*gorgonia.Node]*gorgonia.Node, len(train.local))
+	for o, l := range train.local {
+		orig[l] = o
+	}
+	isParam := make(map[*gorgonia.Node]int)
+	for i, l := range train.Learnables {
+		isParam[l] = i
+	}
+	isGradIn := make(map[*gorgonia.Node]int)
+	for i, g := range train.OutputGrads {
+		if g != nil {
+			isGradIn[g] = i
+		}
+	}
+
+	// The backward: every node the gradients need that the forward did not
+	// build. Forward nodes it reads are saved.
+	bwd := make(map[*gorgonia.Node]bool)
+	saved := make(map[*gorgonia.Node]bool)
+	var walk func(n *gorgonia.Node)
+	walk = func(n *gorgonia.Node) {
+		if bwd[n] || saved[n] {
+			return
+		}
+		if _, ok := isParam[n]; ok || isConstant(n) {
+			return
+		}
+		if index[n] < train.fwdCount {
+			saved[n] = true
+			return
+		}
+		bwd[n] = true
+		it := train.Graph.From(n.ID())
+		for it != nil && it.Next() {
+			walk(it.Node().(*gorgonia.Node))
+		}
+	}
+	for _, g := range append(append(gorgonia.Nodes{}, train.InputGrads...), train.LearnableGrads...) {
+		if g != nil {
+			walk(g)
+		}
+	}
+	var savedList, rebuilt, bwdList gorgonia.Nodes
+	for n := range saved {
+		o := orig[n]
+		switch {
+		case o == nil:
+			return nil, errors.Errorf("graphsplit: stage %d: the backward reads forward node %q that no original node maps to", s, n.Name())
+		case p.a.replicable[o]:
+			// Shape-only expressions (SizeOf …) are rebuilt, not saved:
+			// ops read them as dimensions when they are built.
+			rebuilt = append(rebuilt, n)
+		default:
+			savedList = append(savedList, n)
+		}
+	}
+	for n := range bwd {
+		bwdList = append(bwdList, n)
+	}
+	byIndex := func(ns gorgonia.Nodes) {
+		sort.Slice(ns, func(i, j int) bool { return index[ns[i]] < index[ns[j]] })
+	}
+	byIndex(savedList)
+	byIndex(rebuilt)
+	byIndex(bwdList)
+
+	// The backward program.
+	g := gorgonia.NewGraph(gorgonia.WithGraphName(fmt.Sprintf("stage%d_backward", s)))
+	back := &Program{Stage: s, Graph: g, kind: "backward"}
+	local := make(map[*gorgonia.Node]*gorgonia.Node)
+	for i, n := range savedList {
+		ph := newInput(g, n.Dtype(), n.Shape(), fmt.Sprintf("stage%d/saved%d/%s", s, i, orig[n].Name()))
+		local[n] = ph
+		back.Inputs = append(back.Inputs, ph)
+	}
+	for i, l := range st.Learnables {
+		n := placeholder(g, l, fmt.Sprintf("stage%d/param%d/%s", s, i, l.Name()), gorgonia.WithValue(l.Value()))
+		local[train.Learnables[i]] = n
+		back.Learnables = append(back.Learnables, n)
+		back.params = append(back.params, l.Value())
+	}
+	back.OutputGrads = make(gorgonia.Nodes, len(train.OutputGrads))
+	for i, gr := range train.OutputGrads {
+		if gr != nil {
+			ph := newInput(g, gr.Dtype(), gr.Shape(), gr.Name())
+			local[gr] = ph
+			back.OutputGrads[i] = ph
+		}
+	}
+	shapes := &builder{a: p.a, st: st, g: g, local: make(map[*gorgonia.Node]*gorgonia.Node), stubOnly: true}
+	for _, n := range rebuilt {
+		l, err := shapes.node(orig[n])
+		if err != nil {
+			return nil, err
+		}
+		local[n] = l
+	}
+	get := func(n *gorgonia.Node) (*gorgonia.Node, error) {
+		if l, ok := local[n]; ok {
+			return l, nil
+		}
+		if isConstant(n) {
+			l := n.CloneTo(g)
+			local[n] = l
+			return l, nil
+		}
+		return nil, errors.Errorf("graphsplit: stage %d backward: node %q is not available", s, n.Name())
+	}
+	for _, n := range bwdList {
+		if _, ok := isGradIn[n]; ok {
+			continue
+		}
+		var kids gorgonia.Nodes
+		it := train.Graph.From(n.ID())
+		for it != nil && it.Next() {
+			k, err := get(it.Node().(*gorgonia.Node))
+			if err != nil {
+				return nil, err
+			}
+			kids = append(kids, k)
+		}
+		l, err := applyOp(n, kids)
+		if err != nil {
+			return nil, errors.Wrapf(err, "graphsplit: stage %d backward", s)
+		}
+		local[n] = l
+	}
+	back.InputGrads = make(gorgonia.Nodes, len(train.InputGrads))
+	for i, gr := range train.InputGrads {
+		if gr != nil {
+			if back.InputGrads[i], err = get(gr); err != nil {
+				return nil, err
+			}
+		}
+	}
+	back.LearnableGrads = make(gorgonia.Nodes, len(train.LearnableGrads))
+	for i, gr := range train.LearnableGrads {
+		if back.LearnableGrads[i], err = get(gr); err != nil {
+			return nil, err
+		}
+	}
+	back.inGSlot = make([]gorgonia.Value, len(back.InputGrads))
+	for i, gr := range back.InputGrads {
+		if gr != nil {
+			gorgonia.Read(gr, &back.inGSlot[i])
+		}
+	}
+	back.parGSlot = make([]gorgonia.Value, len(back.LearnableGrads))
+	for i, gr := range back.LearnableGrads {
+		gorgonia.Read(gr, &back.parGSlot[i])
+	}
+
+	// The forward program, saving what the backward reads.
+	fwd, err := buildProgram(p.a, st, false, dropped{}, nil)
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range savedList {
+		l, ok := fwd.local[orig[n]]
+		if !ok {
+			return nil, errors.Errorf("graphsplit: stage %d: saved node %q is not in the forward program", s, orig[n].Name())
+		}
+		fwd.Saved = append(fwd.Saved, l)
+	}
+	fwd.savedSlot = make([]gorgonia.Value, len(fwd.Saved))
+	for i, n := range fwd.Saved {
+		gorgonia.Read(n, &fwd.savedSlot[i])
+	}
+	return &Stash{Forward: fwd, Backward: back}, nil
+}
