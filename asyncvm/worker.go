@@ -42,7 +42,7 @@ type worker struct {
 	outIndex            map[int64]int // output key → index in Stage.Outputs
 	costGrad            gorgonia.Value
 	version, nextF      int
-	began               time.Duration // when the running action had its inputs
+	began               time.Duration            // when the running action had its inputs
 	sched               Schedule                 // of the segment being run
 	fwdVersion          map[int]int              // microbatch → version its forward read
 	stash               map[int][]gorgonia.Value // microbatch → stage inputs

@@ -106,8 +106,8 @@ func (op copyReshape) Hashcode() uint32 {
 	op.WriteHash(h)
 	return h.Sum32()
 }
-func (op copyReshape) String() string        { return fmt.Sprintf("Reshape%v", op.to) }
-func (op copyReshape) DiffWRT(int) []bool    { return []bool{true} }
+func (op copyReshape) String() string     { return fmt.Sprintf("Reshape%v", op.to) }
+func (op copyReshape) DiffWRT(int) []bool { return []bool{true} }
 func (op copyReshape) SymDiff(inputs gorgonia.Nodes, output, grad *gorgonia.Node) (gorgonia.Nodes, error) {
 	back := copyReshape{from: grad.Shape(), to: op.from}
 	if grad.Shape().TotalSize() != op.from.TotalSize() {
