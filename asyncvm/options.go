@@ -8,6 +8,7 @@ import (
 type Option func(*config)
 
 type config struct {
+	acts    Activations
 	sched   Schedule
 	n       int
 	solver  func(stage int) gorgonia.Solver
@@ -61,3 +62,31 @@ func WithDropoutMask(node *gorgonia.Node, keep float64) Option {
 func WithWarmup(steps int, sync Schedule) Option {
 	return func(c *config) { c.warmup, c.warmSch = steps, sync }
 }
+
+// Activations says what a stage keeps between a microbatch's forward and
+// its backward.
+//
+// Under synchronous schedules and PipeDream both give the same gradients.
+// Under PipeMare they are two methods: the backward reads the stage's
+// current weights, and Recompute re-derives the stage's activations with
+// them too, while Stash keeps the activations the forward computed with the
+// older weights — the setting of the PipeMare paper, where only the ops that
+// read weights in the backward (the input gradient of a linear layer) see
+// the newer ones.
+type Activations int
+
+const (
+	// Recompute keeps only the stage's inputs and re-runs the forward
+	// inside the backward. Exact for every op, stateful ones included, and
+	// the least memory. The default.
+	Recompute Activations = iota
+	// Stash keeps the tensors the backward reads and runs a backward-only
+	// program: no second forward, more memory. Stages with stateful ops
+	// (BatchNorm, MaxPool, Dropout, GroupNorm, AvgPool) still recompute, as
+	// only that is exact for them.
+	Stash
+)
+
+// WithActivations chooses what stages keep between forward and backward
+// (default Recompute).
+func WithActivations(a Activations) Option { return func(c *config) { c.acts = a } }

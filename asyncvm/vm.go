@@ -355,6 +355,10 @@ func (vm *VM) Close() error {
 	vm.mu.Unlock()
 	vm.cancel()
 	vm.wg.Wait()
+	for _, w := range vm.workers {
+		w.fwd.Close()
+		w.bwd.Close()
+	}
 	for _, st := range vm.plan.Stages {
 		st.Forward.Close()
 		st.Train.Close()

@@ -28,6 +28,9 @@ type worker struct {
 	idx    int
 	st     *graphsplit.Stage
 	solver gorgonia.Solver
+	// fwd and bwd are the programs F and B run: the stage's Forward and
+	// Train (recompute), or its Stash programs.
+	fwd, bwd *graphsplit.Program
 	work   chan work
 
 	params []gorgonia.Value     // the user's learnable tensors
@@ -114,10 +117,18 @@ func newWorker(vm *VM, st *graphsplit.Stage) (*worker, error) {
 		}
 		w.costGrad = g
 	}
-	if err := st.Forward.Compile(); err != nil {
+	w.fwd, w.bwd = st.Forward, st.Train
+	if vm.cfg.acts == Stash && len(st.Stateful) == 0 {
+		sh, err := vm.plan.NewStash(st.Index)
+		if err != nil {
+			return nil, err
+		}
+		w.fwd, w.bwd = sh.Forward, sh.Backward
+	}
+	if err := w.fwd.Compile(); err != nil {
 		return nil, err
 	}
-	if err := st.Train.Compile(); err != nil {
+	if err := w.bwd.Compile(); err != nil {
 		return nil, err
 	}
 	if da, ok := w.solver.(DelayAware); ok {
@@ -264,12 +275,16 @@ func (w *worker) forward(m int) error {
 			return err
 		}
 	}
-	res, err := w.st.Forward.Run(in, nil)
+	res, err := w.fwd.Run(in, nil)
 	if err != nil {
 		return err
 	}
-	w.stash[m] = in
-	w.stashBytes += valuesBytes(in)
+	keep := in
+	if w.fwd != w.st.Forward {
+		keep = res.Saved
+	}
+	w.stash[m] = keep
+	w.stashBytes += valuesBytes(keep)
 	w.stats.peakActs = max(w.stats.peakActs, w.stashBytes)
 	w.nextF = m + 1
 	if w.st.Last() {
@@ -311,7 +326,7 @@ func (w *worker) backward(m int) error {
 		for j, k := range l.keys {
 			g := msg.vals[j]
 			i := w.outIndex[k]
-			if g == nil || w.st.Train.OutputGrads[i] == nil {
+			if g == nil || w.bwd.OutputGrads[i] == nil {
 				continue
 			}
 			if outGrads[i] == nil {
@@ -330,7 +345,7 @@ func (w *worker) backward(m int) error {
 		}
 	}
 	w.began = time.Since(w.vm.start)
-	for i, gph := range w.st.Train.OutputGrads {
+	for i, gph := range w.bwd.OutputGrads {
 		if gph != nil && outGrads[i] == nil { // no consumer has a gradient for it
 			outGrads[i] = tensorutil.Zeros(gph.Dtype(), gph.Shape())
 		}
@@ -340,10 +355,10 @@ func (w *worker) backward(m int) error {
 		return err
 	}
 	saved := w.saveStats()
-	res, err := w.st.Train.Run(in, outGrads)
+	res, err := w.bwd.Run(in, outGrads)
 	w.restoreStats(saved)
 	if swapped {
-		if err2 := w.st.Train.BindLearnables(nil); err == nil {
+		if err2 := w.bwd.BindLearnables(nil); err == nil {
 			err = err2
 		}
 	}
@@ -391,7 +406,7 @@ func (w *worker) bindBackwardWeights(m int, swapped *bool) error {
 			return nil
 		}
 		*swapped = true
-		return w.st.Train.BindLearnables(w.wstash[fv])
+		return w.bwd.BindLearnables(w.wstash[fv])
 	case w.sched.Async:
 		w.stats.bwdLag[w.version-fv]++
 		bw, ok := w.solver.(BackwardWeighter)
@@ -403,7 +418,7 @@ func (w *worker) bindBackwardWeights(m int, swapped *bool) error {
 			return err
 		}
 		*swapped = true
-		return w.st.Train.BindLearnables(vals)
+		return w.bwd.BindLearnables(vals)
 	}
 	w.stats.bwdLag[w.version-fv]++
 	return nil

@@ -1,0 +1,102 @@
+package asyncvm_test
+
+import (
+	"context"
+	"fmt"
+	"log"
+
+	"github.com/pipemare/pipemare/asyncvm"
+	"github.com/pipemare/pipemare/graphsplit"
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+)
+
+// A model as a Gorgonia user writes it, at the microbatch size (4 rows).
+func model() (g *G.ExprGraph, x, y, cost *G.Node, learnables G.Nodes) {
+	g = G.NewGraph()
+	x = G.NewMatrix(g, tensor.Float64, G.WithShape(4, 3), G.WithName("x"))
+	y = G.NewMatrix(g, tensor.Float64, G.WithShape(4, 1), G.WithName("y"))
+	w1 := G.NewMatrix(g, tensor.Float64, G.WithShape(3, 8), G.WithName("w1"), G.WithValue(fill(3, 8, 0.1)))
+	w2 := G.NewMatrix(g, tensor.Float64, G.WithShape(8, 1), G.WithName("w2"), G.WithValue(fill(8, 1, -0.2)))
+	h := G.Must(G.Tanh(G.Must(G.Mul(x, w1))))
+	cost = G.Must(G.Mean(G.Must(G.Square(G.Must(G.Sub(G.Must(G.Mul(h, w2)), y))))))
+	return g, x, y, cost, G.Nodes{w1, w2}
+}
+
+func fill(r, c int, s float64) *tensor.Dense {
+	d := make([]float64, r*c)
+	for i := range d {
+		d[i] = s * float64(i%5-2)
+	}
+	return tensor.New(tensor.WithShape(r, c), tensor.WithBacking(d))
+}
+
+// Train an existing model with the asynchronous PipeMare pipeline: cut it in
+// two stages, run 2 microbatches per minibatch, one Momentum solver
+// per stage.
+func Example() {
+	g, x, y, cost, learnables := model()
+	plan, err := graphsplit.Split(g, cost, learnables, graphsplit.Stages(2))
+	if err != nil {
+		log.Fatal(err)
+	}
+	vm, err := asyncvm.New(plan,
+		asyncvm.WithSchedule(asyncvm.PipeMare),
+		asyncvm.WithMicrobatches(2),
+		asyncvm.WithSolver(func(stage int) G.Solver {
+			return G.NewMomentum(G.WithLearnRate(0.05), G.WithMomentum(0.5))
+		}))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer vm.Close()
+
+	// A minibatch is 2 microbatches of 4 rows: y = sum of x's columns.
+	xs := tensor.New(tensor.WithShape(8, 3), tensor.WithBacking([]float64{
+		1, 0, 0, 0, 1, 0, 0, 0, 1, 1, 1, 0, 0, 1, 1, 1, 0, 1, 1, 1, 1, 0, 0, 0}))
+	ys := tensor.New(tensor.WithShape(8, 1), tensor.WithBacking([]float64{1, 1, 1, 2, 2, 2, 3, 0}))
+	ctx := context.Background()
+	var first, last float64
+	for step := 0; step < 200; step++ {
+		loss, err := vm.Step(ctx, map[*G.Node]G.Value{x: xs, y: ys})
+		if err != nil {
+			log.Fatal(err)
+		}
+		if step == 0 {
+			first = loss
+		}
+		last = loss
+	}
+	if err := vm.Flush(ctx); err != nil { // apply the pending updates
+		log.Fatal(err)
+	}
+	fmt.Printf("%d stages, loss fell %.0f×\n", len(plan.Stages), first/last)
+	for _, sr := range vm.Report().PerStage {
+		fmt.Printf("stage %d: forwards read weights %d updates old (τ=%d)\n", sr.Stage, maxKey(sr.Delays), sr.FormulaDelay)
+	}
+	// The user's learnables hold the trained weights.
+	fmt.Println(learnables[0].Value().Shape())
+	// Output:
+	// 2 stages, loss fell 387×
+	// stage 0: forwards read weights 2 updates old (τ=2)
+	// stage 1: forwards read weights 1 updates old (τ=1)
+	// (3, 8)
+}
+
+func maxKey(h map[int]int) int {
+	keys := asyncvm.SortedKeys(h)
+	return keys[len(keys)-1]
+}
+
+// Print the clock × stage grid of a schedule.
+func ExampleGrid() {
+	fmt.Print(asyncvm.Grid(asyncvm.GPipe, 2, 2, 1))
+	// Output:
+	// clock  stage0   stage1
+	//     0  F0
+	//     1  F1       F0
+	//     2           F1
+	//     3           B0
+	//     4  B0       B1 U0
+	//     5  B1 U0
+}
