@@ -31,7 +31,7 @@ type worker struct {
 	// fwd and bwd are the programs F and B run: the stage's Forward and
 	// Train (recompute), or its Stash programs.
 	fwd, bwd *graphsplit.Program
-	work   chan work
+	work     chan work
 
 	params []gorgonia.Value     // the user's learnable tensors
 	acc    []*tensor.Dense      // gradient accumulators
