@@ -18,9 +18,9 @@ type BackwardWeighter interface {
 	BackwardWeights(delay int) ([]gorgonia.Value, error)
 }
 
-// StateSizer is implemented by solvers that report the bytes of state they
-// keep (momentum, Adam's moments, a correction's velocity), for the memory
-// report. Decorators forward it from the solver they wrap.
+// StateSizer is implemented by solvers that report the bytes of optimizer
+// state they keep (momentum, Adam's moments), for the memory report; a
+// negative value means "unknown, look at the solver I wrap" (Inner).
 type StateSizer interface {
 	StateBytes() int64
 }
@@ -32,19 +32,24 @@ type CorrectionSizer interface {
 }
 
 // DelayAware is implemented by solvers that want the stage's delay τ_i
-// (learning-rate rescheduling, T1). The worker calls SetDelay once before
-// the first step with the schedule's delay for the stage, and again after
-// every update with the delays measured so far (mean over the forwards of
-// the minibatch just applied).
+// (learning-rate rescheduling, T1). The worker calls SetDelay(τ_i, false)
+// once before the first step with the schedule's delay for the stage (1 for
+// synchronous schedules), and SetDelay(d, true) after every update of an
+// asynchronous schedule with d the mean delay the minibatch's forwards saw.
 type DelayAware interface {
-	SetDelay(tau float64)
+	SetDelay(tau float64, measured bool)
 }
 
 // optimizerStateBytes estimates a gorgonia solver's state: one or two
 // weight-sized buffers for the solvers that keep them.
 func optimizerStateBytes(s gorgonia.Solver, params int64) int64 {
 	if ss, ok := s.(StateSizer); ok {
-		return ss.StateBytes()
+		if b := ss.StateBytes(); b >= 0 {
+			return b
+		}
+	}
+	if in, ok := s.(interface{ Inner() gorgonia.Solver }); ok {
+		return optimizerStateBytes(in.Inner(), params)
 	}
 	switch s.(type) {
 	case *gorgonia.AdamSolver, *gorgonia.AdamW:

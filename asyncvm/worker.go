@@ -136,7 +136,7 @@ func newWorker(vm *VM, st *graphsplit.Stage) (*worker, error) {
 		if vm.cfg.sched.Async {
 			tau = float64(max(1, Delay(vm.p, vm.n, w.idx)))
 		}
-		da.SetDelay(tau)
+		da.SetDelay(tau, false)
 	}
 	return w, nil
 }
@@ -452,7 +452,7 @@ func (w *worker) update(k int) error {
 	}
 	w.version++
 	if da, ok := w.solver.(DelayAware); ok && cnt > 0 && w.sched.Async {
-		da.SetDelay(max(1, float64(sum)/float64(cnt)))
+		da.SetDelay(max(1, float64(sum)/float64(cnt)), true)
 	}
 	return nil
 }

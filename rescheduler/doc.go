@@ -1,0 +1,25 @@
+// Package rescheduler is PipeMare's learning-rate rescheduling (T1) as a
+// decorator around any Gorgonia solver.
+//
+// A stage whose forward passes read weights τ_i updates old is stable only
+// with a step about τ_i times smaller (delayed SGD on f(w) = λw²/2 with delay
+// τ converges iff αλ < 2·sin(π/(2(2τ+1))) ≈ π/(2τ)). T1 starts stage i at
+// α/τ_i and brings it back to the ordinary schedule α_k over the first K
+// steps:
+//
+//	α_{k,i} = α_k · τ_i^(−(1 − min(k/K, 1)))
+//
+// α_k is a base Schedule (Constant, StepDecay, Cosine, Warmup, composable),
+// the τ_i^(…) factor is a Rescale (Power, the formula above, or Linear, which
+// interpolates between α_k/τ_i and α_k), and τ_i comes from the pipeline
+// engine, which calls SetDelay (package asyncvm's DelayAware).
+//
+//	solver := rescheduler.New(gorgonia.NewMomentum(),
+//		rescheduler.WithBase(rescheduler.Cosine(0.1, 0, steps)),
+//		rescheduler.WithPhase(1000))
+//
+// The decorator sets the wrapped solver's own learning rate before each
+// step (gorgonia.WithLearnRate): scaling gradients instead would do nothing
+// to Adam, which is scale-invariant. With τ_i = 1 or K = 0 it is
+// bit-identical to the solver it wraps.
+package rescheduler

@@ -1,0 +1,171 @@
+package rescheduler
+
+import (
+	"reflect"
+
+	"github.com/pkg/errors"
+	"gorgonia.org/gorgonia"
+)
+
+// Solver is a gorgonia.Solver that sets the learning rate of the solver it
+// wraps before every step to α_{k,i} = α_k · Rescale(τ_i, k, K).
+//
+// One Solver serves one pipeline stage. The engine calls SetDelay (from the
+// stage's worker goroutine, like Step); Rate and Steps may be read between
+// steps. It forwards the engine's optional interfaces (backward weights,
+// state sizes) to the solver it wraps, so decorators compose:
+// rescheduler.New(correction.New(gorgonia.NewMomentum())).
+type Solver struct {
+	inner    gorgonia.Solver
+	base     Schedule
+	rescale  Rescale
+	phase    int
+	tau      float64
+	fixedTau bool
+	measured bool
+	k        int
+	rate     float64
+}
+
+// Option configures a Solver.
+type Option func(*Solver)
+
+// WithBase sets the base schedule α_k. Default: the wrapped solver's own
+// learning rate, constant.
+func WithBase(s Schedule) Option { return func(r *Solver) { r.base = s } }
+
+// WithRescale chooses the path from α_k/τ to α_k. Default Power.
+func WithRescale(f Rescale) Option { return func(r *Solver) { r.rescale = f } }
+
+// WithPhase sets K, the number of steps the rescaling lasts (the paper's
+// rescheduling length; 0 turns T1 off). Default 0.
+func WithPhase(k int) Option { return func(r *Solver) { r.phase = k } }
+
+// WithDelay fixes τ_i instead of taking it from the engine.
+func WithDelay(tau float64) Option { return func(r *Solver) { r.tau, r.fixedTau = tau, true } }
+
+// UseMeasuredDelay follows the delay the engine measures after every
+// update (the mean over the minibatch's forwards) instead of the schedule's
+// formula τ_i = ceil((2(P−1−i)+1)/N) that the engine sets at the start.
+func UseMeasuredDelay() Option { return func(r *Solver) { r.measured = true } }
+
+// New wraps inner. It fails for solvers whose learning rate gorgonia cannot
+// set (gorgonia.WithLearnRate handles Vanilla, Momentum, Adam, AdamW,
+// RMSProp and Barzilai-Borwein).
+func New(inner gorgonia.Solver, opts ...Option) (*Solver, error) {
+	if inner == nil {
+		return nil, errors.New("rescheduler: nil solver")
+	}
+	r := &Solver{inner: inner, rescale: Power{}, tau: 1}
+	for _, o := range opts {
+		o(r)
+	}
+	if r.base == nil {
+		eta, ok := learnRate(innermost(inner))
+		if !ok {
+			return nil, errors.Errorf("rescheduler: cannot read the learning rate of %T; give one with WithBase", inner)
+		}
+		r.base = Constant(eta)
+	}
+	if _, ok := learnRate(innermost(inner)); !ok {
+		return nil, errors.Errorf("rescheduler: gorgonia cannot set the learning rate of %T (it can for Vanilla, Momentum, Adam, AdamW, RMSProp, Barzilai-Borwein)", innermost(inner))
+	}
+	if r.tau < 1 {
+		return nil, errors.Errorf("rescheduler: WithDelay(%g): a delay is at least 1", r.tau)
+	}
+	if r.phase < 0 {
+		return nil, errors.Errorf("rescheduler: WithPhase(%d): the phase cannot be negative", r.phase)
+	}
+	return r, nil
+}
+
+// Step sets the wrapped solver's learning rate for this step and steps it.
+func (r *Solver) Step(model []gorgonia.ValueGrad) error {
+	r.rate = r.base.Rate(r.k) * r.rescale.Factor(r.tau, r.k, r.phase)
+	setLearnRate(r.inner, r.rate)
+	if err := r.inner.Step(model); err != nil {
+		return err
+	}
+	r.k++
+	return nil
+}
+
+// SetDelay is called by the pipeline engine: once with the schedule's τ_i
+// before the first step (measured false), then after every update with the
+// delay measured so far (measured true), which is followed only with
+// UseMeasuredDelay. A delay below 1 counts as 1.
+func (r *Solver) SetDelay(tau float64, measured bool) {
+	if r.fixedTau || (measured && !r.measured) {
+		return
+	}
+	r.tau = max(tau, 1)
+}
+
+// Delay is the τ_i in use.
+func (r *Solver) Delay() float64 { return r.tau }
+
+// Rate is the learning rate of the last step.
+func (r *Solver) Rate() float64 { return r.rate }
+
+// Steps is the number of steps taken.
+func (r *Solver) Steps() int { return r.k }
+
+// Inner is the wrapped solver.
+func (r *Solver) Inner() gorgonia.Solver { return r.inner }
+
+// BackwardWeights forwards to the wrapped solver (a correction.Solver).
+func (r *Solver) BackwardWeights(delay int) ([]gorgonia.Value, error) {
+	if bw, ok := r.inner.(interface {
+		BackwardWeights(int) ([]gorgonia.Value, error)
+	}); ok {
+		return bw.BackwardWeights(delay)
+	}
+	return nil, nil
+}
+
+// StateBytes forwards the wrapped solver's state size, when it reports one.
+func (r *Solver) StateBytes() int64 {
+	if s, ok := r.inner.(interface{ StateBytes() int64 }); ok {
+		return s.StateBytes()
+	}
+	return -1
+}
+
+// CorrectionBytes forwards the wrapped solver's correction buffers.
+func (r *Solver) CorrectionBytes() int64 {
+	if s, ok := r.inner.(interface{ CorrectionBytes() int64 }); ok {
+		return s.CorrectionBytes()
+	}
+	return 0
+}
+
+// innermost unwraps decorators that expose Inner.
+func innermost(s gorgonia.Solver) gorgonia.Solver {
+	for {
+		in, ok := s.(interface{ Inner() gorgonia.Solver })
+		if !ok {
+			return s
+		}
+		s = in.Inner()
+	}
+}
+
+// setLearnRate sets the rate of the innermost gorgonia solver.
+func setLearnRate(s gorgonia.Solver, eta float64) {
+	gorgonia.WithLearnRate(eta)(innermost(s))
+}
+
+// learnRate reads a gorgonia solver's learning rate (its unexported eta).
+func learnRate(s gorgonia.Solver) (float64, bool) {
+	v := reflect.ValueOf(s)
+	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
+		return 0, false
+	}
+	switch s.(type) {
+	case *gorgonia.VanillaSolver, *gorgonia.Momentum, *gorgonia.AdamSolver, *gorgonia.RMSPropSolver, *gorgonia.BarzilaiBorweinSolver:
+		return v.Elem().FieldByName("eta").Float(), true
+	case *gorgonia.AdamW:
+		return v.Elem().FieldByName("η").Float(), true
+	}
+	return 0, false
+}
