@@ -36,10 +36,12 @@ func stepRandom(t *testing.T, s gorgonia.Solver, k int) []float64 {
 
 func solvers() map[string]func() gorgonia.Solver {
 	return map[string]func() gorgonia.Solver{
-		"vanilla":  func() gorgonia.Solver { return gorgonia.NewVanillaSolver(gorgonia.WithLearnRate(0.03)) },
-		"momentum": func() gorgonia.Solver { return gorgonia.NewMomentum(gorgonia.WithLearnRate(0.03), gorgonia.WithMomentum(0.9)) },
-		"adam":     func() gorgonia.Solver { return gorgonia.NewAdamSolver(gorgonia.WithLearnRate(0.03)) },
-		"rmsprop":  func() gorgonia.Solver { return gorgonia.NewRMSPropSolver(gorgonia.WithLearnRate(0.03)) },
+		"vanilla": func() gorgonia.Solver { return gorgonia.NewVanillaSolver(gorgonia.WithLearnRate(0.03)) },
+		"momentum": func() gorgonia.Solver {
+			return gorgonia.NewMomentum(gorgonia.WithLearnRate(0.03), gorgonia.WithMomentum(0.9))
+		},
+		"adam":    func() gorgonia.Solver { return gorgonia.NewAdamSolver(gorgonia.WithLearnRate(0.03)) },
+		"rmsprop": func() gorgonia.Solver { return gorgonia.NewRMSPropSolver(gorgonia.WithLearnRate(0.03)) },
 	}
 }
 
