@@ -17,6 +17,7 @@ type config struct {
 	inject  func(stage int, a Action) error // tests only, see export_test.go
 	warmup  int
 	warmSch Schedule
+	disc    bool
 }
 
 type mask struct {
@@ -90,3 +91,11 @@ const (
 // WithActivations chooses what stages keep between forward and backward
 // (default Recompute).
 func WithActivations(a Activations) Option { return func(c *config) { c.acts = a } }
+
+// WithDiscrepancy measures, at every asynchronous backward, how far the
+// weights it reads are from the weights its forward read:
+// ‖u_bkwd − u_fwd‖ / ‖u_fwd‖ over the stage's learnables, reported as
+// StageReport.Discrepancy. It keeps a copy of each weight version in flight
+// to do so (not counted in the memory report): a measurement, not a mode to
+// train with.
+func WithDiscrepancy() Option { return func(c *config) { c.disc = true } }

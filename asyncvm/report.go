@@ -64,6 +64,9 @@ type StageReport struct {
 	Memory       Memory `json:"memory"`
 	// PeakWeightVersions is the most weight copies a PipeDream stage held.
 	PeakWeightVersions int `json:"peak_weight_versions"`
+	// Discrepancy is the mean ‖u_bkwd − u_fwd‖/‖u_fwd‖ over asynchronous
+	// backwards (with WithDiscrepancy; 0 otherwise).
+	Discrepancy float64 `json:"discrepancy"`
 }
 
 // Memory is bytes by category.
@@ -162,6 +165,9 @@ func (vm *VM) Report() Report {
 		}
 		if n > 0 {
 			sr.MeanDelay = float64(sum) / float64(n)
+		}
+		if w.stats.discN > 0 {
+			sr.Discrepancy = w.stats.discSum / float64(w.stats.discN)
 		}
 		sr.Memory = w.memory()
 		r.Memory.add(sr.Memory)

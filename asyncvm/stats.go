@@ -18,6 +18,9 @@ type stageStats struct {
 	peakActs       int64 // bytes of stashed stage inputs
 	peakWeights    int64 // bytes of stashed weight versions
 	peakVersions   int
+	// discSum/discN accumulate ‖u_bkwd − u_fwd‖/‖u_fwd‖ (WithDiscrepancy).
+	discSum float64
+	discN   int
 }
 
 func (s *stageStats) record(a Action, start, end time.Duration) {

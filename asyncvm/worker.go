@@ -2,6 +2,7 @@ package asyncvm
 
 import (
 	"fmt"
+	"math"
 	"runtime/debug"
 	"time"
 
@@ -270,7 +271,7 @@ func (w *worker) forward(m int) error {
 	}
 	v := w.version
 	w.fwdVersion[m] = v
-	if w.sched.Stash {
+	if w.keepsVersions() {
 		if err := w.stashWeights(v); err != nil {
 			return err
 		}
@@ -388,10 +389,16 @@ func (w *worker) backward(m int) error {
 	}
 	w.stashBytes -= valuesBytes(in)
 	delete(w.stash, m)
-	if w.sched.Stash {
+	if w.keepsVersions() {
 		w.releaseWeights(w.fwdVersion[m])
 	}
 	return nil
+}
+
+// keepsVersions reports whether forwards keep a copy of their weights:
+// PipeDream needs them, WithDiscrepancy measures against them.
+func (w *worker) keepsVersions() bool {
+	return w.sched.Stash || (w.vm.cfg.disc && w.sched.Async)
 }
 
 // bindBackwardWeights makes the backward of m read the weights its schedule
@@ -409,13 +416,23 @@ func (w *worker) bindBackwardWeights(m int, swapped *bool) error {
 		return w.bwd.BindLearnables(w.wstash[fv])
 	case w.sched.Async:
 		w.stats.bwdLag[w.version-fv]++
-		bw, ok := w.solver.(BackwardWeighter)
-		if !ok {
-			return nil
+		var vals []gorgonia.Value
+		if bw, ok := w.solver.(BackwardWeighter); ok {
+			var err error
+			if vals, err = bw.BackwardWeights(w.version - fv); err != nil {
+				return err
+			}
 		}
-		vals, err := bw.BackwardWeights(w.version - fv)
-		if err != nil || vals == nil {
-			return err
+		if w.vm.cfg.disc {
+			read := vals
+			if read == nil {
+				read = w.params
+			}
+			w.stats.discSum += relDistance(read, w.wstash[fv])
+			w.stats.discN++
+		}
+		if vals == nil {
+			return nil
 		}
 		*swapped = true
 		return w.bwd.BindLearnables(vals)
@@ -472,9 +489,11 @@ func (w *worker) stashWeights(v int) error {
 			cp[i] = c
 		}
 		w.wstash[v] = cp
-		w.wsBytes += valuesBytes(cp)
-		w.stats.peakWeights = max(w.stats.peakWeights, w.wsBytes)
-		w.stats.peakVersions = max(w.stats.peakVersions, len(w.wstash))
+		if w.sched.Stash { // measurement copies are not part of the method
+			w.wsBytes += valuesBytes(cp)
+			w.stats.peakWeights = max(w.stats.peakWeights, w.wsBytes)
+			w.stats.peakVersions = max(w.stats.peakVersions, len(w.wstash))
+		}
 	}
 	w.wrefs[v]++
 	return nil
@@ -483,7 +502,9 @@ func (w *worker) stashWeights(v int) error {
 func (w *worker) releaseWeights(v int) {
 	w.wrefs[v]--
 	if w.wrefs[v] == 0 {
-		w.wsBytes -= valuesBytes(w.wstash[v])
+		if w.sched.Stash {
+			w.wsBytes -= valuesBytes(w.wstash[v])
+		}
 		delete(w.wstash, v)
 		delete(w.wrefs, v)
 	}
@@ -515,4 +536,31 @@ func valuesBytes(vs []gorgonia.Value) int64 {
 		b += tensorutil.Bytes(v)
 	}
 	return b
+}
+
+// relDistance is ‖a − b‖ / ‖b‖ over all the tensors.
+func relDistance(a, b []gorgonia.Value) float64 {
+	num, den := 0.0, 0.0
+	for i := range a {
+		switch x := a[i].Data().(type) {
+		case []float64:
+			y := b[i].Data().([]float64)
+			for j := range x {
+				d := x[j] - y[j]
+				num += d * d
+				den += y[j] * y[j]
+			}
+		case []float32:
+			y := b[i].Data().([]float32)
+			for j := range x {
+				d := float64(x[j]) - float64(y[j])
+				num += d * d
+				den += float64(y[j]) * float64(y[j])
+			}
+		}
+	}
+	if den == 0 {
+		return 0
+	}
+	return math.Sqrt(num / den)
 }

@@ -95,6 +95,9 @@ func (r *Solver) Step(model []gorgonia.ValueGrad) error {
 // delay measured so far (measured true), which is followed only with
 // UseMeasuredDelay. A delay below 1 counts as 1.
 func (r *Solver) SetDelay(tau float64, measured bool) {
+	if da, ok := r.inner.(interface{ SetDelay(float64, bool) }); ok {
+		da.SetDelay(tau, measured) // a correction may want it too
+	}
 	if r.fixedTau || (measured && !r.measured) {
 		return
 	}

@@ -1,0 +1,195 @@
+package correction
+
+import (
+	"math"
+
+	"github.com/pkg/errors"
+	"gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+)
+
+// Solver wraps a gorgonia solver with the T2 velocity estimate. One Solver
+// serves one stage; the engine calls Step, BackwardWeights and SetDelay from
+// that stage's worker goroutine only.
+type Solver struct {
+	inner  gorgonia.Solver
+	gamma  float64
+	d      float64 // γ = D^(1/τ) when > 0
+	delta  []tensor.Tensor
+	buf    []tensor.Tensor // w_old during Step, u_bkwd between steps
+	live   []gorgonia.Value
+	steps  int
+	tau    float64
+	bytes  int64
+	lastBW []gorgonia.Value
+}
+
+// Option configures a Solver.
+type Option func(*Solver)
+
+// WithGamma sets γ, the decay of the velocity estimate (0 ≤ γ < 1; 0 uses
+// the last step alone). Default 0.9.
+func WithGamma(g float64) Option { return func(s *Solver) { s.gamma, s.d = g, 0 } }
+
+// WithGammaFromD sets γ_i = D^(1/τ_i) from one constant D for every stage,
+// τ_i being the delay the engine gives the stage (SetDelay): stages with
+// longer delays average the velocity over more steps.
+func WithGammaFromD(d float64) Option { return func(s *Solver) { s.d = d } }
+
+// New wraps inner.
+func New(inner gorgonia.Solver, opts ...Option) (*Solver, error) {
+	if inner == nil {
+		return nil, errors.New("correction: nil solver")
+	}
+	s := &Solver{inner: inner, gamma: 0.9, tau: 1}
+	for _, o := range opts {
+		o(s)
+	}
+	if s.d > 0 {
+		if s.d >= 1 {
+			return nil, errors.Errorf("correction: WithGammaFromD(%g): D must be in (0, 1)", s.d)
+		}
+		s.gamma = s.d
+	}
+	if s.gamma < 0 || s.gamma >= 1 {
+		return nil, errors.Errorf("correction: γ = %g: must be in [0, 1)", s.gamma)
+	}
+	return s, nil
+}
+
+// Step steps the wrapped solver and updates δ with the change it made.
+func (s *Solver) Step(model []gorgonia.ValueGrad) error {
+	if s.delta == nil {
+		if err := s.allocate(model); err != nil {
+			return err
+		}
+	}
+	if len(model) != len(s.delta) {
+		return errors.Errorf("correction: stepped with %d learnables, then %d; always pass the same list", len(s.delta), len(model))
+	}
+	for i, vg := range model {
+		if err := copyInto(s.buf[i], vg.Value()); err != nil {
+			return errors.Wrapf(err, "correction: learnable %d", i)
+		}
+	}
+	if err := s.inner.Step(model); err != nil {
+		return err
+	}
+	for i, vg := range model {
+		if err := velocity(s.delta[i], s.buf[i], vg.Value(), s.gamma); err != nil {
+			return errors.Wrapf(err, "correction: learnable %d", i)
+		}
+	}
+	s.steps++
+	return nil
+}
+
+func (s *Solver) allocate(model []gorgonia.ValueGrad) error {
+	for i, vg := range model {
+		t, ok := vg.Value().(tensor.Tensor)
+		if !ok {
+			return errors.Errorf("correction: learnable %d holds %T, want a tensor", i, vg.Value())
+		}
+		s.delta = append(s.delta, tensor.New(tensor.WithShape(t.Shape().Clone()...), tensor.Of(t.Dtype())))
+		s.buf = append(s.buf, tensor.New(tensor.WithShape(t.Shape().Clone()...), tensor.Of(t.Dtype())))
+		s.live = append(s.live, t)
+		s.bytes += 2 * int64(t.Shape().TotalSize()) * int64(t.Dtype().Size())
+	}
+	return nil
+}
+
+// BackwardWeights returns u_bkwd = w − delay·δ, in a buffer the solver owns
+// until its next call or step; nil (use the current weights) before the
+// first step or for a zero delay.
+func (s *Solver) BackwardWeights(delay int) ([]gorgonia.Value, error) {
+	if s.steps == 0 || delay <= 0 {
+		return nil, nil
+	}
+	out := make([]gorgonia.Value, len(s.live))
+	for i, w := range s.live {
+		if err := extrapolate(s.buf[i], w, s.delta[i], float64(delay)); err != nil {
+			return nil, errors.Wrapf(err, "correction: learnable %d", i)
+		}
+		out[i] = s.buf[i]
+	}
+	return out, nil
+}
+
+// SetDelay takes the stage's delay from the engine; with WithGammaFromD it
+// sets γ = D^(1/τ).
+func (s *Solver) SetDelay(tau float64, measured bool) {
+	if measured {
+		return
+	}
+	s.tau = max(tau, 1)
+	if s.d > 0 {
+		s.gamma = math.Pow(s.d, 1/s.tau)
+	}
+}
+
+// Gamma is the γ in use.
+func (s *Solver) Gamma() float64 { return s.gamma }
+
+// Velocity returns δ (nil before the first step). Read it between steps.
+func (s *Solver) Velocity() []tensor.Tensor { return s.delta }
+
+// Inner is the wrapped solver.
+func (s *Solver) Inner() gorgonia.Solver { return s.inner }
+
+// StateBytes is unknown here: the engine asks the wrapped solver.
+func (s *Solver) StateBytes() int64 { return -1 }
+
+// CorrectionBytes is the size of δ and the scratch buffer.
+func (s *Solver) CorrectionBytes() int64 { return s.bytes }
+
+func copyInto(dst tensor.Tensor, src gorgonia.Value) error {
+	switch d := dst.Data().(type) {
+	case []float64:
+		copy(d, src.Data().([]float64))
+	case []float32:
+		copy(d, src.Data().([]float32))
+	default:
+		return errors.Errorf("dtype %v is not supported", dst.Dtype())
+	}
+	return nil
+}
+
+// velocity sets δ = γδ + (1−γ)(w − old).
+func velocity(delta, old tensor.Tensor, w gorgonia.Value, gamma float64) error {
+	switch d := delta.Data().(type) {
+	case []float64:
+		o, n := old.Data().([]float64), w.Data().([]float64)
+		for i := range d {
+			d[i] = gamma*d[i] + (1-gamma)*(n[i]-o[i])
+		}
+	case []float32:
+		o, n := old.Data().([]float32), w.Data().([]float32)
+		g := float32(gamma)
+		for i := range d {
+			d[i] = g*d[i] + (1-g)*(n[i]-o[i])
+		}
+	default:
+		return errors.Errorf("dtype %v is not supported", delta.Dtype())
+	}
+	return nil
+}
+
+// extrapolate sets dst = w − k·δ.
+func extrapolate(dst tensor.Tensor, w gorgonia.Value, delta tensor.Tensor, k float64) error {
+	switch d := dst.Data().(type) {
+	case []float64:
+		x, v := w.Data().([]float64), delta.Data().([]float64)
+		for i := range d {
+			d[i] = x[i] - k*v[i]
+		}
+	case []float32:
+		x, v := w.Data().([]float32), delta.Data().([]float32)
+		kk := float32(k)
+		for i := range d {
+			d[i] = x[i] - kk*v[i]
+		}
+	default:
+		return errors.Errorf("dtype %v is not supported", dst.Dtype())
+	}
+	return nil
+}
