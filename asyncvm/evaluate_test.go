@@ -127,7 +127,7 @@ func TestDropoutMasksAreSeededPerMicrobatch(t *testing.T) {
 	require.False(t, bitsEqual(a, train(1, 0.5, 2)), "another seed draws other masks")
 	require.False(t, bitsEqual(a, train(1, 1, 1)), "keep=1 is no dropout")
 
-	vm := &VM{cfg: config{seed: 3}}
+	vm := &feeder{cfg: &config{seed: 3}}
 	g := gorgonia.NewGraph()
 	node := gorgonia.NewMatrix(g, tensor.Float64, gorgonia.WithShape(100, 100), gorgonia.WithName("m"))
 	m0 := vm.drawMask(node, 0.8, 0).Data().([]float64)

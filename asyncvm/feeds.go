@@ -5,16 +5,25 @@ import (
 	"hash/fnv"
 	"math/rand"
 
+	"github.com/pipemare/pipemare/graphsplit"
 	"github.com/pipemare/pipemare/internal/tensorutil"
 	"github.com/pkg/errors"
 	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 )
 
+// feeder cuts minibatches into microbatches and draws dropout masks; the
+// VM and the Injected trainer share it.
+type feeder struct {
+	plan *graphsplit.Plan
+	n    int
+	cfg  *config
+}
+
 // sliceFeeds checks a minibatch's feeds and cuts them into N microbatches,
 // each a list of fresh tensors in plan.Feeds order. Dropout masks are drawn
 // here, not fed.
-func (vm *VM) sliceFeeds(feeds map[*gorgonia.Node]gorgonia.Value, step int) ([][]gorgonia.Value, error) {
+func (vm *feeder) sliceFeeds(feeds map[*gorgonia.Node]gorgonia.Value, step int) ([][]gorgonia.Value, error) {
 	out := make([][]gorgonia.Value, vm.n)
 	for j := range out {
 		out[j] = make([]gorgonia.Value, len(vm.plan.Feeds))
@@ -71,7 +80,7 @@ func minibatchShape(micro []int, n int) tensor.Shape {
 	return s
 }
 
-func (vm *VM) maskKeep(n *gorgonia.Node) (float64, bool) {
+func (vm *feeder) maskKeep(n *gorgonia.Node) (float64, bool) {
 	for _, m := range vm.cfg.masks {
 		if m.node == n {
 			return m.keep, true
@@ -82,7 +91,7 @@ func (vm *VM) maskKeep(n *gorgonia.Node) (float64, bool) {
 
 // drawMask draws microbatch m's inverted dropout mask for node from the
 // seed: reproducible whatever the order microbatches are drawn in.
-func (vm *VM) drawMask(node *gorgonia.Node, keep float64, m int) gorgonia.Value {
+func (vm *feeder) drawMask(node *gorgonia.Node, keep float64, m int) gorgonia.Value {
 	h := fnv.New64a()
 	fmt.Fprintf(h, "%d/%s/%d", vm.cfg.seed, node.Name(), m)
 	rng := rand.New(rand.NewSource(int64(h.Sum64())))

@@ -18,6 +18,7 @@ type config struct {
 	warmup  int
 	warmSch Schedule
 	disc    bool
+	logDel  bool
 }
 
 type mask struct {
@@ -99,3 +100,7 @@ func WithActivations(a Activations) Option { return func(c *config) { c.acts = a
 // to do so (not counted in the memory report): a measurement, not a mode to
 // train with.
 func WithDiscrepancy() Option { return func(c *config) { c.disc = true } }
+
+// WithDelayLog records the delay every forward saw, per stage and
+// microbatch (DelayLog), for replaying a run with Injected.
+func WithDelayLog() Option { return func(c *config) { c.logDel = true } }

@@ -222,3 +222,14 @@ func SortedKeys(h map[int]int) []int {
 	sort.Ints(keys)
 	return keys
 }
+
+// DelayLog returns, per stage, the delay each microbatch's forward saw
+// (index: microbatch; −1 for microbatches not updated yet). It needs
+// WithDelayLog. Call it between Steps.
+func (vm *VM) DelayLog() [][]int {
+	out := make([][]int, vm.p)
+	for i, w := range vm.workers {
+		out[i] = append([]int(nil), w.stats.delayLog...)
+	}
+	return out
+}

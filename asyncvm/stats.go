@@ -21,6 +21,8 @@ type stageStats struct {
 	// discSum/discN accumulate ‖u_bkwd − u_fwd‖/‖u_fwd‖ (WithDiscrepancy).
 	discSum float64
 	discN   int
+	// delayLog[m] is microbatch m's delay (WithDelayLog).
+	delayLog []int
 }
 
 func (s *stageStats) record(a Action, start, end time.Duration) {

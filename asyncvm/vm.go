@@ -18,6 +18,7 @@ import (
 // data supplied so far and waits for more — so the user's learnables, which
 // the stages update in place, hold the current weights and can be read.
 type VM struct {
+	feeder
 	plan  *graphsplit.Plan
 	cfg   config
 	p, n  int
@@ -95,6 +96,7 @@ func New(plan *graphsplit.Plan, opts ...Option) (*VM, error) {
 		parked: make(chan int, len(plan.Stages)),
 		feeds:  make(map[int][]gorgonia.Value),
 	}
+	vm.feeder = feeder{plan: plan, n: cfg.n, cfg: &vm.cfg}
 	vm.ctx, vm.cancel = context.WithCancel(context.Background())
 	vm.barrier = newBarrier(vm.p)
 	vm.topo, vm.links = buildLinks(plan, vm.inFlightBound())

@@ -463,6 +463,12 @@ func (w *worker) update(k int) error {
 		}
 		d := w.version - fv
 		w.stats.delays[d]++
+		if w.vm.cfg.logDel {
+			for len(w.stats.delayLog) <= m {
+				w.stats.delayLog = append(w.stats.delayLog, -1)
+			}
+			w.stats.delayLog[m] = d
+		}
 		sum += d
 		cnt++
 		delete(w.fwdVersion, m)
