@@ -1,0 +1,14 @@
+// Package zoo holds real models on real data, written as a Gorgonia user
+// writes them, and the accuracy checks that prove asynchronous pipeline
+// training against the synchronous baseline (go test ./zoo/...).
+//
+// Each model builder returns a plain *gorgonia.ExprGraph at a given
+// microbatch size with its cost, learnables, inputs and prediction node:
+// nothing from the library's internals, so the builders double as examples
+// of wrapping an existing model. Train runs one with any schedule and
+// PipeMare's techniques and reports accuracy per epoch.
+//
+// Data: Fashion-MNIST (LoadFashionMNIST), from the Debian package
+// dataset-fashion-mnist when it is installed, else the subset embedded in
+// the binary.
+package zoo

@@ -1,0 +1,212 @@
+package zoo
+
+import (
+	"context"
+	"math/rand"
+	"time"
+
+	"github.com/pipemare/pipemare/asyncvm"
+	"github.com/pipemare/pipemare/correction"
+	"github.com/pipemare/pipemare/graphsplit"
+	"github.com/pipemare/pipemare/rescheduler"
+	"github.com/pkg/errors"
+	"gorgonia.org/gorgonia"
+)
+
+// Config is one training run.
+type Config struct {
+	// Schedule is the pipeline schedule (default PipeMare).
+	Schedule asyncvm.Schedule
+	// Stages is P; 0 cuts one stage per layer (fine grain).
+	Stages int
+	// Microbatch is the rows of one microbatch (the model's batch size);
+	// Microbatches is N.
+	Microbatch, Microbatches int
+	Epochs                   int
+	// LR is the base learning rate of Momentum(0.9), cosine-annealed to
+	// LR/100 over the run when Cosine is set.
+	LR     float64
+	Cosine bool
+	// T1 is PipeMare's learning-rate rescheduling length K in steps (0:
+	// off); T2 its discrepancy correction γ (0: off).
+	T1 int
+	T2 float64
+	// Warmup trains the first steps with 1F1B-flush (T3).
+	Warmup int
+	// Activations is what stages keep between forward and backward.
+	Activations asyncvm.Activations
+	Seed        int64
+	// Delays, when set, trains with injected delays (asyncvm.Injected)
+	// instead of running the pipeline.
+	Delays asyncvm.Delays
+	// Progress, when set, is called after every epoch.
+	Progress func(EpochResult)
+	// Steps, when set, is called every ProgressEvery steps within an epoch
+	// with the steps done so far (for progress bars).
+	Steps         func(done, total int)
+	ProgressEvery int
+}
+
+// EpochResult is what one epoch measured.
+type EpochResult struct {
+	Epoch    int     `json:"epoch"`
+	Loss     float64 `json:"loss"`
+	Accuracy float64 `json:"test_accuracy"`
+	// Wall is the epoch's training time (evaluation excluded).
+	Wall          time.Duration `json:"wall_ns"`
+	SamplesPerSec float64       `json:"samples_per_sec"`
+	// Losses are the minibatch losses of the epoch.
+	Losses []float64 `json:"losses"`
+}
+
+// Result is a whole run.
+type Result struct {
+	Config   Config            `json:"-"`
+	Model    string            `json:"model"`
+	Stages   int               `json:"stages"`
+	Epochs   []EpochResult     `json:"epochs"`
+	Report   asyncvm.Report    `json:"report"`
+	Events   [][]asyncvm.Event `json:"-"`
+	Plan     *graphsplit.Plan  `json:"-"`
+	Wall     time.Duration     `json:"wall_ns"`
+	Accuracy float64           `json:"final_accuracy"`
+}
+
+// Solver returns the per-stage solver Config describes: Momentum(0.9)
+// wrapped in T2's correction and T1's rescheduler when they are on.
+func (c Config) Solver(stepsPerEpoch int) func(stage int) gorgonia.Solver {
+	return func(stage int) gorgonia.Solver {
+		var s gorgonia.Solver = gorgonia.NewMomentum(gorgonia.WithLearnRate(c.LR), gorgonia.WithMomentum(0.9))
+		if c.T2 > 0 {
+			t2, err := correction.New(s, correction.WithGamma(c.T2))
+			if err != nil {
+				panic(err) // Train validates T2 first
+			}
+			s = t2
+		}
+		base := rescheduler.Constant(c.LR)
+		if c.Cosine {
+			base = rescheduler.Cosine(c.LR, c.LR/100, stepsPerEpoch*c.Epochs)
+		}
+		r, err := rescheduler.New(s, rescheduler.WithBase(base), rescheduler.WithPhase(c.T1))
+		if err != nil {
+			panic(err) // Momentum's rate can always be set
+		}
+		return r
+	}
+}
+
+// Train builds a fresh model with build, trains it on train for cfg.Epochs
+// with the pipeline (or with injected delays) and measures test accuracy
+// after every epoch.
+func Train(ctx context.Context, build Builder, train, test *Dataset, cfg Config) (*Result, error) {
+	if cfg.Schedule.Actions == nil {
+		cfg.Schedule = asyncvm.PipeMare
+	}
+	if cfg.Microbatch <= 0 || cfg.Microbatches <= 0 || cfg.Epochs <= 0 || cfg.LR <= 0 {
+		return nil, errors.Errorf("zoo: microbatch %d, microbatches %d, epochs %d and learning rate %g must be positive", cfg.Microbatch, cfg.Microbatches, cfg.Epochs, cfg.LR)
+	}
+	if cfg.T2 < 0 || cfg.T2 >= 1 {
+		return nil, errors.Errorf("zoo: T2 γ = %g must be in [0, 1)", cfg.T2)
+	}
+	m, err := build(cfg.Microbatch, cfg.Seed)
+	if err != nil {
+		return nil, err
+	}
+	opts := []graphsplit.Option{graphsplit.FineGrained()}
+	if cfg.Stages > 0 {
+		opts = append(opts, graphsplit.Stages(cfg.Stages))
+	}
+	plan, err := graphsplit.Split(m.Graph, m.Cost, m.Learnables, opts...)
+	if err != nil {
+		return nil, err
+	}
+	eval, err := NewEvaluator(m)
+	if err != nil {
+		return nil, err
+	}
+	defer eval.Close()
+	stepsPerEpoch := train.Len() / (cfg.Microbatch * cfg.Microbatches)
+	vmOpts := []asyncvm.Option{
+		asyncvm.WithSchedule(cfg.Schedule), asyncvm.WithMicrobatches(cfg.Microbatches),
+		asyncvm.WithSolver(cfg.Solver(stepsPerEpoch)), asyncvm.WithSeed(cfg.Seed),
+		asyncvm.WithActivations(cfg.Activations),
+	}
+	if cfg.Warmup > 0 {
+		vmOpts = append(vmOpts, asyncvm.WithWarmup(cfg.Warmup, asyncvm.OneFOneB))
+	}
+	type trainer interface {
+		Step(context.Context, map[*gorgonia.Node]gorgonia.Value) (float64, error)
+		Close() error
+		Report() asyncvm.Report
+	}
+	var t trainer
+	var vm *asyncvm.VM
+	if cfg.Delays != nil {
+		x, err := asyncvm.NewInjected(plan, cfg.Delays, vmOpts...)
+		if err != nil {
+			return nil, err
+		}
+		t = x
+	} else {
+		if vm, err = asyncvm.New(plan, vmOpts...); err != nil {
+			return nil, err
+		}
+		t = vm
+	}
+	defer t.Close()
+
+	res := &Result{Config: cfg, Model: m.Name, Stages: len(plan.Stages), Plan: plan}
+	rng := rand.New(rand.NewSource(cfg.Seed))
+	start := time.Now()
+	every := max(cfg.ProgressEvery, 1)
+	for epoch := 1; epoch <= cfg.Epochs; epoch++ {
+		batches := train.Minibatches(m, cfg.Microbatches, rng)
+		er := EpochResult{Epoch: epoch}
+		began := time.Now()
+		for done := 0; done < len(batches); {
+			chunk := batches[done:min(done+every, len(batches))]
+			var losses []float64
+			if vm != nil {
+				if losses, err = vm.Run(ctx, chunk); err != nil {
+					return res, err
+				}
+			} else {
+				for _, b := range chunk {
+					l, err := t.Step(ctx, b)
+					if err != nil {
+						return res, err
+					}
+					losses = append(losses, l)
+				}
+			}
+			er.Losses = append(er.Losses, losses...)
+			done += len(chunk)
+			if cfg.Steps != nil {
+				cfg.Steps(done, len(batches))
+			}
+		}
+		er.Wall = time.Since(began)
+		for _, l := range er.Losses {
+			er.Loss += l / float64(len(er.Losses))
+		}
+		er.SamplesPerSec = float64(len(batches)*cfg.Microbatch*cfg.Microbatches) / er.Wall.Seconds()
+		if er.Accuracy, err = eval.Accuracy(test); err != nil {
+			return res, err
+		}
+		res.Epochs = append(res.Epochs, er)
+		if cfg.Progress != nil {
+			cfg.Progress(er)
+		}
+	}
+	if vm != nil {
+		if err := vm.Flush(ctx); err != nil {
+			return res, err
+		}
+		res.Events = vm.Events()
+	}
+	res.Wall = time.Since(start)
+	res.Report = t.Report()
+	res.Accuracy = res.Epochs[len(res.Epochs)-1].Accuracy
+	return res, nil
+}
