@@ -180,10 +180,39 @@ func TestWarmupSwitchesSchedules(t *testing.T) {
 	}, rep.Segments)
 	last := rep.Stages - 1
 	require.Positive(t, rep.PerStage[last].Delays[Delay(rep.Stages, n, last)], "PipeMare's delays after the switch")
+	for _, ev := range vm.Events() {
+		for _, e := range ev {
+			want := "pipemare"
+			if (e.Action.Op == Forward || e.Action.Op == Backward) && e.Action.Micro < 2*n || (e.Action.Op == Update || e.Action.Op == Flush) && e.Action.Step < 2 {
+				want = "1f1b"
+			}
+			require.Equal(t, want, e.Schedule, "stage %d %v", e.Stage, e.Action)
+		}
+	}
 
 	ref, err := testmodels.ResNet(tensor.Float64, 2, 1)
 	require.NoError(t, err)
 	want, vm2 := pipelineTraining(t, ref, d, n, 2, []graphsplit.Option{graphsplit.FineGrained()}, WithSchedule(OneFOneB), WithSolver(momentum(0.05)))
 	require.NoError(t, vm2.Close())
 	require.True(t, bitsEqual(want, afterWarmup))
+}
+
+// TestNewKeepsBatchNormStatistics: compiling the stages' tape machines would
+// zero BatchNorm's running statistics; New keeps those the model had.
+func TestNewKeepsBatchNormStatistics(t *testing.T) {
+	m, err := testmodels.CNN(tensor.Float64, 4, 1)
+	require.NoError(t, err)
+	mean, vari := m.BatchNorms[0].Stats()
+	for i := range mean.Data().([]float64) {
+		mean.Data().([]float64)[i] = 0.5
+		vari.Data().([]float64)[i] = 2
+	}
+	plan, err := graphsplit.Split(m.Graph, m.Cost, m.Learnables, graphsplit.FineGrained())
+	require.NoError(t, err)
+	vm, err := New(plan)
+	require.NoError(t, err)
+	defer vm.Close()
+	mean, vari = m.BatchNorms[0].Stats()
+	require.Equal(t, []float64{0.5, 0.5, 0.5, 0.5}, mean.Data())
+	require.Equal(t, []float64{2, 2, 2, 2}, vari.Data())
 }

@@ -171,6 +171,8 @@ func NewInjected(plan *graphsplit.Plan, delays Delays, opts ...Option) (*Injecte
 		cfg.solver = func(int) gorgonia.Solver { return gorgonia.NewVanillaSolver(gorgonia.WithLearnRate(0.01)) }
 	}
 	x := &Injected{plan: plan, cfg: cfg, delays: delays}
+	restore := keepBatchNormStats(plan)
+	defer restore()
 	x.feeder = feeder{plan: plan, n: cfg.n, cfg: &x.cfg}
 	for _, st := range plan.Stages {
 		s := &injStage{st: st, solver: cfg.solver(st.Index)}

@@ -4,8 +4,11 @@ import "time"
 
 // Event is one action a stage ran, timed from the VM's start.
 type Event struct {
-	Stage      int
-	Action     Action
+	Stage  int
+	Action Action
+	// Schedule is the schedule the action ran under (a warm-up shows as
+	// its synchronous schedule, then the switch).
+	Schedule   string
 	Start, End time.Duration
 }
 
@@ -25,6 +28,6 @@ type stageStats struct {
 	delayLog []int
 }
 
-func (s *stageStats) record(a Action, start, end time.Duration) {
-	s.events = append(s.events, Event{Action: a, Start: start, End: end})
+func (s *stageStats) record(stage int, sched string, a Action, start, end time.Duration) {
+	s.events = append(s.events, Event{Stage: stage, Action: a, Schedule: sched, Start: start, End: end})
 }

@@ -100,6 +100,10 @@ func New(plan *graphsplit.Plan, opts ...Option) (*VM, error) {
 	vm.ctx, vm.cancel = context.WithCancel(context.Background())
 	vm.barrier = newBarrier(vm.p)
 	vm.topo, vm.links = buildLinks(plan, vm.inFlightBound())
+	// Compiling a tape machine puts BatchNorm in training mode, which zeroes
+	// its running statistics: keep the ones the model has.
+	restore := keepBatchNormStats(plan)
+	defer restore()
 	for i, st := range plan.Stages {
 		w, err := newWorker(vm, st)
 		if err != nil {
@@ -401,4 +405,19 @@ func (b *barrier) wait(ctx context.Context, k int) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// keepBatchNormStats saves the running statistics of every BatchNorm op of
+// the plan and returns a function that puts them back.
+func keepBatchNormStats(plan *graphsplit.Plan) func() {
+	var bns []*gorgonia.BatchNormOp
+	for _, st := range plan.Stages {
+		for _, n := range st.Stateful {
+			if bn, ok := n.Op().(*gorgonia.BatchNormOp); ok {
+				bns = append(bns, bn)
+			}
+		}
+	}
+	saved := (&worker{bns: bns}).saveStats()
+	return func() { (&worker{bns: bns}).restoreStats(saved) }
 }

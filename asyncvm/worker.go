@@ -218,8 +218,7 @@ func (w *worker) do(a Action) (err error) {
 	if w.began < 0 { // updates and flushes wait for nothing
 		w.began = end
 	}
-	w.stats.record(a, w.began, end)
-	w.stats.events[len(w.stats.events)-1].Stage = w.idx
+	w.stats.record(w.idx, w.sched.Name, a, w.began, end)
 	return nil
 }
 
