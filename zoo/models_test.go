@@ -1,0 +1,22 @@
+package zoo
+
+import (
+	"testing"
+
+	"github.com/pipemare/pipemare/graphsplit"
+	"github.com/stretchr/testify/require"
+)
+
+func TestModelsSplit(t *testing.T) {
+	for _, c := range []struct {
+		build  Builder
+		stages int
+	}{{MLP, 3}, {CNN, 4}, {ResNet, 16}} {
+		m, err := c.build(4, 1)
+		require.NoError(t, err)
+		plan, err := graphsplit.Split(m.Graph, m.Cost, m.Learnables, graphsplit.FineGrained())
+		require.NoError(t, err)
+		require.Len(t, plan.Stages, c.stages, m.Name)
+		t.Logf("%s\n%s", m.Name, plan)
+	}
+}
