@@ -46,13 +46,18 @@ func (a *analysis) children(n *gorgonia.Node) gorgonia.Nodes {
 	return out
 }
 
-// isConstant reports whether n is a constant node (its op holds its value).
+// isConstant reports whether n is a constant node (its op holds its value:
+// gorgonia's constantScalar or constantTensor — the latter reports an arity
+// of 1, so the arity cannot tell).
 func isConstant(n *gorgonia.Node) bool {
 	if n.Op() == nil {
 		return false
 	}
-	_, ok := n.Op().(interface{ Value() gorgonia.Value })
-	return ok && n.Op().Arity() == 0
+	if _, ok := n.Op().(interface{ Value() gorgonia.Value }); !ok {
+		return false
+	}
+	name := reflect.TypeOf(n.Op()).Name()
+	return name == "constantScalar" || name == "constantTensor"
 }
 
 // isSizeOf reports whether n is a gorgonia.SizeOf node: its value depends only

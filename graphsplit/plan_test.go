@@ -343,3 +343,27 @@ func TestPlanAvoidsReshapeAliasing(t *testing.T) {
 	require.NoError(t, err)
 	require.Greater(t, e, 1e-3, "gorgonia's whole graph got it right: the bug this guards against is fixed upstream")
 }
+
+// TestTensorConstantsAreReplicated: a constant tensor (positional encodings,
+// masks) is rebuilt in every stage that reads it, like scalar constants.
+func TestTensorConstantsAreReplicated(t *testing.T) {
+	g := G.NewGraph()
+	x := G.NewMatrix(g, tensor.Float64, G.WithShape(2, 3), G.WithName("x"))
+	w1 := G.NewMatrix(g, tensor.Float64, G.WithShape(3, 3), G.WithName("w1"), G.WithInit(G.GlorotU(1)))
+	w2 := G.NewMatrix(g, tensor.Float64, G.WithShape(3, 3), G.WithName("w2"), G.WithInit(G.GlorotU(1)))
+	c := G.NewConstant(tensor.New(tensor.WithShape(2, 3), tensor.WithBacking([]float64{1, 2, 3, 4, 5, 6})), G.WithName("c"))
+	h := G.Must(G.Add(G.Must(G.Mul(x, w1)), c))
+	cost := G.Must(G.Mean(G.Must(G.Add(G.Must(G.Mul(h, w2)), c))))
+	plan, err := Split(g, cost, G.Nodes{w1, w2}, FineGrained())
+	require.NoError(t, err)
+	require.Len(t, plan.Stages, 2)
+	for _, st := range plan.Stages {
+		for _, in := range st.Inputs {
+			require.NotEqual(t, "c", in.Name, "a constant is never a stage input")
+		}
+	}
+	feeds := map[*G.Node]G.Value{x: tensor.New(tensor.WithShape(2, 3), tensor.WithBacking([]float64{0.1, 0.2, 0.3, 0.4, 0.5, 0.6}))}
+	wantCost, wantGrads, err := reference(g, cost, G.Nodes{w1, w2}, feeds)
+	require.NoError(t, err)
+	require.NoError(t, checkParity(plan, feeds, wantCost, wantGrads))
+}

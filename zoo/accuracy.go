@@ -56,9 +56,12 @@ func trainingMode(m *Model) func() {
 	}
 }
 
-// Accuracy is the fraction of d the model classifies right, in chunks of
-// the model's batch size (the last chunk padded with repeats).
-func (e *Evaluator) Accuracy(d *Dataset) (float64, error) {
+// Accuracy is the fraction of d's targets (the rows of its one-hot labels
+// that hold a 1) whose class has the model's largest logit, in chunks of the
+// model's batch size (the last chunk padded with repeats, which are not
+// counted). For images that is classification accuracy; for sequences,
+// per-token accuracy.
+func (e *Evaluator) Accuracy(d Data) (float64, error) {
 	m := e.m
 	restore := trainingMode(m)
 	defer restore()
@@ -67,13 +70,13 @@ func (e *Evaluator) Accuracy(d *Dataset) (float64, error) {
 			return 0, err
 		}
 	}
-	right := 0
+	right, total := 0, 0
 	for start := 0; start < d.Len(); start += m.Batch {
 		idx := make([]int, m.Batch)
 		for i := range idx {
 			idx[i] = min(start+i, d.Len()-1)
 		}
-		x, y := d.tensors(m, idx)
+		x, y := d.Batch(m, idx)
 		if err := gorgonia.Let(m.X, x); err != nil {
 			return 0, errors.Wrap(err, "zoo: evaluation")
 		}
@@ -86,20 +89,37 @@ func (e *Evaluator) Accuracy(d *Dataset) (float64, error) {
 			return 0, errors.Wrap(err, "zoo: evaluation")
 		}
 		logits := e.logits.Data().([]float32)
-		for i := 0; i < m.Batch && start+i < d.Len(); i++ {
-			row := logits[i*d.Classes : (i+1)*d.Classes]
+		labels := y.Data().([]float32)
+		classes := y.Shape()[len(y.Shape())-1]
+		rowsPer := y.Shape().TotalSize() / classes / m.Batch
+		valid := min(m.Batch, d.Len()-start) * rowsPer
+		for r := 0; r < valid; r++ {
+			row, want := logits[r*classes:(r+1)*classes], labels[r*classes:(r+1)*classes]
+			target := -1
+			for c, v := range want {
+				if v == 1 {
+					target = c
+				}
+			}
+			if target < 0 {
+				continue
+			}
 			best := 0
 			for c := range row {
 				if row[c] > row[best] {
 					best = c
 				}
 			}
-			if best == d.Labels[start+i] {
+			total++
+			if best == target {
 				right++
 			}
 		}
 	}
-	return float64(right) / float64(d.Len()), nil
+	if total == 0 {
+		return 0, errors.New("zoo: no targets to evaluate")
+	}
+	return float64(right) / float64(total), nil
 }
 
 // Close releases the evaluator's machine.

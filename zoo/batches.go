@@ -7,24 +7,33 @@ import (
 	"gorgonia.org/tensor"
 )
 
+// Data is a labelled data set as Train and the Evaluator need it.
+type Data interface {
+	// Len is the number of examples.
+	Len() int
+	// Batch packs examples idx into values for m.X and m.Y, with len(idx)
+	// examples where the model has m.Batch. Rows of y that are all zero
+	// are not targets.
+	Batch(m *Model, idx []int) (x, y *tensor.Dense)
+}
+
 // Minibatches shuffles d with rng and cuts it into minibatches of
-// rows = m.Batch·n examples for model m (the last partial one is dropped),
-// as feeds for asyncvm: images shaped like m.X with n times its rows,
-// one-hot labels like m.Y.
-func (d *Dataset) Minibatches(m *Model, n int, rng *rand.Rand) []map[*gorgonia.Node]gorgonia.Value {
-	rows := m.Batch * n
+// m.Batch·n examples for model m (the last partial one is dropped), as feeds
+// for asyncvm.
+func Minibatches(d Data, m *Model, n int, rng *rand.Rand) []map[*gorgonia.Node]gorgonia.Value {
+	size := m.Batch * n
 	order := rng.Perm(d.Len())
 	var out []map[*gorgonia.Node]gorgonia.Value
-	for start := 0; start+rows <= len(order); start += rows {
-		x, y := d.tensors(m, order[start:start+rows])
+	for start := 0; start+size <= len(order); start += size {
+		x, y := d.Batch(m, order[start:start+size])
 		out = append(out, map[*gorgonia.Node]gorgonia.Value{m.X: x, m.Y: y})
 	}
 	return out
 }
 
-// tensors packs examples idx into an images tensor shaped like m.X (with
+// Batch packs examples idx into an images tensor shaped like m.X (with
 // len(idx) rows) and a one-hot labels tensor.
-func (d *Dataset) tensors(m *Model, idx []int) (*tensor.Dense, *tensor.Dense) {
+func (d *Dataset) Batch(m *Model, idx []int) (*tensor.Dense, *tensor.Dense) {
 	px := d.Pixels()
 	xs := make([]float32, len(idx)*px)
 	ys := make([]float32, len(idx)*d.Classes)

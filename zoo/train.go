@@ -99,7 +99,7 @@ func (c Config) Solver(stepsPerEpoch int) func(stage int) gorgonia.Solver {
 // Train builds a fresh model with build, trains it on train for cfg.Epochs
 // with the pipeline (or with injected delays) and measures test accuracy
 // after every epoch.
-func Train(ctx context.Context, build Builder, train, test *Dataset, cfg Config) (*Result, error) {
+func Train(ctx context.Context, build Builder, train, test Data, cfg Config) (*Result, error) {
 	if cfg.Schedule.Actions == nil {
 		cfg.Schedule = asyncvm.PipeMare
 	}
@@ -161,7 +161,7 @@ func Train(ctx context.Context, build Builder, train, test *Dataset, cfg Config)
 	start := time.Now()
 	every := max(cfg.ProgressEvery, 1)
 	for epoch := 1; epoch <= cfg.Epochs; epoch++ {
-		batches := train.Minibatches(m, cfg.Microbatches, rng)
+		batches := Minibatches(train, m, cfg.Microbatches, rng)
 		er := EpochResult{Epoch: epoch}
 		began := time.Now()
 		for done := 0; done < len(batches); {
