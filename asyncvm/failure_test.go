@@ -196,3 +196,25 @@ func TestNewRejectsBadOptions(t *testing.T) {
 	_, err = New(nil)
 	require.ErrorContains(t, err, "no stages")
 }
+
+// TestReportAfterAFailure: what ran before a failure can still be read.
+func TestReportAfterAFailure(t *testing.T) {
+	vm, m, d := newResNetVM(t, 4, 2, withInject(func(i int, a Action) error {
+		if i == 1 && a.Op == Backward && a.Micro == 3 {
+			return errors.New("injected")
+		}
+		return nil
+	}))
+	defer vm.Close()
+	var err error
+	for k := 0; k < 4 && err == nil; k++ {
+		_, err = vm.Step(context.Background(), d.minibatch(t, m.Inputs, k, 2))
+	}
+	if err == nil {
+		err = vm.Flush(context.Background())
+	}
+	require.ErrorContains(t, err, "injected")
+	rep := vm.Report()
+	require.Positive(t, rep.PerStage[0].Forwards)
+	require.NotEmpty(t, vm.Events()[1])
+}

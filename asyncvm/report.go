@@ -96,6 +96,7 @@ func (m *Memory) add(o Memory) {
 // Events returns every action every stage ran so far, per stage in order.
 // Call it between Steps; the slices are copies.
 func (vm *VM) Events() [][]Event {
+	vm.settle()
 	out := make([][]Event, vm.p)
 	for i, w := range vm.workers {
 		out[i] = append([]Event(nil), w.stats.events...)
@@ -112,7 +113,7 @@ func (vm *VM) Report() Report {
 	for _, s := range vm.segs {
 		r.Segments = append(r.Segments, SegmentReport{Schedule: s.sched.Name, First: s.first, Steps: s.steps, Start: s.startedAt})
 	}
-	events := vm.Events()
+	events := vm.Events() // settles a failed VM first
 	var first, last time.Duration = -1, 0
 	// Steady state: from the last stage's first action to the moment the
 	// first stage to run out of work ran its last action.
@@ -227,9 +228,21 @@ func SortedKeys(h map[int]int) []int {
 // (index: microbatch; −1 for microbatches not updated yet). It needs
 // WithDelayLog. Call it between Steps.
 func (vm *VM) DelayLog() [][]int {
+	vm.settle()
 	out := make([][]int, vm.p)
 	for i, w := range vm.workers {
 		out[i] = append([]int(nil), w.stats.delayLog...)
 	}
 	return out
+}
+
+// settle waits for the workers to stop after a failure, so that what they
+// measured can be read; between successful calls they are already parked.
+func (vm *VM) settle() {
+	vm.mu.Lock()
+	failed := vm.err != nil || vm.closed
+	vm.mu.Unlock()
+	if failed {
+		vm.wg.Wait()
+	}
 }

@@ -80,25 +80,33 @@ func CNN(batch int, seed int64) (*Model, error) {
 }
 
 // ResNet is a residual network with BatchNorm, deep enough for at least 15
-// fine-grained stages: a stride-2 stem conv to 8×14×14, seven residual blocks
-// y = ReLU(x + BN(conv(ReLU(BN(conv(x)))))), global average pooling and a
-// linear classifier: 16 weight layers, float32.
+// fine-grained stages: two conv–BN–ReLU–max-pool layers take 28×28 images
+// to 16×7×7, six residual blocks y = ReLU(x + BN(conv(ReLU(BN(conv(x))))))
+// follow, then global average pooling and a linear classifier: 15 weight
+// layers, float32.
 func ResNet(batch int, seed int64) (*Model, error) {
 	g := gorgonia.NewGraph()
 	in := initializer{rand.New(rand.NewSource(seed))}
 	m := &Model{Name: "resnet", Graph: g, Batch: batch}
 	m.X = gorgonia.NewTensor(g, tensor.Float32, 4, gorgonia.WithShape(batch, 1, 28, 28), gorgonia.WithName("x"))
 	m.Y = gorgonia.NewMatrix(g, tensor.Float32, gorgonia.WithShape(batch, 10), gorgonia.WithName("y"))
-	const width, blocks = 8, 7
-	h, err := conv(g, in, "stem", m.X, 1, width, 2, &m.Learnables)
-	if err != nil {
-		return nil, err
-	}
-	if h, err = batchNorm(g, "stem.bn", h, m); err != nil {
-		return nil, err
-	}
-	if h, err = gorgonia.Rectify(h); err != nil {
-		return nil, err
+	const width, blocks, side = 16, 6, 7
+	h := m.X
+	var err error
+	for i, cin := range []int{1, width} {
+		name := fmt.Sprintf("stem%d", i+1)
+		if h, err = conv(g, in, name, h, cin, width, 1, &m.Learnables); err != nil {
+			return nil, err
+		}
+		if h, err = batchNorm(g, name+".bn", h, m); err != nil {
+			return nil, err
+		}
+		if h, err = gorgonia.Rectify(h); err != nil {
+			return nil, err
+		}
+		if h, err = gorgonia.MaxPool2D(h, tensor.Shape{2, 2}, []int{0, 0}, []int{2, 2}); err != nil {
+			return nil, err
+		}
 	}
 	for b := 1; b <= blocks; b++ {
 		name := fmt.Sprintf("block%d", b)
@@ -127,7 +135,7 @@ func ResNet(batch int, seed int64) (*Model, error) {
 	}
 	// Global average pooling as a mean over the pixels (gorgonia's
 	// GlobalAveragePool2D has no symbolic gradient).
-	if h, err = gorgonia.Reshape(h, tensor.Shape{batch, width, 14 * 14}); err != nil {
+	if h, err = gorgonia.Reshape(h, tensor.Shape{batch, width, side * side}); err != nil {
 		return nil, err
 	}
 	if h, err = gorgonia.Mean(h, 2); err != nil {

@@ -11,7 +11,7 @@ func TestModelsSplit(t *testing.T) {
 	for _, c := range []struct {
 		build  Builder
 		stages int
-	}{{MLP, 3}, {CNN, 4}, {ResNet, 16}} {
+	}{{MLP, 3}, {CNN, 4}, {ResNet, 15}, {Transformer, 20}} {
 		m, err := c.build(4, 1)
 		require.NoError(t, err)
 		plan, err := graphsplit.Split(m.Graph, m.Cost, m.Learnables, graphsplit.FineGrained())

@@ -23,10 +23,13 @@ type Config struct {
 	// Microbatches is N.
 	Microbatch, Microbatches int
 	Epochs                   int
-	// LR is the base learning rate of Momentum(0.9), cosine-annealed to
-	// LR/100 over the run when Cosine is set.
-	LR     float64
-	Cosine bool
+	// LR is the base learning rate of the Momentum solver, cosine-annealed
+	// to LR/100 over the run when Cosine is set; Momentum its β (default
+	// 0.9; set NoMomentum for plain SGD).
+	LR         float64
+	Cosine     bool
+	Momentum   float64
+	NoMomentum bool
 	// T1 is PipeMare's learning-rate rescheduling length K in steps (0:
 	// off); T2 its discrepancy correction γ (0: off).
 	T1 int
@@ -72,11 +75,15 @@ type Result struct {
 	Accuracy float64           `json:"final_accuracy"`
 }
 
-// Solver returns the per-stage solver Config describes: Momentum(0.9)
+// Solver returns the per-stage solver Config describes: Momentum(β)
 // wrapped in T2's correction and T1's rescheduler when they are on.
 func (c Config) Solver(stepsPerEpoch int) func(stage int) gorgonia.Solver {
 	return func(stage int) gorgonia.Solver {
-		var s gorgonia.Solver = gorgonia.NewMomentum(gorgonia.WithLearnRate(c.LR), gorgonia.WithMomentum(0.9))
+		beta := c.Momentum
+		if beta == 0 && !c.NoMomentum {
+			beta = 0.9
+		}
+		var s gorgonia.Solver = gorgonia.NewMomentum(gorgonia.WithLearnRate(c.LR), gorgonia.WithMomentum(beta))
 		if c.T2 > 0 {
 			t2, err := correction.New(s, correction.WithGamma(c.T2))
 			if err != nil {
@@ -157,8 +164,19 @@ func Train(ctx context.Context, build Builder, train, test Data, cfg Config) (*R
 	defer t.Close()
 
 	res := &Result{Config: cfg, Model: m.Name, Stages: len(plan.Stages), Plan: plan}
-	rng := rand.New(rand.NewSource(cfg.Seed))
 	start := time.Now()
+	// Whatever happens, the result holds what ran.
+	defer func() {
+		res.Wall = time.Since(start)
+		res.Report = t.Report()
+		if vm != nil {
+			res.Events = vm.Events()
+		}
+		if len(res.Epochs) > 0 {
+			res.Accuracy = res.Epochs[len(res.Epochs)-1].Accuracy
+		}
+	}()
+	rng := rand.New(rand.NewSource(cfg.Seed))
 	every := max(cfg.ProgressEvery, 1)
 	for epoch := 1; epoch <= cfg.Epochs; epoch++ {
 		batches := Minibatches(train, m, cfg.Microbatches, rng)
@@ -203,10 +221,6 @@ func Train(ctx context.Context, build Builder, train, test Data, cfg Config) (*R
 		if err := vm.Flush(ctx); err != nil {
 			return res, err
 		}
-		res.Events = vm.Events()
 	}
-	res.Wall = time.Since(start)
-	res.Report = t.Report()
-	res.Accuracy = res.Epochs[len(res.Epochs)-1].Accuracy
 	return res, nil
 }

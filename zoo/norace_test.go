@@ -1,0 +1,5 @@
+//go:build !race
+
+package zoo
+
+const raceEnabled = false
