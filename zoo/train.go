@@ -186,17 +186,20 @@ func Train(ctx context.Context, build Builder, train, test Data, cfg Config) (*R
 			chunk := batches[done:min(done+every, len(batches))]
 			var losses []float64
 			if vm != nil {
-				if losses, err = vm.Run(ctx, chunk); err != nil {
-					return res, err
-				}
+				losses, err = vm.Run(ctx, chunk)
 			} else {
 				for _, b := range chunk {
-					l, err := t.Step(ctx, b)
-					if err != nil {
-						return res, err
+					var l float64
+					if l, err = t.Step(ctx, b); err != nil {
+						break
 					}
 					losses = append(losses, l)
 				}
+			}
+			if err != nil { // keep what ran of the epoch, without accuracy
+				er.Wall = time.Since(began)
+				res.Epochs = append(res.Epochs, er)
+				return res, err
 			}
 			er.Losses = append(er.Losses, losses...)
 			done += len(chunk)

@@ -1,0 +1,133 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/pipemare/pipemare/asyncvm"
+	"github.com/pipemare/pipemare/zoo"
+)
+
+// errUsage means the flags were wrong and the usage was printed.
+var errUsage = errors.New("usage")
+
+// options are the flags train and compare share.
+type options struct {
+	model, data, schedule, stages, out string
+	microbatch, microbatches, epochs   int
+	lr, t2                             float64
+	t1, warmup                         int
+	cosine, stash                      bool
+	seed                               int64
+	limit                              int
+}
+
+func (o *options) register(fs *flag.FlagSet) {
+	fs.StringVar(&o.model, "model", "resnet", "model: mlp, cnn, resnet or transformer")
+	fs.StringVar(&o.data, "data", "", "directory of the full data set (default: $PIPEMARE_FASHION_DIR, the Debian package, or the embedded subset)")
+	fs.StringVar(&o.schedule, "schedule", "pipemare", "schedule: sequential, gpipe, 1f1b, pipedream or pipemare")
+	fs.StringVar(&o.stages, "stages", "fine", "number of stages, or fine for one per layer")
+	fs.IntVar(&o.microbatch, "microbatch", 16, "rows per microbatch")
+	fs.IntVar(&o.microbatches, "microbatches", 4, "microbatches per minibatch (N)")
+	fs.IntVar(&o.epochs, "epochs", 2, "epochs")
+	fs.Float64Var(&o.lr, "lr", 0.05, "base learning rate (Momentum 0.9)")
+	fs.BoolVar(&o.cosine, "cosine", true, "anneal the learning rate with a cosine to lr/100")
+	fs.IntVar(&o.t1, "t1", -1, "T1 rescheduling length K in steps (-1: the whole run, 0: off)")
+	fs.Float64Var(&o.t2, "t2", 0.9, "T2 correction γ (0: off)")
+	fs.IntVar(&o.warmup, "warmup", -1, "synchronous warm-up steps, T3 (-1: one epoch, 0: off)")
+	fs.BoolVar(&o.stash, "stash", false, "stash activations in stateless stages instead of recomputing")
+	fs.Int64Var(&o.seed, "seed", 1, "seed of the initial weights and the data order")
+	fs.IntVar(&o.limit, "limit", 0, "use only the first n training examples (0: all)")
+	fs.StringVar(&o.out, "out", "out", "output directory")
+}
+
+// parse parses args into fs, printing a one-line error and the usage on
+// failure.
+func parse(fs *flag.FlagSet, args []string, stderr io.Writer) error {
+	fs.SetOutput(stderr)
+	if err := fs.Parse(args); err != nil {
+		return errUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "unexpected argument %q\n", fs.Arg(0))
+		fs.Usage()
+		return errUsage
+	}
+	return nil
+}
+
+func bad(fs *flag.FlagSet, stderr io.Writer, format string, args ...interface{}) error {
+	fmt.Fprintf(stderr, format+"\n", args...)
+	fs.Usage()
+	return errUsage
+}
+
+// builder returns the zoo model and its data.
+func (o *options) builder() (zoo.Builder, zoo.Data, zoo.Data, error) {
+	switch o.model {
+	case "mlp", "cnn", "resnet":
+		train, test, err := zoo.LoadFashionMNIST(o.data)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		train = train.Head(o.limit)
+		return map[string]zoo.Builder{"mlp": zoo.MLP, "cnn": zoo.CNN, "resnet": zoo.ResNet}[o.model], train, test, nil
+	case "transformer":
+		train, test, err := zoo.LoadCMUdict(o.data)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		if o.limit > 0 && o.limit < len(train) {
+			train = train[:o.limit]
+		}
+		return zoo.Transformer, zoo.NewG2PData(train), zoo.NewG2PData(test), nil
+	}
+	return nil, nil, nil, fmt.Errorf("unknown model %q", o.model)
+}
+
+// config turns the flags into a zoo.Config for schedule s.
+func (o *options) config(s asyncvm.Schedule, trainLen int) (zoo.Config, error) {
+	c := zoo.Config{
+		Schedule: s, Microbatch: o.microbatch, Microbatches: o.microbatches, Epochs: o.epochs,
+		LR: o.lr, Cosine: o.cosine, T2: o.t2, Seed: o.seed,
+	}
+	if o.stages != "fine" {
+		p, err := strconv.Atoi(o.stages)
+		if err != nil || p < 1 {
+			return c, fmt.Errorf("-stages %q: a positive number or fine", o.stages)
+		}
+		c.Stages = p
+	}
+	if o.stash {
+		c.Activations = asyncvm.Stash
+	}
+	steps := trainLen / max(1, o.microbatch*o.microbatches)
+	c.T1 = o.t1
+	if o.t1 < 0 {
+		c.T1 = steps * o.epochs
+	}
+	c.Warmup = o.warmup
+	if o.warmup < 0 {
+		c.Warmup = steps
+	}
+	if !s.Async { // techniques for asynchrony only
+		c.T1, c.T2, c.Warmup = 0, 0, 0
+	}
+	return c, nil
+}
+
+func scheduleNamed(name string) (asyncvm.Schedule, error) {
+	s, ok := asyncvm.ScheduleByName(name)
+	if !ok {
+		var names []string
+		for _, s := range asyncvm.Schedules() {
+			names = append(names, s.Name)
+		}
+		return s, fmt.Errorf("unknown schedule %q (one of %s)", name, strings.Join(names, ", "))
+	}
+	return s, nil
+}

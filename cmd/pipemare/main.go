@@ -1,0 +1,64 @@
+// Command pipemare trains the zoo's models with asynchronous pipeline
+// parallelism and shows what happened.
+//
+//	pipemare train     train a model (default: the ResNet on the embedded
+//	                   Fashion-MNIST, fine-grained PipeMare with T1 and T2)
+//	pipemare compare   every schedule on the same model, data and seed, as a table
+//	pipemare plan      the stage table (and Graphviz) of a model
+//	pipemare schedule  the clock × stage grid of a schedule
+//
+// Each command's -h lists its flags.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+)
+
+const usage = `usage: pipemare <command> [flags]
+
+commands:
+  train     train a zoo model with a pipeline schedule
+  compare   run every schedule on the same model and data, print one table
+  plan      print the stage table (and write Graphviz) for a model
+  schedule  print the clock × stage grid of a schedule
+
+pipemare <command> -h lists the command's flags.
+`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run is the command line without the process: it returns the exit code.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	cmds := map[string]func(context.Context, []string, io.Writer, io.Writer) error{
+		"train": trainCmd, "compare": compareCmd, "plan": planCmd, "schedule": scheduleCmd,
+	}
+	if args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprint(stdout, usage)
+		return 0
+	}
+	cmd, ok := cmds[args[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "pipemare: unknown command %q\n%s", args[0], usage)
+		return 2
+	}
+	if err := cmd(ctx, args[1:], stdout, stderr); err != nil {
+		if err == errUsage {
+			return 2
+		}
+		fmt.Fprintf(stderr, "pipemare %s: %v\n", args[0], err)
+		return 1
+	}
+	return 0
+}
