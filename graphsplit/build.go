@@ -113,18 +113,24 @@ func buildProgram(a *analysis, st *Stage, train bool, skip dropped, gradShapes m
 		gorgonia.Read(o, &p.outSlot[i])
 	}
 	if train {
-		p.inGSlot = make([]gorgonia.Value, len(p.InputGrads))
-		for i, gr := range p.InputGrads {
-			if gr != nil {
-				gorgonia.Read(gr, &p.inGSlot[i])
-			}
-		}
-		p.parGSlot = make([]gorgonia.Value, len(p.LearnableGrads))
-		for i, gr := range p.LearnableGrads {
-			gorgonia.Read(gr, &p.parGSlot[i])
-		}
+		p.readGradients()
 	}
 	return p, nil
+}
+
+// readGradients adds the Read nodes that deliver the gradients into the
+// program's slots; it must run before the program is compiled.
+func (p *Program) readGradients() {
+	p.inGSlot = make([]gorgonia.Value, len(p.InputGrads))
+	for i, gr := range p.InputGrads {
+		if gr != nil {
+			gorgonia.Read(gr, &p.inGSlot[i])
+		}
+	}
+	p.parGSlot = make([]gorgonia.Value, len(p.LearnableGrads))
+	for i, gr := range p.LearnableGrads {
+		gorgonia.Read(gr, &p.parGSlot[i])
+	}
 }
 
 // node returns the local version of original node n, building it (and what

@@ -202,16 +202,7 @@ func (p *Plan) NewStash(s int) (stash *Stash, err error) {
 			return nil, err
 		}
 	}
-	back.inGSlot = make([]gorgonia.Value, len(back.InputGrads))
-	for i, gr := range back.InputGrads {
-		if gr != nil {
-			gorgonia.Read(gr, &back.inGSlot[i])
-		}
-	}
-	back.parGSlot = make([]gorgonia.Value, len(back.LearnableGrads))
-	for i, gr := range back.LearnableGrads {
-		gorgonia.Read(gr, &back.parGSlot[i])
-	}
+	back.readGradients()
 
 	// The forward program, saving what the backward reads.
 	fwd, err := buildProgram(p.a, st, false, dropped{}, nil)
