@@ -34,6 +34,9 @@ func compareCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		if err != nil {
 			return bad(fs, stderr, "%v", err)
 		}
+		if s.Stash { // PipeMare's techniques are for PipeMare
+			cfg.T1, cfg.T2, cfg.Warmup = 0, 0, 0
+		}
 		if s.Name == "pipemare" {
 			naive := cfg
 			naive.T1, naive.T2, naive.Warmup = 0, 0, 0

@@ -28,7 +28,7 @@ type options struct {
 
 func (o *options) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.model, "model", "resnet", "model: mlp, cnn, resnet or transformer")
-	fs.StringVar(&o.data, "data", "", "directory of the full data set (default: $PIPEMARE_FASHION_DIR, the Debian package, or the embedded subset)")
+	fs.StringVar(&o.data, "data", "embedded", "data: embedded (the subsets in the binary), auto ($PIPEMARE_FASHION_DIR, else Debian's dataset-fashion-mnist, else embedded), or a directory")
 	fs.StringVar(&o.schedule, "schedule", "pipemare", "schedule: sequential, gpipe, 1f1b, pipedream or pipemare")
 	fs.StringVar(&o.stages, "stages", "fine", "number of stages, or fine for one per layer")
 	fs.IntVar(&o.microbatch, "microbatch", 16, "rows per microbatch")
@@ -68,16 +68,23 @@ func bad(fs *flag.FlagSet, stderr io.Writer, format string, args ...interface{})
 
 // builder returns the zoo model and its data.
 func (o *options) builder() (zoo.Builder, zoo.Data, zoo.Data, error) {
+	dir := o.data
+	if dir == "auto" {
+		dir = ""
+	}
 	switch o.model {
 	case "mlp", "cnn", "resnet":
-		train, test, err := zoo.LoadFashionMNIST(o.data)
+		train, test, err := zoo.LoadFashionMNIST(dir)
 		if err != nil {
 			return nil, nil, nil, err
 		}
 		train = train.Head(o.limit)
 		return map[string]zoo.Builder{"mlp": zoo.MLP, "cnn": zoo.CNN, "resnet": zoo.ResNet}[o.model], train, test, nil
 	case "transformer":
-		train, test, err := zoo.LoadCMUdict(o.data)
+		if dir == "embedded" {
+			dir = ""
+		}
+		train, test, err := zoo.LoadCMUdict(dir)
 		if err != nil {
 			return nil, nil, nil, err
 		}

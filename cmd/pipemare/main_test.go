@@ -70,7 +70,9 @@ func TestTrainWritesItsOutputs(t *testing.T) {
 	require.NoError(t, json.Unmarshal(b, &report))
 	require.Len(t, report, 1)
 	require.Equal(t, "pipemare", report[0]["schedule"])
-	require.Contains(t, report[0], "virtual_devices")
+	virtual := report[0]["virtual_devices"].(map[string]any)
+	require.Positive(t, virtual["SamplesPerSec"])
+	require.Positive(t, virtual["Utilization"])
 	var trace struct {
 		TraceEvents []struct {
 			Name string         `json:"name"`

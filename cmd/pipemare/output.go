@@ -61,7 +61,17 @@ func virtual(r *zoo.Result) asyncvm.Virtual {
 			}
 		}
 	}
-	return asyncvm.ReplayLists(lists, topo, func(i int, a asyncvm.Action) float64 { return dur[i][a] })
+	v := asyncvm.ReplayLists(lists, topo, func(i int, a asyncvm.Action) float64 { return dur[i][a] })
+	if v.Makespan > 0 {
+		forwards := 0
+		for _, a := range lists[len(lists)-1] {
+			if a.Op == asyncvm.Forward {
+				forwards++
+			}
+		}
+		v.SamplesPerSec = float64(forwards*r.Config.Microbatch) / v.Makespan.Seconds()
+	}
+	return v
 }
 
 func contains(xs []int, x int) bool {

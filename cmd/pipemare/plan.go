@@ -21,9 +21,6 @@ func planCmd(_ context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	o := options{model: *model, stages: *stages, microbatch: *microbatch, microbatches: 1, data: "embedded"}
-	if o.model == "transformer" {
-		o.data = ""
-	}
 	build, _, _, err := o.builder()
 	if err != nil {
 		return bad(fs, stderr, "%v", err)

@@ -15,6 +15,7 @@ func scheduleCmd(_ context.Context, args []string, stdout, stderr io.Writer) err
 	p := fs.Int("stages", 4, "stages P")
 	n := fs.Int("microbatches", 4, "microbatches per minibatch N")
 	steps := fs.Int("minibatches", 2, "minibatches")
+	grid := fs.Bool("grid", true, "print the grid (off: only the utilization and delays)")
 	if err := parse(fs, args, stderr); err != nil {
 		return err
 	}
@@ -22,11 +23,17 @@ func scheduleCmd(_ context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return bad(fs, stderr, "%v", err)
 	}
-	if *p < 1 || *n < 1 || *steps < 1 || *p*(*n)*(*steps) > 100000 {
+	limit := 100_000 // a printed grid
+	if !*grid {
+		limit = 5_000_000
+	}
+	if *p < 1 || *n < 1 || *steps < 1 || *p*(*n)*(*steps) > limit {
 		return bad(fs, stderr, "-stages, -microbatches and -minibatches must be positive (and not huge)")
 	}
-	fmt.Fprintf(stdout, "%s, P=%d, N=%d, %d minibatches (F forward, B backward, U update):\n", s.Name, *p, *n, *steps)
-	fmt.Fprint(stdout, asyncvm.Grid(s, *p, *n, *steps))
+	if *grid {
+		fmt.Fprintf(stdout, "%s, P=%d, N=%d, %d minibatches (F forward, B backward, U update):\n", s.Name, *p, *n, *steps)
+		fmt.Fprint(stdout, asyncvm.Grid(s, *p, *n, *steps))
+	}
 	lists := s.Actions(*p, *n, *steps)
 	v := asyncvm.ReplayLists(lists, asyncvm.Chain(*p), nil)
 	fmt.Fprintf(stdout, "utilization with equal action times: %.3f", v.Utilization)
