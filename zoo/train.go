@@ -58,6 +58,9 @@ type EpochResult struct {
 	// Wall is the epoch's training time (evaluation excluded).
 	Wall          time.Duration `json:"wall_ns"`
 	SamplesPerSec float64       `json:"samples_per_sec"`
+	// Utilization is the pipeline's measured utilization over the run so
+	// far (asyncvm.Report.Utilization; 0 with injected delays).
+	Utilization float64 `json:"utilization"`
 	// Losses are the minibatch losses of the epoch.
 	Losses []float64 `json:"losses"`
 }
@@ -212,6 +215,7 @@ func Train(ctx context.Context, build Builder, train, test Data, cfg Config) (*R
 			er.Loss += l / float64(len(er.Losses))
 		}
 		er.SamplesPerSec = float64(len(batches)*cfg.Microbatch*cfg.Microbatches) / er.Wall.Seconds()
+		er.Utilization = t.Report().Utilization
 		if er.Accuracy, err = eval.Accuracy(test); err != nil {
 			return res, err
 		}

@@ -71,7 +71,7 @@ func trainWithProgress(ctx context.Context, build zoo.Builder, train, test zoo.D
 			bar = nil
 		}
 		epoch++
-		fmt.Fprintf(out, "epoch %d: loss %.4f, test accuracy %.4f, %.0f samples/s\n", e.Epoch, e.Loss, e.Accuracy, e.SamplesPerSec)
+		fmt.Fprintf(out, "epoch %d: loss %.4f, test accuracy %.4f, %.0f samples/s, utilization %.3f\n", e.Epoch, e.Loss, e.Accuracy, e.SamplesPerSec, e.Utilization)
 	}
 	res, err := zoo.Train(ctx, build, train, test, cfg)
 	if res != nil && len(res.Epochs) > 0 {
