@@ -1,7 +1,12 @@
 package graphsplit
 
 import (
+	"fmt"
 	"math"
+	"math/rand"
+	"testing"
+
+	"github.com/pipemare/pipemare/internal/testmodels"
 
 	"github.com/pkg/errors"
 	"gorgonia.org/gorgonia"
@@ -199,4 +204,24 @@ func checkParity(plan *Plan, feeds map[*gorgonia.Node]gorgonia.Value, wantCost g
 		}
 	}
 	return nil
+}
+
+// forEachModel runs f, as a subtest, on every test model in float64 and
+// float32 with one deterministic microbatch of data.
+func forEachModel(t *testing.T, f func(t *testing.T, m *testmodels.Model, feeds map[*gorgonia.Node]gorgonia.Value)) {
+	for _, nb := range testmodels.All() {
+		for _, dt := range []tensor.Dtype{tensor.Float64, tensor.Float32} {
+			t.Run(fmt.Sprintf("%s/%v", nb.Name, dt), func(t *testing.T) {
+				m, err := nb.Build(dt, 4, 1)
+				if err != nil {
+					t.Fatal(err)
+				}
+				feeds := make(map[*gorgonia.Node]gorgonia.Value)
+				for i, v := range m.Batch(rand.New(rand.NewSource(2))) {
+					feeds[m.Inputs[i]] = v
+				}
+				f(t, m, feeds)
+			})
+		}
+	}
 }

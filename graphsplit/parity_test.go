@@ -1,14 +1,11 @@
 package graphsplit
 
 import (
-	"fmt"
-	"math/rand"
 	"testing"
 
 	"github.com/pipemare/pipemare/internal/testmodels"
 	"github.com/stretchr/testify/require"
 	"gorgonia.org/gorgonia"
-	"gorgonia.org/tensor"
 )
 
 // TestParity runs every test model stage by stage for every P from 1 to its
@@ -16,41 +13,31 @@ import (
 // compares cost and gradients with the whole graph (float64 ≤ 1e-12
 // relative, float32 ≤ 1e-6).
 func TestParity(t *testing.T) {
-	for _, nb := range testmodels.All() {
-		for _, dt := range []tensor.Dtype{tensor.Float64, tensor.Float32} {
-			t.Run(fmt.Sprintf("%s/%v", nb.Name, dt), func(t *testing.T) {
-				m, err := nb.Build(dt, 4, 1)
-				require.NoError(t, err)
-				feeds := make(map[*gorgonia.Node]gorgonia.Value)
-				for i, v := range m.Batch(rand.New(rand.NewSource(2))) {
-					feeds[m.Inputs[i]] = v
-				}
-				fine, err := Split(m.Graph, m.Cost, m.Learnables, FineGrained())
-				require.NoError(t, err)
-				finest := len(fine.Stages)
-				require.GreaterOrEqual(t, finest, 2, "fine-grained split of %s", nb.Name)
-				fine.Close()
-				a, err := analyze(m.Graph, m.Cost, m.Learnables)
-				require.NoError(t, err)
-				maxP := a.legalCount() + 1
+	forEachModel(t, func(t *testing.T, m *testmodels.Model, feeds map[*gorgonia.Node]gorgonia.Value) {
+		fine, err := Split(m.Graph, m.Cost, m.Learnables, FineGrained())
+		require.NoError(t, err)
+		finest := len(fine.Stages)
+		require.GreaterOrEqual(t, finest, 2, "fine-grained split of %s", m.Name)
+		fine.Close()
+		a, err := analyze(m.Graph, m.Cost, m.Learnables)
+		require.NoError(t, err)
+		maxP := a.legalCount() + 1
 
-				wantCost, wantGrads, err := reference(m.Graph, m.Cost, m.Learnables, feeds)
+		wantCost, wantGrads, err := reference(m.Graph, m.Cost, m.Learnables, feeds)
+		require.NoError(t, err)
+		for p := 1; p <= finest; p++ {
+			for _, opts := range [][]Option{{FineGrained(), Stages(p)}, {Stages(p)}} {
+				plan, err := Split(m.Graph, m.Cost, m.Learnables, opts...)
 				require.NoError(t, err)
-				for p := 1; p <= finest; p++ {
-					for _, opts := range [][]Option{{FineGrained(), Stages(p)}, {Stages(p)}} {
-						plan, err := Split(m.Graph, m.Cost, m.Learnables, opts...)
-						require.NoError(t, err)
-						require.Len(t, plan.Stages, p)
-						require.NoError(t, checkParity(plan, feeds, wantCost, wantGrads))
-						plan.Close()
-					}
-				}
-				// The finest balanced cut, one op per stage where legal.
-				plan, err := Split(m.Graph, m.Cost, m.Learnables, Stages(maxP))
-				require.NoError(t, err)
+				require.Len(t, plan.Stages, p)
 				require.NoError(t, checkParity(plan, feeds, wantCost, wantGrads))
 				plan.Close()
-			})
+			}
 		}
-	}
+		// The finest balanced cut, one op per stage where legal.
+		plan, err := Split(m.Graph, m.Cost, m.Learnables, Stages(maxP))
+		require.NoError(t, err)
+		require.NoError(t, checkParity(plan, feeds, wantCost, wantGrads))
+		plan.Close()
+	})
 }

@@ -1,14 +1,11 @@
 package graphsplit
 
 import (
-	"fmt"
-	"math/rand"
 	"testing"
 
 	"github.com/pipemare/pipemare/internal/testmodels"
 	"github.com/stretchr/testify/require"
 	"gorgonia.org/gorgonia"
-	"gorgonia.org/tensor"
 )
 
 // TestStashProgramsMatchRecompute runs each stateless stage's Stash
@@ -16,50 +13,41 @@ import (
 // program (recomputing) on the same inputs and output gradients, for every
 // model, P and dtype, and requires the same gradients.
 func TestStashProgramsMatchRecompute(t *testing.T) {
-	for _, nb := range testmodels.All() {
-		for _, dt := range []tensor.Dtype{tensor.Float64, tensor.Float32} {
-			t.Run(fmt.Sprintf("%s/%v", nb.Name, dt), func(t *testing.T) {
-				m, err := nb.Build(dt, 4, 1)
-				require.NoError(t, err)
-				feeds := map[*gorgonia.Node]gorgonia.Value{}
-				for i, v := range m.Batch(rand.New(rand.NewSource(2))) {
-					feeds[m.Inputs[i]] = v
+	forEachModel(t, func(t *testing.T, m *testmodels.Model, feeds map[*gorgonia.Node]gorgonia.Value) {
+		dt := m.Dtype
+		wantCost, wantGrads, err := reference(m.Graph, m.Cost, m.Learnables, feeds)
+		require.NoError(t, err)
+		fine, err := Split(m.Graph, m.Cost, m.Learnables, FineGrained())
+		require.NoError(t, err)
+		stashed := 0
+		for p := 1; p <= len(fine.Stages); p++ {
+			plan, err := Split(m.Graph, m.Cost, m.Learnables, FineGrained(), Stages(p))
+			require.NoError(t, err)
+			stashes := make([]*Stash, p)
+			for s, st := range plan.Stages {
+				if len(st.Stateful) > 0 {
+					_, err := plan.NewStash(s)
+					require.ErrorContains(t, err, "stateful ops")
+					continue
 				}
-				wantCost, wantGrads, err := reference(m.Graph, m.Cost, m.Learnables, feeds)
+				stashes[s], err = plan.NewStash(s)
 				require.NoError(t, err)
-				fine, err := Split(m.Graph, m.Cost, m.Learnables, FineGrained())
+				stashed++
+			}
+			c, grads, err := stagewiseWith(plan, feeds, stashes)
+			require.NoError(t, err)
+			tol := tolerance(dt)
+			e, err := relErr(c, wantCost)
+			require.NoError(t, err)
+			require.LessOrEqual(t, e, tol)
+			for i, g := range grads {
+				e, err := relErr(g, wantGrads[i])
 				require.NoError(t, err)
-				stashed := 0
-				for p := 1; p <= len(fine.Stages); p++ {
-					plan, err := Split(m.Graph, m.Cost, m.Learnables, FineGrained(), Stages(p))
-					require.NoError(t, err)
-					stashes := make([]*Stash, p)
-					for s, st := range plan.Stages {
-						if len(st.Stateful) > 0 {
-							_, err := plan.NewStash(s)
-							require.ErrorContains(t, err, "stateful ops")
-							continue
-						}
-						stashes[s], err = plan.NewStash(s)
-						require.NoError(t, err)
-						stashed++
-					}
-					c, grads, err := stagewiseWith(plan, feeds, stashes)
-					require.NoError(t, err)
-					tol := tolerance(dt)
-					e, err := relErr(c, wantCost)
-					require.NoError(t, err)
-					require.LessOrEqual(t, e, tol)
-					for i, g := range grads {
-						e, err := relErr(g, wantGrads[i])
-						require.NoError(t, err)
-						require.LessOrEqual(t, e, tol, "P=%d gradient of %s", p, plan.Learnables[i].Name())
-					}
-				}
-				if nb.Name != "cnn" {
-					require.Positive(t, stashed)
-				}
-			})
+				require.LessOrEqual(t, e, tol, "P=%d gradient of %s", p, plan.Learnables[i].Name())
+			}
 		}
-	}
+		if m.Name != "cnn" {
+			require.Positive(t, stashed)
+		}
+	})
 }
