@@ -1,0 +1,39 @@
+package zoo_test
+
+import (
+	"context"
+	"fmt"
+	"log"
+
+	"github.com/pipemare/pipemare/asyncvm"
+	"github.com/pipemare/pipemare/zoo"
+)
+
+// Load the embedded Fashion-MNIST subset.
+func ExampleLoadFashionMNIST() {
+	train, test, err := zoo.LoadFashionMNIST("embedded")
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(train.Len(), test.Len(), train.Width, train.Height, zoo.FashionClasses[train.Labels[0]])
+	// Output: 8000 2000 28 28 Ankle boot
+}
+
+// Train the zoo MLP for one epoch on the first 640 images with PipeMare at
+// fine grain, T1 and T2, and measure test accuracy.
+func ExampleTrain() {
+	train, test, err := zoo.LoadFashionMNIST("embedded")
+	if err != nil {
+		log.Fatal(err)
+	}
+	res, err := zoo.Train(context.Background(), zoo.MLP, train.Head(640), test.Head(200), zoo.Config{
+		Schedule: asyncvm.PipeMare, Microbatch: 16, Microbatches: 4, Epochs: 1,
+		LR: 0.03, T1: 10, T2: 0.9, Seed: 1,
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Printf("%s: %d stages, %d steps, accuracy above chance: %v\n",
+		res.Model, res.Stages, len(res.Epochs[0].Losses), res.Accuracy > 0.3)
+	// Output: mlp: 3 stages, 10 steps, accuracy above chance: true
+}
