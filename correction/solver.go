@@ -3,6 +3,7 @@ package correction
 import (
 	"math"
 
+	"github.com/pipemare/pipemare/internal/tensorutil"
 	"github.com/pkg/errors"
 	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -68,7 +69,7 @@ func (s *Solver) Step(model []gorgonia.ValueGrad) error {
 		return errors.Errorf("correction: stepped with %d learnables, then %d; always pass the same list", len(s.delta), len(model))
 	}
 	for i, vg := range model {
-		if err := copyInto(s.buf[i], vg.Value()); err != nil {
+		if err := tensorutil.CopyInto(s.buf[i], vg.Value()); err != nil {
 			return errors.Wrapf(err, "correction: learnable %d", i)
 		}
 	}
@@ -141,18 +142,6 @@ func (s *Solver) StateBytes() int64 { return -1 }
 
 // CorrectionBytes is the size of δ and the scratch buffer.
 func (s *Solver) CorrectionBytes() int64 { return s.bytes }
-
-func copyInto(dst tensor.Tensor, src gorgonia.Value) error {
-	switch d := dst.Data().(type) {
-	case []float64:
-		copy(d, src.Data().([]float64))
-	case []float32:
-		copy(d, src.Data().([]float32))
-	default:
-		return errors.Errorf("dtype %v is not supported", dst.Dtype())
-	}
-	return nil
-}
 
 // velocity sets δ = γδ + (1−γ)(w − old).
 func velocity(delta, old tensor.Tensor, w gorgonia.Value, gamma float64) error {

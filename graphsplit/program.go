@@ -3,6 +3,7 @@ package graphsplit
 import (
 	"fmt"
 
+	"github.com/pipemare/pipemare/internal/tensorutil"
 	"github.com/pkg/errors"
 	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -223,7 +224,11 @@ func (p *Program) bind(n *gorgonia.Node, buf *gorgonia.Value, v gorgonia.Value) 
 		if _, ok := v.(gorgonia.Scalar); ok {
 			return gorgonia.Let(n, v)
 		}
-		s, err := scalarOf(v)
+		x, err := tensorutil.Scalar(v) // a one-element tensor
+		if err != nil {
+			return err
+		}
+		s, err := tensorutil.ScalarOf(v.Dtype(), x)
 		if err != nil {
 			return err
 		}
@@ -232,67 +237,10 @@ func (p *Program) bind(n *gorgonia.Node, buf *gorgonia.Value, v gorgonia.Value) 
 	if *buf == nil {
 		*buf = tensor.New(tensor.WithShape(n.Shape()...), tensor.Of(n.Dtype()))
 	}
-	if err := copyData((*buf).(tensor.Tensor), v); err != nil {
+	if err := tensorutil.CopyInto((*buf).(tensor.Tensor), v); err != nil {
 		return err
 	}
 	return gorgonia.Let(n, *buf)
-}
-
-// copyData copies src's elements, in row-major order, into dst, which has the
-// same number of elements and dtype.
-func copyData(dst tensor.Tensor, src gorgonia.Value) error {
-	st, ok := src.(tensor.Tensor)
-	if !ok {
-		return errors.Errorf("got %T, want a tensor", src)
-	}
-	if st.RequiresIterator() {
-		m := st.Clone().(tensor.Tensor)
-		if mat, ok := m.(interface{ Materialize() tensor.Tensor }); ok {
-			st = mat.Materialize()
-		}
-	}
-	switch d := dst.Data().(type) {
-	case []float64:
-		s, ok := st.Data().([]float64)
-		if !ok || len(s) != len(d) {
-			return errors.Errorf("got %v %v, want %d float64", st.Shape(), st.Dtype(), len(d))
-		}
-		copy(d, s)
-	case []float32:
-		s, ok := st.Data().([]float32)
-		if !ok || len(s) != len(d) {
-			return errors.Errorf("got %v %v, want %d float32", st.Shape(), st.Dtype(), len(d))
-		}
-		copy(d, s)
-	case []int:
-		s, ok := st.Data().([]int)
-		if !ok || len(s) != len(d) {
-			return errors.Errorf("got %v %v, want %d int", st.Shape(), st.Dtype(), len(d))
-		}
-		copy(d, s)
-	default:
-		return errors.Errorf("dtype %v is not supported for stage inputs", dst.Dtype())
-	}
-	return nil
-}
-
-// scalarOf turns a one-element tensor into a gorgonia scalar.
-func scalarOf(v gorgonia.Value) (gorgonia.Value, error) {
-	switch d := v.Data().(type) {
-	case []float64:
-		if len(d) == 1 {
-			return gorgonia.NewF64(d[0]), nil
-		}
-	case []float32:
-		if len(d) == 1 {
-			return gorgonia.NewF32(d[0]), nil
-		}
-	case float64:
-		return gorgonia.NewF64(d), nil
-	case float32:
-		return gorgonia.NewF32(d), nil
-	}
-	return nil, errors.Errorf("got %v, want a scalar", describe(v))
 }
 
 func describe(v gorgonia.Value) string {
@@ -336,12 +284,4 @@ func newInput(g *gorgonia.ExprGraph, dt tensor.Dtype, shape tensor.Shape, name s
 }
 
 // scalarOne returns 1 of dt, the gradient to feed for a cost.
-func scalarOne(dt tensor.Dtype) (gorgonia.Value, error) {
-	switch dt {
-	case tensor.Float64:
-		return gorgonia.NewF64(1), nil
-	case tensor.Float32:
-		return gorgonia.NewF32(1), nil
-	}
-	return nil, fmt.Errorf("graphsplit: cost dtype %v is not a float", dt)
-}
+func scalarOne(dt tensor.Dtype) (gorgonia.Value, error) { return tensorutil.ScalarOf(dt, 1) }

@@ -29,54 +29,54 @@ func flat(v gorgonia.Value) (interface{}, error) {
 // AddInto adds src to dst element by element, in row-major order. They must
 // have the same dtype and number of elements; shapes may differ.
 func AddInto(dst tensor.Tensor, src gorgonia.Value) error {
-	s, err := flat(src)
-	if err != nil {
-		return err
-	}
-	switch d := dst.Data().(type) {
-	case []float64:
-		x, ok := s.([]float64)
-		if !ok || len(x) != len(d) {
-			return errors.Errorf("cannot add %v %v into %v %v", src.Shape(), src.Dtype(), dst.Shape(), dst.Dtype())
-		}
-		for i := range d {
-			d[i] += x[i]
-		}
-	case []float32:
-		x, ok := s.([]float32)
-		if !ok || len(x) != len(d) {
-			return errors.Errorf("cannot add %v %v into %v %v", src.Shape(), src.Dtype(), dst.Shape(), dst.Dtype())
-		}
-		for i := range d {
-			d[i] += x[i]
-		}
-	default:
-		return errors.Errorf("cannot add into dtype %v", dst.Dtype())
-	}
-	return nil
+	return elementwise("add", dst, src, add[float64], add[float32], nil)
 }
 
-// CopyInto copies src's elements into dst (same dtype and size).
+func add[T float32 | float64](d, x []T) {
+	for i := range d {
+		d[i] += x[i]
+	}
+}
+
+// CopyInto copies src's elements into dst (same dtype and size; float64,
+// float32 or int).
 func CopyInto(dst tensor.Tensor, src gorgonia.Value) error {
+	return elementwise("copy", dst, src,
+		func(d, x []float64) { copy(d, x) }, func(d, x []float32) { copy(d, x) }, func(d, x []int) { copy(d, x) })
+}
+
+// elementwise applies the function for dst's dtype to dst's and src's
+// elements, after checking they match; a nil function means the dtype is
+// not supported.
+func elementwise(what string, dst tensor.Tensor, src gorgonia.Value, f64 func(d, x []float64), f32 func(d, x []float32), ints func(d, x []int)) error {
 	s, err := flat(src)
 	if err != nil {
 		return err
+	}
+	mismatch := func() error {
+		return errors.Errorf("cannot %s %v %v into %v %v", what, src.Shape(), src.Dtype(), dst.Shape(), dst.Dtype())
 	}
 	switch d := dst.Data().(type) {
 	case []float64:
 		x, ok := s.([]float64)
 		if !ok || len(x) != len(d) {
-			return errors.Errorf("cannot copy %v %v into %v %v", src.Shape(), src.Dtype(), dst.Shape(), dst.Dtype())
+			return mismatch()
 		}
-		copy(d, x)
+		f64(d, x)
 	case []float32:
 		x, ok := s.([]float32)
 		if !ok || len(x) != len(d) {
-			return errors.Errorf("cannot copy %v %v into %v %v", src.Shape(), src.Dtype(), dst.Shape(), dst.Dtype())
+			return mismatch()
 		}
-		copy(d, x)
+		f32(d, x)
+	case []int:
+		x, ok := s.([]int)
+		if !ok || len(x) != len(d) || ints == nil {
+			return mismatch()
+		}
+		ints(d, x)
 	default:
-		return errors.Errorf("cannot copy into dtype %v", dst.Dtype())
+		return errors.Errorf("cannot %s into dtype %v", what, dst.Dtype())
 	}
 	return nil
 }
