@@ -36,11 +36,7 @@ func (vm *VM) Evaluate(ctx context.Context, feeds map[*gorgonia.Node]gorgonia.Va
 		acts := make(map[int64]gorgonia.Value)
 		for fi, f := range vm.plan.Feeds {
 			if _, isMask := vm.maskKeep(f.Node); isMask {
-				ones := tensorutil.Zeros(f.Dtype, f.Shape)
-				if err := tensorutil.AddInto(ones, onesLike(f.Dtype, f.Shape.TotalSize())); err != nil {
-					return 0, err
-				}
-				acts[f.Key] = ones
+				acts[f.Key] = ones(f.Dtype, f.Shape)
 				continue
 			}
 			r, err := tensorutil.Rows(feeds[f.Node].(tensor.Tensor), j*f.Shape[0], f.Shape[0])
@@ -105,15 +101,13 @@ func (vm *VM) microbatchesIn(feeds map[*gorgonia.Node]gorgonia.Value) (int, erro
 func (vm *VM) evalMode() (func(), error) {
 	var undo []func()
 	for _, w := range vm.workers {
-		saved := w.saveStats()
-		for i, bn := range w.bns {
-			if err := bn.SetTraining(false); err != nil {
+		for _, s := range saveStats(w.bns) {
+			if err := s.op.SetTraining(false); err != nil {
 				return nil, err
 			}
-			bn, s := bn, saved[i]
 			undo = append(undo, func() {
-				_ = bn.SetTraining(true)
-				_ = bn.SetStats(s[0], s[1])
+				_ = s.op.SetTraining(true)
+				restoreStats([]bnStats{s})
 			})
 		}
 	}
@@ -124,17 +118,17 @@ func (vm *VM) evalMode() (func(), error) {
 	}, nil
 }
 
-func onesLike(dt tensor.Dtype, n int) gorgonia.Value {
+// ones is an all-ones tensor: a dropout mask that keeps everything.
+func ones(dt tensor.Dtype, shape tensor.Shape) *tensor.Dense {
+	t := tensorutil.Zeros(dt, shape)
 	if dt == tensor.Float32 {
-		d := make([]float32, n)
-		for i := range d {
-			d[i] = 1
+		for i := range t.Data().([]float32) {
+			t.Data().([]float32)[i] = 1
 		}
-		return tensor.New(tensor.WithBacking(d))
+		return t
 	}
-	d := make([]float64, n)
-	for i := range d {
-		d[i] = 1
+	for i := range t.Data().([]float64) {
+		t.Data().([]float64)[i] = 1
 	}
-	return tensor.New(tensor.WithBacking(d))
+	return t
 }

@@ -186,11 +186,7 @@ func NewInjected(plan *graphsplit.Plan, delays Delays, opts ...Option) (*Injecte
 			s.acc = append(s.acc, acc)
 			s.model = append(s.model, &valueGrad{name: l.Name(), value: l.Value(), grad: acc})
 		}
-		for _, n := range st.Stateful {
-			if bn, ok := n.Op().(*gorgonia.BatchNormOp); ok {
-				s.bns = append(s.bns, bn)
-			}
-		}
+		s.bns = batchNorms(st)
 		if err := st.Forward.Compile(); err != nil {
 			return nil, err
 		}
@@ -377,18 +373,10 @@ func (x *Injected) microbatch(m int, feeds []gorgonia.Value, delay [][]int) (flo
 				if g == nil {
 					continue
 				}
-				if sum == nil {
-					sum = g
-					continue
-				}
-				c, err := tensorutil.Clone(sum)
-				if err != nil {
+				var err error
+				if sum, err = sumGradient(sum, g); err != nil {
 					return 0, fail(err)
 				}
-				if err := tensorutil.AddInto(c, g); err != nil {
-					return 0, fail(err)
-				}
-				sum = c
 			}
 			if sum == nil {
 				gph := s.st.Train.OutputGrads[q]
@@ -414,9 +402,9 @@ func (x *Injected) microbatch(m int, feeds []gorgonia.Value, delay [][]int) (flo
 		if err := s.st.Train.BindLearnables(bw); err != nil {
 			return 0, fail(err)
 		}
-		saved := (&worker{bns: s.bns}).saveStats()
+		saved := saveStats(s.bns)
 		res, err := s.st.Train.Run(inputs[i], outGrads)
-		(&worker{bns: s.bns}).restoreStats(saved)
+		restoreStats(saved)
 		if bw != nil {
 			if err2 := s.st.Train.BindLearnables(nil); err == nil {
 				err = err2

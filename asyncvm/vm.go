@@ -412,12 +412,8 @@ func (b *barrier) wait(ctx context.Context, k int) error {
 func keepBatchNormStats(plan *graphsplit.Plan) func() {
 	var bns []*gorgonia.BatchNormOp
 	for _, st := range plan.Stages {
-		for _, n := range st.Stateful {
-			if bn, ok := n.Op().(*gorgonia.BatchNormOp); ok {
-				bns = append(bns, bn)
-			}
-		}
+		bns = append(bns, batchNorms(st)...)
 	}
-	saved := (&worker{bns: bns}).saveStats()
-	return func() { (&worker{bns: bns}).restoreStats(saved) }
+	saved := saveStats(bns)
+	return func() { restoreStats(saved) }
 }

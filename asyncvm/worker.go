@@ -82,11 +82,7 @@ func newWorker(vm *VM, st *graphsplit.Stage) (*worker, error) {
 		w.acc = append(w.acc, acc)
 		w.model = append(w.model, &valueGrad{name: l.Name(), value: v, grad: acc})
 	}
-	for _, n := range st.Stateful {
-		if bn, ok := n.Op().(*gorgonia.BatchNormOp); ok {
-			w.bns = append(w.bns, bn)
-		}
-	}
+	w.bns = batchNorms(st)
 	for i, o := range st.Outputs {
 		w.outIndex[o.Key] = i
 	}
@@ -329,16 +325,8 @@ func (w *worker) backward(m int) error {
 			if g == nil || w.bwd.OutputGrads[i] == nil {
 				continue
 			}
-			if outGrads[i] == nil {
-				outGrads[i] = g
-				continue
-			}
-			// Several consumers: sum into a fresh tensor of ours.
-			sum, err := tensorutil.Clone(outGrads[i])
+			sum, err := sumGradient(outGrads[i], g)
 			if err != nil {
-				return err
-			}
-			if err := tensorutil.AddInto(sum, g); err != nil {
 				return errors.Wrapf(err, "summing gradients of output %d", i)
 			}
 			outGrads[i] = sum
@@ -354,9 +342,9 @@ func (w *worker) backward(m int) error {
 	if err := w.bindBackwardWeights(m, &swapped); err != nil {
 		return err
 	}
-	saved := w.saveStats()
+	saved := saveStats(w.bns)
 	res, err := w.bwd.Run(in, outGrads)
-	w.restoreStats(saved)
+	restoreStats(saved)
 	if swapped {
 		if err2 := w.bwd.BindLearnables(nil); err == nil {
 			err = err2
@@ -512,26 +500,6 @@ func (w *worker) releaseWeights(v int) {
 		}
 		delete(w.wstash, v)
 		delete(w.wrefs, v)
-	}
-}
-
-// saveStats keeps BatchNorm running statistics, so that recomputing a
-// forward inside the backward does not count the microbatch twice.
-func (w *worker) saveStats() [][2]tensor.Tensor {
-	if len(w.bns) == 0 {
-		return nil
-	}
-	out := make([][2]tensor.Tensor, len(w.bns))
-	for i, bn := range w.bns {
-		m, v := bn.Stats()
-		out[i] = [2]tensor.Tensor{m.Clone().(tensor.Tensor), v.Clone().(tensor.Tensor)}
-	}
-	return out
-}
-
-func (w *worker) restoreStats(saved [][2]tensor.Tensor) {
-	for i, s := range saved {
-		_ = w.bns[i].SetStats(s[0], s[1])
 	}
 }
 
