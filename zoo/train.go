@@ -67,11 +67,14 @@ type EpochResult struct {
 
 // Result is a whole run.
 type Result struct {
-	Config   Config            `json:"-"`
-	Model    string            `json:"model"`
-	Stages   int               `json:"stages"`
-	Epochs   []EpochResult     `json:"epochs"`
-	Report   asyncvm.Report    `json:"report"`
+	Config Config         `json:"-"`
+	Model  string         `json:"model"`
+	Stages int            `json:"stages"`
+	Epochs []EpochResult  `json:"epochs"`
+	Report asyncvm.Report `json:"report"`
+	// Virtual is the run replayed on one virtual device per stage (none
+	// with injected delays).
+	Virtual  asyncvm.Virtual   `json:"virtual_devices"`
 	Events   [][]asyncvm.Event `json:"-"`
 	Plan     *graphsplit.Plan  `json:"-"`
 	Wall     time.Duration     `json:"wall_ns"`
@@ -174,6 +177,7 @@ func Train(ctx context.Context, build Builder, train, test Data, cfg Config) (*R
 		res.Report = t.Report()
 		if vm != nil {
 			res.Events = vm.Events()
+			res.Virtual = vm.Replay()
 		}
 		if len(res.Epochs) > 0 {
 			res.Accuracy = res.Epochs[len(res.Epochs)-1].Accuracy

@@ -59,7 +59,7 @@ func compareCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			fmt.Fprintf(stdout, "%s stopped: %v\n", r.label, err)
 		}
 		results = append(results, res)
-		v := virtual(res)
+		v := res.Virtual
 		mem := res.Report.Memory
 		tta := "—"
 		elapsed := time.Duration(0)

@@ -18,12 +18,11 @@ func writeOutputs(dir string, runs []*zoo.Result) error {
 	}
 	type runReport struct {
 		*zoo.Result
-		Schedule string          `json:"schedule"`
-		Virtual  asyncvm.Virtual `json:"virtual_devices"`
+		Schedule string `json:"schedule"`
 	}
 	var reports []runReport
 	for _, r := range runs {
-		reports = append(reports, runReport{Result: r, Schedule: r.Report.Schedule, Virtual: virtual(r)})
+		reports = append(reports, runReport{Result: r, Schedule: r.Report.Schedule})
 	}
 	b, err := json.MarshalIndent(reports, "", "  ")
 	if err != nil {
@@ -36,51 +35,6 @@ func writeOutputs(dir string, runs []*zoo.Result) error {
 		return err
 	}
 	return writePlots(dir, runs)
-}
-
-// virtual replays a run's events on one virtual device per stage.
-func virtual(r *zoo.Result) asyncvm.Virtual {
-	if len(r.Events) == 0 {
-		return asyncvm.Virtual{}
-	}
-	lists := make([][]asyncvm.Action, len(r.Events))
-	dur := make([]map[asyncvm.Action]float64, len(r.Events))
-	for i, evs := range r.Events {
-		dur[i] = map[asyncvm.Action]float64{}
-		for _, e := range evs {
-			lists[i] = append(lists[i], e.Action)
-			dur[i][e.Action] = float64(e.End - e.Start)
-		}
-	}
-	topo := asyncvm.Topology{Producers: make([][]int, len(lists)), Consumers: make([][]int, len(lists))}
-	for _, st := range r.Plan.Stages {
-		for _, in := range st.Inputs {
-			if in.Producer >= 0 && !contains(topo.Producers[st.Index], in.Producer) {
-				topo.Producers[st.Index] = append(topo.Producers[st.Index], in.Producer)
-				topo.Consumers[in.Producer] = append(topo.Consumers[in.Producer], st.Index)
-			}
-		}
-	}
-	v := asyncvm.ReplayLists(lists, topo, func(i int, a asyncvm.Action) float64 { return dur[i][a] })
-	if v.Makespan > 0 {
-		forwards := 0
-		for _, a := range lists[len(lists)-1] {
-			if a.Op == asyncvm.Forward {
-				forwards++
-			}
-		}
-		v.SamplesPerSec = float64(forwards*r.Config.Microbatch) / v.Makespan.Seconds()
-	}
-	return v
-}
-
-func contains(xs []int, x int) bool {
-	for _, v := range xs {
-		if v == x {
-			return true
-		}
-	}
-	return false
 }
 
 // writeTrace writes Chrome trace events (Perfetto, chrome://tracing): one
