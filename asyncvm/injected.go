@@ -130,13 +130,11 @@ func (e ExponentialDelays) Max(int) int { return e.Limit }
 // It uses the VM's options WithMicrobatches, WithSolver, WithSeed,
 // WithDropoutMask and WithDiscrepancy; activations are recomputed.
 type Injected struct {
-	feeder
-	plan   *graphsplit.Plan
+	feeder // the plan, N and the options' data settings
 	cfg    config
 	delays Delays
 	stages []*injStage
 	step   int
-	hist   []map[int]int
 	closed bool
 }
 
@@ -170,7 +168,7 @@ func NewInjected(plan *graphsplit.Plan, delays Delays, opts ...Option) (*Injecte
 	if cfg.solver == nil {
 		cfg.solver = func(int) gorgonia.Solver { return gorgonia.NewVanillaSolver(gorgonia.WithLearnRate(0.01)) }
 	}
-	x := &Injected{plan: plan, cfg: cfg, delays: delays}
+	x := &Injected{cfg: cfg, delays: delays}
 	restore := keepBatchNormStats(plan)
 	defer restore()
 	x.feeder = feeder{plan: plan, n: cfg.n, cfg: &x.cfg}

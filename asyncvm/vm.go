@@ -18,12 +18,11 @@ import (
 // data supplied so far and waits for more — so the user's learnables, which
 // the stages update in place, hold the current weights and can be read.
 type VM struct {
-	feeder
-	plan  *graphsplit.Plan
-	cfg   config
-	p, n  int
-	topo  Topology
-	links []*link
+	feeder // the plan, N and the options' data settings
+	cfg    config
+	p      int
+	topo   Topology
+	links  []*link
 
 	workers []*worker
 	ctx     context.Context
@@ -92,7 +91,7 @@ func New(plan *graphsplit.Plan, opts ...Option) (*VM, error) {
 		}
 	}
 	vm := &VM{
-		plan: plan, cfg: cfg, p: len(plan.Stages), n: cfg.n,
+		cfg: cfg, p: len(plan.Stages),
 		parked: make(chan int, len(plan.Stages)),
 		feeds:  make(map[int][]gorgonia.Value),
 	}
@@ -137,9 +136,6 @@ func (vm *VM) inFlightBound() int {
 
 // Plan returns the plan the VM runs.
 func (vm *VM) Plan() *graphsplit.Plan { return vm.plan }
-
-// Microbatches is N.
-func (vm *VM) Microbatches() int { return vm.n }
 
 // Step trains on one minibatch and returns its mean loss. feeds gives a value
 // for every data input of the plan (Plan.Feeds) with N times the microbatch
