@@ -216,3 +216,69 @@ func TestNewKeepsBatchNormStatistics(t *testing.T) {
 	require.Equal(t, []float64{0.5, 0.5, 0.5, 0.5}, mean.Data())
 	require.Equal(t, []float64{2, 2, 2, 2}, vari.Data())
 }
+
+// delayLog is a solver that records the delays the engine announces.
+type delayLog struct {
+	gorgonia.Solver
+	steps int
+	calls []delayCall
+}
+
+type delayCall struct {
+	tau      float64
+	measured bool
+	steps    int // steps taken before the call
+}
+
+func (d *delayLog) Step(m []gorgonia.ValueGrad) error { d.steps++; return d.Solver.Step(m) }
+func (d *delayLog) SetDelay(tau float64, measured bool) {
+	d.calls = append(d.calls, delayCall{tau, measured, d.steps})
+}
+
+// TestWarmupAnnouncesDelays: a DelayAware solver hears τ = 1 for the
+// synchronous warm-up, then the stage's τ_i when PipeMare takes over, and
+// measured delays only from asynchronous updates; without a warm-up it hears
+// τ_i before the first step.
+func TestWarmupAnnouncesDelays(t *testing.T) {
+	const n, steps = 2, 6
+	for _, warm := range []int{0, 2} {
+		m, err := testmodels.ResNet(tensor.Float64, 2, 1)
+		require.NoError(t, err)
+		d := makeData(m, n*steps, 1)
+		plan, err := graphsplit.Split(m.Graph, m.Cost, m.Learnables, graphsplit.FineGrained())
+		require.NoError(t, err)
+		logs := make([]*delayLog, len(plan.Stages))
+		solver := func(i int) gorgonia.Solver {
+			logs[i] = &delayLog{Solver: momentum(0.05)(i)}
+			return logs[i]
+		}
+		opts := []Option{WithMicrobatches(n), WithSchedule(PipeMare), WithSolver(solver)}
+		if warm > 0 {
+			opts = append(opts, WithWarmup(warm, OneFOneB))
+		}
+		vm, err := New(plan, opts...)
+		require.NoError(t, err)
+		for k := 0; k < steps; k++ {
+			_, err := vm.Step(context.Background(), d.minibatch(t, m.Inputs, k, n))
+			require.NoError(t, err)
+		}
+		require.NoError(t, vm.Flush(context.Background()))
+		require.NoError(t, vm.Close())
+		for i, l := range logs {
+			var announced []delayCall
+			for _, c := range l.calls {
+				if !c.measured {
+					announced = append(announced, c)
+					continue
+				}
+				require.Greater(t, c.steps, warm, "warm-up %d, stage %d: measured delays come from asynchronous updates only", warm, i)
+			}
+			tau := float64(Delay(len(plan.Stages), n, i))
+			want := []delayCall{{tau, false, 0}}
+			if warm > 0 {
+				want = []delayCall{{1, false, 0}, {tau, false, warm}}
+			}
+			require.Equal(t, want, announced, "warm-up %d, stage %d", warm, i)
+		}
+	}
+}

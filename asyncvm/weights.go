@@ -32,9 +32,11 @@ type CorrectionSizer interface {
 }
 
 // DelayAware is implemented by solvers that want the stage's delay τ_i
-// (learning-rate rescheduling, T1). The worker calls SetDelay(τ_i, false)
-// once before the first step with the schedule's delay for the stage (1 for
-// synchronous schedules), and SetDelay(d, true) after every update of an
+// (learning-rate rescheduling, T1). The worker calls SetDelay(τ, false)
+// before the first step and again whenever the schedule changes (at the end
+// of a WithWarmup warm-up) with the delay the running schedule gives the
+// stage (τ_i = Delay(P, N, i) for an asynchronous schedule, 1 for a
+// synchronous one), and SetDelay(d, true) after every update of an
 // asynchronous schedule with d the mean delay the minibatch's forwards saw.
 type DelayAware interface {
 	SetDelay(tau float64, measured bool)

@@ -128,14 +128,25 @@ func newWorker(vm *VM, st *graphsplit.Stage) (*worker, error) {
 	if err := w.bwd.Compile(); err != nil {
 		return nil, err
 	}
+	first := vm.cfg.sched
+	if vm.cfg.warmup > 0 {
+		first = vm.cfg.warmSch
+	}
+	w.announceDelay(first)
+	return w, nil
+}
+
+// announceDelay tells a DelayAware solver the delay schedule s gives the
+// stage: τ_i for an asynchronous schedule, 1 for a synchronous one. Called
+// before the first step and at every switch of schedule (after a warm-up).
+func (w *worker) announceDelay(s Schedule) {
 	if da, ok := w.solver.(DelayAware); ok {
 		tau := 1.0
-		if vm.cfg.sched.Async {
-			tau = float64(max(1, Delay(vm.p, vm.n, w.idx)))
+		if s.Async {
+			tau = float64(max(1, Delay(w.vm.p, w.vm.n, w.idx)))
 		}
 		da.SetDelay(tau, false)
 	}
-	return w, nil
 }
 
 // valueGrad is what a stage's solver steps: the user's tensor and the
@@ -158,6 +169,9 @@ func (w *worker) run() {
 		case <-w.vm.ctx.Done():
 			return
 		case r := <-w.work:
+			if w.sched.Name != "" && w.sched.Name != r.sched.Name {
+				w.announceDelay(r.sched)
+			}
 			w.sched = r.sched
 			for _, a := range r.actions {
 				a.Micro += r.microBase

@@ -9,7 +9,10 @@
 //
 //	α_{k,i} = α_k · τ_i^(−(1 − min(k/K, 1)))
 //
-// α_k is a base Schedule (Constant, StepDecay, Cosine, Warmup, composable),
+// where k counts the stage's steps and the k of min(k/K, 1) only those taken
+// with τ_i > 1, so a synchronous warm-up (PipeMareW, asyncvm.WithWarmup)
+// does not use up the phase. α_k is a base Schedule (Constant, StepDecay,
+// Cosine, Warmup, composable),
 // the τ_i^(…) factor is a Rescale (Power, the formula above, or Linear, which
 // interpolates between α_k/τ_i and α_k), and τ_i comes from the pipeline
 // engine, which calls SetDelay (package asyncvm's DelayAware).

@@ -144,3 +144,31 @@ func TestSetDelay(t *testing.T) {
 	f.SetDelay(2, false)
 	require.Equal(t, 5.0, f.Delay(), "a fixed delay stays")
 }
+
+// TestSynchronousStepsLeaveThePhase: steps taken while the engine announces
+// τ = 1 (a synchronous warm-up) run at the base rate and do not count
+// towards K; the phase starts at α/τ when the delay arrives.
+func TestSynchronousStepsLeaveThePhase(t *testing.T) {
+	w := tensor.New(tensor.WithShape(2), tensor.WithBacking([]float64{1, 2}))
+	g := tensor.New(tensor.WithShape(2), tensor.WithBacking([]float64{0.5, 0.5}))
+	model := []gorgonia.ValueGrad{vg{w, g}}
+	r, err := New(gorgonia.NewVanillaSolver(gorgonia.WithLearnRate(0.1)), WithBase(Constant(0.1)), WithPhase(4))
+	require.NoError(t, err)
+	r.SetDelay(1, false)
+	for k := 0; k < 3; k++ {
+		require.NoError(t, r.Step(model))
+		require.Equal(t, 0.1, r.Rate())
+	}
+	require.Zero(t, r.PhaseSteps())
+	r.SetDelay(4, false)
+	var rates []float64
+	for k := 0; k < 6; k++ {
+		require.NoError(t, r.Step(model))
+		rates = append(rates, r.Rate())
+	}
+	require.Equal(t, 6, r.PhaseSteps())
+	require.Equal(t, 9, r.Steps())
+	for k, want := range []float64{0.1 / 4, 0.1 * math.Pow(4, -0.75), 0.1 * math.Pow(4, -0.5), 0.1 * math.Pow(4, -0.25), 0.1, 0.1} {
+		require.InDelta(t, want, rates[k], 1e-15, "asynchronous step %d", k)
+	}
+}

@@ -24,6 +24,7 @@ type Solver struct {
 	fixedTau bool
 	measured bool
 	k        int
+	kPhase   int
 	rate     float64
 }
 
@@ -38,7 +39,10 @@ func WithBase(s Schedule) Option { return func(r *Solver) { r.base = s } }
 func WithRescale(f Rescale) Option { return func(r *Solver) { r.rescale = f } }
 
 // WithPhase sets K, the number of steps the rescaling lasts (the paper's
-// rescheduling length; 0 turns T1 off). Default 0.
+// rescheduling length; 0 turns T1 off). Default 0. Only steps taken with a
+// delay above 1 count towards K: a synchronous warm-up (during which the
+// engine announces τ = 1) runs at the base rate and leaves the whole phase
+// for the asynchronous steps that follow it.
 func WithPhase(k int) Option { return func(r *Solver) { r.phase = k } }
 
 // WithDelay fixes τ_i instead of taking it from the engine.
@@ -81,12 +85,15 @@ func New(inner gorgonia.Solver, opts ...Option) (*Solver, error) {
 
 // Step sets the wrapped solver's learning rate for this step and steps it.
 func (r *Solver) Step(model []gorgonia.ValueGrad) error {
-	r.rate = r.base.Rate(r.k) * r.rescale.Factor(r.tau, r.k, r.phase)
+	r.rate = r.base.Rate(r.k) * r.rescale.Factor(r.tau, r.kPhase, r.phase)
 	setLearnRate(r.inner, r.rate)
 	if err := r.inner.Step(model); err != nil {
 		return err
 	}
 	r.k++
+	if r.tau > 1 {
+		r.kPhase++
+	}
 	return nil
 }
 
@@ -112,6 +119,10 @@ func (r *Solver) Rate() float64 { return r.rate }
 
 // Steps is the number of steps taken.
 func (r *Solver) Steps() int { return r.k }
+
+// PhaseSteps is the number of steps taken with a delay above 1: the k of
+// the rescale's min(k/K, 1).
+func (r *Solver) PhaseSteps() int { return r.kPhase }
 
 // Inner is the wrapped solver.
 func (r *Solver) Inner() gorgonia.Solver { return r.inner }

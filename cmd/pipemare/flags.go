@@ -36,7 +36,7 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.IntVar(&o.epochs, "epochs", 2, "epochs")
 	fs.Float64Var(&o.lr, "lr", 0.05, "base learning rate (Momentum 0.9)")
 	fs.BoolVar(&o.cosine, "cosine", true, "anneal the learning rate with a cosine to lr/100")
-	fs.IntVar(&o.t1, "t1", -1, "T1 rescheduling length K in steps (-1: the whole run, 0: off)")
+	fs.IntVar(&o.t1, "t1", -1, "T1 rescheduling length K in asynchronous steps (-1: all the run after the warm-up, 0: off)")
 	fs.Float64Var(&o.t2, "t2", 0.9, "T2 correction γ (0: off)")
 	fs.IntVar(&o.warmup, "warmup", -1, "synchronous warm-up steps, T3 (-1: one epoch, 0: off)")
 	fs.BoolVar(&o.stash, "stash", false, "stash activations in stateless stages instead of recomputing")
@@ -113,13 +113,13 @@ func (o *options) config(s asyncvm.Schedule, trainLen int) (zoo.Config, error) {
 		c.Activations = asyncvm.Stash
 	}
 	steps := trainLen / max(1, o.microbatch*o.microbatches)
-	c.T1 = o.t1
-	if o.t1 < 0 {
-		c.T1 = steps * o.epochs
-	}
 	c.Warmup = o.warmup
 	if o.warmup < 0 {
 		c.Warmup = steps
+	}
+	c.T1 = o.t1
+	if o.t1 < 0 { // the asynchronous part of the run
+		c.T1 = max(1, steps*o.epochs-c.Warmup)
 	}
 	if !s.Async { // techniques for asynchrony only
 		c.T1, c.T2, c.Warmup = 0, 0, 0
