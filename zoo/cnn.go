@@ -20,6 +20,12 @@ func conv(g *gorgonia.ExprGraph, in initializer, name string, x *gorgonia.Node, 
 	return h, nil
 }
 
+// bnMomentum is the weight of each microbatch's statistics in BatchNorm's
+// running mean and variance. Gorgonia follows PyTorch here (running =
+// m·batch + (1−m)·running), not Keras: 0.9 would make the statistics used
+// at evaluation those of the last few images.
+const bnMomentum = 0.05
+
 // batchNorm normalises over the channels of x (B, C, H, W) with a learnable
 // per-channel scale and bias.
 func batchNorm(g *gorgonia.ExprGraph, name string, x *gorgonia.Node, m *Model) (*gorgonia.Node, error) {
@@ -27,7 +33,7 @@ func batchNorm(g *gorgonia.ExprGraph, name string, x *gorgonia.Node, m *Model) (
 	scale := param(g, name+".scale", constant(1, 1, c, 1, 1))
 	bias := param(g, name+".bias", constant(0, 1, c, 1, 1))
 	m.Learnables = append(m.Learnables, scale, bias)
-	y, _, _, op, err := gorgonia.BatchNorm(x, scale, bias, 0.9, 1e-5)
+	y, _, _, op, err := gorgonia.BatchNorm(x, scale, bias, bnMomentum, 1e-5)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
