@@ -21,6 +21,13 @@
 //		rescheduler.WithBase(rescheduler.Cosine(0.1, 0, steps)),
 //		rescheduler.WithPhase(1000))
 //
+// Momentum changes the picture: heavy ball with β is stable up to
+// αλ < 2(1+β) without delay but only up to αλ < 1−β with a delay of one step,
+// and T1 leaves τ = 1 alone. A model whose synchronous training with
+// momentum settles near its own edge of stability can blow up when delays
+// start; plain SGD loses only a factor 2 at τ = 1 (the zoo's Transformer
+// recipe uses it for that reason).
+//
 // The decorator sets the wrapped solver's own learning rate before each
 // step (gorgonia.WithLearnRate): scaling gradients instead would do nothing
 // to Adam, which is scale-invariant. With τ_i = 1 or K = 0 it is

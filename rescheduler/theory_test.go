@@ -107,3 +107,29 @@ func TestT1RescuesAScheduleThatDivergesWithNaiveRates(t *testing.T) {
 		}
 	}
 }
+
+// TestDelayedMomentumStabilityBound checks why T1 alone cannot save a model
+// trained with momentum: heavy ball with β (gorgonia's Momentum) on
+// f(w) = λw²/2 is stable up to αλ < 2(1+β) without delay, but only up to
+// αλ < 1−β with a delay of one step (characteristic polynomial
+// z² − (1+β)z + β + αλ) — 38 times less at β = 0.9, where plain SGD
+// (β = 0) loses a factor 2. T1's α/τ is 1 at τ = 1.
+func TestDelayedMomentumStabilityBound(t *testing.T) {
+	for _, beta := range []float64{0, 0.5, 0.9} {
+		for _, c := range []struct {
+			tau   int
+			bound float64
+		}{{0, 2 * (1 + beta)}, {1, 1 - beta}} {
+			for _, lambda := range []float64{0.5, 4} {
+				at := func(f float64) (final, peak float64) {
+					s := gorgonia.NewMomentum(gorgonia.WithLearnRate(f*c.bound/lambda), gorgonia.WithMomentum(beta))
+					return delayedQuadraticPeak(t, s, []float64{lambda}, c.tau, 4000)
+				}
+				below, _ := at(0.9)
+				_, above := at(1.1)
+				require.Less(t, below, 1e-3, "β=%g τ=%d λ=%g: α 10%% below the bound must converge", beta, c.tau, lambda)
+				require.Greater(t, above, 1e3, "β=%g τ=%d λ=%g: α 10%% above the bound must diverge", beta, c.tau, lambda)
+			}
+		}
+	}
+}
