@@ -8,7 +8,12 @@
 // of wrapping an existing model. Train runs one with any schedule and
 // PipeMare's techniques and reports accuracy per epoch.
 //
+// Each model has a Recipe (RecipeFor): the run its accuracy check uses —
+// microbatch, N, epochs, rate, solver, PipeMare's warm-up — calibrated on the
+// embedded data; pipemare train starts from it.
+//
 // Data: Fashion-MNIST (LoadFashionMNIST), from the Debian package
 // dataset-fashion-mnist when it is installed, else the subset embedded in
-// the binary.
+// the binary; CMUdict word→phoneme pairs (LoadCMUdict, G2PData) for the
+// Transformer.
 package zoo

@@ -37,3 +37,16 @@ func ExampleTrain() {
 		res.Model, res.Stages, len(res.Epochs[0].Losses), res.Accuracy > 0.3)
 	// Output: mlp: 3 stages, 10 steps, accuracy above chance: true
 }
+
+// The ResNet's recipe, as its accuracy check and pipemare train use it, for
+// the embedded training set (8,000 images: 125 minibatches of 16 × 4).
+func ExampleRecipeFor() {
+	r, err := zoo.RecipeFor("resnet")
+	if err != nil {
+		log.Fatal(err)
+	}
+	c := r.PipeMare(125)
+	fmt.Printf("%s: N=%d × %d rows, %d epochs, lr %g with %s, warm-up %d steps, T1 K=%d, T2 γ=%g\n",
+		r.Model, c.Microbatches, c.Microbatch, c.Epochs, c.LR, c.SolverName(), c.Warmup, c.T1, c.T2)
+	// Output: resnet: N=16 × 4 rows, 3 epochs, lr 0.05 with Momentum(0.9), warm-up 125 steps, T1 K=250, T2 γ=0.9
+}

@@ -2,6 +2,7 @@ package zoo
 
 import (
 	"context"
+	"fmt"
 	"math/rand"
 	"time"
 
@@ -81,15 +82,30 @@ type Result struct {
 	Accuracy float64           `json:"final_accuracy"`
 }
 
+// beta is the momentum in use: Momentum, 0.9 by default, 0 with NoMomentum.
+func (c Config) beta() float64 {
+	if c.NoMomentum {
+		return 0
+	}
+	if c.Momentum == 0 {
+		return 0.9
+	}
+	return c.Momentum
+}
+
+// SolverName names the solver: "Momentum(β)" or "SGD".
+func (c Config) SolverName() string {
+	if b := c.beta(); b > 0 {
+		return fmt.Sprintf("Momentum(%g)", b)
+	}
+	return "SGD"
+}
+
 // Solver returns the per-stage solver Config describes: Momentum(β)
 // wrapped in T2's correction and T1's rescheduler when they are on.
 func (c Config) Solver(stepsPerEpoch int) func(stage int) gorgonia.Solver {
 	return func(stage int) gorgonia.Solver {
-		beta := c.Momentum
-		if beta == 0 && !c.NoMomentum {
-			beta = 0.9
-		}
-		var s gorgonia.Solver = gorgonia.NewMomentum(gorgonia.WithLearnRate(c.LR), gorgonia.WithMomentum(beta))
+		var s gorgonia.Solver = gorgonia.NewMomentum(gorgonia.WithLearnRate(c.LR), gorgonia.WithMomentum(c.beta()))
 		if c.T2 > 0 {
 			t2, err := correction.New(s, correction.WithGamma(c.T2))
 			if err != nil {

@@ -1,0 +1,37 @@
+package zoo
+
+import (
+	"testing"
+
+	"github.com/pipemare/pipemare/asyncvm"
+	"github.com/stretchr/testify/require"
+)
+
+func TestRecipes(t *testing.T) {
+	_, err := RecipeFor("gpt")
+	require.ErrorContains(t, err, `no model "gpt" (one of mlp, cnn, resnet, transformer)`)
+	for _, r := range Recipes() {
+		got, err := RecipeFor(r.Model)
+		require.NoError(t, err)
+		require.Equal(t, r.Model, got.Model)
+		m, err := r.Build(r.Run.Microbatch, r.Run.Seed)
+		require.NoError(t, err)
+		require.Equal(t, r.Model, m.Name)
+
+		sync := r.Synchronous()
+		require.Equal(t, asyncvm.Sequential.Name, sync.Schedule.Name)
+		naive := r.Naive()
+		require.Equal(t, asyncvm.PipeMare.Name, naive.Schedule.Name)
+		require.Zero(t, naive.T1+naive.Warmup)
+		require.Zero(t, naive.T2)
+
+		pm := r.PipeMare(100)
+		require.Equal(t, asyncvm.PipeMare.Name, pm.Schedule.Name)
+		require.Equal(t, 100*r.Warmup, pm.Warmup, r.Model)
+		require.Equal(t, 100*r.Run.Epochs, pm.Warmup+pm.T1, "%s: T1 spans every step after the warm-up", r.Model)
+		require.Equal(t, 0.9, pm.T2)
+		pm.Schedule, pm.T1, pm.T2, pm.Warmup = asyncvm.Schedule{}, 0, 0, 0
+		naive.Schedule = asyncvm.Schedule{} // funcs never compare equal
+		require.Equal(t, naive, pm, "%s: the three runs differ only in schedule and techniques", r.Model)
+	}
+}
