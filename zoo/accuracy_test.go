@@ -1,43 +1,126 @@
 package zoo
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+	"sync"
 	"testing"
 
-	"github.com/pipemare/pipemare/asyncvm"
 	"github.com/stretchr/testify/require"
 )
 
-// accuracyCheck is one model's accuracy check: the synchronous baseline, then
-// PipeMare at fine grain with T1, T2 and a one-epoch synchronous warm-up,
-// then naive PipeMare, all with the same data order, seed and epochs.
+// accuracyCheck is one model's accuracy check: the synchronous baseline,
+// PipeMare at fine grain with T1, T2 and a synchronous warm-up, and naive
+// PipeMare, each run from the model's Recipe (same data order, seed, epochs
+// and base rate).
 type accuracyCheck struct {
-	name  string
-	build Builder
-	data  func(t *testing.T) (train, test Data)
-	cfg   Config
+	model string
 	// baseline is the accuracy the synchronous run must reach; each value
 	// is justified where it is set.
 	baseline float64
-	// gap is how far below the baseline PipeMare with T1+T2 may land
-	// (the issue's 1.5 points), or < 0 when it is only measured.
+	// gap is how far below the baseline PipeMare with T1+T2 may land: the
+	// issue's 1.5 points.
 	gap float64
 	// naiveWorse asks naive PipeMare to land at least this far below
-	// PipeMare with T1+T2, or diverge (0: only measured).
+	// PipeMare with T1+T2, or diverge.
 	naiveWorse float64
 	short      bool
 }
 
-func fashion(t *testing.T) (Data, Data) {
-	train, test, err := LoadFashionMNIST("embedded")
-	require.NoError(t, err)
-	return train, test
+// runKinds are the three runs of a check, in order.
+var runKinds = []string{"sequential", "pipemare", "naive"}
+
+// runConfig is the Config of one run of the model's recipe.
+func runConfig(r Recipe, kind string, stepsPerEpoch int) Config {
+	switch kind {
+	case "pipemare":
+		return r.PipeMare(stepsPerEpoch)
+	case "naive":
+		return r.Naive()
+	}
+	return r.Synchronous()
 }
 
-func cmudict(t *testing.T) (Data, Data) {
-	train, test, err := LoadCMUdict("")
+// recipeData loads the embedded data the recipe trains on.
+func recipeData(model string) (train, test Data, err error) {
+	if model == "transformer" {
+		tr, te, err := LoadCMUdict("")
+		if err != nil {
+			return nil, nil, err
+		}
+		return NewG2PData(tr), NewG2PData(te), nil
+	}
+	return LoadFashionMNIST("embedded")
+}
+
+// processes bounds the training processes the checks run at once: one per
+// core. Runs go to child processes because gorgonia's BatchNorm and
+// reductions fan out goroutines per op, and several runs in one process
+// kept 2 cores only 1.4 busy (the whole check took over 10 minutes).
+var processes = make(chan struct{}, runtime.NumCPU())
+
+// childRun is what a child process reports.
+type childRun struct {
+	Stages   int       `json:"stages"`
+	Accuracy float64   `json:"accuracy"`
+	Epochs   []float64 `json:"epochs"`
+	Wall     float64   `json:"wall_s"`
+	Err      string    `json:"error,omitempty"`
+}
+
+const childEnv = "ZOO_ACCURACY_RUN" // "model/kind" in a child process
+
+// TestAccuracyRun is the child process of an accuracy check: it trains one
+// run and prints its result. Without ZOO_ACCURACY_RUN it has nothing to do.
+func TestAccuracyRun(t *testing.T) {
+	spec := os.Getenv(childEnv)
+	if spec == "" {
+		t.Skip("the child process of an accuracy check")
+	}
+	model, kind, _ := strings.Cut(spec, "/")
+	r, err := RecipeFor(model)
 	require.NoError(t, err)
-	return NewG2PData(train), NewG2PData(test)
+	train, test, err := recipeData(model)
+	require.NoError(t, err)
+	cfg := runConfig(r, kind, train.Len()/(r.Run.Microbatch*r.Run.Microbatches))
+	res, err := Train(context.Background(), r.Build, train, test, cfg)
+	out := childRun{}
+	if err != nil {
+		out.Err = err.Error()
+	} else {
+		out = childRun{Stages: res.Stages, Accuracy: res.Accuracy, Epochs: accuracies(res), Wall: res.Wall.Seconds()}
+	}
+	b, err := json.Marshal(out)
+	require.NoError(t, err)
+	fmt.Printf("\n%s %s\n", childEnv, b)
+}
+
+// runChild trains one run of the model's recipe in a child process.
+func runChild(model, kind string) (childRun, error) {
+	processes <- struct{}{}
+	defer func() { <-processes }()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestAccuracyRun$", "-test.count=1")
+	cmd.Env = append(os.Environ(), childEnv+"="+model+"/"+kind)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return childRun{}, fmt.Errorf("%s %s: child process: %v\n%s%s", model, kind, err, out, stderr.Bytes())
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		if js, ok := strings.CutPrefix(line, childEnv+" "); ok {
+			var r childRun
+			err := json.Unmarshal([]byte(js), &r)
+			return r, err
+		}
+	}
+	return childRun{}, fmt.Errorf("%s %s: the child process printed no result:\n%s", model, kind, out)
 }
 
 func runAccuracyCheck(t *testing.T, c accuracyCheck) {
@@ -47,40 +130,36 @@ func runAccuracyCheck(t *testing.T, c accuracyCheck) {
 	if testing.Short() && !c.short {
 		t.Skip("long accuracy run")
 	}
-	train, test := c.data(t)
-	stepsPerEpoch := train.Len() / (c.cfg.Microbatch * c.cfg.Microbatches)
-	run := func(cfg Config) (float64, error) {
-		r, err := Train(context.Background(), c.build, train, test, cfg)
-		if err != nil {
-			return 0, err
-		}
-		t.Logf("%s %s (P=%d, T1=%d, T2=%g, warm-up %d): test accuracy per epoch %v, %.0f samples/s",
-			c.name, cfg.Schedule.Name, r.Stages, cfg.T1, cfg.T2, cfg.Warmup, accuracies(r), r.Epochs[len(r.Epochs)-1].SamplesPerSec)
-		return r.Accuracy, nil
-	}
-	base := c.cfg
-	base.Schedule = asyncvm.Sequential
-	baseline, err := run(base)
+	t.Parallel()
+	r, err := RecipeFor(c.model)
 	require.NoError(t, err)
-	require.GreaterOrEqual(t, baseline, c.baseline, "%s: the synchronous baseline", c.name)
-
-	pm := c.cfg
-	pm.Schedule = asyncvm.PipeMare
-	pm.T1, pm.T2, pm.Warmup = stepsPerEpoch*c.cfg.Epochs, 0.9, stepsPerEpoch
-	pipemare, err := run(pm)
-	require.NoError(t, err)
-	if c.gap >= 0 {
-		require.GreaterOrEqual(t, pipemare, baseline-c.gap, "%s: PipeMare with T1+T2 lands within %.1f points of the baseline", c.name, 100*c.gap)
+	runs := make([]childRun, len(runKinds))
+	errs := make([]error, len(runKinds))
+	var wg sync.WaitGroup
+	for i, kind := range runKinds {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			runs[i], errs[i] = runChild(c.model, kind)
+		}()
 	}
-
-	naive := c.cfg
-	naive.Schedule = asyncvm.PipeMare
-	naiveAcc, err := run(naive)
-	if err != nil {
-		t.Logf("%s naive PipeMare diverged: %v", c.name, err)
-	} else if c.naiveWorse > 0 {
-		require.LessOrEqual(t, naiveAcc, pipemare-c.naiveWorse, "%s: naive PipeMare is clearly worse than with T1+T2", c.name)
+	wg.Wait()
+	for i, kind := range runKinds {
+		require.NoError(t, errs[i], "%s %s", c.model, kind)
+		cfg := runConfig(r, kind, 1)
+		t.Logf("%s %s (P=%d, %s, warm-up %d epochs): test accuracy per epoch %v, %.0f s",
+			c.model, kind, runs[i].Stages, cfg.SolverName(), cfg.Warmup, runs[i].Epochs, runs[i].Wall)
 	}
+	require.Empty(t, runs[0].Err, "%s: the synchronous baseline", c.model)
+	require.Empty(t, runs[1].Err, "%s: PipeMare with T1+T2", c.model)
+	baseline, pipemare, naive := runs[0].Accuracy, runs[1].Accuracy, runs[2]
+	require.GreaterOrEqual(t, baseline, c.baseline, "%s: the synchronous baseline", c.model)
+	require.GreaterOrEqual(t, pipemare, baseline-c.gap, "%s: PipeMare with T1+T2 lands within %.1f points of the baseline", c.model, 100*c.gap)
+	if naive.Err != "" {
+		t.Logf("%s naive PipeMare diverged: %s", c.model, naive.Err)
+		return
+	}
+	require.LessOrEqual(t, naive.Accuracy, pipemare-c.naiveWorse, "%s: naive PipeMare is clearly worse than with T1+T2", c.model)
 }
 
 func accuracies(r *Result) []float64 {
@@ -91,56 +170,66 @@ func accuracies(r *Result) []float64 {
 	return out
 }
 
-// TestMLPAccuracy: the zoo MLP, 3 stages at fine grain, 4 microbatches of
-// 16, Momentum(0.9) from 0.03 with a cosine schedule, 4 epochs on the
-// embedded subset. Measured: baseline 0.8555, PipeMare+T1+T2 0.843, naive
-// 0.8305. The baseline threshold 0.845 is a point under the measurement (the
-// issue expects about 0.84; published full-set MLPs reach 0.883).
-func TestMLPAccuracy(t *testing.T) {
-	runAccuracyCheck(t, accuracyCheck{
-		name: "mlp", build: MLP, data: fashion,
-		cfg:      Config{Microbatch: 16, Microbatches: 4, Epochs: 4, LR: 0.03, Cosine: true, Seed: 1},
-		baseline: 0.845, gap: 0.015, naiveWorse: 0.005, short: true,
-	})
-}
+// The checks run in parallel (two at a time, go test's default), longest
+// first so that the short ones fill the end.
 
-// TestCNNAccuracy: the zoo CNN (conv–BatchNorm–pool ×2, two linear layers),
-// 4 stages at fine grain, 4 microbatches of 16, Momentum(0.9) from 0.03,
-// cosine, 3 epochs. Measured: baseline 0.881, PipeMare+T1+T2 0.8695, naive
-// 0.8565. Threshold 0.87 (the issue expects about 0.85; published small CNNs
-// reach 0.88–0.93 on the full set).
-func TestCNNAccuracy(t *testing.T) {
+// TestTransformerAccuracy: the decoder-only Transformer on the CMUdict
+// subset, 20 stages at fine grain (recipe: 16 microbatches of 2 words, so
+// τ_i ≤ 3; plain SGD from 0.25, cosine, 16 epochs, a four-epoch warm-up,
+// stashed activations). Plain SGD, because with momentum β the synchronous
+// run settles where delayed updates are unstable: on a quadratic, heavy ball
+// is stable up to αλ < 2(1+β) without delay but only up to αλ < 1−β with a
+// delay of one step (38 times less at β = 0.9; rescheduler's
+// TestDelayedMomentumStabilityBound), and T1 leaves τ = 1 stages alone:
+// Momentum(0.9) runs collapsed to the majority token at the switch to
+// PipeMare. Without momentum the same delay costs a factor 2. Measured
+// teacher-forced phoneme accuracy: baseline 0.8371 (threshold 0.83; seed 2:
+// 0.8424), PipeMare+T1+T2 0.8283 (seed 2: 0.8341), naive 0.8186. The rate is
+// half the best 8-epoch synchronous rate (0.5), so naive asynchrony costs
+// only a point.
+func TestTransformerAccuracy(t *testing.T) {
 	runAccuracyCheck(t, accuracyCheck{
-		name: "cnn", build: CNN, data: fashion,
-		cfg:      Config{Microbatch: 16, Microbatches: 4, Epochs: 3, LR: 0.03, Cosine: true, Seed: 1},
-		baseline: 0.87, gap: 0.015, naiveWorse: 0.01,
+		model:    "transformer",
+		baseline: 0.83, gap: 0.015, naiveWorse: 0.005,
 	})
 }
 
 // TestResNetAccuracy: the 15-stage ResNet (conv–BN front, six residual
-// blocks with BatchNorm), 4 microbatches of 16, Momentum(0.9) from 0.05,
-// cosine, 3 epochs. Measured: baseline 0.8395 (threshold 0.83: the issue
-// expects about 0.85, which this network needs more than 3 epochs for).
-// PipeMare at this depth (τ_0 = 8) is only measured, not held to the
-// 1.5-point gap: with T1+T2 and a warm-up it reaches 0.5375 here (see the
-// README's zoo section and the issue's closing note).
+// blocks with BatchNorm; recipe: Momentum(0.9) from 0.05, the best
+// synchronous rate found, cosine, 3 epochs, a one-epoch warm-up). 16
+// microbatches of 4 keep the delays at τ_i ≤ 2: with 4 of 16, τ_0 = 8 and
+// PipeMare+T1+T2 reached only 0.5375 in 3 epochs. Measured: baseline 0.854,
+// PipeMare+T1+T2 0.8455, naive 0.784 — at the synchronous optimum naive
+// asynchrony costs six points. With seed 2: 0.8445, 0.8295 (1.5 points
+// under), so the threshold 0.84 is under both seeds' baselines; the issue
+// expects about 0.85.
 func TestResNetAccuracy(t *testing.T) {
 	runAccuracyCheck(t, accuracyCheck{
-		name: "resnet", build: ResNet, data: fashion,
-		cfg:      Config{Microbatch: 16, Microbatches: 4, Epochs: 3, LR: 0.05, Cosine: true, Seed: 1},
-		baseline: 0.83, gap: -1,
+		model:    "resnet",
+		baseline: 0.84, gap: 0.015, naiveWorse: 0.03,
 	})
 }
 
-// TestTransformerAccuracy: the decoder-only Transformer on the CMUdict
-// subset (20 stages at fine grain), 4 microbatches of 8 words,
-// Momentum(0.9) from 0.05, cosine, 8 epochs. Measured teacher-forced
-// phoneme accuracy: baseline 0.8295 (threshold 0.82). PipeMare (τ_0 = 10)
-// is only measured: 0.2192 with T1+T2 and a warm-up.
-func TestTransformerAccuracy(t *testing.T) {
+// TestCNNAccuracy: the zoo CNN (conv–BatchNorm–pool ×2, two linear layers),
+// 4 stages at fine grain (recipe: 4 microbatches of 16, Momentum(0.9) from
+// 0.03, cosine, 3 epochs, a one-epoch warm-up). Measured: baseline 0.886,
+// PipeMare+T1+T2 0.883, naive 0.8575. Threshold 0.875 (the issue expects
+// about 0.85; published small CNNs reach 0.88–0.93 on the full set).
+func TestCNNAccuracy(t *testing.T) {
 	runAccuracyCheck(t, accuracyCheck{
-		name: "transformer", build: Transformer, data: cmudict,
-		cfg:      Config{Microbatch: 8, Microbatches: 4, Epochs: 8, LR: 0.05, Cosine: true, Seed: 1},
-		baseline: 0.82, gap: -1,
+		model:    "cnn",
+		baseline: 0.875, gap: 0.015, naiveWorse: 0.01,
+	})
+}
+
+// TestMLPAccuracy: the zoo MLP, 3 stages at fine grain (recipe: 4
+// microbatches of 16, Momentum(0.9) from 0.03, cosine, 4 epochs, a one-epoch
+// warm-up). Measured: baseline 0.8555, PipeMare+T1+T2 0.8525, naive 0.8305.
+// The baseline threshold 0.845 is a point under the measurement (the issue
+// expects about 0.84; published full-set MLPs reach 0.883).
+func TestMLPAccuracy(t *testing.T) {
+	runAccuracyCheck(t, accuracyCheck{
+		model:    "mlp",
+		baseline: 0.845, gap: 0.015, naiveWorse: 0.01, short: true,
 	})
 }
