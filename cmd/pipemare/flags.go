@@ -19,7 +19,7 @@ var errUsage = errors.New("usage")
 type options struct {
 	model, data, schedule, stages, out string
 	microbatch, microbatches, epochs   int
-	lr, t2                             float64
+	lr, momentum, t2                   float64
 	t1, warmup                         int
 	cosine, stash                      bool
 	seed                               int64
@@ -31,15 +31,16 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.data, "data", "embedded", "data: embedded (the subsets in the binary), auto ($PIPEMARE_FASHION_DIR, else Debian's dataset-fashion-mnist, else embedded), or a directory")
 	fs.StringVar(&o.schedule, "schedule", "pipemare", "schedule: sequential, gpipe, 1f1b, pipedream or pipemare")
 	fs.StringVar(&o.stages, "stages", "fine", "number of stages, or fine for one per layer")
-	fs.IntVar(&o.microbatch, "microbatch", 16, "rows per microbatch")
-	fs.IntVar(&o.microbatches, "microbatches", 4, "microbatches per minibatch (N)")
-	fs.IntVar(&o.epochs, "epochs", 2, "epochs")
-	fs.Float64Var(&o.lr, "lr", 0.05, "base learning rate (Momentum 0.9)")
+	fs.IntVar(&o.microbatch, "microbatch", 0, "rows per microbatch (0: the model's recipe)")
+	fs.IntVar(&o.microbatches, "microbatches", 0, "microbatches per minibatch, N (0: the model's recipe)")
+	fs.IntVar(&o.epochs, "epochs", 0, "epochs (0: the model's recipe)")
+	fs.Float64Var(&o.lr, "lr", 0, "base learning rate (0: the model's recipe)")
+	fs.Float64Var(&o.momentum, "momentum", -1, "momentum β, 0 for plain SGD (-1: the model's recipe)")
 	fs.BoolVar(&o.cosine, "cosine", true, "anneal the learning rate with a cosine to lr/100")
 	fs.IntVar(&o.t1, "t1", -1, "T1 rescheduling length K in asynchronous steps (-1: all the run after the warm-up, 0: off)")
 	fs.Float64Var(&o.t2, "t2", 0.9, "T2 correction γ (0: off)")
-	fs.IntVar(&o.warmup, "warmup", -1, "synchronous warm-up steps, T3 (-1: one epoch, 0: off)")
-	fs.BoolVar(&o.stash, "stash", false, "stash activations in stateless stages instead of recomputing")
+	fs.IntVar(&o.warmup, "warmup", -1, "synchronous warm-up steps, T3 (-1: the model's recipe, 0: off)")
+	fs.BoolVar(&o.stash, "stash", false, "stash activations in stateless stages instead of recomputing (the transformer's recipe does)")
 	fs.Int64Var(&o.seed, "seed", 1, "seed of the initial weights and the data order")
 	fs.IntVar(&o.limit, "limit", 0, "use only the first n training examples (0: all)")
 	fs.StringVar(&o.out, "out", "out", "output directory")
@@ -68,19 +69,15 @@ func bad(fs *flag.FlagSet, stderr io.Writer, format string, args ...interface{})
 
 // builder returns the zoo model and its data.
 func (o *options) builder() (zoo.Builder, zoo.Data, zoo.Data, error) {
+	r, err := zoo.RecipeFor(o.model)
+	if err != nil {
+		return nil, nil, nil, err
+	}
 	dir := o.data
 	if dir == "auto" {
 		dir = ""
 	}
-	switch o.model {
-	case "mlp", "cnn", "resnet":
-		train, test, err := zoo.LoadFashionMNIST(dir)
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		train = train.Head(o.limit)
-		return map[string]zoo.Builder{"mlp": zoo.MLP, "cnn": zoo.CNN, "resnet": zoo.ResNet}[o.model], train, test, nil
-	case "transformer":
+	if o.model == "transformer" {
 		if dir == "embedded" {
 			dir = ""
 		}
@@ -91,16 +88,50 @@ func (o *options) builder() (zoo.Builder, zoo.Data, zoo.Data, error) {
 		if o.limit > 0 && o.limit < len(train) {
 			train = train[:o.limit]
 		}
-		return zoo.Transformer, zoo.NewG2PData(train), zoo.NewG2PData(test), nil
+		return r.Build, zoo.NewG2PData(train), zoo.NewG2PData(test), nil
 	}
-	return nil, nil, nil, fmt.Errorf("unknown model %q", o.model)
+	train, test, err := zoo.LoadFashionMNIST(dir)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return r.Build, train.Head(o.limit), test, nil
 }
 
-// config turns the flags into a zoo.Config for schedule s.
+// config turns the flags into a zoo.Config for schedule s, starting from
+// the model's recipe (zoo.RecipeFor): flags left at their defaults keep the
+// recipe's values.
 func (o *options) config(s asyncvm.Schedule, trainLen int) (zoo.Config, error) {
-	c := zoo.Config{
-		Schedule: s, Microbatch: o.microbatch, Microbatches: o.microbatches, Epochs: o.epochs,
-		LR: o.lr, Cosine: o.cosine, T2: o.t2, Seed: o.seed,
+	r, err := zoo.RecipeFor(o.model)
+	if err != nil {
+		return zoo.Config{}, err
+	}
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"microbatch", float64(o.microbatch)}, {"microbatches", float64(o.microbatches)}, {"epochs", float64(o.epochs)}, {"lr", o.lr}} {
+		if f.v < 0 {
+			return zoo.Config{}, fmt.Errorf("-%s %g: must be positive (or 0 for the recipe's)", f.name, f.v)
+		}
+	}
+	if o.momentum >= 1 || (o.momentum < 0 && o.momentum != -1) {
+		return zoo.Config{}, fmt.Errorf("-momentum %g: must be in [0, 1) (or -1 for the recipe's)", o.momentum)
+	}
+	c := r.Run
+	c.Schedule, c.Cosine, c.T2, c.Seed = s, o.cosine, o.t2, o.seed
+	if o.microbatch > 0 {
+		c.Microbatch = o.microbatch
+	}
+	if o.microbatches > 0 {
+		c.Microbatches = o.microbatches
+	}
+	if o.epochs > 0 {
+		c.Epochs = o.epochs
+	}
+	if o.lr > 0 {
+		c.LR = o.lr
+	}
+	if o.momentum >= 0 {
+		c.Momentum, c.NoMomentum = o.momentum, o.momentum == 0
 	}
 	if o.stages != "fine" {
 		p, err := strconv.Atoi(o.stages)
@@ -112,14 +143,14 @@ func (o *options) config(s asyncvm.Schedule, trainLen int) (zoo.Config, error) {
 	if o.stash {
 		c.Activations = asyncvm.Stash
 	}
-	steps := trainLen / max(1, o.microbatch*o.microbatches)
+	steps := trainLen / (c.Microbatch * c.Microbatches)
 	c.Warmup = o.warmup
 	if o.warmup < 0 {
-		c.Warmup = steps
+		c.Warmup = r.Warmup * steps
 	}
 	c.T1 = o.t1
 	if o.t1 < 0 { // the asynchronous part of the run
-		c.T1 = max(1, steps*o.epochs-c.Warmup)
+		c.T1 = max(1, steps*c.Epochs-c.Warmup)
 	}
 	if !s.Async { // techniques for asynchrony only
 		c.T1, c.T2, c.Warmup = 0, 0, 0

@@ -30,8 +30,8 @@ func trainCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return bad(fs, stderr, "%v", err)
 	}
-	fmt.Fprintf(stdout, "training %s (%d examples) with %s, %s stages, N=%d × %d rows, %d epochs, lr %g, T1 K=%d, T2 γ=%g, warm-up %d steps\n",
-		o.model, train.Len(), s.Name, o.stages, o.microbatches, o.microbatch, o.epochs, o.lr, cfg.T1, cfg.T2, cfg.Warmup)
+	fmt.Fprintf(stdout, "training %s (%d examples) with %s, %s stages, N=%d × %d rows, %d epochs, lr %g (%s), T1 K=%d, T2 γ=%g, warm-up %d steps\n",
+		o.model, train.Len(), s.Name, o.stages, cfg.Microbatches, cfg.Microbatch, cfg.Epochs, cfg.LR, cfg.SolverName(), cfg.T1, cfg.T2, cfg.Warmup)
 	res, err := trainWithProgress(ctx, build, train, test, cfg, stdout)
 	if res != nil && len(res.Epochs) > 0 { // interrupted runs too: what ran
 		if werr := writeOutputs(o.out, []*zoo.Result{res}); werr != nil {
