@@ -266,13 +266,16 @@ func TestWarmupAnnouncesDelays(t *testing.T) {
 		require.NoError(t, vm.Close())
 		for i, l := range logs {
 			var announced []delayCall
+			measured := 0
 			for _, c := range l.calls {
 				if !c.measured {
 					announced = append(announced, c)
 					continue
 				}
+				measured++
 				require.Greater(t, c.steps, warm, "warm-up %d, stage %d: measured delays come from asynchronous updates only", warm, i)
 			}
+			require.Equal(t, steps-warm, measured, "warm-up %d, stage %d: one measured delay per asynchronous update", warm, i)
 			tau := float64(Delay(len(plan.Stages), n, i))
 			want := []delayCall{{tau, false, 0}}
 			if warm > 0 {

@@ -50,7 +50,7 @@ func WithDelay(tau float64) Option { return func(r *Solver) { r.tau, r.fixedTau 
 
 // UseMeasuredDelay follows the delay the engine measures after every
 // update (the mean over the minibatch's forwards) instead of the schedule's
-// formula τ_i = ceil((2(P−1−i)+1)/N) that the engine sets at the start.
+// formula τ_i = ceil((2(P−1−i)+1)/N) that the engine announces.
 func UseMeasuredDelay() Option { return func(r *Solver) { r.measured = true } }
 
 // New wraps inner. It fails for solvers whose learning rate gorgonia cannot
@@ -97,10 +97,11 @@ func (r *Solver) Step(model []gorgonia.ValueGrad) error {
 	return nil
 }
 
-// SetDelay is called by the pipeline engine: once with the schedule's τ_i
-// before the first step (measured false), then after every update with the
-// delay measured so far (measured true), which is followed only with
-// UseMeasuredDelay. A delay below 1 counts as 1.
+// SetDelay is called by the pipeline engine with the running schedule's τ_i
+// (measured false) before the first step and at every switch of schedule
+// (1 for a synchronous warm-up, then the PipeMare τ_i), and after every
+// asynchronous update with the delay measured so far (measured true), which
+// is followed only with UseMeasuredDelay. A delay below 1 counts as 1.
 func (r *Solver) SetDelay(tau float64, measured bool) {
 	if da, ok := r.inner.(interface{ SetDelay(float64, bool) }); ok {
 		da.SetDelay(tau, measured) // a correction may want it too
