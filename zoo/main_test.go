@@ -7,8 +7,8 @@ import (
 )
 
 // TestMain fails the package's tests if any goroutine outlives them: every
-// training run, also the concurrent ones of the accuracy checks, stops its
-// pipeline.
+// training run stops its pipeline (the accuracy checks' child processes
+// check their own runs the same way).
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }

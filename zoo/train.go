@@ -31,8 +31,9 @@ type Config struct {
 	Cosine     bool
 	Momentum   float64
 	NoMomentum bool
-	// T1 is PipeMare's learning-rate rescheduling length K in steps (0:
-	// off); T2 its discrepancy correction γ (0: off).
+	// T1 is PipeMare's learning-rate rescheduling length K in asynchronous
+	// steps (a synchronous warm-up does not count; 0: off); T2 its
+	// discrepancy correction γ (0: off).
 	T1 int
 	T2 float64
 	// Warmup trains the first steps with 1F1B-flush (T3).
