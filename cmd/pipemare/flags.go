@@ -24,9 +24,11 @@ type options struct {
 	cosine, stash                      bool
 	seed                               int64
 	limit                              int
+	fs                                 *flag.FlagSet
 }
 
 func (o *options) register(fs *flag.FlagSet) {
+	o.fs = fs
 	fs.StringVar(&o.model, "model", "resnet", "model: mlp, cnn, resnet or transformer")
 	fs.StringVar(&o.data, "data", "embedded", "data: embedded (the subsets in the binary), auto ($PIPEMARE_FASHION_DIR, else Debian's dataset-fashion-mnist, else embedded), or a directory")
 	fs.StringVar(&o.schedule, "schedule", "pipemare", "schedule: sequential, gpipe, 1f1b, pipedream or pipemare")
@@ -36,11 +38,11 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.IntVar(&o.epochs, "epochs", 0, "epochs (0: the model's recipe)")
 	fs.Float64Var(&o.lr, "lr", 0, "base learning rate (0: the model's recipe)")
 	fs.Float64Var(&o.momentum, "momentum", -1, "momentum β, 0 for plain SGD (-1: the model's recipe)")
-	fs.BoolVar(&o.cosine, "cosine", true, "anneal the learning rate with a cosine to lr/100")
+	fs.BoolVar(&o.cosine, "cosine", true, "anneal the learning rate with a cosine to lr/100 (every recipe does)")
 	fs.IntVar(&o.t1, "t1", -1, "T1 rescheduling length K in asynchronous steps (-1: all the run after the warm-up, 0: off)")
 	fs.Float64Var(&o.t2, "t2", 0.9, "T2 correction γ (0: off)")
 	fs.IntVar(&o.warmup, "warmup", -1, "synchronous warm-up steps, T3 (-1: the model's recipe, 0: off)")
-	fs.BoolVar(&o.stash, "stash", false, "stash activations in stateless stages instead of recomputing (the transformer's recipe does)")
+	fs.BoolVar(&o.stash, "stash", false, "stash activations in stateless stages instead of recomputing (default: the model's recipe; the transformer's stashes)")
 	fs.Int64Var(&o.seed, "seed", 1, "seed of the initial weights and the data order")
 	fs.IntVar(&o.limit, "limit", 0, "use only the first n training examples (0: all)")
 	fs.StringVar(&o.out, "out", "out", "output directory")
@@ -109,15 +111,28 @@ func (o *options) config(s asyncvm.Schedule, trainLen int) (zoo.Config, error) {
 		name string
 		v    float64
 	}{{"microbatch", float64(o.microbatch)}, {"microbatches", float64(o.microbatches)}, {"epochs", float64(o.epochs)}, {"lr", o.lr}} {
-		if f.v < 0 {
+		if !(f.v >= 0) { // NaN too
 			return zoo.Config{}, fmt.Errorf("-%s %g: must be positive (or 0 for the recipe's)", f.name, f.v)
 		}
 	}
-	if o.momentum >= 1 || (o.momentum < 0 && o.momentum != -1) {
+	if o.momentum != -1 && !(o.momentum >= 0 && o.momentum < 1) {
 		return zoo.Config{}, fmt.Errorf("-momentum %g: must be in [0, 1) (or -1 for the recipe's)", o.momentum)
 	}
+	if o.warmup < -1 || o.t1 < -1 {
+		return zoo.Config{}, fmt.Errorf("-warmup %d, -t1 %d: a number of steps, or -1 for the default", o.warmup, o.t1)
+	}
+	set := map[string]bool{}
+	if o.fs != nil {
+		o.fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	}
 	c := r.Run
-	c.Schedule, c.Cosine, c.T2, c.Seed = s, o.cosine, o.t2, o.seed
+	c.Schedule, c.T2 = s, o.t2
+	if set["cosine"] {
+		c.Cosine = o.cosine
+	}
+	if set["seed"] {
+		c.Seed = o.seed
+	}
 	if o.microbatch > 0 {
 		c.Microbatch = o.microbatch
 	}
@@ -140,8 +155,11 @@ func (o *options) config(s asyncvm.Schedule, trainLen int) (zoo.Config, error) {
 		}
 		c.Stages = p
 	}
-	if o.stash {
-		c.Activations = asyncvm.Stash
+	if set["stash"] {
+		c.Activations = asyncvm.Recompute
+		if o.stash {
+			c.Activations = asyncvm.Stash
+		}
 	}
 	steps := trainLen / (c.Microbatch * c.Microbatches)
 	c.Warmup = o.warmup

@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/pipemare/pipemare/asyncvm"
+	"github.com/pipemare/pipemare/zoo"
 	"github.com/stretchr/testify/require"
 )
 
@@ -16,6 +19,57 @@ func runCLI(ctx context.Context, args ...string) (int, string, string) {
 	var out, errb bytes.Buffer
 	code := run(ctx, args, &out, &errb)
 	return code, out.String(), errb.String()
+}
+
+// TestBadValues: values outside a flag's range are usage errors that say
+// which flag and why.
+func TestBadValues(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		msg  string
+	}{
+		{[]string{"train", "-epochs", "-2"}, "-epochs -2: must be positive"},
+		{[]string{"train", "-lr", "NaN"}, "-lr NaN: must be positive"},
+		{[]string{"train", "-momentum", "1.5"}, "-momentum 1.5: must be in [0, 1)"},
+		{[]string{"train", "-momentum", "NaN"}, "-momentum NaN: must be in [0, 1)"},
+		{[]string{"train", "-warmup", "-5"}, "-warmup -5, -t1 -1: a number of steps"},
+		{[]string{"compare", "-lr", "-0.1"}, "-lr -0.1: must be positive"},
+	} {
+		code, _, stderr := runCLI(context.Background(), c.args...)
+		require.Equal(t, 2, code, "%v", c.args)
+		require.Contains(t, stderr, c.msg, "%v", c.args)
+		require.Contains(t, stderr, "Usage of pipemare", "%v", c.args)
+	}
+}
+
+// TestFlagsDeferToTheRecipe: flags left alone keep the model's recipe,
+// flags given override it, -stash=false included.
+func TestFlagsDeferToTheRecipe(t *testing.T) {
+	cfg := func(args ...string) zoo.Config {
+		fs := flag.NewFlagSet("test", flag.ContinueOnError)
+		var o options
+		o.register(fs)
+		require.NoError(t, fs.Parse(args))
+		s, err := scheduleNamed(o.schedule)
+		require.NoError(t, err)
+		c, err := o.config(s, 4404)
+		require.NoError(t, err)
+		return c
+	}
+	r, err := zoo.RecipeFor("transformer")
+	require.NoError(t, err)
+	def := cfg("-model", "transformer")
+	want := r.PipeMare(4404 / (r.Run.Microbatch * r.Run.Microbatches))
+	def.Schedule, want.Schedule = asyncvm.Schedule{}, asyncvm.Schedule{}
+	require.Equal(t, want, def)
+	over := cfg("-model", "transformer", "-stash=false", "-seed", "7", "-lr", "0.1", "-momentum", "0.5", "-cosine=false", "-epochs", "2", "-warmup", "0")
+	require.Equal(t, asyncvm.Recompute, over.Activations)
+	require.Equal(t, int64(7), over.Seed)
+	require.Equal(t, 0.1, over.LR)
+	require.Equal(t, "Momentum(0.5)", over.SolverName())
+	require.False(t, over.Cosine)
+	require.Equal(t, 0, over.Warmup)
+	require.Equal(t, 2*(4404/32), over.T1, "T1 spans the asynchronous steps")
 }
 
 func TestUsageErrors(t *testing.T) {
@@ -30,9 +84,6 @@ func TestUsageErrors(t *testing.T) {
 		{"train", "-schedule", "zigzag"},
 		{"train", "-stages", "zero"},
 		{"train", "-epochs", "x"},
-		{"train", "-epochs", "-2"},
-		{"train", "-momentum", "1.5"},
-		{"compare", "-lr", "-0.1"},
 		{"schedule", "-stages", "0"},
 		{"plan", "-model", "gpt"},
 		{"train", "extra"},
