@@ -49,18 +49,6 @@ func runConfig(r Recipe, kind string, stepsPerEpoch int) (Config, error) {
 	return Config{}, fmt.Errorf("no run %q (one of %v)", kind, runKinds)
 }
 
-// recipeData loads the embedded data the recipe trains on.
-func recipeData(model string) (train, test Data, err error) {
-	if model == "transformer" {
-		tr, te, err := LoadCMUdict("")
-		if err != nil {
-			return nil, nil, err
-		}
-		return NewG2PData(tr), NewG2PData(te), nil
-	}
-	return LoadFashionMNIST("embedded")
-}
-
 // processes bounds the training processes the checks run at once: one per
 // core. Runs go to child processes because gorgonia's BatchNorm and
 // reductions fan out goroutines per op, and several runs in one process
@@ -88,7 +76,7 @@ func TestAccuracyRun(t *testing.T) {
 	model, kind, _ := strings.Cut(spec, "/")
 	r, err := RecipeFor(model)
 	require.NoError(t, err)
-	train, test, err := recipeData(model)
+	train, test, err := r.Load("embedded", 0)
 	require.NoError(t, err)
 	cfg, err := runConfig(r, kind, train.Len()/(r.Run.Microbatch*r.Run.Microbatches))
 	require.NoError(t, err)

@@ -18,6 +18,13 @@ func TestRecipes(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, r.Model, m.Name)
 
+		train, test, err := r.Load("embedded", 100)
+		require.NoError(t, err)
+		require.Equal(t, 100, train.Len(), "%s: the first 100 training examples", r.Model)
+		require.Greater(t, test.Len(), 1000, "%s: the whole embedded test set", r.Model)
+		x, _ := train.Batch(m, []int{0})
+		require.Equal(t, m.X.Shape().TotalSize()/m.Batch, x.Shape().TotalSize(), "%s: data that fits the model", r.Model)
+
 		sync := r.Synchronous()
 		require.Equal(t, asyncvm.Sequential.Name, sync.Schedule.Name)
 		naive := r.Naive()

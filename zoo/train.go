@@ -83,6 +83,12 @@ type Result struct {
 	Accuracy float64           `json:"final_accuracy"`
 }
 
+// StepsAfterWarmup is the number of asynchronous steps of a run with
+// stepsPerEpoch minibatches an epoch (at least 1): T1's natural length.
+func (c Config) StepsAfterWarmup(stepsPerEpoch int) int {
+	return max(1, c.Epochs*stepsPerEpoch-c.Warmup)
+}
+
 // beta is the momentum in use: Momentum, 0.9 by default, 0 with NoMomentum.
 func (c Config) beta() float64 {
 	if c.NoMomentum {

@@ -79,24 +79,11 @@ func (o *options) builder() (zoo.Builder, zoo.Data, zoo.Data, error) {
 	if dir == "auto" {
 		dir = ""
 	}
-	if o.model == "transformer" {
-		if dir == "embedded" {
-			dir = ""
-		}
-		train, test, err := zoo.LoadCMUdict(dir)
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		if o.limit > 0 && o.limit < len(train) {
-			train = train[:o.limit]
-		}
-		return r.Build, zoo.NewG2PData(train), zoo.NewG2PData(test), nil
-	}
-	train, test, err := zoo.LoadFashionMNIST(dir)
+	train, test, err := r.Load(dir, o.limit)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	return r.Build, train.Head(o.limit), test, nil
+	return r.Build, train, test, nil
 }
 
 // config turns the flags into a zoo.Config for schedule s, starting from
@@ -167,8 +154,8 @@ func (o *options) config(s asyncvm.Schedule, trainLen int) (zoo.Config, error) {
 		c.Warmup = r.Warmup * steps
 	}
 	c.T1 = o.t1
-	if o.t1 < 0 { // the asynchronous part of the run
-		c.T1 = max(1, steps*c.Epochs-c.Warmup)
+	if o.t1 < 0 {
+		c.T1 = c.StepsAfterWarmup(steps)
 	}
 	if !s.Async { // techniques for asynchrony only
 		c.T1, c.T2, c.Warmup = 0, 0, 0
