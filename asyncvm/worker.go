@@ -47,8 +47,7 @@ type worker struct {
 	costGrad            gorgonia.Value
 	version, nextF      int
 	began               time.Duration            // when the running action had its inputs
-	sched               Schedule                 // of the segment being run
-	told                Schedule                 // whose delay the solver was last told
+	sched               Schedule                 // of the segment being run (whose delay the solver knows)
 	fwdVersion          map[int]int              // microbatch → version its forward read
 	stash               map[int][]gorgonia.Value // microbatch → stage inputs
 	wstash              map[int][]gorgonia.Value // version → weight copy (PipeDream)
@@ -133,6 +132,7 @@ func newWorker(vm *VM, st *graphsplit.Stage) (*worker, error) {
 	if vm.cfg.warmup > 0 {
 		first = vm.cfg.warmSch
 	}
+	w.sched = first
 	w.announceDelay(first)
 	return w, nil
 }
@@ -141,7 +141,6 @@ func newWorker(vm *VM, st *graphsplit.Stage) (*worker, error) {
 // stage: τ_i for an asynchronous schedule, 1 for a synchronous one. Called
 // before the first step and at every switch of schedule (after a warm-up).
 func (w *worker) announceDelay(s Schedule) {
-	w.told = s
 	if da, ok := w.solver.(DelayAware); ok {
 		tau := 1.0
 		if s.Async {
@@ -171,7 +170,7 @@ func (w *worker) run() {
 		case <-w.vm.ctx.Done():
 			return
 		case r := <-w.work:
-			if r.sched.Name != w.told.Name || r.sched.Async != w.told.Async {
+			if r.sched.Name != w.sched.Name || r.sched.Async != w.sched.Async {
 				w.announceDelay(r.sched)
 			}
 			w.sched = r.sched
