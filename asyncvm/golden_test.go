@@ -1,0 +1,209 @@
+package asyncvm_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"math"
+	"math/rand"
+	"os"
+	"path/filepath"
+	"sort"
+	"testing"
+
+	"github.com/pipemare/pipemare/asyncvm"
+	"github.com/pipemare/pipemare/correction"
+	"github.com/pipemare/pipemare/graphsplit"
+	"github.com/pipemare/pipemare/internal/tensorutil"
+	"github.com/pipemare/pipemare/internal/testmodels"
+	"github.com/pipemare/pipemare/rescheduler"
+	"github.com/stretchr/testify/require"
+	"gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+)
+
+var updateGolden = flag.Bool("update-golden", false, "rewrite testdata/weights_sha256.json from this engine (only when a change is meant to change results)")
+
+const goldenFile = "testdata/weights_sha256.json"
+
+// goldenRun is one training whose final weights are recorded.
+type goldenRun struct {
+	name   string
+	opts   func(p int) []asyncvm.Option
+	delays func(p int) asyncvm.Delays // delay injection instead of the engine
+}
+
+func momentumSolver(int) gorgonia.Solver {
+	return gorgonia.NewMomentum(gorgonia.WithLearnRate(0.05), gorgonia.WithMomentum(0.9))
+}
+
+// t1t2 is PipeMare's solver: T1 over 8 steps around T2 (γ = 0.9) around
+// Momentum.
+func t1t2(int) gorgonia.Solver {
+	t2, err := correction.New(momentumSolver(0), correction.WithGamma(0.9))
+	if err != nil {
+		panic(err)
+	}
+	t1, err := rescheduler.New(t2, rescheduler.WithPhase(8))
+	if err != nil {
+		panic(err)
+	}
+	return t1
+}
+
+func goldenRuns() []goldenRun {
+	with := func(s asyncvm.Schedule, more ...asyncvm.Option) func(int) []asyncvm.Option {
+		return func(int) []asyncvm.Option {
+			return append([]asyncvm.Option{asyncvm.WithSchedule(s), asyncvm.WithSolver(momentumSolver)}, more...)
+		}
+	}
+	return []goldenRun{
+		{name: "sequential", opts: with(asyncvm.Sequential)},
+		{name: "gpipe", opts: with(asyncvm.GPipe)},
+		{name: "1f1b", opts: with(asyncvm.OneFOneB)},
+		{name: "pipedream", opts: with(asyncvm.PipeDream)},
+		{name: "pipemare", opts: with(asyncvm.PipeMare)},
+		{name: "pipemare-stash", opts: with(asyncvm.PipeMare, asyncvm.WithActivations(asyncvm.Stash))},
+		{name: "pipedream-stash", opts: with(asyncvm.PipeDream, asyncvm.WithActivations(asyncvm.Stash))},
+		{name: "pipemare-t1t2-warmup", opts: func(int) []asyncvm.Option {
+			return []asyncvm.Option{asyncvm.WithSchedule(asyncvm.PipeMare), asyncvm.WithSolver(t1t2), asyncvm.WithWarmup(3, asyncvm.OneFOneB)}
+		}},
+		{name: "injected-pipemare", opts: func(int) []asyncvm.Option { return []asyncvm.Option{asyncvm.WithSolver(t1t2)} },
+			delays: func(p int) asyncvm.Delays { return asyncvm.PipeMareDelays(p, goldenN) }},
+		{name: "injected-exponential", opts: func(int) []asyncvm.Option { return []asyncvm.Option{asyncvm.WithSolver(t1t2)} },
+			delays: func(int) asyncvm.Delays { return asyncvm.ExponentialDelays{MeanDelay: 2, Limit: 6, Seed: 3, N: goldenN} }},
+	}
+}
+
+const goldenN, goldenSteps = 2, 10
+
+// TestWeightsAreUnchanged trains every test model (float64 and float32, at
+// fine grain) with every schedule, PipeMare with T1+T2 and a warm-up,
+// stashed activations and delay injection, and compares the SHA-256 of the
+// final weights with the ones recorded in testdata: a change that is not
+// meant to change results leaves every one of them as it was.
+func TestWeightsAreUnchanged(t *testing.T) {
+	if raceEnabled {
+		t.Skip("80 trainings in a row; see race_test.go")
+	}
+	want := map[string]string{}
+	if b, err := os.ReadFile(goldenFile); err == nil {
+		require.NoError(t, json.Unmarshal(b, &want))
+	} else if !*updateGolden {
+		t.Fatalf("%v (run with -update-golden to record)", err)
+	}
+	got := map[string]string{}
+	for _, nb := range testmodels.All() {
+		for _, dt := range []tensor.Dtype{tensor.Float64, tensor.Float32} {
+			for _, r := range goldenRuns() {
+				key := fmt.Sprintf("%s/%v/%s", nb.Name, dt, r.name)
+				got[key] = trainForGolden(t, nb.Build, dt, r)
+				if !*updateGolden {
+					require.Equal(t, want[key], got[key], "%s: the final weights changed", key)
+				}
+			}
+		}
+	}
+	if *updateGolden {
+		keys := make([]string, 0, len(got))
+		for k := range got {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		b, err := json.MarshalIndent(got, "", "  ")
+		require.NoError(t, err)
+		require.NoError(t, os.MkdirAll(filepath.Dir(goldenFile), 0o755))
+		require.NoError(t, os.WriteFile(goldenFile, append(b, '\n'), 0o644))
+		t.Logf("recorded %d runs in %s", len(keys), goldenFile)
+		return
+	}
+	require.Len(t, got, len(want), "every recorded run still runs")
+}
+
+func trainForGolden(t *testing.T, build testmodels.Builder, dt tensor.Dtype, r goldenRun) string {
+	t.Helper()
+	m, err := build(dt, 4, 1)
+	require.NoError(t, err)
+	plan, err := graphsplit.Split(m.Graph, m.Cost, m.Learnables, graphsplit.FineGrained())
+	require.NoError(t, err)
+	p := len(plan.Stages)
+	opts := append([]asyncvm.Option{asyncvm.WithMicrobatches(goldenN)}, r.opts(p)...)
+	type trainer interface {
+		Step(context.Context, map[*gorgonia.Node]gorgonia.Value) (float64, error)
+		Close() error
+	}
+	var tr trainer
+	var vm *asyncvm.VM
+	if r.delays != nil {
+		x, err := asyncvm.NewInjected(plan, r.delays(p), opts...)
+		require.NoError(t, err)
+		tr = x
+	} else {
+		vm, err = asyncvm.New(plan, opts...)
+		require.NoError(t, err)
+		tr = vm
+	}
+	defer tr.Close()
+	rng := rand.New(rand.NewSource(11))
+	ctx := context.Background()
+	for k := 0; k < goldenSteps; k++ {
+		feeds := map[*gorgonia.Node]gorgonia.Value{}
+		micro := make([][]gorgonia.Value, goldenN)
+		for j := range micro {
+			micro[j] = m.Batch(rng)
+		}
+		for i, in := range m.Inputs {
+			feeds[in] = concatRows(t, in, micro, i)
+		}
+		loss, err := tr.Step(ctx, feeds)
+		require.NoError(t, err)
+		require.False(t, math.IsNaN(loss))
+	}
+	if vm != nil {
+		require.NoError(t, vm.Flush(ctx))
+	}
+	return weightsSHA256(t, plan.Learnables)
+}
+
+func concatRows(t *testing.T, in *gorgonia.Node, micro [][]gorgonia.Value, i int) gorgonia.Value {
+	shape := in.Shape().Clone()
+	shape[0] *= len(micro)
+	full := tensorutil.Zeros(in.Dtype(), shape)
+	size := in.Shape().TotalSize()
+	for j, mb := range micro {
+		switch f := full.Data().(type) {
+		case []float64:
+			copy(f[j*size:], mb[i].Data().([]float64))
+		case []float32:
+			copy(f[j*size:], mb[i].Data().([]float32))
+		default:
+			t.Fatalf("dtype %v", in.Dtype())
+		}
+	}
+	return full
+}
+
+// weightsSHA256 hashes the learnables' values in order as raw
+// little-endian bytes.
+func weightsSHA256(t *testing.T, learnables gorgonia.Nodes) string {
+	h := sha256.New()
+	for _, l := range learnables {
+		switch d := l.Value().Data().(type) {
+		case []float64:
+			for _, x := range d {
+				require.NoError(t, binary.Write(h, binary.LittleEndian, math.Float64bits(x)))
+			}
+		case []float32:
+			for _, x := range d {
+				require.NoError(t, binary.Write(h, binary.LittleEndian, math.Float32bits(x)))
+			}
+		default:
+			t.Fatalf("learnable %s: %T", l.Name(), d)
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
