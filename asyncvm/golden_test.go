@@ -75,7 +75,9 @@ func goldenRuns() []goldenRun {
 		{name: "injected-pipemare", opts: func(int) []asyncvm.Option { return []asyncvm.Option{asyncvm.WithSolver(t1t2)} },
 			delays: func(p int) asyncvm.Delays { return asyncvm.PipeMareDelays(p, goldenN) }},
 		{name: "injected-exponential", opts: func(int) []asyncvm.Option { return []asyncvm.Option{asyncvm.WithSolver(t1t2)} },
-			delays: func(int) asyncvm.Delays { return asyncvm.ExponentialDelays{MeanDelay: 2, Limit: 6, Seed: 3, N: goldenN} }},
+			delays: func(int) asyncvm.Delays {
+				return asyncvm.ExponentialDelays{MeanDelay: 2, Limit: 6, Seed: 3, N: goldenN}
+			}},
 	}
 }
 
