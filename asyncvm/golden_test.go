@@ -21,6 +21,7 @@ import (
 	"github.com/pipemare/pipemare/internal/tensorutil"
 	"github.com/pipemare/pipemare/internal/testmodels"
 	"github.com/pipemare/pipemare/rescheduler"
+	"github.com/pipemare/pipemare/schedule"
 	"github.com/stretchr/testify/require"
 	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -56,21 +57,21 @@ func t1t2(int) gorgonia.Solver {
 }
 
 func goldenRuns() []goldenRun {
-	with := func(s asyncvm.Schedule, more ...asyncvm.Option) func(int) []asyncvm.Option {
+	with := func(s schedule.Schedule, more ...asyncvm.Option) func(int) []asyncvm.Option {
 		return func(int) []asyncvm.Option {
 			return append([]asyncvm.Option{asyncvm.WithSchedule(s), asyncvm.WithSolver(momentumSolver)}, more...)
 		}
 	}
 	return []goldenRun{
-		{name: "sequential", opts: with(asyncvm.Sequential)},
-		{name: "gpipe", opts: with(asyncvm.GPipe)},
-		{name: "1f1b", opts: with(asyncvm.OneFOneB)},
-		{name: "pipedream", opts: with(asyncvm.PipeDream)},
-		{name: "pipemare", opts: with(asyncvm.PipeMare)},
-		{name: "pipemare-stash", opts: with(asyncvm.PipeMare, asyncvm.WithActivations(asyncvm.Stash))},
-		{name: "pipedream-stash", opts: with(asyncvm.PipeDream, asyncvm.WithActivations(asyncvm.Stash))},
+		{name: "sequential", opts: with(schedule.Sequential)},
+		{name: "gpipe", opts: with(schedule.GPipe)},
+		{name: "1f1b", opts: with(schedule.OneFOneB)},
+		{name: "pipedream", opts: with(schedule.PipeDream)},
+		{name: "pipemare", opts: with(schedule.PipeMare)},
+		{name: "pipemare-stash", opts: with(schedule.PipeMare, asyncvm.WithActivations(asyncvm.Stash))},
+		{name: "pipedream-stash", opts: with(schedule.PipeDream, asyncvm.WithActivations(asyncvm.Stash))},
 		{name: "pipemare-t1t2-warmup", opts: func(int) []asyncvm.Option {
-			return []asyncvm.Option{asyncvm.WithSchedule(asyncvm.PipeMare), asyncvm.WithSolver(t1t2), asyncvm.WithWarmup(3, asyncvm.OneFOneB)}
+			return []asyncvm.Option{asyncvm.WithSchedule(schedule.PipeMare), asyncvm.WithSolver(t1t2), asyncvm.WithWarmup(3, schedule.OneFOneB)}
 		}},
 		{name: "injected-pipemare", opts: func(int) []asyncvm.Option { return []asyncvm.Option{asyncvm.WithSolver(t1t2)} },
 			delays: func(p int) asyncvm.Delays { return asyncvm.PipeMareDelays(p, goldenN) }},

@@ -7,6 +7,7 @@ import (
 
 	"github.com/pipemare/pipemare/graphsplit"
 	"github.com/pipemare/pipemare/internal/tensorutil"
+	"github.com/pipemare/pipemare/schedule"
 	"github.com/pkg/errors"
 	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -43,7 +44,7 @@ func (f FixedDelays) Max(stage int) int { return f[stage] }
 func PipeMareDelays(p, n int) FixedDelays {
 	out := make(FixedDelays, p)
 	for i := range out {
-		out[i] = Delay(p, n, i)
+		out[i] = schedule.Delay(p, n, i)
 	}
 	return out
 }
@@ -272,7 +273,7 @@ func (x *Injected) Step(ctx context.Context, feeds map[*gorgonia.Node]gorgonia.V
 		loss += l
 	}
 	for _, s := range x.stages {
-		a := Action{Op: Update, Step: k}
+		a := schedule.Action{Op: schedule.OpUpdate, Step: k}
 		if err := s.solver.Step(s.model); err != nil {
 			return 0, &StageError{Stage: s.st.Index, Action: a, Minibatch: k, Err: errors.Wrap(err, "solver")}
 		}
@@ -309,7 +310,7 @@ func (x *Injected) microbatch(m int, feeds []gorgonia.Value, delay [][]int) (flo
 	inputs := make([][]gorgonia.Value, len(x.stages))
 	var loss float64
 	for i, s := range x.stages {
-		a := F(m)
+		a := schedule.Forward(m)
 		fail := func(err error) error {
 			return &StageError{Stage: i, Action: a, Minibatch: m / x.n, Err: err}
 		}
@@ -353,7 +354,7 @@ func (x *Injected) microbatch(m int, feeds []gorgonia.Value, delay [][]int) (flo
 	}
 	for i := len(x.stages) - 1; i >= 0; i-- {
 		s := x.stages[i]
-		a := B(m)
+		a := schedule.Backward(m)
 		fail := func(err error) error {
 			return &StageError{Stage: i, Action: a, Minibatch: m / x.n, Err: err}
 		}

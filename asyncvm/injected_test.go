@@ -6,6 +6,7 @@ import (
 
 	"github.com/pipemare/pipemare/graphsplit"
 	"github.com/pipemare/pipemare/internal/testmodels"
+	"github.com/pipemare/pipemare/schedule"
 	"github.com/stretchr/testify/require"
 	"gorgonia.org/tensor"
 )
@@ -21,7 +22,7 @@ func TestInjectionReplaysARealRun(t *testing.T) {
 			require.NoError(t, err)
 			d := makeData(m, n*steps, 6)
 			engine, vm := pipelineTraining(t, m, d, n, steps, []graphsplit.Option{graphsplit.FineGrained()},
-				WithSchedule(PipeMare), WithSolver(momentum(0.05)), WithDelayLog())
+				WithSchedule(schedule.PipeMare), WithSolver(momentum(0.05)), WithDelayLog())
 			log := vm.DelayLog()
 			require.NoError(t, vm.Close())
 
@@ -39,7 +40,7 @@ func TestInjectionReplaysARealRun(t *testing.T) {
 			require.True(t, bitsEqual(engine, m2.LearnableValues()), "%s %v: injection must reproduce the engine's weights", nb.Name, dt)
 			rep := x.Report()
 			for i, sr := range rep.PerStage {
-				require.Positive(t, sr.Delays[Delay(len(rep.PerStage), n, i)], "stage %d replayed τ", i)
+				require.Positive(t, sr.Delays[schedule.Delay(len(rep.PerStage), n, i)], "stage %d replayed τ", i)
 			}
 		}
 	}

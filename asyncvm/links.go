@@ -2,6 +2,7 @@ package asyncvm
 
 import (
 	"github.com/pipemare/pipemare/graphsplit"
+	"github.com/pipemare/pipemare/schedule"
 	"gorgonia.org/gorgonia"
 )
 
@@ -28,9 +29,9 @@ type message struct {
 // stages that exchange tensors, each buffered for capacity messages (the
 // most microbatches a stage holds, so no send ever waits for long), and the
 // topology they form.
-func buildLinks(plan *graphsplit.Plan, capacity int) (Topology, []*link) {
+func buildLinks(plan *graphsplit.Plan, capacity int) (schedule.Topology, []*link) {
 	p := len(plan.Stages)
-	topo := Topology{Producers: make([][]int, p), Consumers: make([][]int, p)}
+	topo := schedule.Topology{Producers: make([][]int, p), Consumers: make([][]int, p)}
 	var links []*link
 	for _, st := range plan.Stages {
 		for _, c := range plan.Stages[st.Index+1:] {

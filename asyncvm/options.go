@@ -1,6 +1,7 @@
 package asyncvm
 
 import (
+	"github.com/pipemare/pipemare/schedule"
 	"gorgonia.org/gorgonia"
 )
 
@@ -9,14 +10,14 @@ type Option func(*config)
 
 type config struct {
 	acts    Activations
-	sched   Schedule
+	sched   schedule.Schedule
 	n       int
 	solver  func(stage int) gorgonia.Solver
 	seed    int64
 	masks   []mask
-	inject  func(stage int, a Action) error // tests only, see export_test.go
+	inject  func(stage int, a schedule.Action) error // tests only, see export_test.go
 	warmup  int
-	warmSch Schedule
+	warmSch schedule.Schedule
 	disc    bool
 	logDel  bool
 }
@@ -27,7 +28,7 @@ type mask struct {
 }
 
 // WithSchedule chooses the schedule (default PipeMare).
-func WithSchedule(s Schedule) Option { return func(c *config) { c.sched = s } }
+func WithSchedule(s schedule.Schedule) Option { return func(c *config) { c.sched = s } }
 
 // WithMicrobatches sets N, the microbatches per minibatch (default 1). The
 // graph is built at the microbatch size; a minibatch fed to Step has N times
@@ -61,7 +62,7 @@ func WithDropoutMask(node *gorgonia.Node, keep float64) Option {
 // schedule sync (1F1B-flush or GPipe) before switching to the main schedule,
 // in the same engine, without rebuilding anything (PipeMare's T3,
 // "PipeMareW"). The switch shows in the report's segments.
-func WithWarmup(steps int, sync Schedule) Option {
+func WithWarmup(steps int, sync schedule.Schedule) Option {
 	return func(c *config) { c.warmup, c.warmSch = steps, sync }
 }
 

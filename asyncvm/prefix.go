@@ -1,18 +1,20 @@
 package asyncvm
 
+import "github.com/pipemare/pipemare/schedule"
+
 // prefix finds, incrementally, how far each stage's action list can run
 // given the microbatches whose data has been supplied. Every schedule runs
 // its forwards and its backwards in increasing microbatch order at each
 // stage (the schedule tests check it), so "F(m) done at stage j" is
 // m < nextF[j], and no per-microbatch bookkeeping is needed.
 type prefix struct {
-	topo         Topology
+	topo         schedule.Topology
 	pos          []int
 	nextF, nextB []int
 	reached      map[int]int // flush step → stages that reached it
 }
 
-func newPrefix(topo Topology) *prefix {
+func newPrefix(topo schedule.Topology) *prefix {
 	p := len(topo.Producers)
 	return &prefix{topo: topo, pos: make([]int, p), nextF: make([]int, p), nextB: make([]int, p), reached: map[int]int{}}
 }
@@ -20,7 +22,7 @@ func newPrefix(topo Topology) *prefix {
 // advance moves every stage as far as its list allows with microbatches
 // below limit available (negative: all) and returns the positions. lists
 // must extend the lists of earlier calls (same prefix).
-func (x *prefix) advance(lists [][]Action, limit int) []int {
+func (x *prefix) advance(lists [][]schedule.Action, limit int) []int {
 	p := len(lists)
 	arrivedAt := make([]int, p) // the flush each stage waits at, −1 none
 	for progress := true; progress; {
@@ -30,16 +32,16 @@ func (x *prefix) advance(lists [][]Action, limit int) []int {
 				a := lists[i][x.pos[i]]
 				ok := true
 				switch a.Op {
-				case Forward:
+				case schedule.OpForward:
 					ok = limit < 0 || a.Micro < limit
 					for _, pr := range x.topo.Producers[i] {
 						ok = ok && a.Micro < x.nextF[pr]
 					}
-				case Backward:
+				case schedule.OpBackward:
 					for _, c := range x.topo.Consumers[i] {
 						ok = ok && a.Micro < x.nextB[c]
 					}
-				case Flush:
+				case schedule.OpFlush:
 					if arrivedAt[i] != a.Step+1 {
 						arrivedAt[i] = a.Step + 1
 						x.reached[a.Step]++
@@ -50,11 +52,11 @@ func (x *prefix) advance(lists [][]Action, limit int) []int {
 					break
 				}
 				switch a.Op {
-				case Forward:
+				case schedule.OpForward:
 					x.nextF[i] = a.Micro + 1
-				case Backward:
+				case schedule.OpBackward:
 					x.nextB[i] = a.Micro + 1
-				case Flush:
+				case schedule.OpFlush:
 					arrivedAt[i] = 0
 				}
 				x.pos[i]++

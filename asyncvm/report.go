@@ -4,6 +4,8 @@ import (
 	"runtime"
 	"sort"
 	"time"
+
+	"github.com/pipemare/pipemare/schedule"
 )
 
 // Report is everything the engine measured, for programs to read and for
@@ -138,15 +140,15 @@ func (vm *VM) Report() Report {
 	for i, w := range vm.workers {
 		sr := StageReport{Stage: i, Delays: copyHist(w.stats.delays), BackwardLag: copyHist(w.stats.bwdLag), PeakWeightVersions: w.stats.peakVersions}
 		if vm.cfg.sched.Async {
-			sr.FormulaDelay = Delay(vm.p, vm.n, i)
+			sr.FormulaDelay = schedule.Delay(vm.p, vm.n, i)
 		}
 		for _, ev := range events[i] {
 			switch ev.Action.Op {
-			case Forward:
+			case schedule.OpForward:
 				sr.Forwards++
-			case Backward:
+			case schedule.OpBackward:
 				sr.Backwards++
-			case Update:
+			case schedule.OpUpdate:
 				sr.Updates++
 			}
 			s, e := max(ev.Start, winStart), min(ev.End, winEnd)

@@ -1,11 +1,15 @@
 package asyncvm
 
-import "time"
+import (
+	"time"
+
+	"github.com/pipemare/pipemare/schedule"
+)
 
 // Event is one action a stage ran, timed from the VM's start.
 type Event struct {
 	Stage  int
-	Action Action
+	Action schedule.Action
 	// Schedule is the schedule the action ran under (a warm-up shows as
 	// its synchronous schedule, then the switch).
 	Schedule   string
@@ -28,6 +32,6 @@ type stageStats struct {
 	delayLog []int
 }
 
-func (s *stageStats) record(stage int, sched string, a Action, start, end time.Duration) {
+func (s *stageStats) record(stage int, sched string, a schedule.Action, start, end time.Duration) {
 	s.events = append(s.events, Event{Stage: stage, Action: a, Schedule: sched, Start: start, End: end})
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/pipemare/pipemare/graphsplit"
+	"github.com/pipemare/pipemare/schedule"
 	"github.com/pkg/errors"
 	"gorgonia.org/gorgonia"
 )
@@ -21,7 +22,7 @@ type VM struct {
 	feeder // the plan, N and the options' data settings
 	cfg    config
 	p      int
-	topo   Topology
+	topo   schedule.Topology
 	links  []*link
 
 	workers []*worker
@@ -48,10 +49,10 @@ type VM struct {
 // the pipeline is drained (Flush, or the switch after a warm-up); the next
 // one starts a fresh pipeline.
 type segment struct {
-	sched     Schedule
-	first     int        // first minibatch
-	steps     int        // minibatches supplied so far
-	lists     [][]Action // generated for gen minibatches
+	sched     schedule.Schedule
+	first     int                 // first minibatch
+	steps     int                 // minibatches supplied so far
+	lists     [][]schedule.Action // generated for gen minibatches
 	gen       int
 	prefix    *prefix
 	done      []int // actions handed to each worker
@@ -66,7 +67,7 @@ func New(plan *graphsplit.Plan, opts ...Option) (*VM, error) {
 	if plan == nil || len(plan.Stages) == 0 {
 		return nil, errors.New("asyncvm: plan has no stages")
 	}
-	cfg := config{sched: PipeMare, n: 1, seed: 1}
+	cfg := config{sched: schedule.PipeMare, n: 1, seed: 1}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -123,12 +124,12 @@ func New(plan *graphsplit.Plan, opts ...Option) (*VM, error) {
 // schedules this VM runs, which bounds every link's queue (see InFlight).
 func (vm *VM) inFlightBound() int {
 	bound := 1
-	for _, s := range []Schedule{vm.cfg.sched, vm.cfg.warmSch} {
+	for _, s := range []schedule.Schedule{vm.cfg.sched, vm.cfg.warmSch} {
 		if s.Actions == nil {
 			continue
 		}
 		for _, list := range s.Actions(vm.p, vm.n, 2*vm.p+2) {
-			bound = max(bound, InFlight(list))
+			bound = max(bound, schedule.InFlight(list))
 		}
 	}
 	return bound
@@ -234,7 +235,7 @@ func (vm *VM) round(ctx context.Context, drain bool) error {
 		}
 		// Earlier segments are always drained before a later one runs.
 		final := drain || si < len(vm.segs)-1
-		var lists [][]Action
+		var lists [][]schedule.Action
 		limit := seg.steps * vm.n
 		if final {
 			lists = seg.sched.Actions(vm.p, vm.n, seg.steps)
@@ -268,7 +269,7 @@ func (vm *VM) round(ctx context.Context, drain bool) error {
 
 // dispatch sends each worker its next slice of actions and waits for all
 // of them to park.
-func (vm *VM) dispatch(ctx context.Context, seg *segment, lists [][]Action, target []int) error {
+func (vm *VM) dispatch(ctx context.Context, seg *segment, lists [][]schedule.Action, target []int) error {
 	busy := 0
 	for i, w := range vm.workers {
 		if target[i] == seg.done[i] {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/pipemare/pipemare/graphsplit"
 	"github.com/pipemare/pipemare/internal/tensorutil"
+	"github.com/pipemare/pipemare/schedule"
 	"github.com/pkg/errors"
 	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -16,9 +17,9 @@ import (
 // work is a slice of a stage's action list for one round, with the offsets
 // of the segment it belongs to.
 type work struct {
-	actions             []Action
+	actions             []schedule.Action
 	microBase, stepBase int
-	sched               Schedule
+	sched               schedule.Schedule
 }
 
 // worker owns one stage: its programs, solver, accumulators, stashes and
@@ -47,7 +48,7 @@ type worker struct {
 	costGrad            gorgonia.Value
 	version, nextF      int
 	began               time.Duration            // when the running action had its inputs
-	sched               Schedule                 // of the segment being run (whose delay the solver knows)
+	sched               schedule.Schedule        // of the segment being run (whose delay the solver knows)
 	fwdVersion          map[int]int              // microbatch → version its forward read
 	stash               map[int][]gorgonia.Value // microbatch → stage inputs
 	wstash              map[int][]gorgonia.Value // version → weight copy (PipeDream)
@@ -140,11 +141,11 @@ func newWorker(vm *VM, st *graphsplit.Stage) (*worker, error) {
 // announceDelay tells a DelayAware solver the delay schedule s gives the
 // stage: τ_i for an asynchronous schedule, 1 for a synchronous one. Called
 // before the first step and at every switch of schedule (after a warm-up).
-func (w *worker) announceDelay(s Schedule) {
+func (w *worker) announceDelay(s schedule.Schedule) {
 	if da, ok := w.solver.(DelayAware); ok {
 		tau := 1.0
 		if s.Async {
-			tau = float64(max(1, Delay(w.vm.p, w.vm.n, w.idx)))
+			tau = float64(max(1, schedule.Delay(w.vm.p, w.vm.n, w.idx)))
 		}
 		da.SetDelay(tau, false)
 	}
@@ -192,9 +193,9 @@ func (w *worker) run() {
 }
 
 // do runs one action, turning errors and panics into a StageError.
-func (w *worker) do(a Action) (err error) {
+func (w *worker) do(a schedule.Action) (err error) {
 	step := a.Step
-	if a.Op == Forward || a.Op == Backward {
+	if a.Op == schedule.OpForward || a.Op == schedule.OpBackward {
 		step = a.Micro / w.vm.n
 	}
 	defer func() {
@@ -209,13 +210,13 @@ func (w *worker) do(a Action) (err error) {
 		}
 	}
 	switch a.Op {
-	case Forward:
+	case schedule.OpForward:
 		err = w.forward(a.Micro)
-	case Backward:
+	case schedule.OpBackward:
 		err = w.backward(a.Micro)
-	case Update:
+	case schedule.OpUpdate:
 		err = w.update(a.Step)
-	case Flush:
+	case schedule.OpFlush:
 		err = w.vm.barrier.wait(w.vm.ctx, a.Step)
 	}
 	if err != nil {
@@ -400,7 +401,7 @@ func (w *worker) backward(m int) error {
 // keepsVersions reports whether forwards keep a copy of their weights:
 // PipeDream needs them, WithDiscrepancy measures against them.
 func (w *worker) keepsVersions() bool {
-	return w.sched.Stash || (w.vm.cfg.disc && w.sched.Async)
+	return w.sched.StashWeights || (w.vm.cfg.disc && w.sched.Async)
 }
 
 // bindBackwardWeights makes the backward of m read the weights its schedule
@@ -409,7 +410,7 @@ func (w *worker) keepsVersions() bool {
 func (w *worker) bindBackwardWeights(m int, swapped *bool) error {
 	fv := w.fwdVersion[m]
 	switch {
-	case w.sched.Stash:
+	case w.sched.StashWeights:
 		w.stats.bwdLag[0]++ // the forward's own version, by construction
 		if fv == w.version {
 			return nil
@@ -497,7 +498,7 @@ func (w *worker) stashWeights(v int) error {
 			cp[i] = c
 		}
 		w.wstash[v] = cp
-		if w.sched.Stash { // measurement copies are not part of the method
+		if w.sched.StashWeights { // measurement copies are not part of the method
 			w.wsBytes += valuesBytes(cp)
 			w.stats.peakWeights = max(w.stats.peakWeights, w.wsBytes)
 			w.stats.peakVersions = max(w.stats.peakVersions, len(w.wstash))
@@ -510,7 +511,7 @@ func (w *worker) stashWeights(v int) error {
 func (w *worker) releaseWeights(v int) {
 	w.wrefs[v]--
 	if w.wrefs[v] == 0 {
-		if w.sched.Stash {
+		if w.sched.StashWeights {
 			w.wsBytes -= valuesBytes(w.wstash[v])
 		}
 		delete(w.wstash, v)

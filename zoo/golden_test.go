@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/pipemare/pipemare/asyncvm"
+	"github.com/pipemare/pipemare/schedule"
 	"github.com/stretchr/testify/require"
 	"gorgonia.org/gorgonia"
 )
@@ -42,7 +43,7 @@ func TestMLPWeightsAreUnchanged(t *testing.T) {
 	r.Run.Epochs = 2
 	steps := train.Len() / (r.Run.Microbatch * r.Run.Microbatches)
 	pipedream := r.Naive()
-	pipedream.Schedule = asyncvm.PipeDream
+	pipedream.Schedule = schedule.PipeDream
 	injected := r.PipeMare(steps)
 	injected.Warmup = 0
 	injected.Delays = asyncvm.PipeMareDelays(3, r.Run.Microbatches)

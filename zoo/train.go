@@ -10,6 +10,7 @@ import (
 	"github.com/pipemare/pipemare/correction"
 	"github.com/pipemare/pipemare/graphsplit"
 	"github.com/pipemare/pipemare/rescheduler"
+	"github.com/pipemare/pipemare/schedule"
 	"github.com/pkg/errors"
 	"gorgonia.org/gorgonia"
 )
@@ -17,7 +18,7 @@ import (
 // Config is one training run.
 type Config struct {
 	// Schedule is the pipeline schedule (default PipeMare).
-	Schedule asyncvm.Schedule
+	Schedule schedule.Schedule
 	// Stages is P; 0 cuts one stage per layer (fine grain).
 	Stages int
 	// Microbatch is the rows of one microbatch (the model's batch size);
@@ -76,7 +77,7 @@ type Result struct {
 	Report asyncvm.Report `json:"report"`
 	// Virtual is the run replayed on one virtual device per stage (none
 	// with injected delays).
-	Virtual  asyncvm.Virtual   `json:"virtual_devices"`
+	Virtual  schedule.Virtual  `json:"virtual_devices"`
 	Events   [][]asyncvm.Event `json:"-"`
 	Plan     *graphsplit.Plan  `json:"-"`
 	Wall     time.Duration     `json:"wall_ns"`
@@ -137,7 +138,7 @@ func (c Config) Solver(stepsPerEpoch int) func(stage int) gorgonia.Solver {
 // after every epoch.
 func Train(ctx context.Context, build Builder, train, test Data, cfg Config) (*Result, error) {
 	if cfg.Schedule.Actions == nil {
-		cfg.Schedule = asyncvm.PipeMare
+		cfg.Schedule = schedule.PipeMare
 	}
 	if cfg.Microbatch <= 0 || cfg.Microbatches <= 0 || cfg.Epochs <= 0 || cfg.LR <= 0 {
 		return nil, errors.Errorf("zoo: microbatch %d, microbatches %d, epochs %d and learning rate %g must be positive", cfg.Microbatch, cfg.Microbatches, cfg.Epochs, cfg.LR)
@@ -169,7 +170,7 @@ func Train(ctx context.Context, build Builder, train, test Data, cfg Config) (*R
 		asyncvm.WithActivations(cfg.Activations),
 	}
 	if cfg.Warmup > 0 {
-		vmOpts = append(vmOpts, asyncvm.WithWarmup(cfg.Warmup, asyncvm.OneFOneB))
+		vmOpts = append(vmOpts, asyncvm.WithWarmup(cfg.Warmup, schedule.OneFOneB))
 	}
 	type trainer interface {
 		Step(context.Context, map[*gorgonia.Node]gorgonia.Value) (float64, error)

@@ -1,4 +1,4 @@
-package asyncvm
+package schedule
 
 import (
 	"flag"
@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-var update = flag.Bool("update", false, "rewrite golden files")
+var update = flag.Bool("update", false, "rewrite testdata/grids")
 
 // TestScheduleInvariants checks every schedule, without a model, on a grid
 // of P and N: each microbatch's F and B run exactly once per stage with F
@@ -20,7 +20,7 @@ var update = flag.Bool("update", false, "rewrite golden files")
 // unit and with random action times.
 func TestScheduleInvariants(t *testing.T) {
 	rng := rand.New(rand.NewSource(1))
-	for _, s := range Schedules() {
+	for _, s := range All() {
 		for p := 1; p <= 6; p++ {
 			for n := 1; n <= 5; n++ {
 				for steps := 1; steps <= 3; steps++ {
@@ -51,7 +51,7 @@ func randomDurations(rng *rand.Rand) func(int, Action) float64 {
 			return d
 		}
 		d := 0.0
-		if a.Op == Forward || a.Op == Backward {
+		if a.Op == OpForward || a.Op == OpBackward {
 			d = 0.1 + rng.Float64()*3
 		}
 		cache[key] = d
@@ -66,11 +66,11 @@ func checkList(t *testing.T, name string, stage int, list []Action, n, steps int
 	sinceUpdate, nextUpdate, nextFlush := 0, 0, 0
 	for pos, a := range list {
 		switch a.Op {
-		case Forward:
+		case OpForward:
 			_, dup := fwd[a.Micro]
 			require.False(t, dup, "%s stage %d: F%d twice", name, stage, a.Micro)
 			fwd[a.Micro] = pos
-		case Backward:
+		case OpBackward:
 			f, ok := fwd[a.Micro]
 			require.True(t, ok && f < pos, "%s stage %d: B%d before its F", name, stage, a.Micro)
 			_, dup := bwd[a.Micro]
@@ -78,12 +78,12 @@ func checkList(t *testing.T, name string, stage int, list []Action, n, steps int
 			require.Equal(t, nextUpdate, a.Micro/n, "%s stage %d: B%d after the update of its minibatch", name, stage, a.Micro)
 			bwd[a.Micro] = pos
 			sinceUpdate++
-		case Update:
+		case OpUpdate:
 			require.Equal(t, nextUpdate, a.Step, "%s stage %d: updates out of order", name, stage)
 			require.Equal(t, n, sinceUpdate, "%s stage %d: U%d after %d backwards", name, stage, a.Step, sinceUpdate)
 			nextUpdate++
 			sinceUpdate = 0
-		case Flush:
+		case OpFlush:
 			require.False(t, async, "%s: an async schedule flushes", name)
 			require.Equal(t, nextFlush, a.Step)
 			require.Equal(t, nextUpdate, a.Step+1, "%s stage %d: flush %d before its update", name, stage, a.Step)
@@ -108,9 +108,9 @@ func checkFlow(t *testing.T, name string, lists [][]Action, tl Timeline) {
 		fEnd[i], bEnd[i] = map[int]float64{}, map[int]float64{}
 		for pos, a := range list {
 			switch a.Op {
-			case Forward:
+			case OpForward:
 				fEnd[i][a.Micro] = tl.End[i][pos]
-			case Backward:
+			case OpBackward:
 				bEnd[i][a.Micro] = tl.End[i][pos]
 			}
 		}
@@ -118,9 +118,9 @@ func checkFlow(t *testing.T, name string, lists [][]Action, tl Timeline) {
 	for i, list := range lists {
 		for pos, a := range list {
 			switch {
-			case a.Op == Forward && i > 0:
+			case a.Op == OpForward && i > 0:
 				require.GreaterOrEqual(t, tl.Start[i][pos], fEnd[i-1][a.Micro], "%s: F%d on stage %d before stage %d", name, a.Micro, i, i-1)
-			case a.Op == Backward && i+1 < len(lists):
+			case a.Op == OpBackward && i+1 < len(lists):
 				require.GreaterOrEqual(t, tl.Start[i][pos], bEnd[i+1][a.Micro], "%s: B%d on stage %d before stage %d", name, a.Micro, i, i+1)
 			}
 		}
@@ -132,7 +132,7 @@ func checkFlow(t *testing.T, name string, lists [][]Action, tl Timeline) {
 // or one less, and exactly τ_i for some microbatch once the pipeline is full;
 // synchronous schedules see none.
 func TestScheduleDelays(t *testing.T) {
-	for _, s := range Schedules() {
+	for _, s := range All() {
 		for p := 1; p <= 6; p++ {
 			for n := 1; n <= 5; n++ {
 				steps := 2*p + 2
@@ -140,16 +140,16 @@ func TestScheduleDelays(t *testing.T) {
 					updates, seenMax := 0, false
 					for _, a := range list {
 						switch a.Op {
-						case Update:
+						case OpUpdate:
 							updates++
-						case Forward:
+						case OpForward:
 							delay := a.Micro/n - updates
 							if !s.Async {
 								require.Zero(t, delay, "%s P%d N%d stage %d F%d", s.Name, p, n, i, a.Micro)
 								continue
 							}
 							want := Delay(p, n, i)
-							if a.Micro >= Warmup(p, i) {
+							if a.Micro >= Ahead(p, i) {
 								require.Contains(t, []int{want - 1, want}, delay, "%s P%d N%d stage %d F%d", s.Name, p, n, i, a.Micro)
 								seenMax = seenMax || delay == want
 							}
@@ -169,7 +169,7 @@ func TestScheduleDelays(t *testing.T) {
 // its producer's InFlight.
 func TestInFlightBoundsLinks(t *testing.T) {
 	rng := rand.New(rand.NewSource(2))
-	for _, s := range Schedules() {
+	for _, s := range All() {
 		for p := 2; p <= 5; p++ {
 			for n := 1; n <= 4; n++ {
 				lists := s.Actions(p, n, 3)
@@ -177,8 +177,8 @@ func TestInFlightBoundsLinks(t *testing.T) {
 					tl := Simulate(lists, Chain(p), -1, randomDurations(rng))
 					for i := 0; i+1 < p; i++ {
 						bound := InFlight(lists[i])
-						require.LessOrEqual(t, maxQueued(lists, tl, i, i+1, Forward), bound, "%s P%d N%d activations %d→%d", s.Name, p, n, i, i+1)
-						require.LessOrEqual(t, maxQueued(lists, tl, i+1, i, Backward), bound, "%s P%d N%d gradients %d→%d", s.Name, p, n, i+1, i)
+						require.LessOrEqual(t, maxQueued(lists, tl, i, i+1, OpForward), bound, "%s P%d N%d activations %d→%d", s.Name, p, n, i, i+1)
+						require.LessOrEqual(t, maxQueued(lists, tl, i+1, i, OpBackward), bound, "%s P%d N%d gradients %d→%d", s.Name, p, n, i+1, i)
 					}
 				}
 			}
@@ -222,7 +222,7 @@ func maxQueued(lists [][]Action, tl Timeline, from, to int, op Op) int {
 // TestGoldenGrids compares the printed clock grids of every schedule for
 // small P and N with testdata/grids (go test -update rewrites them).
 func TestGoldenGrids(t *testing.T) {
-	for _, s := range Schedules() {
+	for _, s := range All() {
 		for _, pn := range [][2]int{{2, 2}, {3, 3}, {4, 2}} {
 			got := Grid(s, pn[0], pn[1], 2)
 			path := filepath.Join("testdata", "grids", fmt.Sprintf("%s_P%d_N%d.txt", s.Name, pn[0], pn[1]))
@@ -246,6 +246,25 @@ func TestGPipeUtilizationIsNOverNPlusPMinus1(t *testing.T) {
 			got := busy / tl.Makespan()
 			want := float64(n) / float64(n+p-1)
 			require.InDelta(t, want, got, 1e-12, "P%d N%d", p, n)
+		}
+	}
+}
+
+// TestVirtualDevicesWithEqualTimes: with every forward and backward taking
+// the same time, GPipe's replayed utilization is exactly N/(N+P−1) and
+// PipeMare's tends to 1 as the run grows.
+func TestVirtualDevicesWithEqualTimes(t *testing.T) {
+	for p := 2; p <= 8; p++ {
+		for _, n := range []int{1, 4, 8} {
+			g := Replay(GPipe.Actions(p, n, 1), Chain(p), nil)
+			require.InDelta(t, float64(n)/float64(n+p-1), g.Utilization, 1e-12, "GPipe P%d N%d", p, n)
+			prev := 0.0
+			for _, steps := range []int{4, 16, 64} {
+				u := Replay(PipeMare.Actions(p, n, steps), Chain(p), nil).Utilization
+				require.Greater(t, u, prev, "PipeMare P%d N%d grows with the run", p, n)
+				prev = u
+			}
+			require.Greater(t, prev, 0.9, "PipeMare P%d N%d after 64 steps", p, n)
 		}
 	}
 }

@@ -1,26 +1,4 @@
-package asyncvm
-
-import (
-	"fmt"
-	"strings"
-)
-
-// Topology says which stages exchange tensors: stage i reads activations from
-// Producers[i] and sends them to Consumers[i]; gradients flow back along the
-// same links.
-type Topology struct {
-	Producers, Consumers [][]int
-}
-
-// Chain is the topology of p stages in a line.
-func Chain(p int) Topology {
-	t := Topology{Producers: make([][]int, p), Consumers: make([][]int, p)}
-	for i := 1; i < p; i++ {
-		t.Producers[i] = []int{i - 1}
-		t.Consumers[i-1] = []int{i}
-	}
-	return t
-}
+package schedule
 
 // Timeline is the outcome of a simulated run: when each stage's actions
 // started and ended, and how many of them could run.
@@ -52,9 +30,9 @@ func (tl Timeline) Makespan() float64 {
 //
 // dur gives each action's duration (nil: 1 for F and B, 0 otherwise). With
 // unit durations this is the clock-cycle view that Grid prints; with measured
-// durations it is the virtual-device replay of a real run; with any durations
-// Done tells which prefix of each list can run, and a list that cannot finish
-// without a limit is a deadlock.
+// durations it is the virtual-device replay of a real run (Replay); with any
+// durations Done tells which prefix of each list can run, and a list that
+// cannot finish without a limit is a deadlock.
 func Simulate(lists [][]Action, topo Topology, limit int, dur func(stage int, a Action) float64) Timeline {
 	if dur == nil {
 		dur = unitDuration
@@ -66,6 +44,8 @@ func Simulate(lists [][]Action, topo Topology, limit int, dur func(stage int, a 
 	for i := range lists {
 		fDone[i] = make(map[int]float64)
 		bDone[i] = make(map[int]float64)
+		tl.Start[i] = make([]float64, 0, len(lists[i]))
+		tl.End[i] = make([]float64, 0, len(lists[i]))
 	}
 	free := make([]float64, p)
 	arrived := make(map[int][]float64) // flush step → arrival time per stage (−1: not yet)
@@ -76,7 +56,7 @@ func Simulate(lists [][]Action, topo Topology, limit int, dur func(stage int, a 
 				a := lists[i][tl.Done[i]]
 				ready, ok := free[i], true
 				switch a.Op {
-				case Forward:
+				case OpForward:
 					if limit >= 0 && a.Micro >= limit {
 						ok = false
 						break
@@ -86,13 +66,13 @@ func Simulate(lists [][]Action, topo Topology, limit int, dur func(stage int, a 
 						ok = ok && done
 						ready = max(ready, t)
 					}
-				case Backward:
+				case OpBackward:
 					for _, c := range topo.Consumers[i] {
 						t, done := bDone[c][a.Micro]
 						ok = ok && done
 						ready = max(ready, t)
 					}
-				case Flush:
+				case OpFlush:
 					arr := arrived[a.Step]
 					if arr == nil {
 						arr = make([]float64, p)
@@ -117,9 +97,9 @@ func Simulate(lists [][]Action, topo Topology, limit int, dur func(stage int, a 
 				tl.End[i] = append(tl.End[i], end)
 				free[i] = end
 				switch a.Op {
-				case Forward:
+				case OpForward:
 					fDone[i][a.Micro] = end
-				case Backward:
+				case OpBackward:
 					bDone[i][a.Micro] = end
 				}
 				tl.Done[i]++
@@ -131,67 +111,25 @@ func Simulate(lists [][]Action, topo Topology, limit int, dur func(stage int, a 
 }
 
 func unitDuration(_ int, a Action) float64 {
-	if a.Op == Forward || a.Op == Backward {
+	if a.Op == OpForward || a.Op == OpBackward {
 		return 1
 	}
 	return 0
 }
 
-// Grid prints the schedule's actions on p stages as a clock × stage table,
-// every forward and backward taking one clock, as the comments of the
-// schedules show. Updates are printed next to the backward they follow.
-func Grid(s Schedule, p, n, steps int) string {
-	lists := s.Actions(p, n, steps)
-	tl := Simulate(lists, Chain(p), -1, nil)
-	clocks := int(tl.Makespan())
-	cells := make([][]string, clocks)
-	for c := range cells {
-		cells[c] = make([]string, p)
-	}
-	for i, list := range lists {
-		for t := 0; t < tl.Done[i]; t++ {
-			a := list[t]
-			switch a.Op {
-			case Forward, Backward:
-				c := int(tl.Start[i][t])
-				cells[c][i] = a.String()
-			case Update:
-				c := int(tl.End[i][t]) - 1
-				if c >= 0 {
-					cells[c][i] += " " + a.String()
-				}
-			}
-		}
-	}
-	var b strings.Builder
-	header := "clock"
-	for i := 0; i < p; i++ {
-		header += fmt.Sprintf("  %-7s", fmt.Sprintf("stage%d", i))
-	}
-	b.WriteString(strings.TrimRight(header, " ") + "\n")
-	for c, row := range cells {
-		line := fmt.Sprintf("%5d", c)
-		for _, cell := range row {
-			line += fmt.Sprintf("  %-7s", cell)
-		}
-		b.WriteString(strings.TrimRight(line, " ") + "\n")
-	}
-	return b.String()
-}
-
 // InFlight is the largest number of microbatches whose forward stage i has
-// run and whose backward it has not, over its action list: the inputs it
-// stashes at most, and a bound on the messages waiting on any link it
+// run and whose backward it has not, over its action list: the activations
+// it keeps at most, and a bound on the messages waiting on any link it
 // produces for (a message for m is sent at F(m) or B(m) of one end and taken
 // at F(m) or B(m) of the other, both between F(m) and B(m) at stage i).
 func InFlight(list []Action) int {
 	cur, peak := 0, 0
 	for _, a := range list {
 		switch a.Op {
-		case Forward:
+		case OpForward:
 			cur++
 			peak = max(peak, cur)
-		case Backward:
+		case OpBackward:
 			cur--
 		}
 	}
