@@ -8,6 +8,7 @@ import (
 	"github.com/pipemare/pipemare/graphsplit"
 	"github.com/pipemare/pipemare/internal/tensorutil"
 	"github.com/pipemare/pipemare/schedule"
+	"github.com/pipemare/pipemare/solvers"
 	"github.com/pkg/errors"
 	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -196,9 +197,7 @@ func NewInjected(plan *graphsplit.Plan, delays Delays, opts ...Option) (*Injecte
 			return nil, errors.Errorf("asyncvm: stage %d: negative maximum delay", st.Index)
 		}
 		s.ring = make([][]gorgonia.Value, delays.Max(st.Index)+1)
-		if da, ok := s.solver.(DelayAware); ok {
-			da.SetDelay(max(1, delays.Mean(st.Index)), false)
-		}
+		solvers.SetDelay(s.solver, max(1, delays.Mean(st.Index)), false)
 		x.stages = append(x.stages, s)
 	}
 	return x, nil
@@ -291,9 +290,7 @@ func (x *Injected) Step(ctx context.Context, feeds map[*gorgonia.Node]gorgonia.V
 			s.stats.delays[d]++
 			sum += d
 		}
-		if da, ok := s.solver.(DelayAware); ok {
-			da.SetDelay(max(1, float64(sum)/float64(x.n)), true)
-		}
+		solvers.SetDelay(s.solver, max(1, float64(sum)/float64(x.n)), true)
 	}
 	x.step++
 	return loss / float64(x.n), nil
@@ -384,11 +381,9 @@ func (x *Injected) microbatch(m int, feeds []gorgonia.Value, delay [][]int) (flo
 			outGrads[q] = sum
 		}
 		d := delay[i][j]
-		var bw []gorgonia.Value
-		if w, ok := s.solver.(BackwardWeighter); ok {
-			if bw, err = w.BackwardWeights(d); err != nil {
-				return 0, fail(err)
-			}
+		bw, err := solvers.BackwardWeights(s.solver, d)
+		if err != nil {
+			return 0, fail(err)
 		}
 		if x.cfg.disc && d > 0 {
 			read := bw

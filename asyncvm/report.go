@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/pipemare/pipemare/schedule"
+	"github.com/pipemare/pipemare/solvers"
 )
 
 // Report is everything the engine measured, for programs to read and for
@@ -197,14 +198,12 @@ func (w *worker) memory() Memory {
 	}
 	m := Memory{
 		Parameters:        params,
-		OptimizerState:    optimizerStateBytes(w.solver, params),
+		OptimizerState:    solvers.StateBytes(w.solver, params),
 		Gradients:         params,
 		StashedWeights:    w.stats.peakWeights,
 		StashedActivation: w.stats.peakActs,
 	}
-	if cs, ok := w.solver.(CorrectionSizer); ok {
-		m.Correction = cs.CorrectionBytes()
-	}
+	m.Correction = solvers.CorrectionBytes(w.solver)
 	return m
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/pipemare/pipemare/graphsplit"
 	"github.com/pipemare/pipemare/internal/tensorutil"
 	"github.com/pipemare/pipemare/schedule"
+	"github.com/pipemare/pipemare/solvers"
 	"github.com/pkg/errors"
 	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -138,17 +139,15 @@ func newWorker(vm *VM, st *graphsplit.Stage) (*worker, error) {
 	return w, nil
 }
 
-// announceDelay tells a DelayAware solver the delay schedule s gives the
+// announceDelay tells the solver the delay schedule s gives the
 // stage: τ_i for an asynchronous schedule, 1 for a synchronous one. Called
 // before the first step and at every switch of schedule (after a warm-up).
 func (w *worker) announceDelay(s schedule.Schedule) {
-	if da, ok := w.solver.(DelayAware); ok {
-		tau := 1.0
-		if s.Async {
-			tau = float64(max(1, schedule.Delay(w.vm.p, w.vm.n, w.idx)))
-		}
-		da.SetDelay(tau, false)
+	tau := 1.0
+	if s.Async {
+		tau = float64(max(1, schedule.Delay(w.vm.p, w.vm.n, w.idx)))
 	}
+	solvers.SetDelay(w.solver, tau, false)
 }
 
 // valueGrad is what a stage's solver steps: the user's tensor and the
@@ -419,12 +418,9 @@ func (w *worker) bindBackwardWeights(m int, swapped *bool) error {
 		return w.bwd.BindLearnables(w.wstash[fv])
 	case w.sched.Async:
 		w.stats.bwdLag[w.version-fv]++
-		var vals []gorgonia.Value
-		if bw, ok := w.solver.(BackwardWeighter); ok {
-			var err error
-			if vals, err = bw.BackwardWeights(w.version - fv); err != nil {
-				return err
-			}
+		vals, err := solvers.BackwardWeights(w.solver, w.version-fv)
+		if err != nil {
+			return err
 		}
 		if w.vm.cfg.disc {
 			read := vals
@@ -477,8 +473,8 @@ func (w *worker) update(k int) error {
 		delete(w.fwdVersion, m)
 	}
 	w.version++
-	if da, ok := w.solver.(DelayAware); ok && cnt > 0 && w.sched.Async {
-		da.SetDelay(max(1, float64(sum)/float64(cnt)), true)
+	if cnt > 0 && w.sched.Async {
+		solvers.SetDelay(w.solver, max(1, float64(sum)/float64(cnt)), true)
 	}
 	return nil
 }

@@ -6,13 +6,14 @@ import (
 
 	"github.com/pipemare/pipemare/correction"
 	"github.com/pipemare/pipemare/rescheduler"
+	"github.com/pipemare/pipemare/solvers"
 	"gorgonia.org/gorgonia"
 )
 
 // Compose PipeMare's two techniques around a stage's solver: T1 outside
 // (it sets the learning rate of the innermost gorgonia solver), T2 inside
 // (it watches the steps and supplies the backward weights). The engine
-// finds both through the interfaces the decorators forward.
+// reaches every layer through solvers.Chain, as solvers.SetDelay does here.
 func Example() {
 	t2, err := correction.New(gorgonia.NewMomentum(gorgonia.WithLearnRate(0.05)), correction.WithGammaFromD(0.1))
 	if err != nil {
@@ -22,7 +23,7 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	solver.SetDelay(4, false) // what the engine does for a stage with τ = 4
+	solvers.SetDelay(solver, 4, false) // what the engine does for a stage with τ = 4
 	fmt.Printf("τ=%g, γ=%.3f, base rate %.2f\n", solver.Delay(), t2.Gamma(), rescheduler.Constant(0.05).Rate(0))
 	// Output:
 	// τ=4, γ=0.562, base rate 0.05

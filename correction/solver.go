@@ -137,9 +137,6 @@ func (s *Solver) Velocity() []tensor.Tensor { return s.delta }
 // Inner is the wrapped solver.
 func (s *Solver) Inner() gorgonia.Solver { return s.inner }
 
-// StateBytes is unknown here: the engine asks the wrapped solver.
-func (s *Solver) StateBytes() int64 { return -1 }
-
 // CorrectionBytes is the size of δ and the scratch buffer.
 func (s *Solver) CorrectionBytes() int64 { return s.bytes }
 

@@ -15,7 +15,7 @@
 // Cosine, Warmup, composable),
 // the τ_i^(…) factor is a Rescale (Power, the formula above, or Linear, which
 // interpolates between α_k/τ_i and α_k), and τ_i comes from the pipeline
-// engine, which calls SetDelay (package asyncvm's DelayAware).
+// engine, which calls SetDelay (solvers.DelayAware).
 //
 //	solver := rescheduler.New(gorgonia.NewMomentum(),
 //		rescheduler.WithBase(rescheduler.Cosine(0.1, 0, steps)),

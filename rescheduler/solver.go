@@ -3,6 +3,7 @@ package rescheduler
 import (
 	"reflect"
 
+	"github.com/pipemare/pipemare/solvers"
 	"github.com/pkg/errors"
 	"gorgonia.org/gorgonia"
 )
@@ -11,9 +12,9 @@ import (
 // wraps before every step to α_{k,i} = α_k · Rescale(τ_i, k, K).
 //
 // One Solver serves one pipeline stage. The engine calls SetDelay (from the
-// stage's worker goroutine, like Step); Rate and Steps may be read between
-// steps. It forwards the engine's optional interfaces (backward weights,
-// state sizes) to the solver it wraps, so decorators compose:
+// stage's goroutine, like Step); Rate and Steps may be read between steps.
+// It implements only its own hooks: an engine reaches the solvers it wraps
+// through solvers.Chain (Inner), so decorators compose:
 // rescheduler.New(correction.New(gorgonia.NewMomentum())).
 type Solver struct {
 	inner    gorgonia.Solver
@@ -103,9 +104,6 @@ func (r *Solver) Step(model []gorgonia.ValueGrad) error {
 // asynchronous update with the delay measured so far (measured true), which
 // is followed only with UseMeasuredDelay. A delay below 1 counts as 1.
 func (r *Solver) SetDelay(tau float64, measured bool) {
-	if da, ok := r.inner.(interface{ SetDelay(float64, bool) }); ok {
-		da.SetDelay(tau, measured) // a correction may want it too
-	}
 	if r.fixedTau || (measured && !r.measured) {
 		return
 	}
@@ -128,41 +126,10 @@ func (r *Solver) PhaseSteps() int { return r.kPhase }
 // Inner is the wrapped solver.
 func (r *Solver) Inner() gorgonia.Solver { return r.inner }
 
-// BackwardWeights forwards to the wrapped solver (a correction.Solver).
-func (r *Solver) BackwardWeights(delay int) ([]gorgonia.Value, error) {
-	if bw, ok := r.inner.(interface {
-		BackwardWeights(int) ([]gorgonia.Value, error)
-	}); ok {
-		return bw.BackwardWeights(delay)
-	}
-	return nil, nil
-}
-
-// StateBytes forwards the wrapped solver's state size, when it reports one.
-func (r *Solver) StateBytes() int64 {
-	if s, ok := r.inner.(interface{ StateBytes() int64 }); ok {
-		return s.StateBytes()
-	}
-	return -1
-}
-
-// CorrectionBytes forwards the wrapped solver's correction buffers.
-func (r *Solver) CorrectionBytes() int64 {
-	if s, ok := r.inner.(interface{ CorrectionBytes() int64 }); ok {
-		return s.CorrectionBytes()
-	}
-	return 0
-}
-
-// innermost unwraps decorators that expose Inner.
+// innermost is the solver at the bottom of s's chain of decorators.
 func innermost(s gorgonia.Solver) gorgonia.Solver {
-	for {
-		in, ok := s.(interface{ Inner() gorgonia.Solver })
-		if !ok {
-			return s
-		}
-		s = in.Inner()
-	}
+	c := solvers.Chain(s)
+	return c[len(c)-1]
 }
 
 // setLearnRate sets the rate of the innermost gorgonia solver.
