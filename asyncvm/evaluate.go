@@ -3,6 +3,7 @@ package asyncvm
 import (
 	"context"
 
+	"github.com/pipemare/pipemare/internal/bnstate"
 	"github.com/pipemare/pipemare/internal/tensorutil"
 	"github.com/pkg/errors"
 	"gorgonia.org/gorgonia"
@@ -99,23 +100,11 @@ func (vm *VM) microbatchesIn(feeds map[*gorgonia.Node]gorgonia.Value) (int, erro
 // it: gorgonia's SetTraining(true) resets the running statistics, so they
 // are saved and put back.
 func (vm *VM) evalMode() (func(), error) {
-	var undo []func()
+	var bns []*gorgonia.BatchNormOp
 	for _, w := range vm.workers {
-		for _, s := range saveStats(w.bns) {
-			if err := s.op.SetTraining(false); err != nil {
-				return nil, err
-			}
-			undo = append(undo, func() {
-				_ = s.op.SetTraining(true)
-				restoreStats([]bnStats{s})
-			})
-		}
+		bns = append(bns, w.bns...)
 	}
-	return func() {
-		for _, u := range undo {
-			u()
-		}
-	}, nil
+	return bnstate.Infer(bns)
 }
 
 // ones is an all-ones tensor: a dropout mask that keeps everything.

@@ -6,6 +6,7 @@ import (
 	"math/rand"
 
 	"github.com/pipemare/pipemare/graphsplit"
+	"github.com/pipemare/pipemare/internal/bnstate"
 	"github.com/pipemare/pipemare/internal/tensorutil"
 	"github.com/pipemare/pipemare/schedule"
 	"github.com/pipemare/pipemare/solvers"
@@ -186,7 +187,7 @@ func NewInjected(plan *graphsplit.Plan, delays Delays, opts ...Option) (*Injecte
 			s.acc = append(s.acc, acc)
 			s.model = append(s.model, &valueGrad{name: l.Name(), value: l.Value(), grad: acc})
 		}
-		s.bns = batchNorms(st)
+		s.bns = bnstate.Of(st.Stateful)
 		if err := st.Forward.Compile(); err != nil {
 			return nil, err
 		}
@@ -396,9 +397,9 @@ func (x *Injected) microbatch(m int, feeds []gorgonia.Value, delay [][]int) (flo
 		if err := s.st.Train.BindLearnables(bw); err != nil {
 			return 0, fail(err)
 		}
-		saved := saveStats(s.bns)
+		saved := bnstate.Save(s.bns)
 		res, err := s.st.Train.Run(inputs[i], outGrads)
-		restoreStats(saved)
+		saved.Restore()
 		if bw != nil {
 			if err2 := s.st.Train.BindLearnables(nil); err == nil {
 				err = err2

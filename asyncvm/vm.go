@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/pipemare/pipemare/graphsplit"
+	"github.com/pipemare/pipemare/internal/bnstate"
 	"github.com/pipemare/pipemare/schedule"
 	"github.com/pkg/errors"
 	"gorgonia.org/gorgonia"
@@ -409,8 +410,7 @@ func (b *barrier) wait(ctx context.Context, k int) error {
 func keepBatchNormStats(plan *graphsplit.Plan) func() {
 	var bns []*gorgonia.BatchNormOp
 	for _, st := range plan.Stages {
-		bns = append(bns, batchNorms(st)...)
+		bns = append(bns, bnstate.Of(st.Stateful)...)
 	}
-	saved := saveStats(bns)
-	return func() { restoreStats(saved) }
+	return bnstate.Save(bns).Restore
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/pipemare/pipemare/graphsplit"
+	"github.com/pipemare/pipemare/internal/bnstate"
 	"github.com/pipemare/pipemare/internal/tensorutil"
 	"github.com/pipemare/pipemare/schedule"
 	"github.com/pipemare/pipemare/solvers"
@@ -84,7 +85,7 @@ func newWorker(vm *VM, st *graphsplit.Stage) (*worker, error) {
 		w.acc = append(w.acc, acc)
 		w.model = append(w.model, &valueGrad{name: l.Name(), value: v, grad: acc})
 	}
-	w.bns = batchNorms(st)
+	w.bns = bnstate.Of(st.Stateful)
 	for i, o := range st.Outputs {
 		w.outIndex[o.Key] = i
 	}
@@ -357,9 +358,9 @@ func (w *worker) backward(m int) error {
 	if err := w.bindBackwardWeights(m, &swapped); err != nil {
 		return err
 	}
-	saved := saveStats(w.bns)
+	saved := bnstate.Save(w.bns)
 	res, err := w.bwd.Run(in, outGrads)
-	restoreStats(saved)
+	saved.Restore()
 	if swapped {
 		if err2 := w.bwd.BindLearnables(nil); err == nil {
 			err = err2
