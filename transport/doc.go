@@ -10,6 +10,7 @@
 //	driver ◀── Reply: parked, losses, failures, state ── stage i
 //	stage i ── Activation: outputs of microbatch m ──▶ stage j > i
 //	stage i ◀── Gradient: gradients of those outputs ── stage j
+//	stage i ── Inference: outputs of an evaluation forward ──▶ stage j
 //
 // Messages of one kind from one peer to another arrive in the order they
 // were sent; nothing else is ordered. Send does not wait for the receiver,

@@ -41,6 +41,11 @@ const (
 	Control
 	// Reply carries a stage's answers to the driver.
 	Reply
+	// Inference carries a stage's outputs of an evaluation forward (no
+	// gradient follows), a queue apart from Activation so that an
+	// evaluation between training steps never meets training traffic
+	// still queued.
+	Inference
 )
 
 func (k Kind) String() string {
@@ -53,6 +58,8 @@ func (k Kind) String() string {
 		return "control"
 	case Reply:
 		return "reply"
+	case Inference:
+		return "inference"
 	}
 	return fmt.Sprintf("kind %d", uint8(k))
 }
