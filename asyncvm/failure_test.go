@@ -121,7 +121,7 @@ func TestNonFiniteLossIsAnError(t *testing.T) {
 	x := feeds[m.Inputs[0]].Data().([]float64)
 	x[0] = math.NaN()
 	_, err := vm.Step(context.Background(), feeds)
-	require.ErrorContains(t, err, "stage 3, forward of microbatch 0 (minibatch 0): the loss is NaN")
+	require.ErrorContains(t, err, "stage 3, forward of microbatch 0 (step 0): the loss is NaN")
 }
 
 func TestExplodingWeightsAreAnError(t *testing.T) {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/pipemare/pipemare/asyncvm"
 	"github.com/pipemare/pipemare/correction"
+	"github.com/pipemare/pipemare/delay"
 	"github.com/pipemare/pipemare/graphsplit"
 	"github.com/pipemare/pipemare/internal/tensorutil"
 	"github.com/pipemare/pipemare/internal/testmodels"
@@ -35,7 +36,7 @@ const goldenFile = "testdata/weights_sha256.json"
 type goldenRun struct {
 	name   string
 	opts   func(p int) []asyncvm.Option
-	delays func(p int) asyncvm.Delays // delay injection instead of the engine
+	delays func(p int) delay.Source // delay injection instead of the engine
 }
 
 func momentumSolver(int) gorgonia.Solver {
@@ -68,16 +69,16 @@ func goldenRuns() []goldenRun {
 		{name: "1f1b", opts: with(schedule.OneFOneB)},
 		{name: "pipedream", opts: with(schedule.PipeDream)},
 		{name: "pipemare", opts: with(schedule.PipeMare)},
-		{name: "pipemare-stash", opts: with(schedule.PipeMare, asyncvm.WithActivations(asyncvm.Stash))},
-		{name: "pipedream-stash", opts: with(schedule.PipeDream, asyncvm.WithActivations(asyncvm.Stash))},
+		{name: "pipemare-stash", opts: with(schedule.PipeMare, asyncvm.WithActivations(asyncvm.Keep))},
+		{name: "pipedream-stash", opts: with(schedule.PipeDream, asyncvm.WithActivations(asyncvm.Keep))},
 		{name: "pipemare-t1t2-warmup", opts: func(int) []asyncvm.Option {
 			return []asyncvm.Option{asyncvm.WithSchedule(schedule.PipeMare), asyncvm.WithSolver(t1t2), asyncvm.WithWarmup(3, schedule.OneFOneB)}
 		}},
 		{name: "injected-pipemare", opts: func(int) []asyncvm.Option { return []asyncvm.Option{asyncvm.WithSolver(t1t2)} },
-			delays: func(p int) asyncvm.Delays { return asyncvm.PipeMareDelays(p, goldenN) }},
+			delays: func(p int) delay.Source { return delay.PipeMare(p, goldenN) }},
 		{name: "injected-exponential", opts: func(int) []asyncvm.Option { return []asyncvm.Option{asyncvm.WithSolver(t1t2)} },
-			delays: func(int) asyncvm.Delays {
-				return asyncvm.ExponentialDelays{MeanDelay: 2, Limit: 6, Seed: 3, N: goldenN}
+			delays: func(int) delay.Source {
+				return delay.Exponential{MeanDelay: 2, Limit: 6, Seed: 3, N: goldenN}
 			}},
 	}
 }

@@ -1,7 +1,11 @@
 package asyncvm
 
 import (
+	"github.com/pipemare/pipemare/delay"
+	"github.com/pipemare/pipemare/graphsplit"
 	"github.com/pipemare/pipemare/schedule"
+	"github.com/pipemare/pipemare/stage"
+	"github.com/pkg/errors"
 	"gorgonia.org/gorgonia"
 )
 
@@ -12,7 +16,7 @@ type config struct {
 	acts    Activations
 	sched   schedule.Schedule
 	n       int
-	solver  func(stage int) gorgonia.Solver
+	solver  func(stage int) (gorgonia.Solver, error)
 	seed    int64
 	masks   []mask
 	inject  func(stage int, a schedule.Action) error // tests only, see export_test.go
@@ -20,6 +24,11 @@ type config struct {
 	warmSch schedule.Schedule
 	disc    bool
 	logDel  bool
+
+	// Delay injection (NewInjected).
+	delays   delay.Source
+	announce func(stage int, s schedule.Schedule) float64
+	set      map[string]bool // options given, for NewInjected's refusals
 }
 
 type mask struct {
@@ -27,8 +36,10 @@ type mask struct {
 	keep float64
 }
 
-// WithSchedule chooses the schedule (default PipeMare).
-func WithSchedule(s schedule.Schedule) Option { return func(c *config) { c.sched = s } }
+// WithSchedule chooses the schedule (default schedule.PipeMare).
+func WithSchedule(s schedule.Schedule) Option {
+	return func(c *config) { c.sched = s; c.set["WithSchedule"] = true }
+}
 
 // WithMicrobatches sets N, the microbatches per minibatch (default 1). The
 // graph is built at the microbatch size; a minibatch fed to Step has N times
@@ -36,10 +47,16 @@ func WithSchedule(s schedule.Schedule) Option { return func(c *config) { c.sched
 func WithMicrobatches(n int) Option { return func(c *config) { c.n = n } }
 
 // WithSolver gives each stage its own solver, made by newSolver(stage) once,
-// before the workers start. A stage's solver steps that stage's learnables,
-// always in the same order (Stage.Learnables). Default: gorgonia.NewVanillaSolver
-// with learning rate 0.01.
+// before the stages start. A stage's solver steps that stage's learnables,
+// always in the same order (Stage.Learnables). Default:
+// gorgonia.NewVanillaSolver with learning rate 0.01.
 func WithSolver(newSolver func(stage int) gorgonia.Solver) Option {
+	return WithSolverFactory(func(stage int) (gorgonia.Solver, error) { return newSolver(stage), nil })
+}
+
+// WithSolverFactory is WithSolver for a factory that can fail (a decorator
+// refusing its options): New returns the factory's error, naming the stage.
+func WithSolverFactory(newSolver func(stage int) (gorgonia.Solver, error)) Option {
 	return func(c *config) { c.solver = newSolver }
 }
 
@@ -59,11 +76,11 @@ func WithDropoutMask(node *gorgonia.Node, keep float64) Option {
 }
 
 // WithWarmup trains the first steps minibatches with the synchronous
-// schedule sync (1F1B-flush or GPipe) before switching to the main schedule,
-// in the same engine, without rebuilding anything (PipeMare's T3,
-// "PipeMareW"). The switch shows in the report's segments.
+// schedule sync (schedule.OneFOneB or schedule.GPipe) before switching to
+// the main schedule, in the same engine, without rebuilding anything
+// (PipeMare's T3, "PipeMareW"). The switch shows in the report's segments.
 func WithWarmup(steps int, sync schedule.Schedule) Option {
-	return func(c *config) { c.warmup, c.warmSch = steps, sync }
+	return func(c *config) { c.warmup, c.warmSch = steps, sync; c.set["WithWarmup"] = true }
 }
 
 // Activations says what a stage keeps between a microbatch's forward and
@@ -72,7 +89,7 @@ func WithWarmup(steps int, sync schedule.Schedule) Option {
 // Under synchronous schedules and PipeDream both give the same gradients.
 // Under PipeMare they are two methods: the backward reads the stage's
 // current weights, and Recompute re-derives the stage's activations with
-// them too, while Stash keeps the activations the forward computed with the
+// them too, while Keep keeps the activations the forward computed with the
 // older weights — the setting of the PipeMare paper, where only the ops that
 // read weights in the backward (the input gradient of a linear layer) see
 // the newer ones.
@@ -83,25 +100,90 @@ const (
 	// inside the backward. Exact for every op, stateful ones included, and
 	// the least memory. The default.
 	Recompute Activations = iota
-	// Stash keeps the tensors the backward reads and runs a backward-only
+	// Keep keeps the tensors the backward reads and runs a backward-only
 	// program: no second forward, more memory. Stages with stateful ops
 	// (BatchNorm, MaxPool, Dropout, GroupNorm, AvgPool) still recompute, as
 	// only that is exact for them.
-	Stash
+	Keep
 )
 
 // WithActivations chooses what stages keep between forward and backward
 // (default Recompute).
-func WithActivations(a Activations) Option { return func(c *config) { c.acts = a } }
+func WithActivations(a Activations) Option {
+	return func(c *config) { c.acts = a; c.set["WithActivations"] = true }
+}
 
 // WithDiscrepancy measures, at every asynchronous backward, how far the
 // weights it reads are from the weights its forward read:
 // ‖u_bkwd − u_fwd‖ / ‖u_fwd‖ over the stage's learnables, reported as
-// StageReport.Discrepancy. It keeps a copy of each weight version in flight
-// to do so (not counted in the memory report): a measurement, not a mode to
-// train with.
+// StageReport.Discrepancy. It keeps a copy of the weights each forward in
+// flight read to do so (not counted in the memory report): a measurement,
+// not a mode to train with.
 func WithDiscrepancy() Option { return func(c *config) { c.disc = true } }
 
 // WithDelayLog records the delay every forward saw, per stage and
-// microbatch (DelayLog), for replaying a run with Injected.
+// microbatch (DelayLog), for replaying a run with NewInjected.
 func WithDelayLog() Option { return func(c *config) { c.logDel = true } }
+
+// newConfig applies opts and checks them against plan.
+func newConfig(plan *graphsplit.Plan, opts []Option) (config, error) {
+	cfg := config{sched: schedule.PipeMare, n: 1, seed: 1, set: map[string]bool{}}
+	if plan == nil || len(plan.Stages) == 0 {
+		return cfg, errors.New("asyncvm: plan has no stages")
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if cfg.n < 1 {
+		return cfg, errors.Errorf("asyncvm: WithMicrobatches(%d): need at least one microbatch per minibatch", cfg.n)
+	}
+	if cfg.sched.Actions == nil {
+		return cfg, errors.New("asyncvm: WithSchedule: schedule has no action lists")
+	}
+	if cfg.warmup < 0 || (cfg.warmup > 0 && (cfg.warmSch.Actions == nil || cfg.warmSch.Async)) {
+		return cfg, errors.New("asyncvm: WithWarmup needs a non-negative number of steps and a synchronous schedule (schedule.OneFOneB or schedule.GPipe)")
+	}
+	if cfg.solver == nil {
+		cfg.solver = func(int) (gorgonia.Solver, error) {
+			return gorgonia.NewVanillaSolver(gorgonia.WithLearnRate(0.01)), nil
+		}
+	}
+	for _, m := range cfg.masks {
+		if m.keep <= 0 || m.keep > 1 {
+			return cfg, errors.Errorf("asyncvm: WithDropoutMask(%s, %g): keep must be in (0, 1]", m.node.Name(), m.keep)
+		}
+		if feedIndex(plan, m.node) < 0 {
+			return cfg, errors.Errorf("asyncvm: WithDropoutMask(%s): not a data input of the plan", m.node.Name())
+		}
+	}
+	return cfg, nil
+}
+
+// stageConfig is stage i's runtime configuration.
+func (c *config) stageConfig(i int) (stage.Config, error) {
+	s, err := c.solver(i)
+	if err != nil {
+		return stage.Config{}, errors.Wrap(err, "the solver factory")
+	}
+	if s == nil {
+		return stage.Config{}, errors.New("the solver factory returned nil")
+	}
+	sc := stage.Config{
+		Microbatches: c.n, Solver: s, KeepActivations: c.acts == Keep,
+		Discrepancy: c.disc, DelayLog: c.logDel, ForwardDelays: c.delays,
+	}
+	if c.inject != nil {
+		sc.Hook = func(a schedule.Action) error { return c.inject(i, a) }
+	}
+	return sc, nil
+}
+
+// feedIndex is the position of node in plan.Feeds, or −1.
+func feedIndex(plan *graphsplit.Plan, node *gorgonia.Node) int {
+	for i, f := range plan.Feeds {
+		if f.Node == node {
+			return i
+		}
+	}
+	return -1
+}

@@ -33,7 +33,7 @@ func TestStashTrainsLikeRecompute(t *testing.T) {
 				m, err := nb.Build(dt, 4, 1)
 				require.NoError(t, err)
 				got, vm := pipelineTraining(t, m, d, n, steps, []graphsplit.Option{graphsplit.FineGrained()},
-					WithSchedule(schedule.OneFOneB), WithActivations(Stash), WithSolver(momentum(0.05)))
+					WithSchedule(schedule.OneFOneB), WithActivations(Keep), WithSolver(momentum(0.05)))
 				rep := vm.Report()
 				require.NoError(t, vm.Close())
 				for i := range got {
@@ -46,7 +46,7 @@ func TestStashTrainsLikeRecompute(t *testing.T) {
 					recompute, vm1 := pipelineTraining(t, m1, d, n, steps, []graphsplit.Option{graphsplit.FineGrained()}, WithSchedule(s), WithSolver(momentum(0.05)))
 					require.NoError(t, vm1.Close())
 					m2, _ := nb.Build(dt, 4, 1)
-					stashed, vm2 := pipelineTraining(t, m2, d, n, steps, []graphsplit.Option{graphsplit.FineGrained()}, WithSchedule(s), WithActivations(Stash), WithSolver(momentum(0.05)))
+					stashed, vm2 := pipelineTraining(t, m2, d, n, steps, []graphsplit.Option{graphsplit.FineGrained()}, WithSchedule(s), WithActivations(Keep), WithSolver(momentum(0.05)))
 					require.NoError(t, vm2.Close())
 					for i := range recompute {
 						require.LessOrEqual(t, relErr(t, stashed[i], recompute[i]), tol, "%s learnable %s", s.Name, m.Learnables[i].Name())

@@ -52,6 +52,10 @@ type Program struct {
 	// program only); Result.Saved returns them.
 	Saved     gorgonia.Nodes
 	savedSlot []gorgonia.Value
+	// Probes are the nodes a probe program (Plan.NewProbe) reads;
+	// Result.Probes returns their values.
+	Probes    gorgonia.Nodes
+	probeSlot []gorgonia.Value
 
 	local    map[*gorgonia.Node]*gorgonia.Node // original → this graph
 	fwdCount int                               // nodes of the forward pass
@@ -69,6 +73,8 @@ type Result struct {
 	LearnableGrads []gorgonia.Value
 	// Saved are the values of Program.Saved (a Stash's forward only).
 	Saved []gorgonia.Value
+	// Probes are the values of Program.Probes (a probe program only).
+	Probes []gorgonia.Value
 }
 
 // HasBackward reports whether the program computes gradients.
@@ -170,6 +176,7 @@ func (p *Program) Run(inputs, outputGrads []gorgonia.Value) (res Result, err err
 	clear(p.inGSlot)
 	clear(p.parGSlot)
 	clear(p.savedSlot)
+	clear(p.probeSlot)
 	p.vm.Reset()
 	if err := p.vm.RunAll(); err != nil {
 		return res, errors.Wrapf(err, "graphsplit: stage %d %s program", p.Stage, p.kind)
@@ -180,6 +187,11 @@ func (p *Program) Run(inputs, outputGrads []gorgonia.Value) (res Result, err err
 	if len(p.Saved) > 0 {
 		if res.Saved, err = conform(p.savedSlot, p.Saved); err != nil {
 			return res, errors.Wrapf(err, "graphsplit: stage %d saved tensor", p.Stage)
+		}
+	}
+	if len(p.Probes) > 0 {
+		if res.Probes, err = conform(p.probeSlot, p.Probes); err != nil {
+			return res, errors.Wrapf(err, "graphsplit: stage %d probed node", p.Stage)
 		}
 	}
 	if p.HasBackward() {

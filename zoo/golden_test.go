@@ -11,7 +11,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/pipemare/pipemare/asyncvm"
+	"github.com/pipemare/pipemare/delay"
 	"github.com/pipemare/pipemare/schedule"
 	"github.com/stretchr/testify/require"
 	"gorgonia.org/gorgonia"
@@ -46,7 +46,7 @@ func TestMLPWeightsAreUnchanged(t *testing.T) {
 	pipedream.Schedule = schedule.PipeDream
 	injected := r.PipeMare(steps)
 	injected.Warmup = 0
-	injected.Delays = asyncvm.PipeMareDelays(3, r.Run.Microbatches)
+	injected.Delays = delay.PipeMare(3, r.Run.Microbatches)
 	runs := map[string]Config{
 		"sequential": r.Synchronous(), "pipemare": r.PipeMare(steps), "naive": r.Naive(),
 		"pipedream": pipedream, "injected": injected,

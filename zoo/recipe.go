@@ -65,7 +65,7 @@ var recipes = []Recipe{
 	// its stages are stateless, so they stash activations (the paper's
 	// setting, and a third faster than recomputing).
 	{Model: "transformer", Build: Transformer, Warmup: 4, load: loadCMUdict,
-		Run: Config{Microbatch: 2, Microbatches: 16, Epochs: 16, LR: 0.25, NoMomentum: true, Cosine: true, Seed: 1, Activations: asyncvm.Stash}},
+		Run: Config{Microbatch: 2, Microbatches: 16, Epochs: 16, LR: 0.25, NoMomentum: true, Cosine: true, Seed: 1, Activations: asyncvm.Keep}},
 }
 
 // Recipes returns every zoo model's recipe.

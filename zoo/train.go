@@ -8,6 +8,7 @@ import (
 
 	"github.com/pipemare/pipemare/asyncvm"
 	"github.com/pipemare/pipemare/correction"
+	"github.com/pipemare/pipemare/delay"
 	"github.com/pipemare/pipemare/graphsplit"
 	"github.com/pipemare/pipemare/rescheduler"
 	"github.com/pipemare/pipemare/schedule"
@@ -44,7 +45,7 @@ type Config struct {
 	Seed        int64
 	// Delays, when set, trains with injected delays (asyncvm.Injected)
 	// instead of running the pipeline.
-	Delays asyncvm.Delays
+	Delays delay.Source
 	// Progress, when set, is called after every epoch.
 	Progress func(EpochResult)
 	// Steps, when set, is called every ProgressEvery steps within an epoch
@@ -164,42 +165,34 @@ func Train(ctx context.Context, build Builder, train, test Data, cfg Config) (*R
 	}
 	defer eval.Close()
 	stepsPerEpoch := train.Len() / (cfg.Microbatch * cfg.Microbatches)
-	vmOpts := []asyncvm.Option{
-		asyncvm.WithSchedule(cfg.Schedule), asyncvm.WithMicrobatches(cfg.Microbatches),
-		asyncvm.WithSolver(cfg.Solver(stepsPerEpoch)), asyncvm.WithSeed(cfg.Seed),
-		asyncvm.WithActivations(cfg.Activations),
+	common := []asyncvm.Option{
+		asyncvm.WithMicrobatches(cfg.Microbatches), asyncvm.WithSolver(cfg.Solver(stepsPerEpoch)), asyncvm.WithSeed(cfg.Seed),
 	}
-	if cfg.Warmup > 0 {
-		vmOpts = append(vmOpts, asyncvm.WithWarmup(cfg.Warmup, schedule.OneFOneB))
-	}
-	type trainer interface {
-		Step(context.Context, map[*gorgonia.Node]gorgonia.Value) (float64, error)
-		Close() error
-		Report() asyncvm.Report
-	}
-	var t trainer
 	var vm *asyncvm.VM
 	if cfg.Delays != nil {
-		x, err := asyncvm.NewInjected(plan, cfg.Delays, vmOpts...)
-		if err != nil {
-			return nil, err
+		if cfg.Warmup > 0 {
+			return nil, errors.Errorf("zoo: injected delays start at the first step; a warm-up of %d steps cannot be combined with them", cfg.Warmup)
 		}
-		t = x
+		vm, err = asyncvm.NewInjected(plan, cfg.Delays, common...)
 	} else {
-		if vm, err = asyncvm.New(plan, vmOpts...); err != nil {
-			return nil, err
+		opts := append(common, asyncvm.WithSchedule(cfg.Schedule), asyncvm.WithActivations(cfg.Activations))
+		if cfg.Warmup > 0 {
+			opts = append(opts, asyncvm.WithWarmup(cfg.Warmup, schedule.OneFOneB))
 		}
-		t = vm
+		vm, err = asyncvm.New(plan, opts...)
 	}
-	defer t.Close()
+	if err != nil {
+		return nil, err
+	}
+	defer vm.Close()
 
 	res := &Result{Config: cfg, Model: m.Name, Stages: len(plan.Stages), Plan: plan}
 	start := time.Now()
 	// Whatever happens, the result holds what ran.
 	defer func() {
 		res.Wall = time.Since(start)
-		res.Report = t.Report()
-		if vm != nil {
+		res.Report = vm.Report()
+		if cfg.Delays == nil {
 			res.Events = vm.Events()
 			res.Virtual = vm.Replay()
 		}
@@ -215,18 +208,7 @@ func Train(ctx context.Context, build Builder, train, test Data, cfg Config) (*R
 		began := time.Now()
 		for done := 0; done < len(batches); {
 			chunk := batches[done:min(done+every, len(batches))]
-			var losses []float64
-			if vm != nil {
-				losses, err = vm.Run(ctx, chunk)
-			} else {
-				for _, b := range chunk {
-					var l float64
-					if l, err = t.Step(ctx, b); err != nil {
-						break
-					}
-					losses = append(losses, l)
-				}
-			}
+			losses, err := vm.Run(ctx, chunk)
 			if err != nil { // keep what ran of the epoch, without accuracy
 				er.Wall = time.Since(began)
 				res.Epochs = append(res.Epochs, er)
@@ -243,7 +225,9 @@ func Train(ctx context.Context, build Builder, train, test Data, cfg Config) (*R
 			er.Loss += l / float64(len(er.Losses))
 		}
 		er.SamplesPerSec = float64(len(batches)*cfg.Microbatch*cfg.Microbatches) / er.Wall.Seconds()
-		er.Utilization = t.Report().Utilization
+		if cfg.Delays == nil {
+			er.Utilization = vm.Report().Utilization
+		}
 		if er.Accuracy, err = eval.Accuracy(test); err != nil {
 			return res, err
 		}
@@ -252,10 +236,8 @@ func Train(ctx context.Context, build Builder, train, test Data, cfg Config) (*R
 			cfg.Progress(er)
 		}
 	}
-	if vm != nil {
-		if err := vm.Flush(ctx); err != nil {
-			return res, err
-		}
+	if err := vm.Flush(ctx); err != nil {
+		return res, err
 	}
 	return res, nil
 }

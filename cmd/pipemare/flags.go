@@ -146,7 +146,7 @@ func (o *options) config(s schedule.Schedule, trainLen int) (zoo.Config, error) 
 	if set["stash"] {
 		c.Activations = asyncvm.Recompute
 		if o.stash {
-			c.Activations = asyncvm.Stash
+			c.Activations = asyncvm.Keep
 		}
 	}
 	steps := trainLen / (c.Microbatch * c.Microbatches)

@@ -186,3 +186,46 @@ func Rows(t tensor.Tensor, from, n int) (*tensor.Dense, error) {
 	}
 	return out, nil
 }
+
+// Concat joins values of one dtype along axis 0 into a fresh tensor: n
+// tensors of shape (r, c…) give (n·r, c…); n scalars give a vector of n.
+func Concat(vals []gorgonia.Value) (*tensor.Dense, error) {
+	if len(vals) == 0 {
+		return nil, errors.New("tensorutil: nothing to concatenate")
+	}
+	dt, shape := vals[0].Dtype(), vals[0].Shape().Clone()
+	if len(shape) == 0 {
+		shape = tensor.Shape{1}
+	}
+	size := shape.TotalSize()
+	shape[0] *= len(vals)
+	out := Zeros(dt, shape)
+	for i, v := range vals {
+		if v.Dtype() != dt || v.Shape().TotalSize() != size {
+			return nil, errors.Errorf("tensorutil: value %d is %v %v, value 0 has %d elements of %v", i, v.Shape(), v.Dtype(), size, dt)
+		}
+		src, err := flat(v)
+		if err != nil {
+			return nil, err
+		}
+		switch x := src.(type) { // a scalar's data is its value
+		case float64:
+			src = []float64{x}
+		case float32:
+			src = []float32{x}
+		case int:
+			src = []int{x}
+		}
+		switch d := out.Data().(type) {
+		case []float64:
+			copy(d[i*size:], src.([]float64))
+		case []float32:
+			copy(d[i*size:], src.([]float32))
+		case []int:
+			copy(d[i*size:], src.([]int))
+		default:
+			return nil, errors.Errorf("tensorutil: dtype %v is not supported", dt)
+		}
+	}
+	return out, nil
+}
