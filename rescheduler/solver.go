@@ -3,6 +3,7 @@ package rescheduler
 import (
 	"reflect"
 
+	"github.com/pipemare/pipemare/internal/solverhook"
 	"github.com/pkg/errors"
 	"gorgonia.org/gorgonia"
 )
@@ -53,9 +54,10 @@ func WithDelay(tau float64) Option { return func(r *Solver) { r.tau, r.fixedTau 
 // formula τ_i = ceil((2(P−1−i)+1)/N) that the engine announces.
 func UseMeasuredDelay() Option { return func(r *Solver) { r.measured = true } }
 
-// New wraps inner. It fails for solvers whose learning rate gorgonia cannot
-// set (gorgonia.WithLearnRate handles Vanilla, Momentum, Adam, AdamW,
-// RMSProp and Barzilai-Borwein).
+// New wraps inner. It fails for solvers whose learning rate it cannot set:
+// gorgonia.WithLearnRate handles Vanilla, Momentum, Adam, AdamW, RMSProp
+// and Barzilai-Borwein, and a solver with LearnRate() float64 and
+// SetLearnRate(float64) methods (solvers.NAdam) sets its own.
 func New(inner gorgonia.Solver, opts ...Option) (*Solver, error) {
 	if inner == nil {
 		return nil, errors.New("rescheduler: nil solver")
@@ -72,7 +74,7 @@ func New(inner gorgonia.Solver, opts ...Option) (*Solver, error) {
 		r.base = Constant(eta)
 	}
 	if _, ok := learnRate(innermost(inner)); !ok {
-		return nil, errors.Errorf("rescheduler: gorgonia cannot set the learning rate of %T (it can for Vanilla, Momentum, Adam, AdamW, RMSProp, Barzilai-Borwein)", innermost(inner))
+		return nil, errors.Errorf("rescheduler: cannot set the learning rate of %T (gorgonia can for Vanilla, Momentum, Adam, AdamW, RMSProp, Barzilai-Borwein; other solvers need LearnRate and SetLearnRate methods)", innermost(inner))
 	}
 	if r.tau < 1 {
 		return nil, errors.Errorf("rescheduler: WithDelay(%g): a delay is at least 1", r.tau)
@@ -103,9 +105,7 @@ func (r *Solver) Step(model []gorgonia.ValueGrad) error {
 // asynchronous update with the delay measured so far (measured true), which
 // is followed only with UseMeasuredDelay. A delay below 1 counts as 1.
 func (r *Solver) SetDelay(tau float64, measured bool) {
-	if da, ok := r.inner.(interface{ SetDelay(float64, bool) }); ok {
-		da.SetDelay(tau, measured) // a correction may want it too
-	}
+	solverhook.SetDelay(r.inner, tau, measured) // a correction may want it too
 	if r.fixedTau || (measured && !r.measured) {
 		return
 	}
@@ -130,12 +130,12 @@ func (r *Solver) Inner() gorgonia.Solver { return r.inner }
 
 // BackwardWeights forwards to the wrapped solver (a correction.Solver).
 func (r *Solver) BackwardWeights(delay int) ([]gorgonia.Value, error) {
-	if bw, ok := r.inner.(interface {
-		BackwardWeights(int) ([]gorgonia.Value, error)
-	}); ok {
-		return bw.BackwardWeights(delay)
-	}
-	return nil, nil
+	return solverhook.BackwardWeights(r.inner, delay)
+}
+
+// ForwardWeights forwards to the wrapped solver (a correction.Predictor).
+func (r *Solver) ForwardWeights(delay int) ([]gorgonia.Value, error) {
+	return solverhook.ForwardWeights(r.inner, delay)
 }
 
 // StateBytes forwards the wrapped solver's state size, when it reports one.
@@ -147,12 +147,7 @@ func (r *Solver) StateBytes() int64 {
 }
 
 // CorrectionBytes forwards the wrapped solver's correction buffers.
-func (r *Solver) CorrectionBytes() int64 {
-	if s, ok := r.inner.(interface{ CorrectionBytes() int64 }); ok {
-		return s.CorrectionBytes()
-	}
-	return 0
-}
+func (r *Solver) CorrectionBytes() int64 { return solverhook.CorrectionBytes(r.inner) }
 
 // innermost unwraps decorators that expose Inner.
 func innermost(s gorgonia.Solver) gorgonia.Solver {
@@ -165,13 +160,29 @@ func innermost(s gorgonia.Solver) gorgonia.Solver {
 	}
 }
 
-// setLearnRate sets the rate of the innermost gorgonia solver.
-func setLearnRate(s gorgonia.Solver, eta float64) {
-	gorgonia.WithLearnRate(eta)(innermost(s))
+// rated is implemented by this module's own solvers (solvers.NAdam): a
+// learning rate a decorator can read and set.
+type rated interface {
+	LearnRate() float64
+	SetLearnRate(eta float64)
 }
 
-// learnRate reads a gorgonia solver's learning rate (its unexported eta).
+// setLearnRate sets the rate of the innermost solver.
+func setLearnRate(s gorgonia.Solver, eta float64) {
+	in := innermost(s)
+	if r, ok := in.(rated); ok {
+		r.SetLearnRate(eta)
+		return
+	}
+	gorgonia.WithLearnRate(eta)(in)
+}
+
+// learnRate reads a solver's learning rate: LearnRate, or a gorgonia
+// solver's unexported eta.
 func learnRate(s gorgonia.Solver) (float64, bool) {
+	if r, ok := s.(rated); ok {
+		return r.LearnRate(), true
+	}
 	v := reflect.ValueOf(s)
 	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
 		return 0, false
