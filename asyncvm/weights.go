@@ -18,6 +18,29 @@ type BackwardWeighter interface {
 	BackwardWeights(delay int) ([]gorgonia.Value, error)
 }
 
+// ForwardWeighter is implemented by a stage's solver when it supplies the
+// weights the stage's forward pass reads under an asynchronous schedule —
+// linear weight prediction (package correction's Predictor), which
+// extrapolates the weights to where they will be when the forward's
+// gradient is applied.
+//
+// The stage's worker calls ForwardWeights before each forward with the
+// number of updates the stage will apply between this forward and the
+// update that uses its gradient (the delay the backward will measure;
+// τ_i = Delay(P, N, i) in PipeMare's steady state, 0 for a synchronous
+// schedule, where the solver returns nil). It returns values parallel to
+// the stage's learnables; the worker does not modify them, and the solver
+// owns them and must not modify them until its next ForwardWeights,
+// BackwardWeights or Step call — the contract of BackwardWeighter. A
+// schedule that stashes weights (PipeDream) stashes these values, so the
+// backward reads what the forward read. Returning nil means "use the
+// current weights".
+//
+// Not wired into the engine yet.
+type ForwardWeighter interface {
+	ForwardWeights(delay int) ([]gorgonia.Value, error)
+}
+
 // StateSizer is implemented by solvers that report the bytes of optimizer
 // state they keep (momentum, Adam's moments), for the memory report; a
 // negative value means "unknown, look at the solver I wrap" (Inner).
