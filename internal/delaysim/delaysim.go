@@ -171,25 +171,31 @@ func StableStep(newSolver func(alpha float64) (gorgonia.Solver, error), h Quadra
 		}
 		return Decays(s, h, w0, tau, steps)
 	}
-	for _, c := range []struct {
-		a    float64
+	return bisect(decays, lo, hi, 1e-4)
+}
+
+// bisect narrows (lo, hi), where ok(lo) holds and ok(hi) does not, to a
+// relative width rel and returns its middle.
+func bisect(ok func(float64) (bool, error), lo, hi, rel float64) (float64, error) {
+	for _, e := range []struct {
+		x    float64
 		want bool
 	}{{lo, true}, {hi, false}} {
-		ok, err := decays(c.a)
+		got, err := ok(e.x)
 		if err != nil {
 			return 0, err
 		}
-		if ok != c.want {
-			return 0, errors.Errorf("delaysim: StableStep: α = %g decays = %v, want %v: widen the bracket", c.a, ok, c.want)
+		if got != e.want {
+			return 0, errors.Errorf("delaysim: at %g the test gives %v, want %v: widen the bracket", e.x, got, e.want)
 		}
 	}
-	for hi-lo > 1e-4*hi {
+	for hi-lo > rel*hi {
 		mid := (lo + hi) / 2
-		ok, err := decays(mid)
+		got, err := ok(mid)
 		if err != nil {
 			return 0, err
 		}
-		if ok {
+		if got {
 			lo = mid
 		} else {
 			hi = mid

@@ -76,29 +76,5 @@ func StableBound(char func(c float64) Poly, lo, hi float64) (float64, error) {
 		r, err := char(c).SpectralRadius()
 		return r < 1, err
 	}
-	for _, e := range []struct {
-		c    float64
-		want bool
-	}{{lo, true}, {hi, false}} {
-		ok, err := stable(e.c)
-		if err != nil {
-			return 0, err
-		}
-		if ok != e.want {
-			return 0, errors.Errorf("delaysim: StableBound: c = %g stable = %v, want %v: widen the bracket", e.c, ok, e.want)
-		}
-	}
-	for hi-lo > 1e-9*hi {
-		mid := (lo + hi) / 2
-		ok, err := stable(mid)
-		if err != nil {
-			return 0, err
-		}
-		if ok {
-			lo = mid
-		} else {
-			hi = mid
-		}
-	}
-	return (lo + hi) / 2, nil
+	return bisect(stable, lo, hi, 1e-9)
 }
