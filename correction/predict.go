@@ -83,5 +83,10 @@ func (p *Predictor) CorrectionBytes() int64 { return p.t.CorrectionBytes() }
 // the delay in use: the Predictor's own fields, not the wrapped solver's.
 func (p *Predictor) SaveState() (solvers.State, error) { return p.t.saveVelocity() }
 
-// LoadState restores a State saved by a Predictor's SaveState.
+// LoadState restores a State saved by a Predictor's SaveState. A restored
+// Predictor needs Bind before it can answer ForwardWeights ahead of its
+// first Step.
 func (p *Predictor) LoadState(st solvers.State) error { return p.t.loadVelocity(st) }
+
+// Bind tells the Predictor the learnables it steps (see Solver.Bind).
+func (p *Predictor) Bind(model []gorgonia.ValueGrad) error { return p.t.Bind(model) }

@@ -87,7 +87,7 @@ func TestSaveAndContinueIsBitIdentical(t *testing.T) {
 				if p, ok := second.(*Predictor); ok {
 					_, err := p.ForwardWeights(2)
 					require.ErrorContains(t, err, "Bind", "restored but not bound")
-					require.NoError(t, p.t.Bind(model))
+					require.NoError(t, p.Bind(model))
 				}
 			}
 			train(t, second, model, k)
