@@ -236,7 +236,7 @@ func (d *delayLog) SetDelay(tau float64, measured bool) {
 	d.calls = append(d.calls, delayCall{tau, measured, d.steps})
 }
 
-// TestWarmupAnnouncesDelays: a DelayAware solver hears τ = 1 for the
+// TestWarmupAnnouncesDelays: a DelayAware solver hears τ = 0 for the
 // synchronous warm-up, then the stage's τ_i when PipeMare takes over, and
 // measured delays only from asynchronous updates; without a warm-up it hears
 // τ_i before the first step.
@@ -280,7 +280,7 @@ func TestWarmupAnnouncesDelays(t *testing.T) {
 			tau := float64(schedule.Delay(len(plan.Stages), n, i))
 			want := []delayCall{{tau, false, 0}}
 			if warm > 0 {
-				want = []delayCall{{1, false, 0}, {tau, false, warm}}
+				want = []delayCall{{0, false, 0}, {tau, false, warm}}
 			}
 			require.Equal(t, want, announced, "warm-up %d, stage %d", warm, i)
 		}

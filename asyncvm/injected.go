@@ -39,6 +39,6 @@ func NewInjected(plan *graphsplit.Plan, delays delay.Source, opts ...Option) (*V
 		}
 	}
 	cfg.sched, cfg.delays = schedule.Sequential, delays
-	cfg.announce = func(i int, _ schedule.Schedule) float64 { return max(1, delays.Mean(i)) }
+	cfg.announce = func(i int, _ schedule.Schedule) float64 { return delays.Mean(i) }
 	return start(plan, cfg)
 }

@@ -83,9 +83,9 @@ func start(plan *graphsplit.Plan, cfg config) (vm *VM, err error) {
 	if vm.delay == nil {
 		vm.delay = func(i int, s schedule.Schedule) float64 {
 			if s.Async {
-				return float64(max(1, schedule.Delay(p, cfg.n, i)))
+				return float64(schedule.Delay(p, cfg.n, i))
 			}
-			return 1
+			return 0
 		}
 	}
 	vm.ep = vm.net.Endpoint(transport.Driver)

@@ -60,8 +60,8 @@ func New(inner gorgonia.Solver, opts ...Option) (*Solver, error) {
 
 // Step steps the wrapped solver and updates δ with the change it made.
 func (s *Solver) Step(model []gorgonia.ValueGrad) error {
-	if s.delta == nil {
-		if err := s.allocate(model); err != nil {
+	if s.live == nil {
+		if err := s.Bind(model); err != nil {
 			return err
 		}
 	}
@@ -85,15 +85,36 @@ func (s *Solver) Step(model []gorgonia.ValueGrad) error {
 	return nil
 }
 
-func (s *Solver) allocate(model []gorgonia.ValueGrad) error {
+// Bind tells the solver the learnables it steps (the list Step is given),
+// which its first Step otherwise does. A solver restored with LoadState
+// needs it before it can supply weights ahead of its first Step; calling
+// it again is an error.
+func (s *Solver) Bind(model []gorgonia.ValueGrad) error {
+	if s.live != nil {
+		return errors.New("correction: Bind: the learnables are already bound")
+	}
+	if s.delta != nil && len(s.delta) != len(model) {
+		return errors.Errorf("correction: the loaded state has %d learnables, the model %d", len(s.delta), len(model))
+	}
+	fresh := s.delta == nil
+	live := make([]gorgonia.Value, len(model))
 	for i, vg := range model {
 		t, ok := vg.Value().(tensor.Tensor)
 		if !ok {
 			return errors.Errorf("correction: learnable %d holds %T, want a tensor", i, vg.Value())
 		}
-		s.delta = append(s.delta, tensor.New(tensor.WithShape(t.Shape().Clone()...), tensor.Of(t.Dtype())))
+		if !fresh && (s.delta[i].Dtype() != t.Dtype() || !s.delta[i].Shape().Eq(t.Shape())) {
+			return errors.Errorf("correction: learnable %d is %v %v, its loaded velocity %v %v", i, t.Shape(), t.Dtype(), s.delta[i].Shape(), s.delta[i].Dtype())
+		}
+		live[i] = t
+	}
+	s.live, s.buf, s.bytes = live, nil, 0
+	for i := range model {
+		t := live[i].(tensor.Tensor)
+		if fresh {
+			s.delta = append(s.delta, tensor.New(tensor.WithShape(t.Shape().Clone()...), tensor.Of(t.Dtype())))
+		}
 		s.buf = append(s.buf, tensor.New(tensor.WithShape(t.Shape().Clone()...), tensor.Of(t.Dtype())))
-		s.live = append(s.live, t)
 		s.bytes += 2 * int64(t.Shape().TotalSize()) * int64(t.Dtype().Size())
 	}
 	return nil
@@ -103,12 +124,21 @@ func (s *Solver) allocate(model []gorgonia.ValueGrad) error {
 // until its next call or step; nil (use the current weights) before the
 // first step or for a zero delay.
 func (s *Solver) BackwardWeights(delay int) ([]gorgonia.Value, error) {
+	return s.shifted(delay, float64(delay))
+}
+
+// shifted returns w − k·δ in the scratch buffer; nil before the first step
+// or for a delay ≤ 0.
+func (s *Solver) shifted(delay int, k float64) ([]gorgonia.Value, error) {
 	if s.steps == 0 || delay <= 0 {
 		return nil, nil
 	}
+	if s.live == nil {
+		return nil, errors.New("correction: restored from a State, the solver has not seen its learnables yet: Bind them (or Step) before asking for weights")
+	}
 	out := make([]gorgonia.Value, len(s.live))
 	for i, w := range s.live {
-		if err := extrapolate(s.buf[i], w, s.delta[i], float64(delay)); err != nil {
+		if err := extrapolate(s.buf[i], w, s.delta[i], k); err != nil {
 			return nil, errors.Wrapf(err, "correction: learnable %d", i)
 		}
 		out[i] = s.buf[i]
@@ -122,6 +152,10 @@ func (s *Solver) SetDelay(tau float64, measured bool) {
 	if measured {
 		return
 	}
+	s.setTau(tau)
+}
+
+func (s *Solver) setTau(tau float64) {
 	s.tau = max(tau, 1)
 	if s.d > 0 {
 		s.gamma = math.Pow(s.d, 1/s.tau)

@@ -42,7 +42,7 @@ func WithRescale(f Rescale) Option { return func(r *Solver) { r.rescale = f } }
 // WithPhase sets K, the number of steps the rescaling lasts (the paper's
 // rescheduling length; 0 turns T1 off). Default 0. Only steps taken with a
 // delay above 1 count towards K: a synchronous warm-up (during which the
-// engine announces τ = 1) runs at the base rate and leaves the whole phase
+// engine announces τ = 0, counted as 1) runs at the base rate and leaves the whole phase
 // for the asynchronous steps that follow it.
 func WithPhase(k int) Option { return func(r *Solver) { r.phase = k } }
 
@@ -54,9 +54,10 @@ func WithDelay(tau float64) Option { return func(r *Solver) { r.tau, r.fixedTau 
 // formula τ_i = ceil((2(P−1−i)+1)/N) that the engine announces.
 func UseMeasuredDelay() Option { return func(r *Solver) { r.measured = true } }
 
-// New wraps inner. It fails for solvers whose learning rate gorgonia cannot
-// set (gorgonia.WithLearnRate handles Vanilla, Momentum, Adam, AdamW,
-// RMSProp and Barzilai-Borwein).
+// New wraps inner. It fails for solvers whose learning rate it cannot set:
+// gorgonia.WithLearnRate handles Vanilla, Momentum, Adam, AdamW, RMSProp
+// and Barzilai-Borwein, and a solver with LearnRate() float64 and
+// SetLearnRate(float64) methods (solvers.NAdam) sets its own.
 func New(inner gorgonia.Solver, opts ...Option) (*Solver, error) {
 	if inner == nil {
 		return nil, errors.New("rescheduler: nil solver")
@@ -73,7 +74,7 @@ func New(inner gorgonia.Solver, opts ...Option) (*Solver, error) {
 		r.base = Constant(eta)
 	}
 	if _, ok := learnRate(innermost(inner)); !ok {
-		return nil, errors.Errorf("rescheduler: gorgonia cannot set the learning rate of %T (it can for Vanilla, Momentum, Adam, AdamW, RMSProp, Barzilai-Borwein)", innermost(inner))
+		return nil, errors.Errorf("rescheduler: cannot set the learning rate of %T (gorgonia can for Vanilla, Momentum, Adam, AdamW, RMSProp, Barzilai-Borwein; other solvers need LearnRate and SetLearnRate methods)", innermost(inner))
 	}
 	if r.tau < 1 {
 		return nil, errors.Errorf("rescheduler: WithDelay(%g): a delay is at least 1", r.tau)
@@ -132,13 +133,22 @@ func innermost(s gorgonia.Solver) gorgonia.Solver {
 	return c[len(c)-1]
 }
 
-// setLearnRate sets the rate of the innermost gorgonia solver.
+// setLearnRate sets the rate of the innermost solver.
 func setLearnRate(s gorgonia.Solver, eta float64) {
-	gorgonia.WithLearnRate(eta)(innermost(s))
+	in := innermost(s)
+	if r, ok := in.(solvers.LearnRater); ok {
+		r.SetLearnRate(eta)
+		return
+	}
+	gorgonia.WithLearnRate(eta)(in)
 }
 
-// learnRate reads a gorgonia solver's learning rate (its unexported eta).
+// learnRate reads a solver's learning rate: LearnRate, or a gorgonia
+// solver's unexported eta.
 func learnRate(s gorgonia.Solver) (float64, bool) {
+	if r, ok := s.(solvers.LearnRater); ok {
+		return r.LearnRate(), true
+	}
 	v := reflect.ValueOf(s)
 	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
 		return 0, false

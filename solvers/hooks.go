@@ -14,9 +14,11 @@ import (
 // calls SetDelay(τ, false) before the first step and whenever the schedule
 // changes (after a synchronous warm-up) with the delay the running schedule
 // gives the stage (τ_i = ceil((2(P−1−i)+1)/N) for an asynchronous
-// schedule, 1 for a synchronous one, the mean injected delay under delay
+// schedule, 0 for a synchronous one, the mean injected delay under delay
 // injection), and SetDelay(d, true) after every update of a delayed
-// schedule with d the mean delay the step's forwards saw.
+// schedule with d the mean delay the step's forwards saw. The delays are
+// the true ones: a layer that divides by the delay (T1) counts below 1 as
+// 1 itself.
 type DelayAware interface {
 	SetDelay(tau float64, measured bool)
 }
@@ -53,6 +55,14 @@ type StateSizer interface {
 // buffers (T2's δ); they are reported apart from optimizer state.
 type CorrectionSizer interface {
 	CorrectionBytes() int64
+}
+
+// LearnRater is implemented by a solver whose learning rate can be read
+// and set (this module's own solvers), as T1 does before every step.
+// Gorgonia's solvers are set through gorgonia.WithLearnRate instead.
+type LearnRater interface {
+	LearnRate() float64
+	SetLearnRate(eta float64)
 }
 
 // SetDelay tells every layer of s that is DelayAware.

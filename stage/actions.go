@@ -224,7 +224,7 @@ func (r *Runtime) update(k int) error {
 	r.version++
 	r.stats.Version = r.version
 	if cnt > 0 && r.seg.Stale {
-		solvers.SetDelay(r.cfg.Solver, max(1, float64(sum)/float64(cnt)), true)
+		solvers.SetDelay(r.cfg.Solver, float64(sum)/float64(cnt), true)
 	}
 	return nil
 }
