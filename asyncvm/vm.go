@@ -56,9 +56,9 @@ type segment struct {
 	first     int // first step
 	steps     int // steps supplied so far
 	lists     [][]schedule.Action
-	gen       int // steps the lists were generated for
-	prefix    *prefix
-	done      []int // actions handed to each stage
+	gen       int                // steps the lists were generated for
+	frontier  *schedule.Frontier // what the stages can run with the data supplied
+	done      []int              // actions handed to each stage
 	drained   bool
 	startedAt time.Duration
 }
@@ -229,7 +229,7 @@ func (vm *VM) segmentFor(k int) *segment {
 			return s
 		}
 	}
-	s := &segment{sched: want, first: k, prefix: newPrefix(vm.topo), done: make([]int, vm.p), startedAt: time.Since(vm.start)}
+	s := &segment{sched: want, first: k, frontier: schedule.NewFrontier(vm.topo, nil), done: make([]int, vm.p), startedAt: time.Since(vm.start)}
 	vm.segs = append(vm.segs, s)
 	return s
 }
@@ -257,7 +257,7 @@ func (vm *VM) round(ctx context.Context, drain bool) error {
 			}
 			lists = seg.lists
 		}
-		target := seg.prefix.advance(lists, limit)
+		target := seg.frontier.Advance(lists, limit)
 		if final {
 			for i := range lists {
 				if target[i] != len(lists[i]) {

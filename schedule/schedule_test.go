@@ -268,3 +268,60 @@ func TestVirtualDevicesWithEqualTimes(t *testing.T) {
 		}
 	}
 }
+
+// TestMicrobatchesRunInOrder: every stage runs its forwards, and its
+// backwards, in increasing microbatch order from 0 — what Frontier relies
+// on.
+func TestMicrobatchesRunInOrder(t *testing.T) {
+	for _, s := range All() {
+		for p := 1; p <= 6; p++ {
+			for n := 1; n <= 5; n++ {
+				for i, list := range s.Actions(p, n, 3) {
+					nextF, nextB := 0, 0
+					for _, a := range list {
+						switch a.Op {
+						case OpForward:
+							require.Equal(t, nextF, a.Micro, "%s P%d N%d stage %d", s.Name, p, n, i)
+							nextF++
+						case OpBackward:
+							require.Equal(t, nextB, a.Micro, "%s P%d N%d stage %d", s.Name, p, n, i)
+							nextB++
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestFrontierIsIncremental: advancing step by step with the data limit
+// growing, on lists generated longer than needed, reaches the same
+// positions as one advance over the exact lists, and never passes the
+// limit.
+func TestFrontierIsIncremental(t *testing.T) {
+	for _, s := range All() {
+		for _, pn := range [][2]int{{1, 1}, {3, 2}, {5, 4}} {
+			p, n := pn[0], pn[1]
+			const steps = 6
+			long := s.Actions(p, n, steps+4)
+			f := NewFrontier(Chain(p), nil)
+			for k := 1; k <= steps; k++ {
+				pos := f.Advance(long, k*n)
+				for i := range long {
+					for _, a := range long[i][:pos[i]] {
+						if a.Op == OpForward {
+							require.Less(t, a.Micro, k*n, "%s P%d N%d: stage %d ran past the data", s.Name, p, n, i)
+						}
+					}
+				}
+			}
+			exact := s.Actions(p, n, steps)
+			done := NewFrontier(Chain(p), nil).Advance(exact, -1)
+			final := f.Advance(long, -1)
+			for i := range exact {
+				require.Equal(t, len(exact[i]), done[i], "%s P%d N%d stage %d: the exact lists run to the end", s.Name, p, n, i)
+				require.GreaterOrEqual(t, final[i], done[i])
+			}
+		}
+	}
+}
