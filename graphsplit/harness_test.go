@@ -23,9 +23,9 @@ func stagewise(plan *Plan, feeds map[*gorgonia.Node]gorgonia.Value) (gorgonia.Va
 }
 
 // stagewiseWith is stagewise where stages with a non-nil stash run their
-// Stash programs instead of Forward and Train.
-func stagewiseWith(plan *Plan, feeds map[*gorgonia.Node]gorgonia.Value, stashes []*Stash) (gorgonia.Value, []gorgonia.Value, error) {
-	stashOf := func(s int) *Stash {
+// keeping programs instead of Forward and Train.
+func stagewiseWith(plan *Plan, feeds map[*gorgonia.Node]gorgonia.Value, stashes []*Keeping) (gorgonia.Value, []gorgonia.Value, error) {
+	stashOf := func(s int) *Keeping {
 		if stashes == nil {
 			return nil
 		}
@@ -54,7 +54,7 @@ func stagewiseWith(plan *Plan, feeds map[*gorgonia.Node]gorgonia.Value, stashes 
 		for i, p := range st.Outputs {
 			acts[p.Key] = res.Outputs[i]
 		}
-		saved[st.Index] = res.Saved
+		saved[st.Index] = res.Kept
 	}
 	cost := acts[plan.Cost.ID()]
 	gradOf := make(map[int64]gorgonia.Value)

@@ -23,7 +23,7 @@ type Plan struct {
 	// Dtype is the cost's dtype.
 	Dtype tensor.Dtype
 
-	a *analysis // kept to build Stash programs on demand
+	a *analysis // kept to build keeping programs on demand
 }
 
 // Stage is one piece of the cut graph.

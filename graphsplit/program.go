@@ -48,10 +48,10 @@ type Program struct {
 	inBuf    []gorgonia.Value // owned copies of the inputs
 	gradBuf  []gorgonia.Value // owned copies of the output gradients
 
-	// Saved are the forward values a Stash's backward reads (its forward
-	// program only); Result.Saved returns them.
-	Saved     gorgonia.Nodes
-	savedSlot []gorgonia.Value
+	// Kept are the forward values a Keeping's backward reads (its forward
+	// program only); Result.Kept returns them.
+	Kept     gorgonia.Nodes
+	keptSlot []gorgonia.Value
 	// Probes are the nodes a probe program (Plan.NewProbe) reads;
 	// Result.Probes returns their values.
 	Probes    gorgonia.Nodes
@@ -71,8 +71,8 @@ type Result struct {
 	InputGrads []gorgonia.Value
 	// LearnableGrads are parallel to Stage.Learnables (nil for Forward).
 	LearnableGrads []gorgonia.Value
-	// Saved are the values of Program.Saved (a Stash's forward only).
-	Saved []gorgonia.Value
+	// Kept are the values of Program.Kept (a Keeping's forward only).
+	Kept []gorgonia.Value
 	// Probes are the values of Program.Probes (a probe program only).
 	Probes []gorgonia.Value
 }
@@ -175,7 +175,7 @@ func (p *Program) Run(inputs, outputGrads []gorgonia.Value) (res Result, err err
 	clear(p.outSlot)
 	clear(p.inGSlot)
 	clear(p.parGSlot)
-	clear(p.savedSlot)
+	clear(p.keptSlot)
 	clear(p.probeSlot)
 	p.vm.Reset()
 	if err := p.vm.RunAll(); err != nil {
@@ -184,8 +184,8 @@ func (p *Program) Run(inputs, outputGrads []gorgonia.Value) (res Result, err err
 	if res.Outputs, err = conform(p.outSlot, p.Outputs); err != nil {
 		return res, errors.Wrapf(err, "graphsplit: stage %d %s program output", p.Stage, p.kind)
 	}
-	if len(p.Saved) > 0 {
-		if res.Saved, err = conform(p.savedSlot, p.Saved); err != nil {
+	if len(p.Kept) > 0 {
+		if res.Kept, err = conform(p.keptSlot, p.Kept); err != nil {
 			return res, errors.Wrapf(err, "graphsplit: stage %d saved tensor", p.Stage)
 		}
 	}

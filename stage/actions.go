@@ -73,7 +73,7 @@ func (r *Runtime) forward(ctx context.Context, ep transport.Endpoint, m int) (ti
 	}
 	keep := in
 	if r.keeping {
-		keep = res.Saved
+		keep = res.Kept
 	}
 	r.kept[m] = keep
 	r.log.keptBytes += valuesBytes(keep)

@@ -119,13 +119,9 @@ func New(plan *graphsplit.Plan, index int, cfg Config) (*Runtime, error) {
 	r.w = newWeights(r)
 	restore := bnstate.Save(r.bns).Restore
 	defer restore()
-	r.fwd, r.bwd = st.Forward, st.Train
-	if cfg.KeepActivations && len(st.Stateful) == 0 {
-		k, err := plan.NewStash(index)
-		if err != nil {
-			return nil, err
-		}
-		r.fwd, r.bwd, r.keeping = k.Forward, k.Backward, true
+	var err error
+	if r.fwd, r.bwd, r.keeping, err = plan.Programs(index, cfg.KeepActivations); err != nil {
+		return nil, err
 	}
 	for _, p := range []*graphsplit.Program{r.fwd, r.bwd} {
 		if err := p.Compile(); err != nil {

@@ -10,8 +10,8 @@ import (
 	"gorgonia.org/tensor"
 )
 
-// Stash is a stage's pair of programs for running without recomputation:
-// the forward also returns the tensors the backward reads (Result.Saved),
+// Keeping is a stage's pair of programs for running without recomputation:
+// the forward also returns the tensors the backward reads (Result.Kept),
 // and the backward reads those instead of recomputing the forward. It
 // trades memory (the saved tensors of every microbatch in flight) for the
 // time of a second forward pass.
@@ -19,22 +19,22 @@ import (
 // Only stages without stateful ops have one: BatchNorm, MaxPool and the
 // like keep state in their op objects between forward and backward, so with
 // several microbatches in flight only recomputation is exact for them.
-type Stash struct {
-	// Forward is the stage's forward program with Saved outputs.
+type Keeping struct {
+	// Forward is the stage's forward program with Kept outputs.
 	Forward *Program
 	// Backward reads the saved tensors (Inputs, parallel to
-	// Forward.Saved) and the output gradients (OutputGrads, parallel to
+	// Forward.Kept) and the output gradients (OutputGrads, parallel to
 	// Stage.Outputs), and returns InputGrads (parallel to Stage.Inputs) and
 	// LearnableGrads.
 	Backward *Program
 }
 
-// NewStash builds the Stash programs of stage s. It refuses stages with
+// NewKeeping builds the keeping programs of stage s. It refuses stages with
 // stateful ops. The programs are new: they share nothing with the stage's
 // Forward and Train programs but the learnables' tensors.
-func (p *Plan) NewStash(s int) (stash *Stash, err error) {
+func (p *Plan) NewKeeping(s int) (k *Keeping, err error) {
 	if s < 0 || s >= len(p.Stages) {
-		return nil, errors.Errorf("graphsplit: NewStash(%d): the plan has %d stages", s, len(p.Stages))
+		return nil, errors.Errorf("graphsplit: NewKeeping(%d): the plan has %d stages", s, len(p.Stages))
 	}
 	st := p.Stages[s]
 	if len(st.Stateful) > 0 {
@@ -42,7 +42,7 @@ func (p *Plan) NewStash(s int) (stash *Stash, err error) {
 	}
 	defer func() {
 		if r := recover(); r != nil {
-			stash, err = nil, errors.Errorf("graphsplit: stage %d stash programs: gorgonia panicked: %v\n%s", s, r, debug.Stack())
+			k, err = nil, errors.Errorf("graphsplit: stage %d keeping programs: gorgonia panicked: %v\n%s", s, r, debug.Stack())
 		}
 	}()
 	gradShapes := make(map[int64]tensor.Shape)
@@ -214,11 +214,30 @@ func (p *Plan) NewStash(s int) (stash *Stash, err error) {
 		if !ok {
 			return nil, errors.Errorf("graphsplit: stage %d: saved node %q is not in the forward program", s, orig[n].Name())
 		}
-		fwd.Saved = append(fwd.Saved, l)
+		fwd.Kept = append(fwd.Kept, l)
 	}
-	fwd.savedSlot = make([]gorgonia.Value, len(fwd.Saved))
-	for i, n := range fwd.Saved {
-		gorgonia.Read(n, &fwd.savedSlot[i])
+	fwd.keptSlot = make([]gorgonia.Value, len(fwd.Kept))
+	for i, n := range fwd.Kept {
+		gorgonia.Read(n, &fwd.keptSlot[i])
 	}
-	return &Stash{Forward: fwd, Backward: back}, nil
+	return &Keeping{Forward: fwd, Backward: back}, nil
+}
+
+// Programs returns the pair of programs stage s runs for a forward and a
+// backward: with keep and a stage without stateful ops, its keeping
+// programs (a new pair; kept is true); otherwise its Forward and Train
+// (the backward recomputes the forward from the stage's inputs).
+func (p *Plan) Programs(s int, keep bool) (fwd, bwd *Program, kept bool, err error) {
+	if s < 0 || s >= len(p.Stages) {
+		return nil, nil, false, errors.Errorf("graphsplit: Programs(%d): the plan has %d stages", s, len(p.Stages))
+	}
+	st := p.Stages[s]
+	if !keep || len(st.Stateful) > 0 {
+		return st.Forward, st.Train, false, nil
+	}
+	k, err := p.NewKeeping(s)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	return k.Forward, k.Backward, true, nil
 }

@@ -23,14 +23,14 @@ func TestStashProgramsMatchRecompute(t *testing.T) {
 		for p := 1; p <= len(fine.Stages); p++ {
 			plan, err := Split(m.Graph, m.Cost, m.Learnables, FineGrained(), Stages(p))
 			require.NoError(t, err)
-			stashes := make([]*Stash, p)
+			stashes := make([]*Keeping, p)
 			for s, st := range plan.Stages {
 				if len(st.Stateful) > 0 {
-					_, err := plan.NewStash(s)
+					_, err := plan.NewKeeping(s)
 					require.ErrorContains(t, err, "stateful ops")
 					continue
 				}
-				stashes[s], err = plan.NewStash(s)
+				stashes[s], err = plan.NewKeeping(s)
 				require.NoError(t, err)
 				stashed++
 			}
