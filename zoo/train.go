@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/pipemare/pipemare/asyncvm"
-	"github.com/pipemare/pipemare/correction"
 	"github.com/pipemare/pipemare/delay"
 	"github.com/pipemare/pipemare/graphsplit"
 	"github.com/pipemare/pipemare/rescheduler"
@@ -111,26 +110,14 @@ func (c Config) SolverName() string {
 }
 
 // Solver returns the per-stage solver Config describes: Momentum(β)
-// wrapped in T2's correction and T1's rescheduler when they are on.
-func (c Config) Solver(stepsPerEpoch int) func(stage int) gorgonia.Solver {
-	return func(stage int) gorgonia.Solver {
-		var s gorgonia.Solver = gorgonia.NewMomentum(gorgonia.WithLearnRate(c.LR), gorgonia.WithMomentum(c.beta()))
-		if c.T2 > 0 {
-			t2, err := correction.New(s, correction.WithGamma(c.T2))
-			if err != nil {
-				panic(err) // Train validates T2 first
-			}
-			s = t2
-		}
+// wrapped in T2's correction and T1's rescheduler (rescheduler.PipeMare).
+func (c Config) Solver(stepsPerEpoch int) func(stage int) (gorgonia.Solver, error) {
+	return func(stage int) (gorgonia.Solver, error) {
 		base := rescheduler.Constant(c.LR)
 		if c.Cosine {
 			base = rescheduler.Cosine(c.LR, c.LR/100, stepsPerEpoch*c.Epochs)
 		}
-		r, err := rescheduler.New(s, rescheduler.WithBase(base), rescheduler.WithPhase(c.T1))
-		if err != nil {
-			panic(err) // Momentum's rate can always be set
-		}
-		return r
+		return rescheduler.PipeMare(gorgonia.NewMomentum(gorgonia.WithLearnRate(c.LR), gorgonia.WithMomentum(c.beta())), base, c.T1, c.T2)
 	}
 }
 
@@ -166,7 +153,7 @@ func Train(ctx context.Context, build Builder, train, test Data, cfg Config) (*R
 	defer eval.Close()
 	stepsPerEpoch := train.Len() / (cfg.Microbatch * cfg.Microbatches)
 	common := []asyncvm.Option{
-		asyncvm.WithMicrobatches(cfg.Microbatches), asyncvm.WithSolver(cfg.Solver(stepsPerEpoch)), asyncvm.WithSeed(cfg.Seed),
+		asyncvm.WithMicrobatches(cfg.Microbatches), asyncvm.WithSolverFactory(cfg.Solver(stepsPerEpoch)), asyncvm.WithSeed(cfg.Seed),
 	}
 	var vm *asyncvm.VM
 	if cfg.Delays != nil {
