@@ -347,7 +347,7 @@ func (vm *VM) await(ctx context.Context) (transport.Message, error) {
 	switch b := m.Body.(type) {
 	case stage.Parked:
 		vm.hear(i, b.Report)
-	case stage.Evaluated:
+	case stage.Evaluated, stage.Saved, stage.Restored, stage.Refused:
 	case stage.Failed:
 		vm.hear(i, b.Report)
 		if !b.InAction {

@@ -55,6 +55,30 @@ type Evaluate struct {
 // Stop ends Serve.
 type Stop struct{}
 
+// Save asks for the stage's Snapshot; the stage answers Saved. The
+// pipeline must be drained.
+type Save struct{}
+
+// Restore loads a Snapshot into a fresh stage; the stage answers Restored.
+type Restore struct {
+	Snapshot Snapshot
+}
+
+// Saved answers Save.
+type Saved struct {
+	Snapshot Snapshot
+}
+
+// Restored answers Restore.
+type Restored struct{}
+
+// Refused answers a Save or Restore the stage cannot carry out (a solver
+// that cannot save its state, a snapshot of another stage); the stage
+// changed nothing and goes on serving.
+type Refused struct {
+	Message string
+}
+
 // Parked answers a Work: every action ran.
 type Parked struct {
 	Report Progress
@@ -146,7 +170,7 @@ type Stats struct {
 }
 
 func init() {
-	for _, b := range []any{Work{}, Data{}, Evaluate{}, Stop{}, Parked{}, Evaluated{}, Failed{}, Stopped{}} {
+	for _, b := range []any{Work{}, Data{}, Evaluate{}, Stop{}, Save{}, Restore{}, Parked{}, Evaluated{}, Failed{}, Stopped{}, Saved{}, Restored{}, Refused{}} {
 		gob.Register(b)
 	}
 }

@@ -209,6 +209,18 @@ func (r *Runtime) Serve(ctx context.Context, ep transport.Endpoint) error {
 				return r.failed(ctx, ep, err)
 			}
 			r.replyValues(ep, out, vals)
+		case Save:
+			if s, err := r.snapshot(); err != nil {
+				r.reply(ep, Refused{Message: err.Error()})
+			} else {
+				r.reply(ep, Saved{Snapshot: s})
+			}
+		case Restore:
+			if err := r.restore(b.Snapshot); err != nil {
+				r.reply(ep, Refused{Message: err.Error()})
+			} else {
+				r.reply(ep, Restored{})
+			}
 		default:
 			return r.failed(ctx, ep, errors.Errorf("stage %d: unknown order %T from the driver", r.index, m.Body))
 		}
