@@ -115,7 +115,7 @@ func TestPipeDreamComputesDelayedGradients(t *testing.T) {
 
 			ref, err := nb.Build(tensor.Float64, 4, 1)
 			require.NoError(t, err)
-			want := delayedReference(t, ref, plan, d, n, steps, schedule.PipeDream.Actions(p, n, steps))
+			want := delayedReference(t, ref, plan, d, n, steps, listVersions(schedule.PipeDream.Actions(p, n, steps)))
 			for i := range got {
 				require.LessOrEqual(t, relErr(t, got[i], want[i]), 1e-12, "learnable %s", ref.Learnables[i].Name())
 			}
@@ -123,11 +123,50 @@ func TestPipeDreamComputesDelayedGradients(t *testing.T) {
 	}
 }
 
-// delayedReference trains ref (the same model as plan's, unsplit) so that
-// microbatch m's gradient is computed on the weights every stage had at
-// m's forward in lists, forward and backward alike.
-func delayedReference(t *testing.T, ref *testmodels.Model, plan *graphsplit.Plan, d data, n, steps int, lists [][]schedule.Action) []gorgonia.Value {
-	// version[s][m]: updates stage s ran before F(m).
+// TestPipeDream2BWAppliesEveryGradientOneUpdateLate checks PipeDream-2BW
+// against the same independent computation with its rule — step k's
+// gradients are computed on the weights after update k−1, at every stage —
+// checks that every forward after the first step saw a delay of exactly
+// one, that a stage keeps one weight copy, and that too few microbatches
+// are refused.
+func TestPipeDream2BWAppliesEveryGradientOneUpdateLate(t *testing.T) {
+	const steps = 7
+	for _, nb := range []testmodels.NamedBuilder{{Name: "mlp", Build: testmodels.MLP}, {Name: "resnet", Build: testmodels.ResNet}} {
+		t.Run(nb.Name, func(t *testing.T) {
+			probe, err := nb.Build(tensor.Float64, 4, 1)
+			require.NoError(t, err)
+			fine, err := graphsplit.Split(probe.Graph, probe.Cost, probe.Learnables, graphsplit.FineGrained())
+			require.NoError(t, err)
+			p := len(fine.Stages)
+			n := schedule.MinN(schedule.PipeDream2BW, p)
+			_, err = New(fine, WithMicrobatches(n-1), WithSchedule(schedule.PipeDream2BW))
+			require.ErrorContains(t, err, fmt.Sprintf("needs at least %d microbatches per minibatch", n))
+
+			m, err := nb.Build(tensor.Float64, 4, 1)
+			require.NoError(t, err)
+			d := makeData(m, n*steps, 3)
+			got, vm := pipelineTraining(t, m, d, n, steps, []graphsplit.Option{graphsplit.FineGrained()}, WithSchedule(schedule.PipeDream2BW), WithSolver(momentum(0.05)))
+			rep := vm.Report()
+			plan := vm.Plan()
+			require.NoError(t, vm.Close())
+			for i, sr := range rep.PerStage {
+				require.Equal(t, map[int]int{0: n, 1: n * (steps - 1)}, sr.Delays, "stage %d: the first step reads the initial weights, every later one a delay of one", i)
+				require.Equal(t, plan.Stages[i].Cost.ParamBytes, sr.Memory.StashedWeights, "stage %d keeps one copy", i)
+			}
+			ref, err := nb.Build(tensor.Float64, 4, 1)
+			require.NoError(t, err)
+			want := delayedReference(t, ref, plan, d, n, steps, func(_, m int) int { return max(0, m/n-1) })
+			for i := range got {
+				require.LessOrEqual(t, relErr(t, got[i], want[i]), 1e-12, "learnable %s", ref.Learnables[i].Name())
+			}
+		})
+	}
+}
+
+// listVersions is, per stage and microbatch, how many updates the stage
+// ran before the microbatch's forward in lists: the version PipeDream's
+// forward reads.
+func listVersions(lists [][]schedule.Action) func(stage, m int) int {
 	version := make([]map[int]int, len(lists))
 	for s, list := range lists {
 		version[s] = map[int]int{}
@@ -141,6 +180,13 @@ func delayedReference(t *testing.T, ref *testmodels.Model, plan *graphsplit.Plan
 			}
 		}
 	}
+	return func(s, m int) int { return version[s][m] }
+}
+
+// delayedReference trains ref (the same model as plan's, unsplit) so that
+// microbatch m's gradient is computed on the weights of version(s, m) at
+// every stage s, forward and backward alike.
+func delayedReference(t *testing.T, ref *testmodels.Model, plan *graphsplit.Plan, d data, n, steps int, version func(stage, m int) int) []gorgonia.Value {
 	stageOf := make([]int, len(ref.Learnables))
 	for _, st := range plan.Stages {
 		for _, li := range st.LearnableIndex {
@@ -168,7 +214,7 @@ func delayedReference(t *testing.T, ref *testmodels.Model, plan *graphsplit.Plan
 		for j := 0; j < n; j++ {
 			mb := k*n + j
 			for i, l := range ref.Learnables {
-				require.NoError(t, gorgonia.Let(l, history[version[stageOf[i]][mb]][i]))
+				require.NoError(t, gorgonia.Let(l, history[version(stageOf[i], mb)][i]))
 			}
 			for i, in := range ref.Inputs {
 				v, err := tensorutil.Clone(d.micro[mb][i])

@@ -140,6 +140,12 @@ func newConfig(plan *graphsplit.Plan, opts []Option) (config, error) {
 	if cfg.sched.Actions == nil {
 		return cfg, errors.New("asyncvm: WithSchedule: schedule has no action lists")
 	}
+	if min := schedule.MinN(cfg.sched, len(plan.Stages)); cfg.n < min {
+		return cfg, errors.Errorf("asyncvm: schedule %s on %d stages needs at least %d microbatches per minibatch (WithMicrobatches), got %d", cfg.sched.Name, len(plan.Stages), min, cfg.n)
+	}
+	if cfg.sched.ForwardDelay > 1 {
+		return cfg, errors.Errorf("asyncvm: schedule %s: a forward delay of %d is not supported (0 or 1)", cfg.sched.Name, cfg.sched.ForwardDelay)
+	}
 	if cfg.warmup < 0 || (cfg.warmup > 0 && (cfg.warmSch.Actions == nil || cfg.warmSch.Async)) {
 		return cfg, errors.New("asyncvm: WithWarmup needs a non-negative number of steps and a synchronous schedule (schedule.OneFOneB or schedule.GPipe)")
 	}

@@ -330,7 +330,7 @@ func (vm *VM) dispatch(ctx context.Context, seg *segment, lists [][]schedule.Act
 
 // segmentInfo is what stage i needs to know of schedule s.
 func (vm *VM) segmentInfo(i int, s schedule.Schedule) stage.Segment {
-	return stage.Segment{Schedule: s.Name, Stale: s.Async || vm.cfg.delays != nil, StashWeights: s.StashWeights, Delay: vm.delay(i, s)}
+	return stage.Segment{Schedule: s.Name, Stale: s.Async || vm.cfg.delays != nil, StashWeights: s.StashWeights, ForwardDelay: s.ForwardDelay, Delay: vm.delay(i, s)}
 }
 
 // await takes the next answer of any stage: Parked or Evaluated. A Failed

@@ -34,6 +34,28 @@ var PipeMare = Schedule{Name: "pipemare", Actions: async, Async: true}
 // keeps up to τ_i+1 copies of its weights.
 var PipeDream = Schedule{Name: "pipedream", Actions: async, Async: true, StashWeights: true}
 
+// PipeDream2BW is PipeDream-2BW (Narayanan, Phanishayee, Shi, Chen,
+// Zaharia, "Memory-Efficient Pipeline-Parallel DNN Training", ICML 2021):
+// PipeMare's action lists with double-buffered weights. Every forward of
+// step k reads the weights after update k−1 — the stage's current weights
+// until it applies update k−1, the one copy it keeps of them after — and
+// its backward the same, so every gradient is applied exactly one update
+// late (W(k+1) = W(k) − α·∇f(W(k−1))) and a stage holds two weight
+// versions, not PipeDream's up to τ_i+1. It needs N ≥ 2P−1 microbatches
+// per step (MinN), so that no forward of step k runs before update k−2:
+// then τ_i ≤ 1 at every stage, and the forwards that would read newer
+// weights read the kept copy instead.
+var PipeDream2BW = Schedule{Name: "pipedream-2bw", Actions: async, Async: true, StashWeights: true, ForwardDelay: 1}
+
+// MinN is the fewest microbatches per step schedule s can run on p stages:
+// Ahead(p, 0) = 2p−1 for PipeDream-2BW (see there), 1 otherwise.
+func MinN(s Schedule, p int) int {
+	if s.ForwardDelay > 0 {
+		return Ahead(p, 0)
+	}
+	return 1
+}
+
 func async(p, n, steps int) [][]Action {
 	out := make([][]Action, p)
 	total := steps * n

@@ -20,11 +20,17 @@ type Schedule struct {
 	// weight version a microbatch in flight read). Otherwise a backward
 	// reads the stage's current weights, or what its solver supplies (T2).
 	StashWeights bool
+	// ForwardDelay, when 1, makes the forwards of step k read the weights
+	// after update k−1 whenever they run (PipeDream-2BW's double
+	// buffering), and their backwards the same: every gradient is applied
+	// exactly one update late, and a stage keeps one weight copy. 0: the
+	// forwards read the weights the stage has when they run.
+	ForwardDelay int
 }
 
 // All lists every schedule, synchronous ones first.
 func All() []Schedule {
-	return []Schedule{Sequential, GPipe, OneFOneB, PipeDream, PipeMare}
+	return []Schedule{Sequential, GPipe, OneFOneB, PipeDream, PipeDream2BW, PipeMare}
 }
 
 // ByName returns the schedule with that name.

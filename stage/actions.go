@@ -193,6 +193,9 @@ func (r *Runtime) backward(ctx context.Context, ep transport.Endpoint, m int) (t
 // gradient, the delays its forwards saw are recorded, and the version
 // advances.
 func (r *Runtime) update(k int) error {
+	if err := r.w.beforeUpdate(); err != nil {
+		return err
+	}
 	if err := r.cfg.Solver.Step(r.model); err != nil {
 		return errors.Wrap(err, "solver")
 	}

@@ -23,6 +23,9 @@ type Segment struct {
 	Stale bool
 	// StashWeights makes a backward read the weights its forward read.
 	StashWeights bool
+	// ForwardDelay 1 makes the forwards of step k read the weights after
+	// update k−1, kept as one copy (PipeDream-2BW).
+	ForwardDelay int
 	// Delay is the delay this segment gives the stage, announced to the
 	// solver when the segment starts (solvers.DelayAware).
 	Delay float64

@@ -31,6 +31,10 @@ type Snapshot struct {
 	// stage's forwards may still read, with the version of each (−1: none).
 	Ring         [][]tensor.Tensor
 	RingVersions []int
+	// Prev holds, under PipeDream-2BW, the weights before the last update
+	// (version PrevVersion, −1: none), which the next step's forwards read.
+	Prev        []tensor.Tensor
+	PrevVersion int
 	// Segment is the segment whose delay the solver was last told.
 	Segment Segment
 	Told    bool
@@ -44,7 +48,10 @@ func (r *Runtime) snapshot() (Snapshot, error) {
 	if len(r.kept) > 0 || len(r.w.fwdVersion) > 0 || len(r.data) > 0 {
 		return Snapshot{}, errors.Errorf("stage %d: %d microbatches in flight; a snapshot needs a drained pipeline (Flush)", r.index, max(len(r.kept), len(r.w.fwdVersion), len(r.data)))
 	}
-	s := Snapshot{Stage: r.index, Version: r.version, Segment: r.seg, Told: r.told, Stats: r.statsNow()}
+	s := Snapshot{Stage: r.index, Version: r.version, Segment: r.seg, Told: r.told, Stats: r.statsNow(), PrevVersion: r.w.prevVersion}
+	for _, p := range r.w.prev {
+		s.Prev = append(s.Prev, p.(tensor.Tensor).Clone().(tensor.Tensor))
+	}
 	for _, p := range r.params {
 		s.Weights = append(s.Weights, p.(tensor.Tensor).Clone().(tensor.Tensor))
 	}
@@ -111,6 +118,9 @@ func (r *Runtime) restore(s Snapshot) error {
 			return errors.Errorf("stage %d: BatchNorm statistic %d is %v %v, the snapshot's %v %v", r.index, i, stats[i].Shape(), stats[i].Dtype(), t.Shape(), t.Dtype())
 		}
 	}
+	if len(s.Prev) != 0 && len(s.Prev) != len(r.params) {
+		return errors.Errorf("stage %d: the snapshot keeps %d previous weights, the stage has %d learnables", r.index, len(s.Prev), len(r.params))
+	}
 	if len(s.Ring) != len(r.w.ring) {
 		return errors.Errorf("stage %d: the snapshot keeps %d past weight versions, the stage %d (another delay source?)", r.index, len(s.Ring), len(r.w.ring))
 	}
@@ -161,6 +171,10 @@ func (r *Runtime) restore(s Snapshot) error {
 	}
 	if err := solvers.Bind(r.cfg.Solver, r.model); err != nil {
 		return errors.Wrapf(err, "stage %d", r.index)
+	}
+	r.w.prev, r.w.prevVersion = nil, s.PrevVersion
+	for _, p := range s.Prev {
+		r.w.prev = append(r.w.prev, p.Clone().(tensor.Tensor))
 	}
 	r.version, r.seg, r.told = s.Version, s.Segment, s.Told
 	r.stats = s.Stats

@@ -13,12 +13,13 @@ import (
 // weights is the stage's one policy for which weights its passes read:
 //
 //	forward   the current weights; under delay injection the version of
-//	          Delay(stage, m) updates ago, from a ring; under a stale
-//	          segment what a ForwardWeighter solver predicts
+//	          Delay(stage, m) updates ago, from a ring; with ForwardDelay 1
+//	          (PipeDream-2BW) the version after update k−1 for step k;
+//	          under a stale segment what a ForwardWeighter solver predicts
 //	backward  the current weights in synchronous segments; under weight
-//	          stashing (PipeDream) the copy its forward read; under a stale
-//	          segment what a BackwardWeighter solver supplies (T2), or the
-//	          current weights
+//	          stashing (PipeDream, PipeDream-2BW) what its forward read;
+//	          under a stale segment what a BackwardWeighter solver supplies
+//	          (T2), or the current weights
 //
 // and for the report, the version each forward read, and a copy of what it
 // read when the discrepancy is measured.
@@ -33,11 +34,14 @@ type weights struct {
 	ring     [][]gorgonia.Value // delay injection: ring[v % len] holds version ringHeld[…]
 	ringHeld []int
 
+	prev        []gorgonia.Value // ForwardDelay: the weights before the last update
+	prevVersion int              // their version (−1: none)
+
 	read map[int][]gorgonia.Value // discrepancy: microbatch → what its forward read
 }
 
 func newWeights(r *Runtime) weights {
-	w := weights{r: r, fwdVersion: map[int]int{}, stash: map[int][]gorgonia.Value{}, refs: map[int]int{}, read: map[int][]gorgonia.Value{}}
+	w := weights{r: r, fwdVersion: map[int]int{}, stash: map[int][]gorgonia.Value{}, refs: map[int]int{}, read: map[int][]gorgonia.Value{}, prevVersion: -1}
 	if src := r.cfg.ForwardDelays; src != nil {
 		n := max(src.Max(r.index), 0) + 1
 		w.ring = make([][]gorgonia.Value, n)
@@ -55,6 +59,11 @@ func (w *weights) forward(m int) ([]gorgonia.Value, error) {
 	r := w.r
 	v, vals := r.version, []gorgonia.Value(nil)
 	switch {
+	case r.seg.ForwardDelay > 0:
+		var err error
+		if v, vals, err = w.delayedVersion(m); err != nil {
+			return nil, err
+		}
 	case r.cfg.ForwardDelays != nil:
 		src := r.cfg.ForwardDelays
 		d := src.Delay(r.index, m)
@@ -78,7 +87,7 @@ func (w *weights) forward(m int) ([]gorgonia.Value, error) {
 		}
 	}
 	w.fwdVersion[m] = v
-	if r.seg.StashWeights {
+	if r.seg.StashWeights && r.seg.ForwardDelay == 0 {
 		if err := w.keep(v); err != nil {
 			return nil, err
 		}
@@ -103,6 +112,15 @@ func (w *weights) backward(m int) ([]gorgonia.Value, error) {
 	r := w.r
 	fv := w.fwdVersion[m]
 	switch {
+	case r.seg.ForwardDelay > 0:
+		r.stats.BackwardLag[0]++
+		if fv == r.version {
+			return nil, nil
+		}
+		if fv != w.prevVersion {
+			return nil, errors.Errorf("internal: the backward of microbatch %d needs weight version %d; the stage keeps %d and %d", m, fv, r.version, w.prevVersion)
+		}
+		return w.prev, nil
 	case r.seg.StashWeights:
 		r.stats.BackwardLag[0]++ // the forward's own version, by construction
 		if fv == r.version {
@@ -132,9 +150,50 @@ func (w *weights) backward(m int) ([]gorgonia.Value, error) {
 
 // done forgets what microbatch m's passes read, once its backward ran.
 func (w *weights) done(m int) {
-	if w.r.seg.StashWeights {
+	if w.r.seg.StashWeights && w.r.seg.ForwardDelay == 0 {
 		w.release(w.fwdVersion[m])
 	}
+}
+
+// delayedVersion is the version the forward of microbatch m reads with
+// ForwardDelay 1 — the weights after update k−1 for step k, or the initial
+// ones in step 0 — and those weights (nil: the current ones).
+func (w *weights) delayedVersion(m int) (int, []gorgonia.Value, error) {
+	r := w.r
+	want := max(0, m/r.cfg.Microbatches-r.seg.ForwardDelay)
+	switch want {
+	case r.version:
+		return want, nil, nil
+	case w.prevVersion:
+		return want, w.prev, nil
+	}
+	return 0, nil, errors.Errorf("microbatch %d of step %d reads weight version %d, but the stage holds versions %d and %d: the schedule needs more microbatches per step", m, m/r.cfg.Microbatches, want, r.version, w.prevVersion)
+}
+
+// beforeUpdate keeps the weights about to be replaced when forwards read
+// them one update late (ForwardDelay).
+func (w *weights) beforeUpdate() error {
+	r := w.r
+	if r.seg.ForwardDelay == 0 {
+		return nil
+	}
+	if w.prev == nil {
+		c, err := cloneAll(r.params)
+		if err != nil {
+			return err
+		}
+		w.prev = c
+		r.stats.PeakWeightBytes = max(r.stats.PeakWeightBytes, valuesBytes(c))
+		r.stats.PeakWeightVersions = max(r.stats.PeakWeightVersions, 1)
+	} else {
+		for i, p := range r.params {
+			if err := tensorutil.CopyInto(w.prev[i].(tensor.Tensor), p); err != nil {
+				return err
+			}
+		}
+	}
+	w.prevVersion = r.version
+	return nil
 }
 
 // keep holds a copy of the weights of version v while forwards that read it
