@@ -198,6 +198,32 @@ func TestNewRejectsBadOptions(t *testing.T) {
 	require.ErrorContains(t, err, "no stages")
 }
 
+// TestNewCleansUpWhenItFailsPartway: a solver factory that fails at stage 2
+// makes New return its error naming the stage, after releasing what it
+// built for stages 0 and 1 (TestMain checks that no goroutine is left);
+// the plan can be used again.
+func TestNewCleansUpWhenItFailsPartway(t *testing.T) {
+	m, err := testmodels.MLP(tensor.Float64, 2, 1)
+	require.NoError(t, err)
+	plan, err := graphsplit.Split(m.Graph, m.Cost, m.Learnables, graphsplit.FineGrained())
+	require.NoError(t, err)
+	_, err = New(plan, WithSolverFactory(func(stage int) (gorgonia.Solver, error) {
+		if stage == 2 {
+			return nil, errors.New("no solver for you")
+		}
+		return gorgonia.NewVanillaSolver(), nil
+	}))
+	require.ErrorContains(t, err, "asyncvm: stage 2: the solver factory: no solver for you")
+	vm, err := New(plan)
+	require.NoError(t, err, "the plan is intact")
+	require.NoError(t, vm.Close())
+	_, err = vm.Step(context.Background(), nil)
+	require.ErrorIs(t, err, ErrClosed)
+	require.ErrorIs(t, vm.Flush(context.Background()), ErrClosed)
+	_, err = vm.Evaluate(context.Background(), nil)
+	require.ErrorIs(t, err, ErrClosed)
+}
+
 // TestReportAfterAFailure: what ran before a failure can still be read.
 func TestReportAfterAFailure(t *testing.T) {
 	vm, m, d := newResNetVM(t, 4, 2, withInject(func(i int, a schedule.Action) error {

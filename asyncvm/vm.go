@@ -75,9 +75,9 @@ func New(plan *graphsplit.Plan, opts ...Option) (*VM, error) {
 	return start(plan, cfg)
 }
 
-func start(plan *graphsplit.Plan, cfg config) (vm *VM, err error) {
+func start(plan *graphsplit.Plan, cfg config) (_ *VM, err error) {
 	p := len(plan.Stages)
-	vm = &VM{cfg: cfg, p: p, topo: stage.Topology(plan), net: transport.NewLocal(p), heard: make([]stageHeard, p), losses: map[int]float64{}}
+	vm := &VM{cfg: cfg, p: p, topo: stage.Topology(plan), net: transport.NewLocal(p), heard: make([]stageHeard, p), losses: map[int]float64{}}
 	vm.feeder = feeder{plan: plan, n: cfg.n, cfg: &vm.cfg}
 	vm.delay = cfg.announce
 	if vm.delay == nil {
