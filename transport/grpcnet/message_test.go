@@ -105,9 +105,9 @@ func TestMessagesRoundTripBitExactly(t *testing.T) {
 			view.(*tensor.Dense),
 			nil,
 		}},
-		{Kind: transport.Activation, To: 1, Micro: 4},                                        // no values, no body
-		{Kind: transport.Activation, To: 1, Micro: 5, Values: []gorgonia.Value{nil}},         // only a nil entry
-		{Kind: transport.Activation, To: 1, Micro: 6, Values: []gorgonia.Value{big, wide}},   // chunked, then inline
+		{Kind: transport.Activation, To: 1, Micro: 4},                                         // no values, no body
+		{Kind: transport.Activation, To: 1, Micro: 5, Values: []gorgonia.Value{nil}},          // only a nil entry
+		{Kind: transport.Activation, To: 1, Micro: 6, Values: []gorgonia.Value{big, wide}},    // chunked, then inline
 		{Kind: transport.Activation, To: 1, Micro: math.MaxInt64, Version: math.MinInt64 + 1}, // extreme numbers
 	}
 	for _, m := range msgs {
