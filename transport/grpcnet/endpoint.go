@@ -84,7 +84,7 @@ func Open(ctx context.Context, self transport.Peer, n Network, opts ...Option) (
 	e.base, e.cancel = context.WithCancel(context.Background())
 	if self != transport.Driver {
 		if err := e.serve(); err != nil {
-			e.teardown()
+			e.teardown(0)
 			return nil, errors.Wrapf(err, "%v", self)
 		}
 	} else if s.insecure {
@@ -95,7 +95,7 @@ func Open(ctx context.Context, self transport.Peer, n Network, opts ...Option) (
 	octx, ocancel := context.WithTimeout(ctx, s.connectTimeout)
 	defer ocancel()
 	if err := e.connect(octx, ocancel, dials); err != nil {
-		e.teardown()
+		e.teardown(refusalGrace)
 		return nil, errors.Wrapf(err, "%v", self)
 	}
 	e.mu.Lock()
@@ -200,6 +200,11 @@ func (e *Endpoint) connect(octx context.Context, ocancel context.CancelFunc, dia
 			return refused
 		}
 		if pending == 0 && len(missing) == 0 {
+			e.mu.Lock()
+			defer e.mu.Unlock()
+			if e.failure != nil { // a stream broke right after its handshake
+				return e.failure
+			}
 			return nil
 		}
 		select {
@@ -218,7 +223,7 @@ func (e *Endpoint) connect(octx context.Context, ocancel context.CancelFunc, dia
 				return err
 			}
 			if r := e.refusals.lastRefusal(); r != nil {
-				err = errors.Wrap(err, r.Error())
+				err = errors.Errorf("%v; the last connection refused: %v", err, r)
 			}
 			return err
 		}
@@ -273,11 +278,11 @@ func (e *Endpoint) handshake(octx context.Context, client pb.LinkClient, p trans
 		f, err = stream.Recv()
 	}
 	if status.Code(err) == codes.FailedPrecondition {
-		err = &mismatch{errors.Errorf("%v at %s refused %v: %s", p, addr, e.self, status.Convert(err).Message())}
+		err = &mismatch{errors.Errorf("%v at %s refused the handshake: %s", p, addr, status.Convert(err).Message())}
 	}
 	if err == nil {
 		h := f.GetHello()
-		if herr := e.checkHello(h, peerAt(transport.Peer(h.GetPeer()), addr), p); herr != nil {
+		if herr := e.checkHello(h, addr, p); herr != nil {
 			err = &mismatch{herr}
 		}
 	}
@@ -320,7 +325,7 @@ func (s server) Stream(stream pb.Link_StreamServer) error {
 	}
 	h := f.GetHello()
 	claimed := transport.Peer(h.GetPeer())
-	if err := e.checkHello(h, peerAt(claimed, remote), transport.AnyPeer); err != nil {
+	if err := e.checkHello(h, remote, transport.AnyPeer); err != nil {
 		return e.refuse(err)
 	}
 	l := e.newLink(claimed, remote, stream, nil)
@@ -362,10 +367,9 @@ func (e *Endpoint) accept(l *peerLink) error {
 // refuse ends a stream whose peer failed the handshake; while opening, it
 // also fails Open.
 func (e *Endpoint) refuse(err error) error {
-	err = errors.Wrapf(err, "%v refused it", e.self)
 	e.mu.Lock()
 	if !e.opened && e.refused == nil {
-		e.refused = err
+		e.refused = errors.Wrap(err, "refused a peer")
 		close(e.arrived)
 		e.arrived = make(chan struct{})
 	}
@@ -524,7 +528,7 @@ func (e *Endpoint) Close() error {
 		if healthy {
 			e.closeErr = e.flush(links)
 		}
-		e.teardown()
+		e.teardown(0)
 	})
 	return e.closeErr
 }
@@ -551,9 +555,28 @@ func (e *Endpoint) flush(links []*peerLink) error {
 	return errors.Wrap(errorsJoin(errs), "close")
 }
 
-// teardown stops everything Open started.
-func (e *Endpoint) teardown() {
+// refusalGrace is how long a stage whose Open failed keeps its server up
+// so that the refusals it answered reach their peers.
+const refusalGrace = time.Second
+
+// teardown stops everything Open started; with a grace period, the server
+// first stops gracefully for at most that long, so that what its handlers
+// answered reaches the peers.
+func (e *Endpoint) teardown(grace time.Duration) {
 	e.cancel()
+	if e.srv != nil && grace > 0 {
+		done := make(chan struct{})
+		go func() {
+			e.srv.GracefulStop()
+			close(done)
+		}()
+		select {
+		case <-done:
+		case <-time.After(grace):
+		}
+		e.srv.Stop()
+		<-done
+	}
 	if e.srv != nil {
 		e.srv.Stop()
 	}

@@ -23,26 +23,27 @@ func (e *Endpoint) hello() *pb.Frame {
 	return &pb.Frame{Frame: &pb.Frame_Hello{Hello: h}}
 }
 
-// checkHello compares a peer's hello with what this endpoint runs. who
-// names the peer for the message ("stage 2 at 10.0.0.3:7002"); want is the
-// peer expected (AnyPeer: any this endpoint accepts).
-func (e *Endpoint) checkHello(h *pb.Hello, who string, want transport.Peer) error {
+// checkHello compares the hello of the peer at addr with what this
+// endpoint runs; want is the peer expected there (AnyPeer: any this
+// endpoint accepts).
+func (e *Endpoint) checkHello(h *pb.Hello, addr string, want transport.Peer) error {
 	if h == nil {
-		return errors.Errorf("%s did not start with a hello: is it a pipemare peer?", who)
+		return errors.Errorf("the peer at %s did not start with a hello: is it a pipemare peer?", addr)
 	}
+	got := transport.Peer(h.Peer)
+	who := peerAt(got, addr)
 	if h.Wire != wireVersion {
 		return errors.Errorf("%s speaks wire version %d, this peer %d: run the same pipemare version everywhere", who, h.Wire, wireVersion)
 	}
-	got := transport.Peer(h.Peer)
 	if want != transport.AnyPeer && got != want {
-		return errors.Errorf("expected %v, got %v at %s: are the stage addresses in stage order?", want, got, who)
+		return errors.Errorf("expected %v at %s, got %v: are the stage addresses in stage order?", want, addr, got)
 	}
 	if int(h.Stages) != e.net.stages() {
-		return errors.Errorf("%s runs a pipeline of %d stages, %v runs %d", who, h.Stages, e.self, e.net.stages())
+		return errors.Errorf("%s runs a pipeline of %d stages, %v one of %d", who, h.Stages, e.self, e.net.stages())
 	}
 	if h.Fingerprint != e.net.Fingerprint {
-		return errors.Errorf("%s cut the model differently: plan fingerprint %s vs %s here: every process must build the same model and split it the same way",
-			who, short(h.Fingerprint), short(e.net.Fingerprint))
+		return errors.Errorf("%s cut the model differently: its plan fingerprint is %s, %v's %s (every process must build the same model and split it the same way)",
+			who, short(h.Fingerprint), e.self, short(e.net.Fingerprint))
 	}
 	links := make([]Link, len(h.Links))
 	for i, l := range h.Links {
