@@ -539,17 +539,17 @@ func (e *Endpoint) flush(links []*peerLink) error {
 	for _, l := range links {
 		l.startClosing()
 	}
-	deadline := time.NewTimer(e.s.recvTimeout)
-	defer deadline.Stop()
+	expired := make(chan struct{})
+	defer time.AfterFunc(e.s.recvTimeout, func() { close(expired) }).Stop()
 	var errs []error
 	for _, l := range links {
 		select {
 		case <-l.acked:
-		case <-deadline.C:
+		case <-expired:
 		}
 		if ok, queued := l.delivered(); !ok {
-			errs = append(errs, &transport.LinkError{From: e.self, To: l.peer, Err: errors.Errorf(
-				"%v did not confirm within %v that it read everything sent to it (%d messages were still queued)", l.peer, e.s.recvTimeout, queued)})
+			errs = append(errs, errors.Errorf("link %v → %v: %v did not confirm within %v that it read everything sent to it (%d messages were still queued)",
+				e.self, l.peer, l.peer, e.s.recvTimeout, queued))
 		}
 	}
 	return errors.Wrap(errorsJoin(errs), "close")
