@@ -83,7 +83,7 @@ func rawBits(t *testing.T, v gorgonia.Value) string {
 // a view, no values, a body or none, and a 20 MiB tensor cut into chunks.
 func TestMessagesRoundTripBitExactly(t *testing.T) {
 	ls, addrs := listeners(t, 2)
-	p := open(t, Network{Addrs: addrs, Links: chain(2), Fingerprint: "fp"}, ls, quick(20*time.Second)...)
+	p := open(t, Network{Addrs: addrs, Links: chain(2), Fingerprint: "fp"}, ls, quick(2*time.Minute)...)
 	ctx := context.Background()
 
 	big := tensor.New(tensor.WithShape(5*1024, 1024), tensor.WithBacking(f32s(5*1024*1024))) // 20 MiB
@@ -146,7 +146,7 @@ func TestMessagesRoundTripBitExactly(t *testing.T) {
 func TestBigBodyIsChunked(t *testing.T) {
 	ls, addrs := listeners(t, 1)
 	tiny := func(s *settings) { s.chunk = 4096 }
-	p := open(t, Network{Addrs: addrs}, ls, append(quick(20*time.Second), tiny)...)
+	p := open(t, Network{Addrs: addrs}, ls, append(quick(2*time.Minute), tiny)...)
 	names := make([]string, 2000)
 	for i := range names {
 		names[i] = fmt.Sprintf("learnable %d", i)
@@ -164,7 +164,7 @@ func TestBigBodyIsChunked(t *testing.T) {
 // receiver later.
 func TestSendRefusesWhatCannotTravel(t *testing.T) {
 	ls, addrs := listeners(t, 2)
-	p := open(t, Network{Addrs: addrs}, ls, quick(20*time.Second)...) // no link between the stages
+	p := open(t, Network{Addrs: addrs}, ls, quick(2*time.Minute)...) // no link between the stages
 	ctx := context.Background()
 	type unregistered struct{ X int }
 	err := p.driver.Send(ctx, transport.Message{Kind: transport.Control, To: 0, Body: unregistered{1}})
@@ -186,7 +186,7 @@ func TestSendRefusesWhatCannotTravel(t *testing.T) {
 func TestFIFOPerSenderAndKindUnderConcurrentSenders(t *testing.T) {
 	ls, addrs := listeners(t, 3)
 	links := []Link{{0, 2}, {1, 2}}
-	p := open(t, Network{Addrs: addrs, Links: links}, ls, quick(20*time.Second)...)
+	p := open(t, Network{Addrs: addrs, Links: links}, ls, quick(2*time.Minute)...)
 	ctx := context.Background()
 	const goroutines, msgs = 4, 60
 	var wg sync.WaitGroup
