@@ -152,9 +152,10 @@ func (e *Endpoint) serve() error {
 // minPing is the shortest keepalive interval grpc-go lets a client use.
 const minPing = 10 * time.Second
 
-// keepalive pings an idle connection often enough that a peer that
-// vanished without closing its connection is noticed within about half the
-// receive timeout (at most a minute).
+// keepalive pings a connection every quarter of the receive timeout
+// (between 10 s, grpc-go's least, and 30 s) and drops it when a ping goes
+// unanswered as long: a peer that vanished without closing its connection
+// is noticed within two intervals.
 func (e *Endpoint) keepalive() keepalive.ClientParameters {
 	t := min(max(e.s.recvTimeout/4, minPing), 30*time.Second)
 	return keepalive.ClientParameters{Time: t, Timeout: t, PermitWithoutStream: true}
@@ -387,7 +388,9 @@ func (e *Endpoint) Self() transport.Peer { return e.self }
 // that is neither a *tensor.Dense nor a gorgonia scalar of a supported
 // dtype, or a destination with no link; and after Close (ErrClosed), a
 // failure of any link (its *transport.LinkError) or the destination's
-// Close.
+// Close. The queue is not bounded: a sender far ahead of its receiver holds
+// its messages in memory. A message to this endpoint itself is put in its
+// own mailbox as it is, as transport.Local does.
 func (e *Endpoint) Send(ctx context.Context, m transport.Message) error {
 	if err := ctx.Err(); err != nil {
 		return err
