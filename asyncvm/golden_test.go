@@ -136,22 +136,22 @@ func trainForGolden(t *testing.T, build testmodels.Builder, dt tensor.Dtype, r g
 	require.NoError(t, err)
 	p := len(plan.Stages)
 	opts := append([]asyncvm.Option{asyncvm.WithMicrobatches(goldenN)}, r.opts(p)...)
-	type trainer interface {
-		Step(context.Context, map[*gorgonia.Node]gorgonia.Value) (float64, error)
-		Close() error
-	}
-	var tr trainer
 	var vm *asyncvm.VM
 	if r.delays != nil {
-		x, err := asyncvm.NewInjected(plan, r.delays(p), opts...)
-		require.NoError(t, err)
-		tr = x
+		vm, err = asyncvm.NewInjected(plan, r.delays(p), opts...)
 	} else {
 		vm, err = asyncvm.New(plan, opts...)
-		require.NoError(t, err)
-		tr = vm
 	}
-	defer tr.Close()
+	require.NoError(t, err)
+	defer vm.Close()
+	trainGoldenSteps(t, m, vm)
+	return weightsSHA256(t, plan.Learnables)
+}
+
+// trainGoldenSteps trains vm on goldenSteps minibatches of m's random data
+// and flushes it.
+func trainGoldenSteps(t *testing.T, m *testmodels.Model, vm *asyncvm.VM) {
+	t.Helper()
 	rng := rand.New(rand.NewSource(11))
 	ctx := context.Background()
 	for k := 0; k < goldenSteps; k++ {
@@ -163,14 +163,11 @@ func trainForGolden(t *testing.T, build testmodels.Builder, dt tensor.Dtype, r g
 		for i, in := range m.Inputs {
 			feeds[in] = concatRows(t, in, micro, i)
 		}
-		loss, err := tr.Step(ctx, feeds)
+		loss, err := vm.Step(ctx, feeds)
 		require.NoError(t, err)
 		require.False(t, math.IsNaN(loss))
 	}
-	if vm != nil {
-		require.NoError(t, vm.Flush(ctx))
-	}
-	return weightsSHA256(t, plan.Learnables)
+	require.NoError(t, vm.Flush(ctx))
 }
 
 func concatRows(t *testing.T, in *gorgonia.Node, micro [][]gorgonia.Value, i int) gorgonia.Value {

@@ -5,6 +5,7 @@ import (
 	"github.com/pipemare/pipemare/graphsplit"
 	"github.com/pipemare/pipemare/schedule"
 	"github.com/pipemare/pipemare/stage"
+	"github.com/pipemare/pipemare/transport"
 	"github.com/pkg/errors"
 	"gorgonia.org/gorgonia"
 )
@@ -24,6 +25,9 @@ type config struct {
 	warmSch schedule.Schedule
 	disc    bool
 	logDel  bool
+
+	// Stages elsewhere (WithEndpoint).
+	endpoint transport.Endpoint
 
 	// Delay injection (NewInjected).
 	delays   delay.Source
@@ -124,6 +128,13 @@ func WithDiscrepancy() Option { return func(c *config) { c.disc = true } }
 // WithDelayLog records the delay every forward saw, per stage and
 // microbatch (DelayLog), for replaying a run with NewInjected.
 func WithDelayLog() Option { return func(c *config) { c.logDel = true } }
+
+// WithEndpoint makes the VM drive stages that run elsewhere — in other
+// processes, on other hosts — through ep, the driver's endpoint of a
+// network transport (grpcnet.Open with transport.Driver), instead of
+// starting them in this process. Each stage runs ServeStage with the same
+// plan and the same options. The VM owns ep: Close closes it.
+func WithEndpoint(ep transport.Endpoint) Option { return func(c *config) { c.endpoint = ep } }
 
 // newConfig applies opts and checks them against plan.
 func newConfig(plan *graphsplit.Plan, opts []Option) (config, error) {

@@ -30,8 +30,12 @@ type VM struct {
 	topo   schedule.Topology
 	delay  func(stage int, s schedule.Schedule) float64 // the delay a segment announces
 
-	net      *transport.Local
+	net      *transport.Local   // in-process stages
+	remote   bool               // stages elsewhere (WithEndpoint)
 	ep       transport.Endpoint // the driver's
+	running  []schedule.Action  // per stage, the first action of its last work
+	final    []bool             // per stage, it sent its last answer
+	stopped  bool
 	runtimes []*stage.Runtime
 	ctx      context.Context // the stages'; cancelled to stop them
 	cancel   context.CancelFunc
@@ -77,7 +81,8 @@ func New(plan *graphsplit.Plan, opts ...Option) (*VM, error) {
 
 func start(plan *graphsplit.Plan, cfg config) (_ *VM, err error) {
 	p := len(plan.Stages)
-	vm := &VM{cfg: cfg, p: p, topo: stage.Topology(plan), net: transport.NewLocal(p), heard: make([]stageHeard, p), losses: map[int]float64{}}
+	vm := &VM{cfg: cfg, p: p, topo: stage.Topology(plan), heard: make([]stageHeard, p), losses: map[int]float64{},
+		running: make([]schedule.Action, p), final: make([]bool, p)}
 	vm.feeder = feeder{plan: plan, n: cfg.n, cfg: &vm.cfg}
 	vm.delay = cfg.announce
 	if vm.delay == nil {
@@ -88,8 +93,13 @@ func start(plan *graphsplit.Plan, cfg config) (_ *VM, err error) {
 			return 0
 		}
 	}
-	vm.ep = vm.net.Endpoint(transport.Driver)
 	vm.ctx, vm.cancel = context.WithCancel(context.Background())
+	if cfg.endpoint != nil {
+		vm.ep, vm.remote, vm.start = cfg.endpoint, true, time.Now()
+		return vm, nil
+	}
+	vm.net = transport.NewLocal(p)
+	vm.ep = vm.net.Endpoint(transport.Driver)
 	defer func() {
 		if err != nil {
 			vm.release()
@@ -213,7 +223,10 @@ func (vm *VM) Flush(ctx context.Context) error {
 	if err := vm.usable(); err != nil {
 		return err
 	}
-	return vm.round(ctx, true)
+	if err := vm.round(ctx, true); err != nil {
+		return err
+	}
+	return vm.Pull(ctx)
 }
 
 // segmentFor returns the segment step k belongs to, opening a new one when
@@ -314,6 +327,7 @@ func (vm *VM) dispatch(ctx context.Context, seg *segment, lists [][]schedule.Act
 			acts = append(acts, a)
 		}
 		seg.done[i] = cut[i]
+		vm.running[i] = acts[0]
 		w := stage.Work{Segment: vm.segmentInfo(i, seg.sched), Actions: acts}
 		if err := vm.ep.Send(ctx, transport.Message{Kind: transport.Control, To: transport.Peer(i), Body: w}); err != nil {
 			return vm.failWith(errors.Wrapf(err, "asyncvm: ordering stage %d", i))
@@ -341,21 +355,26 @@ func (vm *VM) await(ctx context.Context) (transport.Message, error) {
 		if ctx.Err() != nil {
 			return m, vm.failWith(errors.Wrap(ctx.Err(), "asyncvm: stopped by the caller's context"))
 		}
-		return m, vm.failWith(errors.Wrap(err, "asyncvm: waiting for the stages"))
+		return m, vm.failWith(vm.linkFailure(err))
 	}
 	i := int(m.From)
 	switch b := m.Body.(type) {
 	case stage.Parked:
 		vm.hear(i, b.Report)
-	case stage.Evaluated, stage.Saved, stage.Restored, stage.Refused:
+	case stage.Evaluated, stage.Saved, stage.Restored, stage.Refused, stage.Pulled:
 	case stage.Failed:
 		vm.hear(i, b.Report)
-		if !b.InAction {
-			return m, vm.failWith(errors.Errorf("asyncvm: stage %d: %s", i, b.Message))
+		vm.final[i] = true
+		err := stageFailure(i, b)
+		if b.Peer >= 0 && vm.remote { // a consequence: look for its cause
+			if cause := vm.rootCause(b.Peer); cause != nil {
+				err = cause
+			}
 		}
-		return m, vm.failWith(&StageError{Stage: i, Action: b.Action, Step: b.Step, Err: errors.New(b.Message)})
+		return m, vm.failWith(err)
 	case stage.Stopped:
 		vm.hear(i, b.Report)
+		vm.final[i] = true
 		return m, vm.failWith(errors.Errorf("asyncvm: stage %d stopped", i))
 	default:
 		return m, vm.failWith(errors.Errorf("asyncvm: internal: stage %d answered %T", i, m.Body))
@@ -387,7 +406,15 @@ func (vm *VM) failWith(err error) error {
 
 // stop ends every stage's Serve and collects their last answers.
 func (vm *VM) stop() {
+	if vm.stopped {
+		return
+	}
+	vm.stopped = true
 	vm.cancel()
+	if vm.remote {
+		vm.stopRemote()
+		return
+	}
 	vm.wg.Wait()
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
@@ -430,6 +457,11 @@ func (vm *VM) release() {
 	for _, rt := range vm.runtimes {
 		rt.Close()
 	}
-	vm.net.Close()
+	if vm.net != nil {
+		vm.net.Close()
+	}
+	if vm.remote {
+		_ = vm.ep.Close()
+	}
 	runtime.GC()
 }

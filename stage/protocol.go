@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/pipemare/pipemare/schedule"
+	"gorgonia.org/tensor"
 )
 
 // The messages between a driver and a stage runtime. Control bodies go
@@ -67,6 +68,14 @@ type Restore struct {
 	Snapshot Snapshot
 }
 
+// Pull asks for the stage's current weights and BatchNorm statistics; the
+// stage answers Pulled with them in Values: copies of its learnables, in
+// order, then each BatchNorm op's running mean and variance.
+type Pull struct{}
+
+// Pulled answers Pull.
+type Pulled struct{}
+
 // Saved answers Save.
 type Saved struct {
 	Snapshot Snapshot
@@ -105,7 +114,11 @@ type Failed struct {
 	// Step is the optimizer step the action belongs to.
 	Step    int
 	Message string
-	Report  Progress
+	// Peer is the other end of the link whose failure failed the action
+	// (a stage that is gone), or −1: what a driver needs to tell a cause
+	// from its consequences.
+	Peer   int
+	Report Progress
 }
 
 // Stopped is the stage's last message when it stops without a failure of
@@ -173,7 +186,8 @@ type Stats struct {
 }
 
 func init() {
-	for _, b := range []any{Work{}, Data{}, Evaluate{}, Stop{}, Save{}, Restore{}, Parked{}, Evaluated{}, Failed{}, Stopped{}, Saved{}, Restored{}, Refused{}} {
+	for _, b := range []any{Work{}, Data{}, Evaluate{}, Stop{}, Save{}, Restore{}, Parked{}, Evaluated{}, Failed{}, Stopped{}, Saved{}, Restored{}, Refused{}, Pull{}, Pulled{}} {
 		gob.Register(b)
 	}
+	gob.Register(&tensor.Dense{}) // snapshots hold tensor.Tensor values
 }

@@ -171,6 +171,9 @@ func (r *Runtime) Serve(ctx context.Context, ep transport.Endpoint) error {
 		defer cancel()
 		for {
 			m, err := ep.Recv(ctx, transport.Driver, transport.Control)
+			if errors.Is(err, transport.ErrTimeout) {
+				continue // an idle driver: the link is up
+			}
 			if err != nil {
 				orders.Fail(err)
 				return
@@ -209,6 +212,15 @@ func (r *Runtime) Serve(ctx context.Context, ep transport.Endpoint) error {
 				return r.failed(ctx, ep, err)
 			}
 			r.replyValues(ep, out, vals)
+		case Pull:
+			vals := make([]gorgonia.Value, 0, len(r.params)+2*len(r.bns))
+			for _, p := range r.params {
+				vals = append(vals, p.(tensor.Tensor).Clone().(tensor.Tensor))
+			}
+			for _, t := range bnstate.Save(r.bns).Tensors() {
+				vals = append(vals, t)
+			}
+			r.replyValues(ep, Pulled{}, vals)
 		case Save:
 			if s, err := r.snapshot(); err != nil {
 				r.reply(ep, Refused{Message: err.Error()})
@@ -234,7 +246,15 @@ func (r *Runtime) failed(ctx context.Context, ep transport.Endpoint, err error) 
 		r.reply(ep, Stopped{Report: r.progress()})
 		return nil
 	}
-	f := Failed{Message: err.Error(), Report: r.progress()}
+	f := Failed{Message: err.Error(), Report: r.progress(), Peer: -1}
+	var le *transport.LinkError
+	if errors.As(err, &le) {
+		if other := le.From; other != transport.Peer(r.index) {
+			f.Peer = int(other)
+		} else {
+			f.Peer = int(le.To)
+		}
+	}
 	var ae *actionError
 	if errors.As(err, &ae) {
 		f.InAction, f.Action, f.Step, f.Message = true, ae.action, ae.step, ae.err.Error()

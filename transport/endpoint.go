@@ -28,6 +28,12 @@ type Endpoint interface {
 // ErrClosed is returned by an Endpoint's methods after it was closed.
 var ErrClosed = errors.New("transport: endpoint closed")
 
+// ErrTimeout is the cause of a *LinkError from a Recv that waited the
+// transport's receive timeout for nothing: the link is still up, the peer
+// sent nothing (an idle driver, a stalled or slow peer). The endpoint goes
+// on working; a caller that may wait longer can call Recv again.
+var ErrTimeout = errors.New("receive timeout")
+
 // LinkError is a failure of the link between two peers: a peer that is
 // gone, a message that did not arrive in time, a corrupted frame.
 type LinkError struct {

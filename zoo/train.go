@@ -215,6 +215,9 @@ func Train(ctx context.Context, build Builder, train, test Data, cfg Config) (*R
 		if cfg.Delays == nil {
 			er.Utilization = vm.Report().Utilization
 		}
+		if err := vm.Pull(ctx); err != nil { // stages elsewhere hold the weights
+			return res, err
+		}
 		if er.Accuracy, err = eval.Accuracy(test); err != nil {
 			return res, err
 		}

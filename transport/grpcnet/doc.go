@@ -43,9 +43,11 @@
 // timeout (WithRecvTimeout) and then returns a *transport.LinkError naming
 // the link. Keepalive pings notice a peer that vanished without closing
 // its connection (the server allows the clients' interval). A stream that
-// breaks fails the endpoint: every pending and later call returns the
-// LinkError naming the link that broke. Recovery is a restart of the whole
-// pipeline, from the last checkpoint. Close flushes what was sent, waits
+// breaks fails the calls that involve its link with the LinkError naming
+// it — and a Recv from any peer once nothing is queued — while the other
+// links go on, so that a stage that lost a neighbour can still tell the
+// driver. Recovery is a restart of the whole pipeline, from the last
+// checkpoint. Close flushes what was sent, waits
 // until each peer has read it, and stops every goroutine.
 //
 // # Security

@@ -39,8 +39,12 @@ type Endpoint struct {
 	opened  bool
 	arrived chan struct{} // closed and replaced when a peer dials in or is refused
 	refused error         // the first peer refused while opening
-	failure *transport.LinkError
+	failure *transport.LinkError // the first link that broke
 	closed  bool
+	// anyBroken is cancelled, with the LinkError as its cause, when the
+	// first link breaks: what wakes a Recv from any peer.
+	anyBroken context.Context
+	breakAny  context.CancelCauseFunc
 
 	wg        sync.WaitGroup // the goroutines the endpoint owns
 	closeOnce sync.Once
@@ -82,6 +86,7 @@ func Open(ctx context.Context, self transport.Peer, n Network, opts ...Option) (
 		e.accepts[p] = true
 	}
 	e.base, e.cancel = context.WithCancel(context.Background())
+	e.anyBroken, e.breakAny = context.WithCancelCause(context.Background())
 	if self != transport.Driver {
 		if err := e.serve(); err != nil {
 			e.teardown(0)
@@ -386,9 +391,9 @@ func (e *Endpoint) Self() transport.Peer { return e.self }
 // caller's compute overlaps the transfer. It fails at once for a body that
 // gob cannot encode (register the body's type with gob.Register), a value
 // that is neither a *tensor.Dense nor a gorgonia scalar of a supported
-// dtype, or a destination with no link; and after Close (ErrClosed), a
-// failure of any link (its *transport.LinkError) or the destination's
-// Close. The queue is not bounded: a sender far ahead of its receiver holds
+// dtype, or a destination with no link; after Close (ErrClosed); and when
+// the destination's link broke or the destination closed (a
+// *transport.LinkError naming the link). The queue is not bounded: a sender far ahead of its receiver holds
 // its messages in memory. A message to this endpoint itself is put in its
 // own mailbox as it is, as transport.Local does.
 func (e *Endpoint) Send(ctx context.Context, m transport.Message) error {
@@ -424,8 +429,12 @@ func (e *Endpoint) Send(ctx context.Context, m transport.Message) error {
 // Recv returns the next message of kind k from peer from (AnyPeer: the
 // earliest from any peer). It waits at most the receive timeout: a peer
 // that sends nothing for that long makes it return a *transport.LinkError
-// naming the link; so does a peer that closed its endpoint with nothing
-// left to read, or the failure of any link. After Close it returns
+// naming the link, caused by transport.ErrTimeout; a peer whose link broke,
+// or that closed its endpoint, with nothing left to read, makes it return
+// a *transport.LinkError naming that link — and, for AnyPeer, so does the
+// first link that broke once nothing of kind k is queued. A broken link
+// fails only the calls that involve it: messages already received from
+// other peers, and their links, go on working. After Close it returns
 // ErrClosed; when ctx ends, ctx's error.
 func (e *Endpoint) Recv(ctx context.Context, from transport.Peer, k transport.Kind) (transport.Message, error) {
 	if err := e.failed(k); err != nil {
@@ -446,6 +455,9 @@ func (e *Endpoint) Recv(ctx context.Context, from transport.Peer, k transport.Ki
 	defer wcancel(nil)
 	if l != nil {
 		defer context.AfterFunc(l.departed, func() { wcancel(errDeparted) })()
+		defer context.AfterFunc(l.broken, func() { wcancel(context.Cause(l.broken)) })()
+	} else {
+		defer context.AfterFunc(e.anyBroken, func() { wcancel(context.Cause(e.anyBroken)) })()
 	}
 	m, err := e.box.Take(wctx, from, k)
 	if err == nil {
@@ -454,6 +466,17 @@ func (e *Endpoint) Recv(ctx context.Context, from transport.Peer, k transport.Ki
 	if ctx.Err() != nil {
 		return transport.Message{}, ctx.Err()
 	}
+	var le *transport.LinkError
+	if cause := context.Cause(wctx); errors.As(cause, &le) { // a link broke: what came before it is still read
+		now, cancel := context.WithCancel(context.Background())
+		cancel()
+		if m, err := e.box.Take(now, from, k); err == nil {
+			return m, nil
+		}
+		out := *le
+		out.Kind = k
+		return transport.Message{}, &out
+	}
 	switch context.Cause(wctx) {
 	case errDeparted:
 		if m, err := e.box.Take(wctx, from, k); err == nil { // it came before the peer left
@@ -461,7 +484,7 @@ func (e *Endpoint) Recv(ctx context.Context, from transport.Peer, k transport.Ki
 		}
 		return transport.Message{}, &transport.LinkError{From: from, To: e.self, Kind: k, Err: errors.Errorf("%v closed its endpoint: nothing more will come", from)}
 	case errTimedOut:
-		return transport.Message{}, &transport.LinkError{From: from, To: e.self, Kind: k, Err: errors.Errorf(
+		return transport.Message{}, &transport.LinkError{From: from, To: e.self, Kind: k, Err: errors.Wrapf(transport.ErrTimeout,
 			"nothing received within %v: the peer is stalled, too slow or unreachable; if its work between two messages takes longer, raise the receive timeout (grpcnet.WithRecvTimeout)", e.s.recvTimeout)}
 	}
 	if err := e.failed(k); err != nil {
@@ -483,17 +506,11 @@ func (e *Endpoint) failed(k transport.Kind) error {
 	if e.closed {
 		return transport.ErrClosed
 	}
-	if f := e.failure; f != nil {
-		le := *f
-		if le.Kind == 0 {
-			le.Kind = k
-		}
-		return &le
-	}
 	return nil
 }
 
-// fail makes every pending and later call fail with le: a link failed.
+// fail records that a link broke: the first one wakes the calls waiting for
+// a message from any peer.
 func (e *Endpoint) fail(le *transport.LinkError) {
 	e.mu.Lock()
 	if e.closed || e.failure != nil {
@@ -502,7 +519,7 @@ func (e *Endpoint) fail(le *transport.LinkError) {
 	}
 	e.failure = le
 	e.mu.Unlock()
-	e.box.Fail(le)
+	e.breakAny(le)
 }
 
 // linked returns the peers this endpoint has a stream to.
@@ -515,22 +532,21 @@ func (e *Endpoint) linked() []transport.Peer {
 // most the receive timeout) until each has read it all, and stops every
 // goroutine and connection of the endpoint. Pending and later calls fail
 // with ErrClosed. It returns an error naming the links whose messages could
-// not be delivered; after a link failure it only releases. It is safe to
-// call more than once.
+// not be delivered (the links that broke are only released). It is safe
+// to call more than once.
 func (e *Endpoint) Close() error {
 	e.closeOnce.Do(func() {
 		e.mu.Lock()
 		e.closed = true
-		healthy := e.failure == nil
 		links := make([]*peerLink, 0, len(e.peers))
 		for _, l := range e.peers {
-			links = append(links, l)
+			if l.broken.Err() == nil {
+				links = append(links, l)
+			}
 		}
 		e.mu.Unlock()
 		e.box.Fail(transport.ErrClosed)
-		if healthy {
-			e.closeErr = e.flush(links)
-		}
+		e.closeErr = e.flush(links)
 		e.teardown(0)
 	})
 	return e.closeErr

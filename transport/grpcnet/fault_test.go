@@ -16,8 +16,9 @@ import (
 
 // TestPeerKilledMidStream: stage 1 runs in a child process that streams
 // gradients to stage 0 and replies to the driver; killed mid-stream, it
-// makes the pending and later calls of both fail with a LinkError naming
-// the link from stage 1, well within the receive timeout.
+// makes the pending and later calls of both on that link fail with a
+// LinkError naming the link from stage 1, well within the receive timeout,
+// while the link between stage 0 and the driver goes on working.
 func TestPeerKilledMidStream(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a child process")
@@ -65,14 +66,19 @@ func TestPeerKilledMidStream(t *testing.T) {
 		require.Equal(t, c.e.Self(), le.To)
 		require.Contains(t, err.Error(), "the stream to stage 1 at "+addr1+" broke")
 		require.Contains(t, err.Error(), "restart the pipeline")
-		// Later calls, on any link, fail with it too.
-		err = c.e.Send(ctx, transport.Message{Kind: transport.Control, To: 0})
-		if c.e == stage0 {
-			err = c.e.Send(ctx, transport.Message{Kind: transport.Reply, To: transport.Driver})
-		}
+		// Later calls on that link fail with it; other links go on.
+		err = c.e.Send(ctx, transport.Message{Kind: transport.Control, To: 1})
 		require.ErrorAs(t, err, &le)
 		require.Equal(t, transport.Peer(1), le.From)
 	}
+	require.NoError(t, stage0.Send(ctx, transport.Message{Kind: transport.Reply, To: transport.Driver, Body: "still here"}))
+	m, err := driver.Recv(ctx, 0, transport.Reply)
+	require.NoError(t, err, "a broken link fails only the calls that involve it")
+	require.Equal(t, "still here", m.Body)
+	_, err = driver.Recv(ctx, transport.AnyPeer, transport.Reply)
+	var le *transport.LinkError
+	require.ErrorAs(t, err, &le, "a Recv from any peer, with nothing queued, reports the broken link")
+	require.Equal(t, transport.Peer(1), le.From)
 	require.Less(t, time.Since(start), timeout, "a dead peer is noticed by its broken stream, before the timeout")
 }
 
@@ -98,7 +104,8 @@ func TestStalledLinkGivesADeadlineError(t *testing.T) {
 	var le *transport.LinkError
 	require.ErrorAs(t, err, &le)
 	require.Equal(t, "transport: link stage 0 → stage 1 (activation): nothing received within 1s: the peer is stalled, too slow or unreachable; "+
-		"if its work between two messages takes longer, raise the receive timeout (grpcnet.WithRecvTimeout)", err.Error())
+		"if its work between two messages takes longer, raise the receive timeout (grpcnet.WithRecvTimeout): receive timeout", err.Error())
+	require.ErrorIs(t, err, transport.ErrTimeout, "a timeout is told apart from a broken link")
 	require.InDelta(t, timeout.Seconds(), took.Seconds(), 0.5)
 
 	start = time.Now()

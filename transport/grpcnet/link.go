@@ -31,6 +31,8 @@ type peerLink struct {
 
 	departed context.Context // done once the peer said Bye
 	depart   context.CancelFunc
+	broken   context.Context // done, with the LinkError as cause, once the stream broke
+	breakIt  context.CancelCauseFunc
 
 	mu       sync.Mutex
 	wake     *sync.Cond
@@ -56,6 +58,7 @@ func (e *Endpoint) newLink(p transport.Peer, addr string, s frameStream, end con
 	l := &peerLink{e: e, peer: p, addr: addr, stream: s, end: end, acked: make(chan struct{}), writerDone: make(chan struct{})}
 	l.wake = sync.NewCond(&l.mu)
 	l.departed, l.depart = context.WithCancel(context.Background())
+	l.broken, l.breakIt = context.WithCancelCause(context.Background())
 	return l
 }
 
@@ -71,6 +74,12 @@ func (l *peerLink) enqueue(o outgoing) error {
 	case l.dead:
 		if err := l.e.failed(o.m.Kind); err != nil {
 			return err
+		}
+		var le *transport.LinkError
+		if errors.As(context.Cause(l.broken), &le) {
+			out := *le
+			out.Kind = o.m.Kind
+			return &out
 		}
 		return &transport.LinkError{From: l.e.self, To: l.peer, Kind: o.m.Kind, Err: errors.New("the stream is over")}
 	}
@@ -210,7 +219,7 @@ func (l *peerLink) readerEnded(err error) {
 }
 
 // ended marks the stream over; unless the peer had left or this endpoint
-// is closing, the endpoint fails with le.
+// is closing, the link is broken with le: the calls that involve it fail.
 func (l *peerLink) ended(le *transport.LinkError) {
 	l.ackOnce.Do(func() { close(l.acked) })
 	l.mu.Lock()
@@ -224,6 +233,7 @@ func (l *peerLink) ended(le *transport.LinkError) {
 	if closing || l.departed.Err() != nil {
 		return
 	}
+	l.breakIt(le)
 	l.e.fail(le)
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/pkg/errors"
 
+	"github.com/pipemare/pipemare/schedule"
 	"github.com/pipemare/pipemare/transport"
 )
 
@@ -109,4 +110,16 @@ func linksString(links []Link) string {
 		s[i] = l.String()
 	}
 	return "[" + strings.Join(s, " ") + "]"
+}
+
+// Links returns the links of a pipeline's topology (stage.Topology of its
+// plan): each pair of stages that exchange tensors, once.
+func Links(t schedule.Topology) []Link {
+	var out []Link
+	for i, cons := range t.Consumers {
+		for _, c := range cons {
+			out = append(out, Link{transport.Peer(i), transport.Peer(c)})
+		}
+	}
+	return out
 }
