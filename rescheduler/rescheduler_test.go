@@ -34,7 +34,7 @@ func stepRandom(t *testing.T, s gorgonia.Solver, k int) []float64 {
 	return append([]float64(nil), w.Data().([]float64)...)
 }
 
-func solvers() map[string]func() gorgonia.Solver {
+func gorgoniaSolvers() map[string]func() gorgonia.Solver {
 	return map[string]func() gorgonia.Solver{
 		"vanilla": func() gorgonia.Solver { return gorgonia.NewVanillaSolver(gorgonia.WithLearnRate(0.03)) },
 		"momentum": func() gorgonia.Solver {
@@ -48,7 +48,7 @@ func solvers() map[string]func() gorgonia.Solver {
 // TestNoDelayOrNoPhaseIsTheWrappedSolver: with τ = 1, or K = 0, the decorator
 // is bit-identical to the solver it wraps.
 func TestNoDelayOrNoPhaseIsTheWrappedSolver(t *testing.T) {
-	for name, mk := range solvers() {
+	for name, mk := range gorgoniaSolvers() {
 		want := stepRandom(t, mk(), 50)
 		for _, opts := range [][]Option{
 			{WithDelay(1), WithPhase(100)},
@@ -84,7 +84,7 @@ func TestRatePathEndpoints(t *testing.T) {
 	require.InDelta(t, math.Pow(4, -0.5), Power{}.Factor(4, 50, 100), 1e-15, "geometric half-way")
 	require.InDelta(t, 0.25+0.75*0.5, Linear{}.Factor(4, 50, 100), 1e-15, "linear half-way")
 
-	for name, mk := range solvers() {
+	for name, mk := range gorgoniaSolvers() {
 		r, err := New(mk(), WithDelay(4), WithPhase(10))
 		require.NoError(t, err)
 		stepRandom(t, r, 1)
