@@ -10,6 +10,7 @@ import (
 	"github.com/pipemare/pipemare/correction"
 	"github.com/pipemare/pipemare/graphsplit"
 	"github.com/pipemare/pipemare/rescheduler"
+	"github.com/pipemare/pipemare/solvers"
 	"github.com/pkg/errors"
 	"gorgonia.org/gorgonia"
 )
@@ -108,28 +109,42 @@ func (c Config) SolverName() string {
 	return "SGD"
 }
 
-// Solver returns the per-stage solver Config describes: Momentum(β)
-// wrapped in T2's correction and T1's rescheduler when they are on.
+// Solver returns the per-stage solver Config describes: Momentum(β), or
+// SGD without momentum (package solvers: gorgonia's, bit for bit, with a
+// state that can be saved), wrapped in T2's correction and T1's
+// rescheduler when they are on.
 func (c Config) Solver(stepsPerEpoch int) func(stage int) gorgonia.Solver {
 	return func(stage int) gorgonia.Solver {
-		var s gorgonia.Solver = gorgonia.NewMomentum(gorgonia.WithLearnRate(c.LR), gorgonia.WithMomentum(c.beta()))
-		if c.T2 > 0 {
-			t2, err := correction.New(s, correction.WithGamma(c.T2))
-			if err != nil {
-				panic(err) // Train validates T2 first
-			}
-			s = t2
-		}
-		base := rescheduler.Constant(c.LR)
-		if c.Cosine {
-			base = rescheduler.Cosine(c.LR, c.LR/100, stepsPerEpoch*c.Epochs)
-		}
-		r, err := rescheduler.New(s, rescheduler.WithBase(base), rescheduler.WithPhase(c.T1))
+		s, err := c.stageSolver(stepsPerEpoch)
 		if err != nil {
-			panic(err) // Momentum's rate can always be set
+			panic(err) // Train builds one first and returns its error
 		}
-		return r
+		return s
 	}
+}
+
+func (c Config) stageSolver(stepsPerEpoch int) (gorgonia.Solver, error) {
+	var s gorgonia.Solver
+	var err error
+	if b := c.beta(); b > 0 {
+		s, err = solvers.NewMomentum(solvers.WithLearnRate(c.LR), solvers.WithMomentum(b))
+	} else {
+		s, err = solvers.NewSGD(solvers.WithLearnRate(c.LR))
+	}
+	if err != nil {
+		return nil, errors.Wrap(err, "zoo")
+	}
+	if c.T2 > 0 {
+		if s, err = correction.New(s, correction.WithGamma(c.T2)); err != nil {
+			return nil, errors.Wrap(err, "zoo")
+		}
+	}
+	base := rescheduler.Constant(c.LR)
+	if c.Cosine {
+		base = rescheduler.Cosine(c.LR, c.LR/100, stepsPerEpoch*c.Epochs)
+	}
+	r, err := rescheduler.New(s, rescheduler.WithBase(base), rescheduler.WithPhase(c.T1))
+	return r, errors.Wrap(err, "zoo")
 }
 
 // Train builds a fresh model with build, trains it on train for cfg.Epochs
@@ -144,6 +159,9 @@ func Train(ctx context.Context, build Builder, train, test Data, cfg Config) (*R
 	}
 	if cfg.T2 < 0 || cfg.T2 >= 1 {
 		return nil, errors.Errorf("zoo: T2 γ = %g must be in [0, 1)", cfg.T2)
+	}
+	if _, err := cfg.stageSolver(1); err != nil {
+		return nil, err
 	}
 	m, err := build(cfg.Microbatch, cfg.Seed)
 	if err != nil {
