@@ -86,19 +86,19 @@ func newAdamParams[T float](h *hyper, c1, c2 float64) adamParams[T] {
 }
 
 func adam[T float](w, g, m, v []T, p adamParams[T], scalar bool) {
-	for i := range w {
-		if scalar { // gorgonia's scalar code, expression for expression
-			gi := p.prepScalar(g[i], w[i])
-			newM := T(p.beta1*m[i]) + T(p.omb1*gi)
-			newV := T(p.beta2*v[i]) + T(T(p.omb2*gi)*gi)
-			m[i], v[i] = newM, newV
-			mHat := T(p.cv1 * newM)
-			vHat := T(p.cv2 * newV)
-			w[i] += T(p.negEta*mHat) / (sqrt(vHat) + p.eps)
-			continue
-		}
-		// gorgonia's tensor operations, one rounding each
-		gi := p.prep(g[i], w[i])
+	if scalar { // gorgonia's scalar code, expression for expression
+		gi := p.prepScalar(g[0], w[0])
+		newM := T(p.beta1*m[0]) + T(p.omb1*gi)
+		newV := T(p.beta2*v[0]) + T(T(p.omb2*gi)*gi)
+		m[0], v[0] = newM, newV
+		mHat := T(p.cv1 * newM)
+		vHat := T(p.cv2 * newV)
+		w[0] += T(p.negEta*mHat) / (sqrt(vHat) + p.eps)
+		return
+	}
+	// gorgonia's tensor operations, one rounding each
+	p.prep(g, w)
+	for i, gi := range g {
 		t1 := T(gi * p.omb1)
 		g2 := T(T(gi*gi) * p.omb2)
 		t1 += T(m[i] * p.beta1) // tensor.Mul(m, β1, WithIncr(t1))

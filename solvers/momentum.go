@@ -69,15 +69,15 @@ func (s *Momentum) Step(model []gorgonia.ValueGrad) error {
 }
 
 func momentum[T float](w, g, v []T, p params[T], beta T, scalar bool) {
+	if scalar { // the velocity is read, never written
+		gi := p.prepScalar(g[0], w[0])
+		w[0] += T(v[0]*beta) - T(-p.negEta*gi)
+		return
+	}
+	p.prep(g, v)
+	eta := p.negEta
 	for i := range w {
-		if scalar { // the velocity is read, never written
-			gi := p.prepScalar(g[i], w[i])
-			w[i] += T(v[i]*beta) - T(-p.negEta*gi)
-			continue
-		}
-		gi := T(p.prep(g[i], v[i]) * p.negEta)
-		c := T(v[i] * beta)
-		c = c + gi
+		c := T(v[i]*beta) + T(g[i]*eta)
 		v[i] = c
 		w[i] = w[i] + c
 	}

@@ -48,13 +48,14 @@ func (s *SGD) Step(model []gorgonia.ValueGrad) error {
 }
 
 func sgd[T float](w, g []T, p params[T], scalar bool) {
+	if scalar {
+		w[0] += T(p.negEta * p.prepScalar(g[0], w[0]))
+		return
+	}
+	p.prep(g, w)
+	eta := p.negEta
 	for i := range w {
-		if scalar {
-			w[i] += T(p.negEta * p.prepScalar(g[i], w[i]))
-			continue
-		}
-		gi := T(p.prep(g[i], w[i]) * p.negEta)
-		w[i] = w[i] + gi
+		w[i] = w[i] + T(g[i]*eta)
 	}
 }
 

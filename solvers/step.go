@@ -109,27 +109,36 @@ func newParams[T float](h *hyper) params[T] {
 	}
 }
 
-// prep is gorgonia's preparation of one gradient element g of a tensor
-// learnable: + l1·sign(reg), + reg·l2, · 1/batch, clamped; reg is the
-// weight (SGD, Adam) or the velocity (Momentum).
-func (p *params[T]) prep(g, reg T) T {
+// prep is gorgonia's preparation of a tensor learnable's gradient g, in
+// place, one whole-tensor pass per operation as gorgonia's: + l1·sign(reg),
+// + reg·l2, · 1/batch, clamped; reg is the weight (SGD, Adam) or the
+// velocity (Momentum).
+func (p *params[T]) prep(g, reg []T) {
 	if p.useL1 {
-		g = g + T(p.l1*sign(reg))
-	}
-	if p.useL2 {
-		g = g + T(reg*p.l2)
-	}
-	if p.batch {
-		g = T(g * p.onePerBatch)
-	}
-	if p.clipTensors {
-		if g < p.negClip {
-			g = p.negClip
-		} else if g > p.clip {
-			g = p.clip
+		for i := range g {
+			g[i] = g[i] + T(p.l1*sign(reg[i]))
 		}
 	}
-	return g
+	if p.useL2 {
+		for i := range g {
+			g[i] = g[i] + T(reg[i]*p.l2)
+		}
+	}
+	if p.batch {
+		for i := range g {
+			g[i] = T(g[i] * p.onePerBatch)
+		}
+	}
+	if p.clipTensors {
+		lo, hi := p.negClip, p.clip
+		for i, x := range g {
+			if x < lo {
+				g[i] = lo
+			} else if x > hi {
+				g[i] = hi
+			}
+		}
+	}
 }
 
 // prepScalar is gorgonia's preparation of a scalar learnable's gradient,
