@@ -104,9 +104,6 @@ func TestCommitLatestAndKeep(t *testing.T) {
 	requireStep(t, c, 50)
 	_, err = Commit(root, c.Manifest, Keep(0))
 	require.ErrorContains(t, err, "Keep(0)")
-
-	_, err = Begin(root, 50)
-	require.ErrorContains(t, err, "step 50 is the committed LATEST checkpoint")
 }
 
 // TestCrashBeforeTheManifest: a run stopped after writing some shards of
@@ -352,6 +349,45 @@ func TestResumeFromAnOlderCheckpoint(t *testing.T) {
 	complete, incomplete := steps(t, root)
 	require.Equal(t, []int64{1, 2}, complete, "step 3 belonged to the abandoned branch")
 	require.Empty(t, incomplete)
+}
+
+// TestResumeAfterDamage: the newest checkpoint is damaged; the run
+// resumes from the previous one explicitly and, reaching the damaged
+// one's step, rewrites it. While it does, LATEST names the previous one,
+// so a crash then leaves a checkpoint to resume from.
+func TestResumeAfterDamage(t *testing.T) {
+	root := t.TempDir()
+	prev := save(t, root, 1)
+	newest := save(t, root, 2)
+	require.NoError(t, os.Remove(filepath.Join(newest, "stage-002.safetensors")))
+	_, err := Latest(root)
+	require.ErrorContains(t, err, "the previous complete one is "+prev)
+	c, err := Open(prev)
+	require.NoError(t, err)
+	requireStep(t, c, 1)
+
+	dir, err := Begin(root, 2)
+	require.NoError(t, err)
+	c, err = Latest(root)
+	require.NoError(t, err, "LATEST stepped back while step 2 is rewritten")
+	requireStep(t, c, 1)
+	_, err = WriteShard(dir, 0, stageShard(2, 0)) // and a crash here
+	require.NoError(t, err)
+	c, err = Latest(root)
+	require.NoError(t, err)
+	requireStep(t, c, 1)
+	save(t, root, 2)
+	c, err = Latest(root)
+	require.NoError(t, err)
+	requireStep(t, c, 2)
+
+	// With no earlier complete checkpoint, LATEST goes.
+	lone := t.TempDir()
+	save(t, lone, 5)
+	_, err = Begin(lone, 5)
+	require.NoError(t, err)
+	_, err = Latest(lone)
+	require.True(t, errors.Is(err, ErrNoCheckpoint), "%v", err)
 }
 
 func TestLatestNamesItsTrouble(t *testing.T) {

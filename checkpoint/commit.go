@@ -30,9 +30,12 @@ func parseStepName(name string) (int64, bool) {
 
 // Begin makes the directory of the checkpoint at step under root (created
 // if need be) and returns it; the stages then write their shards in it
-// (WriteShard) and the coordinator commits it (Commit). A directory left
-// at that step by a run that stopped before committing it is emptied
-// first; the committed LATEST checkpoint is never overwritten.
+// (WriteShard) and the coordinator commits it (Commit). A directory
+// already there at that step (a run that stopped before committing it, or
+// that was resumed from an older checkpoint and reached the step again)
+// is emptied first; if LATEST names it, LATEST is first moved back,
+// durably, to the newest complete checkpoint before it, so that it always
+// names a complete checkpoint.
 func Begin(root string, step int64) (string, error) {
 	if step < 0 {
 		return "", errors.Errorf("checkpoint: step %d", step)
@@ -46,7 +49,9 @@ func Begin(root string, step int64) (string, error) {
 		}
 	}
 	if latest, err := readLatest(root); err == nil && latest == stepName(step) {
-		return "", errors.Errorf("checkpoint: step %d is the committed LATEST checkpoint of %s; it is not overwritten", step, root)
+		if err := stepBack(root, step); err != nil {
+			return "", err
+		}
 	}
 	dir := filepath.Join(root, stepName(step))
 	if _, err := os.Stat(dir); err == nil {
@@ -119,10 +124,7 @@ func Commit(root string, m Manifest, opts ...CommitOption) (string, error) {
 	}); err != nil {
 		return "", err
 	}
-	if _, _, err := writeAtomic(root, latestName, func(w io.Writer) error {
-		_, err := io.WriteString(w, name+"\n")
-		return err
-	}); err != nil {
+	if err := writeLatest(root, name); err != nil {
 		return "", err
 	}
 	if err := prune(root, m.Step, cfg.keep); err != nil {
@@ -156,6 +158,33 @@ func prune(root string, step int64, keep int) error {
 		}
 	}
 	return removeTemps(root)
+}
+
+// stepBack points LATEST at the newest complete checkpoint before step,
+// or removes it if there is none.
+func stepBack(root string, step int64) error {
+	entries, err := List(root)
+	if err != nil {
+		return err
+	}
+	for i := len(entries) - 1; i >= 0; i-- {
+		if e := entries[i]; e.Complete && e.Step < step {
+			return writeLatest(root, filepath.Base(e.Dir))
+		}
+	}
+	if err := os.Remove(filepath.Join(root, latestName)); err != nil {
+		return errors.Wrap(err, "checkpoint")
+	}
+	return syncDir(root)
+}
+
+// writeLatest points LATEST at the checkpoint directory name, atomically.
+func writeLatest(root, name string) error {
+	_, _, err := writeAtomic(root, latestName, func(w io.Writer) error {
+		_, err := io.WriteString(w, name+"\n")
+		return err
+	})
+	return err
 }
 
 // remove deletes the checkpoint directory name under root so that a crash

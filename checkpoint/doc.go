@@ -17,7 +17,9 @@
 // Begin the next checkpoint only after the previous Commit returned:
 // Commit removes any checkpoint newer than the one it commits (what a run
 // resumed from an older checkpoint leaves behind), which keeps the
-// history of a root linear. One run writes to one root.
+// history of a root linear. One run writes to one root: a fresh run
+// started in a root that holds another run's checkpoints replaces them, so
+// a driver should refuse a root with a LATEST unless it resumes from it.
 //
 // # Layout
 //
@@ -70,8 +72,9 @@
 //     names a complete checkpoint. A crash between the two leaves LATEST
 //     on the previous checkpoint, from which the run resumes; the newer
 //     one is still complete (Open reads it) and is replaced when the run
-//     reaches its step again (Begin empties a directory LATEST does not
-//     name).
+//     reaches its step again (Begin empties the directory of its step; if
+//     LATEST names it, as after a resume from an older checkpoint, Begin
+//     first moves LATEST back to the newest complete one before it).
 //  3. Old checkpoints are removed only after LATEST is durable, manifest
 //     first and durably, so a crash midway through a removal leaves an
 //     incomplete directory, never a complete-looking part of one.
