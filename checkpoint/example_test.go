@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/pipemare/pipemare/checkpoint"
+	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 )
 
@@ -60,4 +61,30 @@ func Example() {
 	// stage-000.safetensors [1 2 3 0] version 120
 	// stage-001.safetensors [1 2 3 1] version 120
 	// true
+}
+
+// Save a trained model's learnables and load them into a freshly built
+// model.
+func ExampleSaveModel() {
+	build := func(w []float32) gorgonia.Nodes {
+		g := gorgonia.NewGraph()
+		return gorgonia.Nodes{gorgonia.NewMatrix(g, tensor.Float32, gorgonia.WithName("fc.W"), gorgonia.WithShape(2, 2),
+			gorgonia.WithValue(tensor.New(tensor.WithShape(2, 2), tensor.WithBacking(w))))}
+	}
+	dir, err := os.MkdirTemp("", "model")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	path := filepath.Join(dir, "model"+checkpoint.ModelExt)
+	if err := checkpoint.SaveModel(path, build([]float32{0.5, -1, 2, 3})); err != nil {
+		log.Fatal(err)
+	}
+	fresh := build(make([]float32, 4))
+	if err := checkpoint.LoadModel(path, fresh); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(filepath.Base(path), fresh[0].Value().Data())
+	// Output:
+	// model.safetensors [0.5 -1 2 3]
 }
