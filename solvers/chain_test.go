@@ -94,6 +94,21 @@ func TestChainLoadChecksEveryLayerAndChangesNothing(t *testing.T) {
 	require.NoError(t, solvers.Load(target, good))
 	require.Equal(t, good, snapshot(t, target))
 
+	// Into a fresh chain, not bound to any model: the rolled-back layers
+	// are fresh again, not bound to the shapes of the refused state.
+	fresh := pipemare(t)
+	before = snapshot(t, fresh)
+	require.Empty(t, before[1].Tensors)
+	missing := append([]solvers.State(nil), good...)
+	missing[2] = solvers.State{Kind: good[2].Kind, Ints: good[2].Ints, Tensors: map[string]tensor.Tensor{}}
+	for k, v := range good[2].Tensors {
+		if k != "velocity/3" {
+			missing[2].Tensors[k] = v
+		}
+	}
+	require.ErrorContains(t, solvers.Load(fresh, missing), `loading layer 2: solvers: solvers.Momentum state: missing tensor "velocity/3"`)
+	require.Equal(t, before, snapshot(t, fresh), "a failed Load leaves a fresh chain fresh")
+
 	t2, err := correction.New(gorgonia.NewMomentum())
 	require.NoError(t, err)
 	_, err = solvers.Save(t2)

@@ -25,6 +25,7 @@ import (
 type Set struct {
 	names  []string
 	bound  bool
+	model  bool // bound by a model (Bind), not only by a State
 	shapes []tensor.Shape
 	dtypes []tensor.Dtype
 	t      [][]*tensor.Dense // t[k][i]: slot names[k] of learnable i
@@ -90,6 +91,7 @@ func (s *Set) Bind(model []gorgonia.ValueGrad) error {
 	if !s.bound {
 		s.allocate(shapes, dtypes)
 	}
+	s.model = true
 	return nil
 }
 
@@ -127,11 +129,17 @@ func (s *Set) Save(tensors map[string]tensor.Tensor) error {
 // Load replaces the slots with the tensors of a saved State, which must
 // hold every slot of every learnable ("<slot>/0" … "<slot>/n-1") and
 // nothing else, with the bound shapes and dtypes; or no tensor at all (a
-// solver that had not been bound), which zeroes a bound Set. It checks
-// everything before it changes anything, and returns the number of
-// learnables the State covers.
+// solver that had not been bound), which zeroes a Set bound to a model
+// and unbinds one that only a State bound, so that loading what an
+// unbound Set saved gives it back as it was. It checks everything before
+// it changes anything, and returns the number of learnables the State
+// covers.
 func (s *Set) Load(tensors map[string]tensor.Tensor) (int, error) {
 	if len(tensors) == 0 {
+		if !s.model {
+			*s = Set{names: s.names}
+			return 0, nil
+		}
 		for _, ts := range s.t {
 			for _, t := range ts {
 				t.Zero()

@@ -68,6 +68,13 @@ func TestBindSaveLoad(t *testing.T) {
 	require.Zero(t, n)
 	require.Zero(t, fresh.Slot(0, 0).Float32s()[4], "an empty State zeroes a bound Set")
 
+	byState := New("mean", "variance")
+	_, err = byState.Load(saved)
+	require.NoError(t, err)
+	_, err = byState.Load(nil)
+	require.NoError(t, err)
+	require.False(t, byState.Bound(), "what an unbound Set saved gives it back unbound")
+
 	require.ErrorContains(t, New("v").Bind([]gorgonia.ValueGrad{vg{tensor.New(tensor.WithShape(2), tensor.Of(tensor.Int))}}), "learnable 0 is int")
 	require.ErrorContains(t, New("v").Bind([]gorgonia.ValueGrad{vg{nil}}), "learnable 0 has no value")
 }
