@@ -21,7 +21,10 @@
 //	err = solvers.Load(fresh, states)         // checks every layer; changes nothing on error
 //
 // A solver loaded from the states another one saved continues
-// bit-identically to it. A State is of one kind of solver and one set of
+// bit-identically to it. Load last, after anything that sets a layer's
+// fields: T1's delay, which the engine announces with SetDelay when it
+// starts, is state (a measured delay moves it), and the saved one must
+// win. A State is of one kind of solver and one set of
 // learnables; loading it into another kind, over other shapes or dtypes,
 // or with keys missing or unknown, fails naming what differs.
 package solvers
