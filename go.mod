@@ -4,6 +4,7 @@ go 1.26
 
 require (
 	github.com/chewxy/hm v1.0.0
+	github.com/nlpodyssey/safetensors v0.0.0-20250209183917-bfb01cc25f7c
 	github.com/pkg/errors v0.9.1
 	github.com/schollz/progressbar/v3 v3.14.1
 	github.com/stretchr/testify v1.12.1

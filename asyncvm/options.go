@@ -4,6 +4,7 @@ import (
 	"github.com/pipemare/pipemare/delay"
 	"github.com/pipemare/pipemare/graphsplit"
 	"github.com/pipemare/pipemare/schedule"
+	"github.com/pipemare/pipemare/solvers"
 	"github.com/pipemare/pipemare/stage"
 	"github.com/pipemare/pipemare/transport"
 	"github.com/pkg/errors"
@@ -52,8 +53,9 @@ func WithMicrobatches(n int) Option { return func(c *config) { c.n = n } }
 
 // WithSolver gives each stage its own solver, made by newSolver(stage) once,
 // before the stages start. A stage's solver steps that stage's learnables,
-// always in the same order (Stage.Learnables). Default:
-// gorgonia.NewVanillaSolver with learning rate 0.01.
+// always in the same order (Stage.Learnables). Default: solvers.NewSGD
+// with learning rate 0.01 (gorgonia's VanillaSolver, bit for bit, with a
+// state Save can save).
 func WithSolver(newSolver func(stage int) gorgonia.Solver) Option {
 	return WithSolverFactory(func(stage int) (gorgonia.Solver, error) { return newSolver(stage), nil })
 }
@@ -161,9 +163,7 @@ func newConfig(plan *graphsplit.Plan, opts []Option) (config, error) {
 		return cfg, errors.New("asyncvm: WithWarmup needs a non-negative number of steps and a synchronous schedule (schedule.OneFOneB or schedule.GPipe)")
 	}
 	if cfg.solver == nil {
-		cfg.solver = func(int) (gorgonia.Solver, error) {
-			return gorgonia.NewVanillaSolver(gorgonia.WithLearnRate(0.01)), nil
-		}
+		cfg.solver = func(int) (gorgonia.Solver, error) { return solvers.NewSGD(solvers.WithLearnRate(0.01)) }
 	}
 	for _, m := range cfg.masks {
 		if m.keep <= 0 || m.keep > 1 {

@@ -20,7 +20,13 @@ import (
 // solver (NAdam), under PipeMare and under delay injection.
 func TestSaveRestoreContinuesExactly(t *testing.T) {
 	const n, first, more = 2, 5, 5
-	vanilla := func(int) gorgonia.Solver { return gorgonia.NewVanillaSolver(gorgonia.WithLearnRate(0.05)) }
+	vanilla := func(int) gorgonia.Solver {
+		s, err := solvers.NewSGD(solvers.WithLearnRate(0.05))
+		if err != nil {
+			panic(err)
+		}
+		return s
+	}
 	nadam := func(int) gorgonia.Solver {
 		s, err := solvers.NewNAdam(solvers.WithNAdamLearnRate(0.01))
 		if err != nil {
@@ -104,7 +110,7 @@ func TestSaveRefusesHiddenSolverState(t *testing.T) {
 	_, err = vm.Step(ctx, d.minibatch(t, m.Inputs, 0, 2))
 	require.NoError(t, err)
 	_, err = vm.Save(ctx)
-	require.ErrorContains(t, err, "solver *gorgonia.Momentum keeps state it does not expose")
+	require.ErrorContains(t, err, "cannot save its state: gorgonia's solvers keep theirs in unexported fields")
 	_, err = vm.Step(ctx, d.minibatch(t, m.Inputs, 1, 2))
 	require.NoError(t, err, "a refused save does not stop the pipeline")
 	fresh, err := New(plan, WithMicrobatches(2))

@@ -40,6 +40,7 @@ func NewPredictor(inner gorgonia.Solver, opts ...Option) (*Predictor, error) {
 	if err != nil {
 		return nil, err
 	}
+	t.kind = "correction.Predictor"
 	return &Predictor{t: t}, nil
 }
 
@@ -57,10 +58,10 @@ func (p *Predictor) ForwardWeights(delay int) ([]gorgonia.Value, error) {
 func (p *Predictor) SetDelay(tau float64, measured bool) { p.t.SetDelay(tau, measured) }
 
 // Gamma is the γ in use.
-func (p *Predictor) Gamma() float64 { return p.t.gamma }
+func (p *Predictor) Gamma() float64 { return p.t.Gamma() }
 
 // Velocity returns δ (nil before the first step). Read it between steps.
-func (p *Predictor) Velocity() []tensor.Tensor { return p.t.delta }
+func (p *Predictor) Velocity() []tensor.Tensor { return p.t.Velocity() }
 
 // Inner is the wrapped solver.
 func (p *Predictor) Inner() gorgonia.Solver { return p.t.inner }
@@ -68,14 +69,15 @@ func (p *Predictor) Inner() gorgonia.Solver { return p.t.inner }
 // CorrectionBytes is the size of δ and the scratch buffer.
 func (p *Predictor) CorrectionBytes() int64 { return p.t.CorrectionBytes() }
 
-// SaveState returns δ ("velocity/i" for learnable i), the step count and
-// the delay in use: the Predictor's own fields, not the wrapped solver's.
-func (p *Predictor) SaveState() (solvers.State, error) { return p.t.saveVelocity() }
+// SaveState returns the Predictor's own state — δ ("delta/i" for learnable
+// i), the step count, the delay and γ — of kind "correction.Predictor",
+// not the wrapped solver's.
+func (p *Predictor) SaveState() (solvers.State, error) { return p.t.SaveState() }
 
 // LoadState restores a State saved by a Predictor's SaveState. A restored
 // Predictor needs Bind before it can answer ForwardWeights ahead of its
 // first Step.
-func (p *Predictor) LoadState(st solvers.State) error { return p.t.loadVelocity(st) }
+func (p *Predictor) LoadState(st solvers.State) error { return p.t.LoadState(st) }
 
 // Bind tells the Predictor the learnables it steps (see Solver.Bind).
 func (p *Predictor) Bind(model []gorgonia.ValueGrad) error { return p.t.Bind(model) }

@@ -4,6 +4,7 @@ import (
 	"math"
 	"reflect"
 
+	"github.com/pipemare/pipemare/internal/slots"
 	"github.com/pipemare/pipemare/solvers"
 	"github.com/pkg/errors"
 	"gorgonia.org/gorgonia"
@@ -51,9 +52,8 @@ type Spike struct {
 	inner gorgonia.Solver
 	beta  float64
 	d     float64
-	prev  []tensor.Tensor
+	prev  *slots.Set // "previous_gradient"
 	steps int64
-	bytes int64
 }
 
 // NewSpike wraps inner, whose innermost solver gives β.
@@ -69,7 +69,7 @@ func NewSpike(inner gorgonia.Solver) (*Spike, error) {
 	if !(beta >= 0 && beta < 1) {
 		return nil, errors.Errorf("correction: NewSpike: momentum %g: spike compensation needs 0 ≤ β < 1", beta)
 	}
-	return &Spike{inner: inner, beta: beta}, nil
+	return &Spike{inner: inner, beta: beta, prev: slots.New("previous_gradient")}, nil
 }
 
 // momentumOf reads β from a solver.
@@ -95,13 +95,8 @@ func (s *Spike) Coefficients() (a, b float64) {
 // Step replaces each gradient by g' = (a+b)·g − β·b·g_prev, keeps g as
 // g_prev and steps the wrapped solver.
 func (s *Spike) Step(model []gorgonia.ValueGrad) error {
-	if s.prev == nil {
-		if err := s.allocate(model); err != nil {
-			return err
-		}
-	}
-	if len(model) != len(s.prev) {
-		return errors.Errorf("correction: Spike stepped with %d learnables, then %d; always pass the same list", len(s.prev), len(model))
+	if err := s.Bind(model); err != nil {
+		return err
 	}
 	a, b := s.Coefficients()
 	now, last := a+b, s.beta*b
@@ -111,14 +106,15 @@ func (s *Spike) Step(model []gorgonia.ValueGrad) error {
 			return errors.Wrapf(err, "correction: Spike: learnable %d has no gradient", i)
 		}
 		gt, ok := g.(tensor.Tensor)
-		if !ok || gt.RequiresIterator() || gt.Dtype() != s.prev[i].Dtype() || gt.Shape().TotalSize() != s.prev[i].Shape().TotalSize() {
-			return errors.Errorf("correction: Spike: learnable %d: gradient %T %v must be a dense tensor like its first one (%v %v)", i, g, g.Shape(), s.prev[i].Shape(), s.prev[i].Dtype())
+		prev := s.prev.Slot(0, i)
+		if !ok || gt.RequiresIterator() || gt.Dtype() != prev.Dtype() || gt.Shape().TotalSize() != prev.Shape().TotalSize() {
+			return errors.Errorf("correction: Spike: learnable %d: gradient %T %v must be a dense tensor like its weights (%v %v)", i, g, g.Shape(), prev.Shape(), prev.Dtype())
 		}
 		switch gd := gt.Data().(type) {
 		case []float64:
-			compensate(gd, s.prev[i].Data().([]float64), now, last)
+			compensate(gd, prev.Float64s(), now, last)
 		case []float32:
-			compensate(gd, s.prev[i].Data().([]float32), float32(now), float32(last))
+			compensate(gd, prev.Float32s(), float32(now), float32(last))
 		}
 	}
 	if err := s.inner.Step(model); err != nil {
@@ -136,16 +132,10 @@ func compensate[T float32 | float64](g, prev []T, now, last T) {
 	}
 }
 
-func (s *Spike) allocate(model []gorgonia.ValueGrad) error {
-	for i, vg := range model {
-		t, ok := vg.Value().(tensor.Tensor)
-		if !ok || (t.Dtype() != tensor.Float64 && t.Dtype() != tensor.Float32) {
-			return errors.Errorf("correction: Spike: learnable %d holds %T, want a float64 or float32 tensor", i, vg.Value())
-		}
-		s.prev = append(s.prev, tensor.New(tensor.WithShape(t.Shape().Clone()...), tensor.Of(t.Dtype())))
-		s.bytes += int64(t.Shape().TotalSize()) * int64(t.Dtype().Size())
-	}
-	return nil
+// Bind binds the Spike to model's learnables before its first Step (which
+// otherwise does), or checks that model is the one it was bound to.
+func (s *Spike) Bind(model []gorgonia.ValueGrad) error {
+	return errors.Wrap(s.prev.Bind(model), "correction: Spike")
 }
 
 // SetDelay takes D from the delay the engine announces for the running
@@ -166,35 +156,32 @@ func (s *Spike) Beta() float64 { return s.beta }
 func (s *Spike) Inner() gorgonia.Solver { return s.inner }
 
 // CorrectionBytes is the size of g_prev.
-func (s *Spike) CorrectionBytes() int64 { return s.bytes }
+func (s *Spike) CorrectionBytes() int64 { return s.prev.Bytes() }
 
-// SaveState returns the Spike's own fields: g_prev ("previous_gradient/i"),
-// the step count and D.
+// spikeKind is the solvers.State.Kind of a Spike.
+const spikeKind = "correction.Spike"
+
+// SaveState returns the Spike's own fields: g_prev ("previous_gradient/i";
+// none before it is bound), the step count ("steps") and D ("delay").
 func (s *Spike) SaveState() (solvers.State, error) {
 	st := solvers.State{
+		Kind:    spikeKind,
 		Tensors: map[string]tensor.Tensor{},
 		Ints:    map[string]int64{"steps": s.steps},
 		Floats:  map[string]float64{"delay": s.d},
 	}
-	st.PutList("previous_gradient", s.prev)
-	return st, nil
+	return st, s.prev.Save(st.Tensors)
 }
 
-// LoadState restores a State saved by a Spike's SaveState. Before the first
-// step it takes the buffers' shapes from the State; after, they must match.
+// LoadState restores a State a Spike saved, over the same learnables. It
+// changes nothing when it fails.
 func (s *Spike) LoadState(st solvers.State) error {
-	steps, ok := st.Ints["steps"]
-	d, dok := st.Floats["delay"]
-	if !ok || !dok || steps < 0 {
-		return errors.New("correction: Spike.LoadState: the State has no step count or delay; was it saved by a Spike?")
+	if err := st.Check(spikeKind, []string{"steps"}, []string{"delay"}); err != nil {
+		return err
 	}
-	if err := st.OnlyLists("previous_gradient"); err != nil {
-		return errors.Wrap(err, "correction: Spike.LoadState")
+	if _, err := s.prev.Load(st.Tensors); err != nil {
+		return errors.Wrap(err, "correction: Spike state")
 	}
-	prev, err := st.List("previous_gradient", s.prev)
-	if err != nil {
-		return errors.Wrap(err, "correction: Spike.LoadState")
-	}
-	s.prev, s.steps, s.d, s.bytes = prev, steps, d, solvers.Bytes(prev)
+	s.steps, s.d = st.Ints["steps"], st.Floats["delay"]
 	return nil
 }

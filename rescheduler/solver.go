@@ -54,10 +54,10 @@ func WithDelay(tau float64) Option { return func(r *Solver) { r.tau, r.fixedTau 
 // formula τ_i = ceil((2(P−1−i)+1)/N) that the engine announces.
 func UseMeasuredDelay() Option { return func(r *Solver) { r.measured = true } }
 
-// New wraps inner. It fails for solvers whose learning rate it cannot set:
-// gorgonia.WithLearnRate handles Vanilla, Momentum, Adam, AdamW, RMSProp
-// and Barzilai-Borwein, and a solver with LearnRate() float64 and
-// SetLearnRate(float64) methods (solvers.NAdam) sets its own.
+// New wraps inner. The innermost solver of inner's chain must have a
+// learning rate T1 can set: a solvers.LearnRater (solvers.SGD, Momentum,
+// Adam), or one of gorgonia's solvers whose rate gorgonia.WithLearnRate
+// sets (Vanilla, Momentum, Adam, AdamW, RMSProp, Barzilai-Borwein).
 func New(inner gorgonia.Solver, opts ...Option) (*Solver, error) {
 	if inner == nil {
 		return nil, errors.New("rescheduler: nil solver")
@@ -74,7 +74,7 @@ func New(inner gorgonia.Solver, opts ...Option) (*Solver, error) {
 		r.base = Constant(eta)
 	}
 	if _, ok := learnRate(innermost(inner)); !ok {
-		return nil, errors.Errorf("rescheduler: cannot set the learning rate of %T (gorgonia can for Vanilla, Momentum, Adam, AdamW, RMSProp, Barzilai-Borwein; other solvers need LearnRate and SetLearnRate methods)", innermost(inner))
+		return nil, errors.Errorf("rescheduler: cannot set the learning rate of %T (it can for a solvers.LearnRater and gorgonia's Vanilla, Momentum, Adam, AdamW, RMSProp, Barzilai-Borwein)", innermost(inner))
 	}
 	if r.tau < 1 {
 		return nil, errors.Errorf("rescheduler: WithDelay(%g): a delay is at least 1", r.tau)
@@ -136,18 +136,18 @@ func innermost(s gorgonia.Solver) gorgonia.Solver {
 // setLearnRate sets the rate of the innermost solver.
 func setLearnRate(s gorgonia.Solver, eta float64) {
 	in := innermost(s)
-	if r, ok := in.(solvers.LearnRater); ok {
-		r.SetLearnRate(eta)
+	if lr, ok := in.(solvers.LearnRater); ok {
+		lr.SetLearnRate(eta)
 		return
 	}
 	gorgonia.WithLearnRate(eta)(in)
 }
 
-// learnRate reads a solver's learning rate: LearnRate, or a gorgonia
-// solver's unexported eta.
+// learnRate reads a solver's learning rate: through solvers.LearnRater, or
+// for gorgonia's own solvers from their unexported field.
 func learnRate(s gorgonia.Solver) (float64, bool) {
-	if r, ok := s.(solvers.LearnRater); ok {
-		return r.LearnRate(), true
+	if lr, ok := s.(solvers.LearnRater); ok {
+		return lr.LearnRate(), true
 	}
 	v := reflect.ValueOf(s)
 	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {

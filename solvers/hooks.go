@@ -57,33 +57,6 @@ type CorrectionSizer interface {
 	CorrectionBytes() int64
 }
 
-// LearnRater is implemented by a solver whose learning rate can be read
-// and set (this module's own solvers), as T1 does before every step.
-// Gorgonia's solvers are set through gorgonia.WithLearnRate instead.
-type LearnRater interface {
-	LearnRate() float64
-	SetLearnRate(eta float64)
-}
-
-// Binder is implemented by a solver layer that must know the learnables it
-// steps before it can supply weights (T2, weight prediction): its first
-// Step tells it, and a layer restored with LoadState needs Bind first.
-type Binder interface {
-	Bind(model []gorgonia.ValueGrad) error
-}
-
-// Bind binds every Binder layer of s to model, the list s is stepped with.
-func Bind(s gorgonia.Solver, model []gorgonia.ValueGrad) error {
-	for _, l := range Chain(s) {
-		if b, ok := l.(Binder); ok {
-			if err := b.Bind(model); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
 // SetDelay tells every layer of s that is DelayAware.
 func SetDelay(s gorgonia.Solver, tau float64, measured bool) {
 	for _, l := range Chain(s) {

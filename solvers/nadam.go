@@ -3,6 +3,7 @@ package solvers
 import (
 	"math"
 
+	"github.com/pipemare/pipemare/internal/slots"
 	"github.com/pkg/errors"
 	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -51,10 +52,9 @@ import (
 type NAdam struct {
 	eta, beta1, beta2, eps, psi, decay, clip float64
 
-	m, v   []tensor.Tensor
-	step   int64
-	muProd float32
-	bytes  int64
+	moments *slots.Set // "m", "v"
+	step    int64
+	muProd  float32
 }
 
 // NAdamOption configures an NAdam.
@@ -84,7 +84,7 @@ func WithClipNorm(c float64) NAdamOption { return func(s *NAdam) { s.clip = c } 
 
 // NewNAdam returns an NAdam with the AsyncPP defaults changed by opts.
 func NewNAdam(opts ...NAdamOption) (*NAdam, error) {
-	s := &NAdam{eta: 3e-4, beta1: 0.99, beta2: 0.999, eps: 1e-8, psi: 0.004, decay: 0.01, clip: 10, muProd: 1}
+	s := &NAdam{eta: 3e-4, beta1: 0.99, beta2: 0.999, eps: 1e-8, psi: 0.004, decay: 0.01, clip: 10, muProd: 1, moments: slots.New("m", "v")}
 	for _, o := range opts {
 		o(s)
 	}
@@ -109,7 +109,13 @@ func (s *NAdam) LearnRate() float64 { return s.eta }
 func (s *NAdam) SetLearnRate(eta float64) { s.eta = eta }
 
 // StateBytes is the size of m and v.
-func (s *NAdam) StateBytes() int64 { return s.bytes }
+func (s *NAdam) StateBytes() int64 { return s.moments.Bytes() }
+
+// Bind binds the NAdam to model's learnables before its first Step (which
+// otherwise does), or checks that model is the one it was bound to.
+func (s *NAdam) Bind(model []gorgonia.ValueGrad) error {
+	return errors.Wrap(s.moments.Bind(model), "solvers: NAdam")
+}
 
 // Step applies one NAdam update to every learnable of model and zeroes its
 // gradient.
@@ -140,9 +146,9 @@ func (s *NAdam) Step(model []gorgonia.ValueGrad) error {
 	for i := range ws {
 		switch w := ws[i].(type) {
 		case []float64:
-			nadamUpdate(w, gs[i].([]float64), s.m[i].Data().([]float64), s.v[i].Data().([]float64), c, s.decay != 0)
+			nadamUpdate(w, gs[i].([]float64), s.moments.Slot(0, i).Float64s(), s.moments.Slot(1, i).Float64s(), c, s.decay != 0)
 		case []float32:
-			nadamUpdate(w, gs[i].([]float32), s.m[i].Data().([]float32), s.v[i].Data().([]float32), c, s.decay != 0)
+			nadamUpdate(w, gs[i].([]float32), s.moments.Slot(0, i).Float32s(), s.moments.Slot(1, i).Float32s(), c, s.decay != 0)
 		}
 	}
 	return nil
@@ -151,10 +157,9 @@ func (s *NAdam) Step(model []gorgonia.ValueGrad) error {
 // prepare checks model against the state (allocating it at the first
 // step) and returns the weights' and gradients' backing slices.
 func (s *NAdam) prepare(model []gorgonia.ValueGrad) (ws, gs []any, err error) {
-	if s.m != nil && len(model) != len(s.m) {
-		return nil, nil, errors.Errorf("solvers: NAdam stepped with %d learnables, then %d; always pass the same list", len(s.m), len(model))
+	if err := s.Bind(model); err != nil {
+		return nil, nil, err
 	}
-	first := s.m == nil
 	for i, vg := range model {
 		g, err := vg.Grad()
 		if err != nil {
@@ -167,13 +172,6 @@ func (s *NAdam) prepare(model []gorgonia.ValueGrad) (ws, gs []any, err error) {
 		}
 		if w.Dtype() != gt.Dtype() || w.Shape().TotalSize() != gt.Shape().TotalSize() || (w.Dtype() != tensor.Float64 && w.Dtype() != tensor.Float32) {
 			return nil, nil, errors.Errorf("solvers: NAdam: learnable %d: weights %v %v and gradient %v %v must be float64 or float32 of one size", i, w.Shape(), w.Dtype(), gt.Shape(), gt.Dtype())
-		}
-		if first {
-			s.m = append(s.m, tensor.New(tensor.WithShape(w.Shape().Clone()...), tensor.Of(w.Dtype())))
-			s.v = append(s.v, tensor.New(tensor.WithShape(w.Shape().Clone()...), tensor.Of(w.Dtype())))
-			s.bytes += 2 * int64(w.Shape().TotalSize()) * int64(w.Dtype().Size())
-		} else if s.m[i].Dtype() != w.Dtype() || s.m[i].Shape().TotalSize() != w.Shape().TotalSize() {
-			return nil, nil, errors.Errorf("solvers: NAdam: learnable %d is %v %v, its state %v %v; always pass the same list", i, w.Shape(), w.Dtype(), s.m[i].Shape(), s.m[i].Dtype())
 		}
 		ws, gs = append(ws, w.Data()), append(gs, gt.Data())
 	}
@@ -243,35 +241,26 @@ func clipNorm(gs []any, c float64) {
 	}
 }
 
-// SaveState returns m, v ("m/i", "v/i" for learnable i), the step count and
-// the running product of μ.
+// nadamKind is the solvers.State.Kind of an NAdam.
+const nadamKind = "solvers.NAdam"
+
+// SaveState returns the NAdam's state: the moments ("m/<i>", "v/<i>"; none
+// before it is bound), the step count ("step") and the product of the μ_t
+// so far ("mu_product").
 func (s *NAdam) SaveState() (State, error) {
-	st := State{Tensors: map[string]tensor.Tensor{}, Ints: map[string]int64{"step": s.step}, Floats: map[string]float64{"mu_product": float64(s.muProd)}}
-	st.PutList("m", s.m)
-	st.PutList("v", s.v)
-	return st, nil
+	st := State{Kind: nadamKind, Tensors: map[string]tensor.Tensor{}, Ints: map[string]int64{"step": s.step}, Floats: map[string]float64{"mu_product": float64(s.muProd)}}
+	return st, s.moments.Save(st.Tensors)
 }
 
-// LoadState restores a State saved by SaveState. Before the first step it
-// allocates the moments from the State's tensors; after it, their shapes
-// and dtypes must match the learnables'.
+// LoadState restores a State an NAdam saved, over the same learnables. It
+// changes nothing when it fails.
 func (s *NAdam) LoadState(st State) error {
-	step, ok := st.Ints["step"]
-	prod, pok := st.Floats["mu_product"]
-	if !ok || !pok || step < 0 {
-		return errors.New("solvers: NAdam.LoadState: the State has no step count or μ product; was it saved by an NAdam?")
+	if err := st.Check(nadamKind, []string{"step"}, []string{"mu_product"}); err != nil {
+		return err
 	}
-	if err := st.OnlyLists("m", "v"); err != nil {
-		return errors.Wrap(err, "solvers: NAdam.LoadState")
+	if _, err := s.moments.Load(st.Tensors); err != nil {
+		return errors.Wrap(err, "solvers: NAdam state")
 	}
-	m, err := st.List("m", s.m)
-	if err != nil {
-		return errors.Wrap(err, "solvers: NAdam.LoadState")
-	}
-	v, err := st.List("v", m)
-	if err != nil {
-		return errors.Wrap(err, "solvers: NAdam.LoadState")
-	}
-	s.m, s.v, s.step, s.muProd, s.bytes = m, v, step, float32(prod), 2*Bytes(m)
+	s.step, s.muProd = st.Ints["step"], float32(st.Floats["mu_product"])
 	return nil
 }

@@ -1,8 +1,6 @@
 package stage
 
 import (
-	"fmt"
-
 	"github.com/pipemare/pipemare/internal/bnstate"
 	"github.com/pipemare/pipemare/internal/tensorutil"
 	"github.com/pipemare/pipemare/solvers"
@@ -55,12 +53,9 @@ func (r *Runtime) snapshot() (Snapshot, error) {
 	for _, p := range r.params {
 		s.Weights = append(s.Weights, p.(tensor.Tensor).Clone().(tensor.Tensor))
 	}
-	for _, layer := range solvers.Chain(r.cfg.Solver) {
-		st, err := layerState(layer)
-		if err != nil {
-			return Snapshot{}, errors.Wrapf(err, "stage %d", r.index)
-		}
-		s.Solver = append(s.Solver, st)
+	var err error
+	if s.Solver, err = solvers.Save(r.cfg.Solver); err != nil {
+		return Snapshot{}, errors.Wrapf(err, "stage %d", r.index)
 	}
 	s.BatchNorm = bnstate.Save(r.bns).Tensors()
 	for i, vals := range r.w.ring {
@@ -72,19 +67,6 @@ func (r *Runtime) snapshot() (Snapshot, error) {
 		s.RingVersions = append(s.RingVersions, r.w.ringHeld[i])
 	}
 	return s, nil
-}
-
-// layerState saves one layer of a solver chain: its State if it is
-// Stateful; nothing for the solvers that keep none; an error for a solver
-// that keeps state it does not expose (gorgonia's Momentum, Adam, …).
-func layerState(layer gorgonia.Solver) (solvers.State, error) {
-	switch l := layer.(type) {
-	case solvers.Stateful:
-		return l.SaveState()
-	case *gorgonia.VanillaSolver:
-		return solvers.State{}, nil
-	}
-	return solvers.State{}, errors.Errorf("solver %T keeps state it does not expose, so it cannot be saved: use package solvers' SGD, Momentum or Adam", layer)
 }
 
 // restore loads s into the runtime, which must be fresh (no work run
@@ -105,10 +87,6 @@ func (r *Runtime) restore(s Snapshot) error {
 			return errors.Errorf("stage %d: learnable %q is %v %v, the snapshot's %v %v", r.index, r.st.Learnables[i].Name(), p.Shape(), p.Dtype(), w.Shape(), w.Dtype())
 		}
 	}
-	chain := solvers.Chain(r.cfg.Solver)
-	if len(s.Solver) != len(chain) {
-		return errors.Errorf("stage %d: the snapshot's solver has %d layers, this stage's %d (%s)", r.index, len(s.Solver), len(chain), describeChain(chain))
-	}
 	stats := bnstate.Save(r.bns).Tensors()
 	if len(s.BatchNorm) != len(stats) {
 		return errors.Errorf("stage %d: the snapshot has %d BatchNorm statistics, the stage %d", r.index, len(s.BatchNorm), len(stats))
@@ -124,23 +102,14 @@ func (r *Runtime) restore(s Snapshot) error {
 	if len(s.Ring) != len(r.w.ring) {
 		return errors.Errorf("stage %d: the snapshot keeps %d past weight versions, the stage %d (another delay source?)", r.index, len(s.Ring), len(r.w.ring))
 	}
-	// A layer refuses a State that is not its own without changing; the
-	// layers loaded before it are put back.
-	var backup []solvers.State
-	for _, layer := range chain {
-		st, err := layerState(layer)
-		if err != nil {
-			return errors.Wrapf(err, "stage %d", r.index)
-		}
-		backup = append(backup, st)
+	// The solver's layers are bound to the learnables, then loaded last:
+	// the state's delay wins over any announced one. Load checks every
+	// layer and changes nothing when one refuses.
+	if err := solvers.Bind(r.cfg.Solver, r.model); err != nil {
+		return errors.Wrapf(err, "stage %d", r.index)
 	}
-	for i, layer := range chain {
-		if err := loadLayer(layer, s.Solver[i]); err != nil {
-			for j := 0; j < i; j++ {
-				_ = loadLayer(chain[j], backup[j])
-			}
-			return errors.Wrapf(err, "stage %d: solver layer %d (%T)", r.index, i, layer)
-		}
+	if err := solvers.Load(r.cfg.Solver, s.Solver); err != nil {
+		return errors.Wrapf(err, "stage %d", r.index)
 	}
 	for i, w := range s.Weights {
 		if err := tensorutil.CopyInto(r.params[i].(tensor.Tensor), w); err != nil {
@@ -169,9 +138,6 @@ func (r *Runtime) restore(s Snapshot) error {
 		}
 		r.w.ring[i] = vals
 	}
-	if err := solvers.Bind(r.cfg.Solver, r.model); err != nil {
-		return errors.Wrapf(err, "stage %d", r.index)
-	}
 	r.w.prev, r.w.prevVersion = nil, s.PrevVersion
 	for _, p := range s.Prev {
 		r.w.prev = append(r.w.prev, p.Clone().(tensor.Tensor))
@@ -180,28 +146,4 @@ func (r *Runtime) restore(s Snapshot) error {
 	r.stats = s.Stats
 	r.stats.Delays, r.stats.BackwardLag = copyHist(s.Stats.Delays), copyHist(s.Stats.BackwardLag)
 	return nil
-}
-
-func loadLayer(layer gorgonia.Solver, st solvers.State) error {
-	if l, ok := layer.(solvers.Stateful); ok {
-		return l.LoadState(st)
-	}
-	if len(st.Tensors)+len(st.Ints)+len(st.Floats) > 0 {
-		return errors.New("the snapshot holds state for a solver that keeps none")
-	}
-	if _, ok := layer.(*gorgonia.VanillaSolver); !ok {
-		return errors.New("this solver keeps state it cannot load: use package solvers' SGD, Momentum or Adam")
-	}
-	return nil
-}
-
-func describeChain(chain []gorgonia.Solver) string {
-	s := ""
-	for i, l := range chain {
-		if i > 0 {
-			s += " → "
-		}
-		s += fmt.Sprintf("%T", l)
-	}
-	return s
 }

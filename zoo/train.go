@@ -11,6 +11,7 @@ import (
 	"github.com/pipemare/pipemare/graphsplit"
 	"github.com/pipemare/pipemare/rescheduler"
 	"github.com/pipemare/pipemare/schedule"
+	"github.com/pipemare/pipemare/solvers"
 	"github.com/pkg/errors"
 	"gorgonia.org/gorgonia"
 )
@@ -109,15 +110,27 @@ func (c Config) SolverName() string {
 	return "SGD"
 }
 
-// Solver returns the per-stage solver Config describes: Momentum(β)
-// wrapped in T2's correction and T1's rescheduler (rescheduler.PipeMare).
+// Solver returns the per-stage solver Config describes: Momentum(β), or
+// SGD without momentum (package solvers: gorgonia's, bit for bit, with a
+// state that can be saved), wrapped in T2's correction and T1's
+// rescheduler (rescheduler.PipeMare).
 func (c Config) Solver(stepsPerEpoch int) func(stage int) (gorgonia.Solver, error) {
 	return func(stage int) (gorgonia.Solver, error) {
+		var s gorgonia.Solver
+		var err error
+		if b := c.beta(); b > 0 {
+			s, err = solvers.NewMomentum(solvers.WithLearnRate(c.LR), solvers.WithMomentum(b))
+		} else {
+			s, err = solvers.NewSGD(solvers.WithLearnRate(c.LR))
+		}
+		if err != nil {
+			return nil, errors.Wrap(err, "zoo")
+		}
 		base := rescheduler.Constant(c.LR)
 		if c.Cosine {
 			base = rescheduler.Cosine(c.LR, c.LR/100, stepsPerEpoch*c.Epochs)
 		}
-		return rescheduler.PipeMare(gorgonia.NewMomentum(gorgonia.WithLearnRate(c.LR), gorgonia.WithMomentum(c.beta())), base, c.T1, c.T2)
+		return rescheduler.PipeMare(s, base, c.T1, c.T2)
 	}
 }
 

@@ -20,10 +20,34 @@ func flat(v gorgonia.Value) (interface{}, error) {
 	}
 	if t, ok := v.(tensor.Tensor); ok && t.RequiresIterator() {
 		if m, ok := t.(interface{ Materialize() tensor.Tensor }); ok {
-			return m.Materialize().Data(), nil
+			return elems(m.Materialize()), nil
 		}
 	}
-	return v.Data(), nil
+	switch x := v.Data().(type) { // a gorgonia scalar reads as one element
+	case float64:
+		return []float64{x}, nil
+	case float32:
+		return []float32{x}, nil
+	}
+	return elems(v), nil
+}
+
+// elems is v's backing slice. A 0-dimensional dense tensor's Data is its
+// one element, not a slice; its slice is asked for by dtype.
+func elems(v gorgonia.Value) interface{} {
+	d, ok := v.(*tensor.Dense)
+	if !ok || !d.IsScalar() {
+		return v.Data()
+	}
+	switch d.Dtype() {
+	case tensor.Float64:
+		return d.Float64s()
+	case tensor.Float32:
+		return d.Float32s()
+	case tensor.Int:
+		return d.Ints()
+	}
+	return v.Data()
 }
 
 // AddInto adds src to dst element by element, in row-major order. They must
@@ -56,7 +80,7 @@ func elementwise(what string, dst tensor.Tensor, src gorgonia.Value, f64 func(d,
 	mismatch := func() error {
 		return errors.Errorf("cannot %s %v %v into %v %v", what, src.Shape(), src.Dtype(), dst.Shape(), dst.Dtype())
 	}
-	switch d := dst.Data().(type) {
+	switch d := elems(dst).(type) {
 	case []float64:
 		x, ok := s.([]float64)
 		if !ok || len(x) != len(d) {

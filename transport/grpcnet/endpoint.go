@@ -37,8 +37,8 @@ type Endpoint struct {
 	peers   map[transport.Peer]*peerLink
 	accepts map[transport.Peer]bool // the peers that dial this one
 	opened  bool
-	arrived chan struct{} // closed and replaced when a peer dials in or is refused
-	refused error         // the first peer refused while opening
+	arrived chan struct{}        // closed and replaced when a peer dials in or is refused
+	refused error                // the first peer refused while opening
 	failure *transport.LinkError // the first link that broke
 	closed  bool
 	// anyBroken is cancelled, with the LinkError as its cause, when the
