@@ -56,15 +56,30 @@ func isConstant(n *gorgonia.Node) bool {
 	if _, ok := n.Op().(interface{ Value() gorgonia.Value }); !ok {
 		return false
 	}
-	name := reflect.TypeOf(n.Op()).Name()
+	name := opTypeName(n.Op())
 	return name == "constantScalar" || name == "constantTensor"
+}
+
+// isDropout reports whether n is gorgonia's Dropout.
+func isDropout(n *gorgonia.Node) bool { return opTypeName(n.Op()) == "dropoutOp" }
+
+// opTypeName is the name of op's type, without the pointer.
+func opTypeName(op gorgonia.Op) string {
+	t := reflect.TypeOf(op)
+	if t == nil {
+		return ""
+	}
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return t.Name()
 }
 
 // isSizeOf reports whether n is a gorgonia.SizeOf node: its value depends only
 // on the static shape of its child, and ops such as Repeat read it as a
 // dimension at graph-building time, so it is never passed between stages.
 func isSizeOf(n *gorgonia.Node) bool {
-	return n.Op() != nil && reflect.TypeOf(n.Op()).Name() == "sizeOp"
+	return n.Op() != nil && opTypeName(n.Op()) == "sizeOp"
 }
 
 func analyze(g *gorgonia.ExprGraph, cost *gorgonia.Node, learnables gorgonia.Nodes) (*analysis, error) {
@@ -137,6 +152,8 @@ func analyze(g *gorgonia.ExprGraph, cost *gorgonia.Node, learnables gorgonia.Nod
 			continue
 		}
 		switch {
+		case n.IsVar() && n.IsScalar():
+			return nil, errors.Errorf("graphsplit: data input %q is a scalar: a pipeline cuts every data input into microbatches along its first axis; give it a leading batch axis, or make it a constant (gorgonia.NewConstant)", n.Name())
 		case n.IsVar():
 			a.feeds = append(a.feeds, n)
 			dataDep[n] = true
@@ -146,6 +163,8 @@ func analyze(g *gorgonia.ExprGraph, cost *gorgonia.Node, learnables gorgonia.Nod
 			continue
 		case n.Op().Arity() == 0 || len(a.children(n)) == 0:
 			return nil, errors.Errorf("graphsplit: node %q (op %v) has no inputs and is not a constant: random ops cannot be split; draw the random tensor yourself and feed it as a data input", n.Name(), n.Op())
+		case isDropout(n):
+			return nil, errors.Errorf("graphsplit: node %q is gorgonia's Dropout, which draws its mask from a generator seeded by the clock (two identical trainings differ): multiply by a mask data input instead (gorgonia.HadamardProd) and let the engine draw it from its seed (asyncvm.WithDropoutMask)", n.Name())
 		}
 		rep := true
 		for _, c := range a.children(n) {
@@ -168,9 +187,43 @@ func analyze(g *gorgonia.ExprGraph, cost *gorgonia.Node, learnables gorgonia.Nod
 	if _, ok := a.learn[cost]; ok {
 		return nil, errors.Errorf("graphsplit: cost %q is itself a learnable", cost.Name())
 	}
+	if err := a.checkDifferentiable(); err != nil {
+		return nil, err
+	}
 	a.layout(ops, dataDep)
 	a.findLegalCuts()
 	return a, nil
+}
+
+// checkDifferentiable refuses an op that gorgonia's symbolic backward
+// cannot pass: Backpropagate asks every op the cost reaches through
+// differentiable inputs which of its inputs it is differentiable with
+// respect to (gorgonia.SDOp's DiffWRT), and fails with an index out of range
+// where an op does not answer. It walks the same nodes, from the cost down.
+func (a *analysis) checkDifferentiable() error {
+	reached := map[*gorgonia.Node]bool{a.cost: true}
+	all := a.g.AllNodes()
+	for i := len(all) - 1; i >= 0; i-- {
+		n := all[i]
+		if !reached[n] || n.Op() == nil || isConstant(n) {
+			continue
+		}
+		kids := a.children(n)
+		sd, ok := n.Op().(gorgonia.SDOp)
+		if !ok {
+			return errors.Errorf("graphsplit: node %q: op %v (%T) has no symbolic derivative (it does not implement gorgonia.SDOp), and the cost's backward passes through it; give the op DiffWRT and SymDiff, or compute the node outside the graph and feed it as a data input", n.Name(), n.Op(), n.Op())
+		}
+		diffs := sd.DiffWRT(len(kids))
+		if len(diffs) != len(kids) {
+			return errors.Errorf("graphsplit: node %q: op %v (%T) says which of its inputs it is differentiable with respect to for %d of its %d inputs (DiffWRT); gorgonia's symbolic backward needs all of them", n.Name(), n.Op(), n.Op(), len(diffs), len(kids))
+		}
+		for j, c := range kids {
+			if diffs[j] {
+				reached[c] = true
+			}
+		}
+	}
+	return nil
 }
 
 // layout orders the op nodes along the pipeline: data-dependent ops in graph

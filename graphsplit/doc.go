@@ -20,9 +20,9 @@
 //     pass and runs the symbolic backward built with gorgonia.Backpropagate:
 //     gradient placeholders for the outputs, gradients for the inputs and the
 //     learnables;
-//   - the list of stateful ops (BatchNorm, MaxPool, Dropout, GroupNorm,
-//     AvgPool) whose op objects keep state between Do and the backward, so a
-//     runtime knows where only recomputation is exact.
+//   - the list of stateful ops (BatchNorm, MaxPool, GroupNorm, AvgPool)
+//     whose op objects keep state between Do and the backward, so a runtime
+//     knows where only recomputation is exact.
 //
 // Where to cut is chosen by options: P stages balanced by a cost model
 // (estimated FLOPs and bytes, or measured time per op), one stage per

@@ -124,7 +124,31 @@ func (op flakyOp) Hashcode() uint32 {
 	op.WriteHash(h)
 	return h.Sum32()
 }
-func (op flakyOp) String() string { return "flaky" }
+func (op flakyOp) String() string     { return "flaky" }
+func (op flakyOp) DiffWRT(int) []bool { return []bool{true} }
+func (op flakyOp) SymDiff(_ G.Nodes, _, grad *G.Node) (G.Nodes, error) {
+	return G.Nodes{grad}, nil
+}
+
+// opaqueOp is an identity op without a symbolic derivative: it does not
+// implement gorgonia.SDOp.
+type opaqueOp struct{}
+
+func (op opaqueOp) Arity() int { return 1 }
+func (op opaqueOp) Type() hm.Type {
+	a := hm.TypeVariable('a')
+	return hm.NewFnType(a, a)
+}
+func (op opaqueOp) InferShape(ds ...G.DimSizer) (tensor.Shape, error) {
+	return ds[0].(tensor.Shape).Clone(), nil
+}
+func (op opaqueOp) Do(v ...G.Value) (G.Value, error) { return v[0], nil }
+func (op opaqueOp) ReturnsPtr() bool                 { return false }
+func (op opaqueOp) CallsExtern() bool                { return false }
+func (op opaqueOp) OverwritesInput() int             { return -1 }
+func (op opaqueOp) WriteHash(h hash.Hash)            { fmt.Fprint(h, "opaque") }
+func (op opaqueOp) Hashcode() uint32                 { return 1 }
+func (op opaqueOp) String() string                   { return "opaque" }
 
 func TestOpThatCannotBeReappliedIsNamed(t *testing.T) {
 	g := G.NewGraph()
@@ -149,4 +173,73 @@ func TestRandomOpsAreRefused(t *testing.T) {
 	_, err := Split(g, cost, G.Nodes{w})
 	require.Error(t, err)
 	require.Contains(t, err.Error(), "random ops cannot be split")
+}
+
+// TestOpWithoutDerivativeIsNamed: gorgonia's backward indexes the answer of
+// every op's DiffWRT; an op without one used to give "index out of range".
+// Split names the node and the op, wherever the op sits: on the path to a
+// learnable, or on data only (gorgonia's backward visits it all the same).
+func TestOpWithoutDerivativeIsNamed(t *testing.T) {
+	for _, onData := range []bool{false, true} {
+		g := G.NewGraph()
+		x := G.NewMatrix(g, tensor.Float64, G.WithShape(2, 3), G.WithName("x"))
+		w := G.NewMatrix(g, tensor.Float64, G.WithShape(3, 3), G.WithName("w"), G.WithInit(G.GlorotU(1)))
+		w2 := G.NewMatrix(g, tensor.Float64, G.WithShape(3, 3), G.WithName("w2"), G.WithInit(G.GlorotU(1)))
+		var h *G.Node
+		var err error
+		if onData {
+			h, err = G.ApplyOpWithName(opaqueOp{}, "the-opaque-node", x)
+			require.NoError(t, err)
+			h = G.Must(G.Mul(h, w))
+		} else {
+			h, err = G.ApplyOpWithName(opaqueOp{}, "the-opaque-node", G.Must(G.Mul(x, w)))
+			require.NoError(t, err)
+		}
+		cost := G.Must(G.Mean(G.Must(G.Mul(h, w2))))
+		for _, opts := range [][]Option{nil, {Stages(2)}, {FineGrained()}} {
+			plan, err := Split(g, cost, G.Nodes{w, w2}, opts...)
+			require.Error(t, err)
+			require.Nil(t, plan)
+			require.Contains(t, err.Error(), `node "the-opaque-node": op opaque (graphsplit.opaqueOp) has no symbolic derivative`)
+			require.NotContains(t, err.Error(), "index out of range")
+		}
+	}
+}
+
+// TestScalarDataInputIsRefused: a pipeline cuts data into microbatches along
+// the first axis, which a scalar lacks; it used to pass Split and fail every
+// step.
+func TestScalarDataInputIsRefused(t *testing.T) {
+	g := G.NewGraph()
+	x := G.NewMatrix(g, tensor.Float64, G.WithShape(2, 3), G.WithName("x"))
+	temp := G.NewScalar(g, tensor.Float64, G.WithName("temperature"))
+	w := G.NewMatrix(g, tensor.Float64, G.WithShape(3, 3), G.WithName("w"), G.WithInit(G.GlorotU(1)))
+	cost := G.Must(G.Mul(G.Must(G.Mean(G.Must(G.Mul(x, w)))), temp))
+	plan, err := Split(g, cost, G.Nodes{w})
+	require.Nil(t, plan)
+	require.ErrorContains(t, err, `data input "temperature" is a scalar`)
+	// A one-element batch axis is fine.
+	g = G.NewGraph()
+	x = G.NewMatrix(g, tensor.Float64, G.WithShape(2, 3), G.WithName("x"))
+	temp = G.NewVector(g, tensor.Float64, G.WithShape(1), G.WithName("temperature"))
+	w = G.NewMatrix(g, tensor.Float64, G.WithShape(3, 3), G.WithName("w"), G.WithInit(G.GlorotU(1)))
+	cost = G.Must(G.Mean(G.Must(G.HadamardProd(G.Must(G.Mean(G.Must(G.Mul(x, w)))), temp))))
+	plan, err = Split(g, cost, G.Nodes{w})
+	require.NoError(t, err)
+	require.NoError(t, plan.Close())
+}
+
+// TestDropoutIsRefused: gorgonia's Dropout draws from a clock-seeded
+// generator, so two identical trainings would differ.
+func TestDropoutIsRefused(t *testing.T) {
+	g := G.NewGraph()
+	x := G.NewMatrix(g, tensor.Float64, G.WithShape(2, 3), G.WithName("x"))
+	w := G.NewMatrix(g, tensor.Float64, G.WithShape(3, 3), G.WithName("w"), G.WithInit(G.GlorotU(1)))
+	d := G.Must(G.Dropout(G.Must(G.Mul(x, w)), 0.5))
+	G.WithName("the-dropout")(d)
+	cost := G.Must(G.Mean(d))
+	plan, err := Split(g, cost, G.Nodes{w}, FineGrained())
+	require.Nil(t, plan)
+	require.ErrorContains(t, err, `node "the-dropout" is gorgonia's Dropout`)
+	require.ErrorContains(t, err, "asyncvm.WithDropoutMask")
 }

@@ -47,9 +47,9 @@ type Stage struct {
 	// LearnableIndex[i] is the position of Learnables[i] in Plan.Learnables.
 	LearnableIndex []int
 	// Stateful are the original nodes of this stage whose op keeps state
-	// between its forward and its backward (BatchNorm, MaxPool, Dropout,
-	// GroupNorm, AvgPool). A stage with stateful ops gives exact gradients
-	// only when its backward recomputes its forward (Train does).
+	// between its forward and its backward (BatchNorm, MaxPool, GroupNorm,
+	// AvgPool). A stage with stateful ops gives exact gradients only when
+	// its backward recomputes its forward (Train does).
 	Stateful gorgonia.Nodes
 	// Cost is the stage's estimated work and traffic.
 	Cost StageCost

@@ -1,8 +1,6 @@
 package graphsplit
 
 import (
-	"reflect"
-
 	"github.com/pkg/errors"
 	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -23,7 +21,11 @@ import (
 // Bad input — a cost that is not a scalar or not in g, no learnables, a
 // learnable the cost does not depend on, P < 1 or more stages than there are
 // places to cut, an op that cannot be re-applied, an unknown cut point — gives
-// an error that says what is wrong; Split never panics.
+// an error that says what is wrong; Split never panics. So does what a
+// pipeline cannot train: a scalar data input (data is cut into microbatches
+// along its first axis), an op without a symbolic derivative on the cost's
+// backward path, and random ops, gorgonia's Dropout included (their draws do
+// not come from a seed the engine controls).
 func Split(g *gorgonia.ExprGraph, cost *gorgonia.Node, learnables gorgonia.Nodes, opts ...Option) (plan *Plan, err error) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -267,12 +269,8 @@ func port(n *gorgonia.Node, kind PortKind, producer int, consumers []int) Port {
 // isStateful reports whether n's op keeps state between its forward and its
 // backward, or across runs.
 func isStateful(n *gorgonia.Node) bool {
-	t := reflect.TypeOf(n.Op())
-	if t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	switch t.Name() {
-	case "BatchNormOp", "maxPoolOp", "dropoutOp", "GroupNormOp", "avgPoolOp":
+	switch opTypeName(n.Op()) {
+	case "BatchNormOp", "maxPoolOp", "GroupNormOp", "avgPoolOp":
 		return true
 	}
 	return false
