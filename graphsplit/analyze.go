@@ -31,6 +31,8 @@ type analysis struct {
 	nStages int
 	// dataDep marks the nodes that depend on a data input.
 	dataDep map[*gorgonia.Node]bool
+	// unguarded leaves the programs' ops unguarded (see seal).
+	unguarded bool
 }
 
 func (a *analysis) children(n *gorgonia.Node) gorgonia.Nodes {

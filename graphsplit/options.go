@@ -13,6 +13,7 @@ type config struct {
 	model       CostModel
 	modelSet    bool
 	profileFeed map[*gorgonia.Node]gorgonia.Value
+	unguarded   bool // programs run the ops unguarded (tests compare)
 }
 
 // Stages asks for p stages, balanced by the cost model so that the most

@@ -46,6 +46,7 @@ func Split(g *gorgonia.ExprGraph, cost *gorgonia.Node, learnables gorgonia.Nodes
 	if err != nil {
 		return nil, err
 	}
+	a.unguarded = cfg.unguarded
 	model := cfg.model
 	if cfg.profileFeed != nil {
 		if cfg.modelSet {
