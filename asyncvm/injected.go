@@ -155,6 +155,9 @@ func NewInjected(plan *graphsplit.Plan, delays Delays, opts ...Option) (*Injecte
 	if plan == nil || len(plan.Stages) == 0 {
 		return nil, errors.New("asyncvm: plan has no stages")
 	}
+	if err := refuseShared(plan); err != nil {
+		return nil, err
+	}
 	if delays == nil {
 		return nil, errors.New("asyncvm: NewInjected: no delays")
 	}

@@ -66,6 +66,9 @@ func New(plan *graphsplit.Plan, opts ...Option) (*VM, error) {
 	if plan == nil || len(plan.Stages) == 0 {
 		return nil, errors.New("asyncvm: plan has no stages")
 	}
+	if err := refuseShared(plan); err != nil {
+		return nil, err
+	}
 	cfg := config{sched: PipeMare, n: 1, seed: 1}
 	for _, o := range opts {
 		o(&cfg)

@@ -21,11 +21,11 @@ type analysis struct {
 	replicable map[*gorgonia.Node]bool           // constants and shape-only expressions
 	feeds      gorgonia.Nodes                    // data inputs the cost needs, graph order
 
-	seq gorgonia.Nodes         // op nodes laid out along the pipeline
+	// seq are the op nodes laid out along the pipeline: a stage may start
+	// at any of them but the first.
+	seq gorgonia.Nodes
 	pos map[*gorgonia.Node]int // position in seq
 
-	// legal[p] reports whether a stage may start at seq[p] (p ≥ 1).
-	legal []bool
 	// stageAt[p] is the stage of seq[p]; nStages the number of stages.
 	stageAt []int
 	nStages int
@@ -193,7 +193,6 @@ func analyze(g *gorgonia.ExprGraph, cost *gorgonia.Node, learnables gorgonia.Nod
 		return nil, err
 	}
 	a.layout(ops, dataDep)
-	a.findLegalCuts()
 	return a, nil
 }
 
@@ -262,51 +261,12 @@ func (a *analysis) layout(ops gorgonia.Nodes, dataDep map[*gorgonia.Node]bool) {
 	}
 }
 
-// findLegalCuts marks where a stage may start: anywhere except strictly
-// inside the span of ops that read one learnable, since a learnable lives in
-// exactly one stage.
-func (a *analysis) findLegalCuts() {
-	a.legal = make([]bool, len(a.seq))
-	for p := 1; p < len(a.seq); p++ {
-		a.legal[p] = true
-	}
-	first := make(map[*gorgonia.Node]int)
-	last := make(map[*gorgonia.Node]int)
-	for p, n := range a.seq {
-		for _, c := range a.children(n) {
-			if _, ok := a.learn[c]; !ok {
-				continue
-			}
-			if _, seen := first[c]; !seen {
-				first[c] = p
-			}
-			last[c] = p
-		}
-	}
-	for l, f := range first {
-		for p := f + 1; p <= last[l]; p++ {
-			a.legal[p] = false
-		}
-	}
-}
-
-// legalCount is the number of places a stage may start, besides position 0.
-func (a *analysis) legalCount() int {
-	k := 0
-	for _, ok := range a.legal {
-		if ok {
-			k++
-		}
-	}
-	return k
-}
-
-// isWeight reports whether learnable l is a weight: at least two of its
+// isWeight reports whether n is weight-shaped: at least two of its
 // dimensions are larger than one (a matrix or a filter, not a bias or a
 // normalisation gain).
-func isWeight(l *gorgonia.Node) bool {
+func isWeight(n *gorgonia.Node) bool {
 	big := 0
-	for _, d := range l.Shape() {
+	for _, d := range n.Shape() {
 		if d > 1 {
 			big++
 		}
@@ -314,43 +274,16 @@ func isWeight(l *gorgonia.Node) bool {
 	return big >= 2
 }
 
-// fineCuts returns the positions where FineGrained starts a stage: at the
-// first op that reads a weight not read before (directly or through ops that
-// depend only on learnables, which layout placed right before it), moved back
-// over those learnable-only ops, where that position is legal.
+// fineCuts returns the positions where FineGrained starts a stage: at each
+// op that applies a weight (appliesWeight), moved back over the
+// learnable-only ops that layout placed right before it. A weight applied
+// again — a tied embedding, a recurrence's weights at every step — starts a
+// layer again: its readers then share it across stages.
 func (a *analysis) fineCuts() []int {
-	seen := make(map[*gorgonia.Node]bool)
-	// weightsOf returns the weights n reads directly or through
-	// learnable-only op nodes.
-	var weightsOf func(n *gorgonia.Node, acc gorgonia.Nodes) gorgonia.Nodes
-	weightsOf = func(n *gorgonia.Node, acc gorgonia.Nodes) gorgonia.Nodes {
-		for _, c := range a.children(n) {
-			if _, ok := a.learn[c]; ok {
-				if isWeight(c) {
-					acc = append(acc, c)
-				}
-				continue
-			}
-			if p, ok := a.pos[c]; ok && a.paramOnly(p) {
-				acc = weightsOf(c, acc)
-			}
-		}
-		return acc
-	}
 	var cuts []int
 	firstLayer := true // the ops before the first weight join its stage
 	for p, n := range a.seq {
-		if a.paramOnly(p) {
-			continue
-		}
-		fresh := false
-		for _, w := range weightsOf(n, nil) {
-			if !seen[w] {
-				fresh = true
-				seen[w] = true
-			}
-		}
-		if !fresh {
+		if a.paramOnly(p) || !a.appliesWeight(n) {
 			continue
 		}
 		if firstLayer {
@@ -361,11 +294,42 @@ func (a *analysis) fineCuts() []int {
 		for start > 0 && a.paramOnly(start-1) {
 			start--
 		}
-		if start > 0 && a.legal[start] && (len(cuts) == 0 || cuts[len(cuts)-1] < start) {
+		if start > 0 && (len(cuts) == 0 || cuts[len(cuts)-1] < start) {
 			cuts = append(cuts, start)
 		}
 	}
 	return cuts
+}
+
+// appliesWeight reports whether op n applies a weight to data: one of its
+// inputs is a weight, or a weight-shaped expression of learnables only that
+// reads one (a transposed matrix, a reshaped filter). A reduction of a
+// weight (a penalty Σw²) is not a layer.
+func (a *analysis) appliesWeight(n *gorgonia.Node) bool {
+	for _, c := range a.children(n) {
+		if isWeight(c) && a.readsWeight(c) {
+			return true
+		}
+	}
+	return false
+}
+
+// readsWeight reports whether n is a weight or an op node that depends on
+// one through learnable-only ops.
+func (a *analysis) readsWeight(n *gorgonia.Node) bool {
+	if _, ok := a.learn[n]; ok {
+		return isWeight(n)
+	}
+	p, ok := a.pos[n]
+	if !ok || !a.paramOnly(p) {
+		return false
+	}
+	for _, c := range a.children(n) {
+		if a.readsWeight(c) {
+			return true
+		}
+	}
+	return false
 }
 
 // paramOnly reports whether seq[p] depends on no data input.
@@ -394,8 +358,6 @@ func (a *analysis) explicitCuts(names []string) ([]int, error) {
 			return nil, errors.Errorf("graphsplit: cut point %q: it is an input, a learnable or a constant expression, not an op a stage can start at", name)
 		case p == 0:
 			return nil, errors.Errorf("graphsplit: cut point %q is the first op of the graph; stage 0 already starts there", name)
-		case !a.legal[p]:
-			return nil, errors.Errorf("graphsplit: cut point %q falls between two ops that read learnable %q; a learnable lives in one stage, so cut before its first reader", name, a.straddled(p))
 		}
 		if prev, dup := seen[p]; dup {
 			return nil, errors.Errorf("graphsplit: cut points %q and %q are the same node", prev, name)
@@ -405,23 +367,4 @@ func (a *analysis) explicitCuts(names []string) ([]int, error) {
 	}
 	sort.Ints(cuts)
 	return cuts, nil
-}
-
-// straddled names a learnable whose readers span position p.
-func (a *analysis) straddled(p int) string {
-	for q := 0; q < p; q++ {
-		for _, c := range a.children(a.seq[q]) {
-			if _, ok := a.learn[c]; !ok {
-				continue
-			}
-			for r := p; r < len(a.seq); r++ {
-				for _, c2 := range a.children(a.seq[r]) {
-					if c2 == c {
-						return c.Name()
-					}
-				}
-			}
-		}
-	}
-	return "?"
 }

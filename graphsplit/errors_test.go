@@ -82,22 +82,6 @@ func TestCutAtSplitsThere(t *testing.T) {
 	require.Equal(t, G.Nodes{m.w2}, plan.Stages[1].Learnables)
 }
 
-func TestCutInsideALearnablesSpanIsRefused(t *testing.T) {
-	g := G.NewGraph()
-	x := G.NewMatrix(g, tensor.Float64, G.WithShape(2, 3), G.WithName("x"))
-	w := G.NewMatrix(g, tensor.Float64, G.WithShape(3, 3), G.WithName("w"), G.WithInit(G.GlorotU(1)))
-	h := G.Must(G.Tanh(G.Must(G.Mul(x, w))))
-	G.WithName("h")(h)
-	h2 := G.Must(G.Mul(h, w)) // w is read again: tied weights
-	cost := G.Must(G.Mean(h2))
-	_, err := Split(g, cost, G.Nodes{w}, CutAt("h"))
-	require.Error(t, err)
-	require.Contains(t, err.Error(), `falls between two ops that read learnable "w"`)
-	plan, err := Split(g, cost, G.Nodes{w}, FineGrained())
-	require.NoError(t, err)
-	require.Len(t, plan.Stages, 1, "tied weights keep their readers in one stage")
-}
-
 // flakyOp is an identity op that can be applied once only: re-applying it
 // fails, as an op with one-shot state would.
 type flakyOp struct{ applied *int }

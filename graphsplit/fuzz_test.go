@@ -29,7 +29,7 @@ func FuzzSplitParity(f *testing.F) {
 		if err != nil {
 			t.Fatalf("analyze: %v", err)
 		}
-		maxP := a.legalCount() + 1
+		maxP := len(a.seq)
 		var opts []Option
 		if fine {
 			opts = append(opts, FineGrained())
