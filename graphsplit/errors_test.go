@@ -82,64 +82,67 @@ func TestCutAtSplitsThere(t *testing.T) {
 	require.Equal(t, G.Nodes{m.w2}, plan.Stages[1].Learnables)
 }
 
-// flakyOp is an identity op that can be applied once only: re-applying it
-// fails, as an op with one-shot state would.
-type flakyOp struct{ applied *int }
+// identityOp is an identity op for tests, without a symbolic derivative (it
+// does not implement gorgonia.SDOp). With applied set it can be applied
+// once only, as an op with one-shot state; with panics its Do panics.
+type identityOp struct {
+	name    string
+	applied *int
+	panics  bool
+}
 
-func (op flakyOp) Arity() int { return 1 }
-func (op flakyOp) Type() hm.Type {
+func (op identityOp) Arity() int { return 1 }
+func (op identityOp) Type() hm.Type {
 	a := hm.TypeVariable('a')
 	return hm.NewFnType(a, a)
 }
-func (op flakyOp) InferShape(ds ...G.DimSizer) (tensor.Shape, error) {
-	*op.applied++
-	if *op.applied > 1 {
-		return nil, fmt.Errorf("flaky op was already applied")
+func (op identityOp) InferShape(ds ...G.DimSizer) (tensor.Shape, error) {
+	if op.applied != nil {
+		if *op.applied++; *op.applied > 1 {
+			return nil, fmt.Errorf("%s op was already applied", op.name)
+		}
 	}
 	return ds[0].(tensor.Shape).Clone(), nil
 }
-func (op flakyOp) Do(v ...G.Value) (G.Value, error) { return v[0], nil }
-func (op flakyOp) ReturnsPtr() bool                 { return false }
-func (op flakyOp) CallsExtern() bool                { return false }
-func (op flakyOp) OverwritesInput() int             { return -1 }
-func (op flakyOp) WriteHash(h hash.Hash)            { fmt.Fprint(h, "flaky") }
-func (op flakyOp) Hashcode() uint32 {
+func (op identityOp) Do(v ...G.Value) (G.Value, error) {
+	if op.panics {
+		panic("boom in " + op.name)
+	}
+	return v[0].(tensor.Tensor).Clone().(G.Value), nil
+}
+func (op identityOp) ReturnsPtr() bool      { return false }
+func (op identityOp) CallsExtern() bool     { return false }
+func (op identityOp) OverwritesInput() int  { return -1 }
+func (op identityOp) WriteHash(h hash.Hash) { fmt.Fprintf(h, "%s%v", op.name, op.panics) }
+func (op identityOp) Hashcode() uint32 {
 	h := fnv.New32a()
 	op.WriteHash(h)
 	return h.Sum32()
 }
-func (op flakyOp) String() string     { return "flaky" }
-func (op flakyOp) DiffWRT(int) []bool { return []bool{true} }
-func (op flakyOp) SymDiff(_ G.Nodes, _, grad *G.Node) (G.Nodes, error) {
-	return G.Nodes{grad}, nil
+func (op identityOp) String() string { return op.name }
+
+// diffOp is an identityOp with a symbolic derivative: the gradient passes
+// through, or with panicGrad through an op whose Do panics.
+type diffOp struct {
+	identityOp
+	panicGrad bool
 }
 
-// opaqueOp is an identity op without a symbolic derivative: it does not
-// implement gorgonia.SDOp.
-type opaqueOp struct{}
-
-func (op opaqueOp) Arity() int { return 1 }
-func (op opaqueOp) Type() hm.Type {
-	a := hm.TypeVariable('a')
-	return hm.NewFnType(a, a)
+func (op diffOp) DiffWRT(int) []bool { return []bool{true} }
+func (op diffOp) SymDiff(_ G.Nodes, _, grad *G.Node) (G.Nodes, error) {
+	if !op.panicGrad {
+		return G.Nodes{grad}, nil
+	}
+	n, err := G.ApplyOp(identityOp{name: op.name + "-gradient", panics: true}, grad)
+	return G.Nodes{n}, err
 }
-func (op opaqueOp) InferShape(ds ...G.DimSizer) (tensor.Shape, error) {
-	return ds[0].(tensor.Shape).Clone(), nil
-}
-func (op opaqueOp) Do(v ...G.Value) (G.Value, error) { return v[0], nil }
-func (op opaqueOp) ReturnsPtr() bool                 { return false }
-func (op opaqueOp) CallsExtern() bool                { return false }
-func (op opaqueOp) OverwritesInput() int             { return -1 }
-func (op opaqueOp) WriteHash(h hash.Hash)            { fmt.Fprint(h, "opaque") }
-func (op opaqueOp) Hashcode() uint32                 { return 1 }
-func (op opaqueOp) String() string                   { return "opaque" }
 
 func TestOpThatCannotBeReappliedIsNamed(t *testing.T) {
 	g := G.NewGraph()
 	x := G.NewMatrix(g, tensor.Float64, G.WithShape(2, 3), G.WithName("x"))
 	w := G.NewMatrix(g, tensor.Float64, G.WithShape(3, 3), G.WithName("w"), G.WithInit(G.GlorotU(1)))
 	n := 0
-	f, err := G.ApplyOpWithName(flakyOp{&n}, "the-flaky-node", G.Must(G.Mul(x, w)))
+	f, err := G.ApplyOpWithName(diffOp{identityOp: identityOp{name: "flaky", applied: &n}}, "the-flaky-node", G.Must(G.Mul(x, w)))
 	require.NoError(t, err)
 	cost := G.Must(G.Mean(f))
 	plan, err := Split(g, cost, G.Nodes{w})
@@ -172,11 +175,11 @@ func TestOpWithoutDerivativeIsNamed(t *testing.T) {
 		var h *G.Node
 		var err error
 		if onData {
-			h, err = G.ApplyOpWithName(opaqueOp{}, "the-opaque-node", x)
+			h, err = G.ApplyOpWithName(identityOp{name: "opaque"}, "the-opaque-node", x)
 			require.NoError(t, err)
 			h = G.Must(G.Mul(h, w))
 		} else {
-			h, err = G.ApplyOpWithName(opaqueOp{}, "the-opaque-node", G.Must(G.Mul(x, w)))
+			h, err = G.ApplyOpWithName(identityOp{name: "opaque"}, "the-opaque-node", G.Must(G.Mul(x, w)))
 			require.NoError(t, err)
 		}
 		cost := G.Must(G.Mean(G.Must(G.Mul(h, w2))))
@@ -184,7 +187,7 @@ func TestOpWithoutDerivativeIsNamed(t *testing.T) {
 			plan, err := Split(g, cost, G.Nodes{w, w2}, opts...)
 			require.Error(t, err)
 			require.Nil(t, plan)
-			require.Contains(t, err.Error(), `node "the-opaque-node": op opaque (graphsplit.opaqueOp) has no symbolic derivative`)
+			require.Contains(t, err.Error(), `node "the-opaque-node": op opaque (graphsplit.identityOp) has no symbolic derivative`)
 			require.NotContains(t, err.Error(), "index out of range")
 		}
 	}

@@ -8,14 +8,10 @@ import (
 // PenaltyWeight is λ of Penalty's L2 term.
 const PenaltyWeight = 0.05
 
-// Penalty builds a three-layer perceptron whose cost adds an L2 penalty on
-// its first weight, as weight decay written into the cost does:
+// Penalty builds MLP with an L2 penalty on its first weight in the cost, as
+// weight decay written into the cost does:
 //
-//	x (batch, 16)
-//	→ fc1 16→16, Rectify
-//	→ fc2 16→16, Tanh
-//	→ fc3 16→NumClasses
-//	→ cost = log-softmax cross-entropy against y + λ·Σ fc1.W², λ = PenaltyWeight.
+//	cost = MLP's cross-entropy + λ·Σ fc1.W², λ = PenaltyWeight.
 //
 // fc1.W is read by the first layer and by the cost. Learnables (6): fc1.W,
 // fc1.b, fc2.W, fc2.b, fc3.W, fc3.b.
@@ -25,32 +21,11 @@ func Penalty(dt tensor.Dtype, batch int, seed int64) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	x := b.input("x", false, batch, 16)
-	y := b.input("y", true, batch, NumClasses)
-
-	h, err := b.linear("fc1", x, 16, 16)
+	ce, err := perceptron(b)
 	if err != nil {
 		return nil, wrap(name, err)
 	}
-	w1 := b.learnables[0] // fc1.W
-	if h, err = gorgonia.Rectify(h); err != nil {
-		return nil, wrap(name, err)
-	}
-	if h, err = b.linear("fc2", h, 16, 16); err != nil {
-		return nil, wrap(name, err)
-	}
-	if h, err = gorgonia.Tanh(h); err != nil {
-		return nil, wrap(name, err)
-	}
-	logits, err := b.linear("fc3", h, 16, NumClasses)
-	if err != nil {
-		return nil, wrap(name, err)
-	}
-	ce, err := b.crossEntropy(logits, y)
-	if err != nil {
-		return nil, wrap(name, err)
-	}
-	sq, err := gorgonia.Square(w1)
+	sq, err := gorgonia.Square(b.learnables[0]) // fc1.W
 	if err != nil {
 		return nil, wrap(name, err)
 	}

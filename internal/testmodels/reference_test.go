@@ -322,13 +322,11 @@ func refGRU(p refParams, x, y []float64, n int) float64 {
 }
 
 func refPenalty(p refParams, x, y []float64, n int) float64 {
-	h := refMap(refLinear(p, "fc1", x, n, 16, 16), relu)
-	h = refMap(refLinear(p, "fc2", h, n, 16, 16), math.Tanh)
 	l2 := 0.0
 	for _, w := range p["fc1.W"] {
 		l2 += w * w
 	}
-	return refCE(refLinear(p, "fc3", h, n, 16, NumClasses), y, n, NumClasses) + PenaltyWeight*l2
+	return refMLP(p, x, y, n) + PenaltyWeight*l2
 }
 
 var references = map[string]func(p refParams, x, y []float64, n int) float64{
