@@ -6,6 +6,7 @@ import (
 	"math/rand"
 	"testing"
 
+	"github.com/pipemare/pipemare/internal/tensorutil"
 	"github.com/pipemare/pipemare/internal/testmodels"
 
 	"github.com/pkg/errors"
@@ -88,11 +89,9 @@ func stagewiseWith(plan *Plan, feeds map[*gorgonia.Node]gorgonia.Value, stashes 
 				continue
 			}
 			if prev := gradOf[p.Key]; prev != nil {
-				sum, err := tensor.Add(prev.(tensor.Tensor), gv.(tensor.Tensor))
-				if err != nil {
-					return nil, nil, errors.Wrap(err, "summing gradients")
+				if gv, err = add(prev, gv); err != nil {
+					return nil, nil, errors.Wrapf(err, "summing the gradients of %s", p.Name)
 				}
-				gv = sum
 			}
 			gradOf[p.Key] = gv
 		}
@@ -102,16 +101,31 @@ func stagewiseWith(plan *Plan, feeds map[*gorgonia.Node]gorgonia.Value, stashes 
 				if st.Shared[i] == nil {
 					return nil, nil, errors.Errorf("stage %d: learnable %s has a gradient from another stage but is not shared", s, plan.Learnables[j].Name())
 				}
-				sum, err := tensor.Add(prev.(tensor.Tensor), gv.(tensor.Tensor))
-				if err != nil {
-					return nil, nil, errors.Wrap(err, "summing a shared learnable's gradient")
+				if gv, err = add(prev, gv); err != nil {
+					return nil, nil, errors.Wrapf(err, "summing the gradient of %s", plan.Learnables[j].Name())
 				}
-				gv = sum
 			}
 			grads[j] = gv
 		}
 	}
 	return cost, grads, nil
+}
+
+// add returns a + b, two gradients of one tensor or scalar, as a new value.
+func add(a, b gorgonia.Value) (gorgonia.Value, error) {
+	if t, ok := a.(tensor.Tensor); ok {
+		sum := t.Clone().(tensor.Tensor)
+		return sum, tensorutil.AddInto(sum, b)
+	}
+	x, err := tensorutil.Scalar(a)
+	if err != nil {
+		return nil, err
+	}
+	y, err := tensorutil.Scalar(b)
+	if err != nil {
+		return nil, err
+	}
+	return tensorutil.ScalarOf(a.Dtype(), x+y)
 }
 
 // reference computes the cost and the learnables' gradients of the whole
