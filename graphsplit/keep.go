@@ -51,11 +51,10 @@ func (p *Plan) NewKeeping(s int) (k *Keeping, err error) {
 			gradShapes[st.Outputs[i].Key] = g.Shape()
 		}
 	}
-	train, err := newProgram(p.a, st, true, gradShapes)
+	train, err := draftProgram(p.a, st, true, gradShapes)
 	if err != nil {
 		return nil, err
 	}
-	defer train.Close()
 	all := train.Graph.AllNodes()
 	index := make(map[*gorgonia.Node]int, len(all))
 	for i, n := range all {
@@ -202,7 +201,14 @@ func (p *Plan) NewKeeping(s int) (k *Keeping, err error) {
 			return nil, err
 		}
 	}
-	back.readGradients()
+	trainWhere := train.origins()
+	backWhere := make(map[*gorgonia.Node]string, len(local))
+	for n, l := range local {
+		backWhere[l] = trainWhere[n]
+	}
+	if err := back.finish(backWhere, p.a.unguarded); err != nil {
+		return nil, err
+	}
 
 	// The forward program, saving what the backward reads.
 	fwd, err := buildProgram(p.a, st, false, dropped{}, nil)
@@ -216,9 +222,8 @@ func (p *Plan) NewKeeping(s int) (k *Keeping, err error) {
 		}
 		fwd.Kept = append(fwd.Kept, l)
 	}
-	fwd.keptSlot = make([]gorgonia.Value, len(fwd.Kept))
-	for i, n := range fwd.Kept {
-		gorgonia.Read(n, &fwd.keptSlot[i])
+	if err := fwd.finish(fwd.origins(), p.a.unguarded); err != nil {
+		return nil, err
 	}
 	return &Keeping{Forward: fwd, Backward: back}, nil
 }

@@ -50,11 +50,11 @@ func (p *Plan) NewProbe(s int, nodes gorgonia.Nodes) (prog *Program, err error) 
 	if err != nil {
 		return nil, err
 	}
-	prog.probeSlot = make([]gorgonia.Value, len(nodes))
-	for i, n := range nodes {
-		l := prog.local[n]
-		prog.Probes = append(prog.Probes, l)
-		gorgonia.Read(l, &prog.probeSlot[i])
+	for _, n := range nodes {
+		prog.Probes = append(prog.Probes, prog.local[n])
+	}
+	if err := prog.finish(prog.origins(), p.a.unguarded); err != nil {
+		return nil, err
 	}
 	return prog, nil
 }

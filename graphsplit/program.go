@@ -59,6 +59,7 @@ type Program struct {
 
 	local    map[*gorgonia.Node]*gorgonia.Node // original → this graph
 	fwdCount int                               // nodes of the forward pass
+	caught   *caught                           // an op's panic in the current Run
 }
 
 // Result is what one Run returns. Every tensor in it is freshly allocated and
@@ -130,7 +131,9 @@ func (p *Program) BindLearnables(vals []gorgonia.Value) error {
 // Run executes the program once. inputs are parallel to Stage.Inputs.
 // outputGrads are parallel to Stage.Outputs and only read by Train programs
 // (entries where OutputGrads is nil are ignored and may be nil). Run does not
-// modify inputs, outputGrads or the learnables; it returns fresh tensors.
+// modify inputs, outputGrads or the learnables; it returns fresh tensors. An
+// op that panics makes Run return an error whose cause is an *OpPanic; the
+// program can be run again.
 func (p *Program) Run(inputs, outputGrads []gorgonia.Value) (res Result, err error) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -177,8 +180,12 @@ func (p *Program) Run(inputs, outputGrads []gorgonia.Value) (res Result, err err
 	clear(p.parGSlot)
 	clear(p.keptSlot)
 	clear(p.probeSlot)
+	p.caught.first = nil
 	p.vm.Reset()
 	if err := p.vm.RunAll(); err != nil {
+		if c := p.caught.first; c != nil {
+			err = c
+		}
 		return res, errors.Wrapf(err, "graphsplit: stage %d %s program", p.Stage, p.kind)
 	}
 	if res.Outputs, err = conform(p.outSlot, p.Outputs); err != nil {
