@@ -59,6 +59,11 @@ type StageReport struct {
 	// measured τ); BackwardLag the same for the weights backwards read.
 	Delays      map[int]int `json:"delays"`
 	BackwardLag map[int]int `json:"backward_lag"`
+	// SharedDelays counts, for the learnables the stage reads a replica of
+	// (a learnable another stage owns and updates), the forwards by the
+	// delay they saw: the owner's version at the update minus the version
+	// they read. It is absent when the stage replicates nothing.
+	SharedDelays map[int]int `json:"shared_delays,omitempty"`
 	MeanDelay   float64     `json:"mean_delay"`
 	// FormulaDelay is τ_i = ceil((2(P−1−i)+1)/N) for asynchronous
 	// schedules, 0 otherwise.
@@ -139,6 +144,9 @@ func (vm *VM) Report() Report {
 	for i, h := range vm.heard {
 		st := h.stats
 		sr := StageReport{Stage: i, Delays: copyHist(st.Delays), BackwardLag: copyHist(st.BackwardLag), PeakWeightVersions: st.PeakWeightVersions}
+		if len(st.SharedDelays) > 0 {
+			sr.SharedDelays = copyHist(st.SharedDelays)
+		}
 		if vm.cfg.sched.Async {
 			sr.FormulaDelay = schedule.Delay(vm.p, vm.n, i)
 		}

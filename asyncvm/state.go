@@ -58,6 +58,9 @@ func (vm *VM) Restore(ctx context.Context, st *State) error {
 		return err
 	}
 	vm.supplied = st.Steps
+	for i := range vm.updates {
+		vm.updates[i] = st.Steps
+	}
 	return nil
 }
 

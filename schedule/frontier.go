@@ -3,9 +3,12 @@ package schedule
 // Frontier follows action lists run on one device per stage, each action as
 // soon as its dependencies allow:
 //
-//   - F(m) at stage i needs F(m) done at every producer of i, and
-//     microbatch m below the limit (a negative limit means no limit);
+//   - F(m) at stage i needs F(m) done at every producer of i and every
+//     owner of a learnable i reads, and microbatch m below the limit (a
+//     negative limit means no limit);
 //   - B(m) at stage i needs B(m) done at every consumer of i;
+//   - U(k) at stage i needs U(k) done at every replica of a learnable i
+//     owns;
 //   - a flush waits until every stage has reached it.
 //
 // It is the one readiness rule of the module: Simulate is one Advance of a
@@ -19,9 +22,9 @@ package schedule
 type Frontier struct {
 	topo         Topology
 	dur          func(stage int, a Action) float64 // nil: untimed
-	pos          []int
-	nextF, nextB []int
-	fEnd, bEnd   [][]float64       // timed: when F(m), B(m) ended, by m
+	pos                 []int
+	nextF, nextB, nextU []int
+	fEnd, bEnd, uEnd    [][]float64 // timed: when F(m), B(m), U(k) ended, by m or k
 	free         []float64         // timed: when each stage is free
 	arrived      map[int][]float64 // flush step → arrival time per stage (−1: not yet)
 	passed       map[int]int       // flush step → stages past it
@@ -33,11 +36,11 @@ type Frontier struct {
 func NewFrontier(topo Topology, dur func(stage int, a Action) float64) *Frontier {
 	p := len(topo.Producers)
 	f := &Frontier{
-		topo: topo, dur: dur, pos: make([]int, p), nextF: make([]int, p), nextB: make([]int, p),
+		topo: topo, dur: dur, pos: make([]int, p), nextF: make([]int, p), nextB: make([]int, p), nextU: make([]int, p),
 		free: make([]float64, p), arrived: map[int][]float64{}, passed: map[int]int{},
 	}
 	if dur != nil {
-		f.fEnd, f.bEnd = make([][]float64, p), make([][]float64, p)
+		f.fEnd, f.bEnd, f.uEnd = make([][]float64, p), make([][]float64, p), make([][]float64, p)
 		f.tl = Timeline{Start: make([][]float64, p), End: make([][]float64, p), Done: f.pos}
 	}
 	return f
@@ -58,10 +61,19 @@ func (f *Frontier) Advance(lists [][]Action, limit int) []int {
 				switch a.Op {
 				case OpForward:
 					ok = limit < 0 || a.Micro < limit
-					for _, pr := range f.topo.Producers[i] {
-						ok = ok && a.Micro < f.nextF[pr]
+					for _, deps := range [2][]int{f.topo.Producers[i], at(f.topo.Owners, i)} {
+						for _, pr := range deps {
+							ok = ok && a.Micro < f.nextF[pr]
+							if ok && f.dur != nil {
+								ready = max(ready, f.fEnd[pr][a.Micro])
+							}
+						}
+					}
+				case OpUpdate:
+					for _, r := range at(f.topo.Replicas, i) {
+						ok = ok && a.Step < f.nextU[r]
 						if ok && f.dur != nil {
-							ready = max(ready, f.fEnd[pr][a.Micro])
+							ready = max(ready, f.uEnd[r][a.Step])
 						}
 					}
 				case OpBackward:
@@ -119,6 +131,11 @@ func (f *Frontier) run(i int, a Action, ready float64) {
 		if f.dur != nil {
 			f.bEnd[i] = append(f.bEnd[i], end)
 		}
+	case OpUpdate:
+		f.nextU[i] = a.Step + 1
+		if f.dur != nil {
+			f.uEnd[i] = append(f.uEnd[i], end)
+		}
 	case OpFlush:
 		if f.passed[a.Step]++; f.passed[a.Step] == len(f.pos) {
 			delete(f.arrived, a.Step)
@@ -126,6 +143,14 @@ func (f *Frontier) run(i int, a Action, ready float64) {
 		}
 	}
 	f.pos[i]++
+}
+
+// at is lists[i], or nil when lists is nil.
+func at(lists [][]int, i int) []int {
+	if lists == nil {
+		return nil
+	}
+	return lists[i]
 }
 
 // Timeline is what a timed Frontier ran so far (empty when untimed).

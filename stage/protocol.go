@@ -37,6 +37,11 @@ type Segment struct {
 type Work struct {
 	Segment Segment
 	Actions []schedule.Action
+	// Shared holds, for each forward of Actions (nil for other actions),
+	// the version of the learnables of each owner the stage replicates
+	// (in increasing owner order) that the forward reads: what the
+	// owner's forward of the same microbatch read.
+	Shared [][]int
 }
 
 // Data gives the stage its data inputs for one microbatch, in the order of
@@ -54,6 +59,9 @@ type Data struct {
 type Evaluate struct {
 	Count  int
 	Probes []int64
+	// Shared is, per owner of a learnable the stage replicates, the
+	// owner's current version, which the evaluation reads.
+	Shared []int
 }
 
 // Stop ends Serve.
@@ -174,11 +182,14 @@ type Stats struct {
 	// buffers) are what the stage's solver keeps; PeakWeightBytes and
 	// PeakWeightVersions what weight stashing kept at most;
 	// PeakActivationBytes the activations kept between forwards and
-	// backwards at most.
+	// backwards at most. SharedDelays counts, for the learnables the stage
+	// replicates, the forwards by the delay they saw (the owner's version
+	// at the update minus the version they read).
 	ParamBytes, StateBytes, CorrectionBytes int64
 	PeakWeightBytes                         int64
 	PeakWeightVersions                      int
 	PeakActivationBytes                     int64
+	SharedDelays                            map[int]int
 	// DiscrepancySum and DiscrepancyCount accumulate
 	// ‖u_bkwd − u_fwd‖/‖u_fwd‖ over stale backwards (Config.Discrepancy).
 	DiscrepancySum   float64
