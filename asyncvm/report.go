@@ -64,7 +64,7 @@ type StageReport struct {
 	// delay they saw: the owner's version at the update minus the version
 	// they read. It is absent when the stage replicates nothing.
 	SharedDelays map[int]int `json:"shared_delays,omitempty"`
-	MeanDelay   float64     `json:"mean_delay"`
+	MeanDelay    float64     `json:"mean_delay"`
 	// FormulaDelay is τ_i = ceil((2(P−1−i)+1)/N) for asynchronous
 	// schedules, 0 otherwise.
 	FormulaDelay int    `json:"formula_delay"`

@@ -20,15 +20,15 @@ package schedule
 // microbatch order from 0 (every schedule here does), so "F(m) done at
 // stage j" is m < done F count of j.
 type Frontier struct {
-	topo         Topology
-	dur          func(stage int, a Action) float64 // nil: untimed
+	topo                Topology
+	dur                 func(stage int, a Action) float64 // nil: untimed
 	pos                 []int
 	nextF, nextB, nextU []int
-	fEnd, bEnd, uEnd    [][]float64 // timed: when F(m), B(m), U(k) ended, by m or k
-	free         []float64         // timed: when each stage is free
-	arrived      map[int][]float64 // flush step → arrival time per stage (−1: not yet)
-	passed       map[int]int       // flush step → stages past it
-	tl           Timeline
+	fEnd, bEnd, uEnd    [][]float64       // timed: when F(m), B(m), U(k) ended, by m or k
+	free                []float64         // timed: when each stage is free
+	arrived             map[int][]float64 // flush step → arrival time per stage (−1: not yet)
+	passed              map[int]int       // flush step → stages past it
+	tl                  Timeline
 }
 
 // NewFrontier starts following lists on the stages of topo. dur gives each
