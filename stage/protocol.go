@@ -4,6 +4,7 @@ import (
 	"encoding/gob"
 	"time"
 
+	"github.com/pipemare/pipemare/checkpoint"
 	"github.com/pipemare/pipemare/schedule"
 	"gorgonia.org/tensor"
 )
@@ -68,12 +69,21 @@ type Evaluate struct {
 type Stop struct{}
 
 // Save asks for the stage's Snapshot; the stage answers Saved. The
-// pipeline must be drained.
-type Save struct{}
+// pipeline must be drained. With Dir, the stage writes it as its shard of
+// the checkpoint directory Dir (package checkpoint: temporary file, fsync,
+// rename, fsync of the directory) and answers with the file's description
+// instead: what a driver needs to commit the manifest.
+type Save struct {
+	Dir string
+}
 
-// Restore loads a Snapshot into a fresh stage; the stage answers Restored.
+// Restore loads a Snapshot into a fresh stage — or, with Dir, the stage's
+// shard File of the checkpoint directory Dir, verified against it; the
+// stage answers Restored.
 type Restore struct {
 	Snapshot Snapshot
+	Dir      string
+	File     checkpoint.FileInfo
 }
 
 // Pull asks for the stage's current weights and BatchNorm statistics; the
@@ -84,9 +94,10 @@ type Pull struct{}
 // Pulled answers Pull.
 type Pulled struct{}
 
-// Saved answers Save.
+// Saved answers Save: the snapshot, or the shard written.
 type Saved struct {
 	Snapshot Snapshot
+	File     checkpoint.FileInfo
 }
 
 // Restored answers Restore.

@@ -270,13 +270,13 @@ func (r *Runtime) Serve(ctx context.Context, ep transport.Endpoint) error {
 			}
 			r.replyValues(ep, Pulled{}, vals)
 		case Save:
-			if s, err := r.snapshot(ctx, ep); err != nil {
+			if saved, err := r.save(ctx, ep, b.Dir); err != nil {
 				r.reply(ep, Refused{Message: err.Error()})
 			} else {
-				r.reply(ep, Saved{Snapshot: s})
+				r.reply(ep, saved)
 			}
 		case Restore:
-			if err := r.restore(b.Snapshot); err != nil {
+			if err := r.load(b); err != nil {
 				r.reply(ep, Refused{Message: err.Error()})
 			} else {
 				r.reply(ep, Restored{})
