@@ -1,6 +1,9 @@
 package asyncvm
 
 import (
+	"encoding/json"
+	"regexp"
+	"strconv"
 	"testing"
 
 	"github.com/pipemare/pipemare/graphsplit"
@@ -55,5 +58,65 @@ func TestReportMemoryByCategory(t *testing.T) {
 		require.InDelta(t, 1, rep.Utilization+rep.Bubble, 1e-12)
 		require.Positive(t, rep.SamplesPerSec)
 		require.Positive(t, rep.HeapInUse)
+	}
+}
+
+// TestReportJSON: the report and the replay serialise with snake_case keys
+// only, and fields that do not apply are left out rather than shown as 0:
+// formula_delay for synchronous schedules, peak_weight_versions without
+// weight stashing, discrepancy without WithDiscrepancy.
+func TestReportJSON(t *testing.T) {
+	const n, steps = 2, 4
+	for _, c := range []struct {
+		s                       Schedule
+		opts                    []Option
+		formula, versions, disc bool
+	}{
+		{GPipe, nil, false, false, false},
+		{PipeDream, nil, true, true, false},
+		{PipeMare, nil, true, false, false},
+		{PipeMare, []Option{WithDiscrepancy()}, true, false, true},
+	} {
+		m, err := testmodels.MLP(tensor.Float64, 2, 1)
+		require.NoError(t, err)
+		opts := append([]Option{WithSchedule(c.s)}, c.opts...)
+		_, vm := pipelineTraining(t, m, makeData(m, n*steps, 1), n, steps, []graphsplit.Option{graphsplit.Stages(3)}, opts...)
+		b, err := json.Marshal(struct {
+			R Report  `json:"report"`
+			V Virtual `json:"virtual"`
+		}{vm.Report(), vm.Replay()})
+		require.NoError(t, err)
+		require.NoError(t, vm.Close())
+		var doc map[string]any
+		require.NoError(t, json.Unmarshal(b, &doc))
+		requireSnakeCase(t, doc, "")
+		stage0 := doc["report"].(map[string]any)["stages_detail"].([]any)[0].(map[string]any)
+		_, ok := stage0["formula_delay"]
+		require.Equal(t, c.formula, ok, "%s formula_delay", c.s.Name)
+		_, ok = stage0["peak_weight_versions"]
+		require.Equal(t, c.versions, ok, "%s peak_weight_versions", c.s.Name)
+		_, ok = stage0["discrepancy"]
+		require.Equal(t, c.disc, ok, "%s discrepancy", c.s.Name)
+		require.Contains(t, doc["virtual"], "makespan_ns")
+	}
+}
+
+var snakeCase = regexp.MustCompile(`^[a-z][a-z0-9]*(_[a-z0-9]+)*$`)
+
+// requireSnakeCase checks every key of a decoded JSON document, except the
+// numeric keys of histograms.
+func requireSnakeCase(t *testing.T, v any, path string) {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, x := range v {
+			if _, err := strconv.Atoi(k); err != nil {
+				require.Regexp(t, snakeCase, k, "key %s.%s", path, k)
+			}
+			requireSnakeCase(t, x, path+"."+k)
+		}
+	case []any:
+		for _, x := range v {
+			requireSnakeCase(t, x, path+"[]")
+		}
 	}
 }

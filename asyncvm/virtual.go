@@ -9,13 +9,13 @@ import "time"
 // host's cores.
 type Virtual struct {
 	// Makespan is the replay's time from the first to the last action.
-	Makespan time.Duration
+	Makespan time.Duration `json:"makespan_ns"`
 	// Utilization is the mean over stages of busy time over the makespan;
-	// PerStage the same per stage.
-	Utilization float64
-	PerStage    []float64
+	// PerStage the same per stage, in stage order.
+	Utilization float64   `json:"utilization"`
+	PerStage    []float64 `json:"per_stage_utilization"`
 	// SamplesPerSec is the throughput the virtual devices would reach.
-	SamplesPerSec float64
+	SamplesPerSec float64 `json:"samples_per_sec"`
 }
 
 // Replay replays what the VM ran so far on virtual devices: each action
