@@ -61,70 +61,111 @@ func Simulate(lists [][]Action, topo Topology, limit int, dur func(stage int, a 
 	}
 	p := len(lists)
 	tl := Timeline{Start: make([][]float64, p), End: make([][]float64, p), Done: make([]int, p)}
-	fDone := make([]map[int]float64, p)
-	bDone := make([]map[int]float64, p)
+	// fEnd[i][m] is when F(m) ended at stage i (−1: not yet); bEnd the same
+	// for B(m).
+	fEnd := make([][]float64, p)
+	bEnd := make([][]float64, p)
 	for i := range lists {
-		fDone[i] = make(map[int]float64)
-		bDone[i] = make(map[int]float64)
+		tl.Start[i] = make([]float64, 0, len(lists[i]))
+		tl.End[i] = make([]float64, 0, len(lists[i]))
+	}
+	ended := func(done [][]float64, i, m int) (float64, bool) {
+		if m < len(done[i]) && done[i][m] >= 0 {
+			return done[i][m], true
+		}
+		return 0, false
+	}
+	record := func(done [][]float64, i, m int, t float64) {
+		for len(done[i]) <= m {
+			done[i] = append(done[i], -1)
+		}
+		done[i][m] = t
 	}
 	free := make([]float64, p)
 	arrived := make(map[int][]float64) // flush step → arrival time per stage (−1: not yet)
-	for progress := true; progress; {
-		progress = false
-		for i := range lists {
-			for tl.Done[i] < len(lists[i]) {
-				a := lists[i][tl.Done[i]]
-				ready, ok := free[i], true
-				switch a.Op {
-				case Forward:
-					if limit >= 0 && a.Micro >= limit {
-						ok = false
-						break
-					}
-					for _, pr := range topo.Producers[i] {
-						t, done := fDone[pr][a.Micro]
-						ok = ok && done
-						ready = max(ready, t)
-					}
-				case Backward:
-					for _, c := range topo.Consumers[i] {
-						t, done := bDone[c][a.Micro]
-						ok = ok && done
-						ready = max(ready, t)
-					}
-				case Flush:
-					arr := arrived[a.Step]
-					if arr == nil {
-						arr = make([]float64, p)
-						for j := range arr {
-							arr[j] = -1
-						}
-						arrived[a.Step] = arr
-					}
-					if arr[i] < 0 {
-						arr[i] = free[i]
-					}
-					for _, t := range arr {
-						ok = ok && t >= 0
-						ready = max(ready, t)
-					}
-				}
-				if !ok {
+	reached := make(map[int]int)       // flush step → stages arrived
+	// A stage runs as far as it can, then waits until a stage it depends on
+	// makes progress: each action is tried once per wake-up of its stage,
+	// so the run is linear in the number of actions (a sweep over every
+	// stage until nothing moves was quadratic in P). Start times do not
+	// depend on the order stages are visited in.
+	queued := make([]bool, p)
+	var queue []int
+	wake := func(j int) {
+		if !queued[j] {
+			queued[j] = true
+			queue = append(queue, j)
+		}
+	}
+	for i := range lists {
+		wake(i)
+	}
+	for len(queue) > 0 {
+		i := queue[0]
+		queue = queue[1:]
+		queued[i] = false
+		for tl.Done[i] < len(lists[i]) {
+			a := lists[i][tl.Done[i]]
+			ready, ok := free[i], true
+			switch a.Op {
+			case Forward:
+				if limit >= 0 && a.Micro >= limit {
+					ok = false
 					break
 				}
-				end := ready + dur(i, a)
-				tl.Start[i] = append(tl.Start[i], ready)
-				tl.End[i] = append(tl.End[i], end)
-				free[i] = end
-				switch a.Op {
-				case Forward:
-					fDone[i][a.Micro] = end
-				case Backward:
-					bDone[i][a.Micro] = end
+				for _, pr := range topo.Producers[i] {
+					t, done := ended(fEnd, pr, a.Micro)
+					ok = ok && done
+					ready = max(ready, t)
 				}
-				tl.Done[i]++
-				progress = true
+			case Backward:
+				for _, c := range topo.Consumers[i] {
+					t, done := ended(bEnd, c, a.Micro)
+					ok = ok && done
+					ready = max(ready, t)
+				}
+			case Flush:
+				arr := arrived[a.Step]
+				if arr == nil {
+					arr = make([]float64, p)
+					for j := range arr {
+						arr[j] = -1
+					}
+					arrived[a.Step] = arr
+				}
+				if arr[i] < 0 {
+					arr[i] = free[i]
+					if reached[a.Step]++; reached[a.Step] == p {
+						for j := range lists { // the last arrival releases everyone
+							wake(j)
+						}
+					}
+				}
+				ok = reached[a.Step] == p
+				for _, t := range arr {
+					ready = max(ready, t)
+				}
 			}
+			if !ok {
+				break
+			}
+			end := ready + dur(i, a)
+			tl.Start[i] = append(tl.Start[i], ready)
+			tl.End[i] = append(tl.End[i], end)
+			free[i] = end
+			switch a.Op {
+			case Forward:
+				record(fEnd, i, a.Micro, end)
+				for _, c := range topo.Consumers[i] {
+					wake(c)
+				}
+			case Backward:
+				record(bEnd, i, a.Micro, end)
+				for _, pr := range topo.Producers[i] {
+					wake(pr)
+				}
+			}
+			tl.Done[i]++
 		}
 	}
 	return tl
@@ -163,18 +204,23 @@ func Grid(s Schedule, p, n, steps int) string {
 			}
 		}
 	}
-	var b strings.Builder
-	header := "clock"
-	for i := 0; i < p; i++ {
-		header += fmt.Sprintf("  %-7s", fmt.Sprintf("stage%d", i))
-	}
-	b.WriteString(strings.TrimRight(header, " ") + "\n")
-	for c, row := range cells {
-		line := fmt.Sprintf("%5d", c)
-		for _, cell := range row {
-			line += fmt.Sprintf("  %-7s", cell)
+	var b, line strings.Builder
+	row := func(first string, cells []string) {
+		line.Reset()
+		line.WriteString(first)
+		for _, cell := range cells {
+			fmt.Fprintf(&line, "  %-7s", cell)
 		}
-		b.WriteString(strings.TrimRight(line, " ") + "\n")
+		b.WriteString(strings.TrimRight(line.String(), " "))
+		b.WriteByte('\n')
+	}
+	header := make([]string, p)
+	for i := range header {
+		header[i] = fmt.Sprintf("stage%d", i)
+	}
+	row("clock", header)
+	for c, cs := range cells {
+		row(fmt.Sprintf("%5d", c), cs)
 	}
 	return b.String()
 }

@@ -48,8 +48,9 @@ func (vm *VM) Replay() Virtual {
 // durations (in nanoseconds).
 func ReplayLists(lists [][]Action, topo Topology, dur func(stage int, a Action) float64) Virtual {
 	tl := Simulate(lists, topo, -1, dur)
-	v := Virtual{Makespan: time.Duration(tl.Makespan())}
-	if tl.Makespan() == 0 {
+	makespan := tl.Makespan() // once: it reads every action
+	v := Virtual{Makespan: time.Duration(makespan)}
+	if makespan == 0 {
 		return v
 	}
 	for i := range lists {
@@ -57,7 +58,7 @@ func ReplayLists(lists [][]Action, topo Topology, dur func(stage int, a Action) 
 		for t := 0; t < tl.Done[i]; t++ {
 			busy += tl.End[i][t] - tl.Start[i][t]
 		}
-		u := busy / tl.Makespan()
+		u := busy / makespan
 		v.PerStage = append(v.PerStage, u)
 		v.Utilization += u / float64(len(lists))
 	}
