@@ -13,13 +13,15 @@ import (
 // One Solver serves one pipeline stage. The engine calls SetDelay (from the
 // stage's worker goroutine, like Step); Rate and Steps may be read between
 // steps. It forwards the engine's optional interfaces (backward weights,
-// state sizes) to the solver it wraps, so decorators compose:
-// rescheduler.New(correction.New(gorgonia.NewMomentum())).
+// state sizes) to the solver it wraps, so decorators compose: a
+// rescheduler.Solver around a correction.Solver around a gorgonia solver
+// (the correction package's Example).
 type Solver struct {
 	inner    gorgonia.Solver
 	base     Schedule
 	rescale  Rescale
 	phase    int
+	phaseSet bool
 	tau      float64
 	fixedTau bool
 	measured bool
@@ -39,11 +41,15 @@ func WithBase(s Schedule) Option { return func(r *Solver) { r.base = s } }
 func WithRescale(f Rescale) Option { return func(r *Solver) { r.rescale = f } }
 
 // WithPhase sets K, the number of steps the rescaling lasts (the paper's
-// rescheduling length; 0 turns T1 off). Default 0. Only steps taken with a
-// delay above 1 count towards K: a synchronous warm-up (during which the
-// engine announces τ = 1) runs at the base rate and leaves the whole phase
-// for the asynchronous steps that follow it.
-func WithPhase(k int) Option { return func(r *Solver) { r.phase = k } }
+// rescheduling length): a natural K is the run's asynchronous steps, as the
+// zoo's recipes use. K = 0 turns T1 off and leaves the base schedule alone.
+// There is no default: New fails without WithPhase, since K has no scale of
+// its own (it is a number of steps of the user's run) and a silent 0 would
+// turn T1 off without a word. Only steps taken with a delay above 1 count
+// towards K: a synchronous warm-up (during which the engine announces τ = 1)
+// runs at the base rate and leaves the whole phase for the asynchronous
+// steps that follow it.
+func WithPhase(k int) Option { return func(r *Solver) { r.phase, r.phaseSet = k, true } }
 
 // WithDelay fixes τ_i instead of taking it from the engine.
 func WithDelay(tau float64) Option { return func(r *Solver) { r.tau, r.fixedTau = tau, true } }
@@ -53,9 +59,9 @@ func WithDelay(tau float64) Option { return func(r *Solver) { r.tau, r.fixedTau 
 // formula τ_i = ceil((2(P−1−i)+1)/N) that the engine announces.
 func UseMeasuredDelay() Option { return func(r *Solver) { r.measured = true } }
 
-// New wraps inner. It fails for solvers whose learning rate gorgonia cannot
-// set (gorgonia.WithLearnRate handles Vanilla, Momentum, Adam, AdamW,
-// RMSProp and Barzilai-Borwein).
+// New wraps inner. It fails without WithPhase, and for solvers whose
+// learning rate gorgonia cannot set (gorgonia.WithLearnRate handles Vanilla,
+// Momentum, Adam, AdamW, RMSProp and Barzilai-Borwein).
 func New(inner gorgonia.Solver, opts ...Option) (*Solver, error) {
 	if inner == nil {
 		return nil, errors.New("rescheduler: nil solver")
@@ -76,6 +82,9 @@ func New(inner gorgonia.Solver, opts ...Option) (*Solver, error) {
 	}
 	if r.tau < 1 {
 		return nil, errors.Errorf("rescheduler: WithDelay(%g): a delay is at least 1", r.tau)
+	}
+	if !r.phaseSet {
+		return nil, errors.New("rescheduler: WithPhase is required: T1 needs its length K in steps (for example the run's asynchronous steps; WithPhase(0) for the base schedule alone)")
 	}
 	if r.phase < 0 {
 		return nil, errors.Errorf("rescheduler: WithPhase(%d): the phase cannot be negative", r.phase)

@@ -62,7 +62,7 @@ func vanilla(alpha float64) gorgonia.Solver {
 
 // TestDelayedSGDStabilityBound checks the bound the rescheduling rests on:
 // with fixed delay τ, a step with αλ 10% above 2·sin(π/(2(2τ+1))) diverges
-// and one 10% below converges (the values the DESIGN quotes: τ=1 → 1.0,
+// and one 10% below converges (the bound's values: τ=1 → 1.0,
 // τ=2 → 0.618, τ=5 → 0.2846, τ=10 → 0.1495).
 func TestDelayedSGDStabilityBound(t *testing.T) {
 	require.InDelta(t, 1.0, stableBound(1), 1e-12)
@@ -92,7 +92,7 @@ func TestT1RescuesAScheduleThatDivergesWithNaiveRates(t *testing.T) {
 	lambda := []float64{1, 0.5, 0.25, 0.1}
 	base := Milestones(Constant(1), 0.1, 300)
 	for i, tau := range []int{9, 7, 5, 3, 1} {
-		naive, err := New(vanilla(1), WithBase(base), WithDelay(float64(tau)))
+		naive, err := New(vanilla(1), WithBase(base), WithDelay(float64(tau)), WithPhase(0))
 		require.NoError(t, err)
 		_, peak := delayedQuadraticPeak(t, naive, lambda, tau, 3000)
 		if tau > 1 {
