@@ -3,6 +3,7 @@ package zoo
 import (
 	"context"
 	"encoding/json"
+	"runtime"
 	"sync"
 	"testing"
 
@@ -129,4 +130,35 @@ func TestTrainRefusesZeroSteps(t *testing.T) {
 	require.NoError(t, err)
 	_, err = Train(context.Background(), MLP, train.Head(10), test.Head(200), Config{Microbatch: 16, Microbatches: 4, Epochs: 1, LR: 0.03})
 	require.ErrorContains(t, err, "10 training examples make no minibatch of 4 microbatches × 16")
+}
+
+// TestTrainingIsBitIdentical pins the weights two short CNN runs train
+// (BatchNorm, PipeMare with a warm-up, T1 and T2; the sequential
+// schedule) to their SHA-256 as measured before the changes that were not
+// meant to change results (the command line's, the report's, T1's
+// required WithPhase). A change that moves one bit of one weight fails it;
+// one meant to change results updates the hashes and says why. The hashes
+// are amd64's (other architectures may fuse multiply-adds).
+func TestTrainingIsBitIdentical(t *testing.T) {
+	if runtime.GOARCH != "amd64" {
+		t.Skip("the hashes are amd64's")
+	}
+	if raceEnabled {
+		t.Skip("results do not depend on the race detector; it only makes this slow")
+	}
+	train, test, err := testFashion()
+	require.NoError(t, err)
+	for _, c := range []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{Schedule: asyncvm.PipeMare, Microbatch: 16, Microbatches: 4, Epochs: 2, LR: 0.03, T1: 3, T2: 0.9, Warmup: 3, Cosine: true, Seed: 1},
+			"30959429dc322b4947ae4c557f4731e8061f9bf2b98e897fb2ae555beee1a55c"},
+		{Config{Schedule: asyncvm.Sequential, Microbatch: 16, Microbatches: 4, Epochs: 2, LR: 0.03, Cosine: true, Seed: 1},
+			"9fc069263ca1e4f2c08f32231f84315fb5d99f7cd3a920a1d2d358715f33418e"},
+	} {
+		res, err := Train(context.Background(), CNN, train.Head(192), test.Head(64), c.cfg)
+		require.NoError(t, err)
+		require.Equal(t, c.want, res.WeightsSHA256, c.cfg.Schedule.Name)
+	}
 }
