@@ -2,11 +2,10 @@ package asyncvm
 
 import (
 	"encoding/json"
-	"regexp"
-	"strconv"
 	"testing"
 
 	"github.com/pipemare/pipemare/graphsplit"
+	"github.com/pipemare/pipemare/internal/jsonkeys"
 	"github.com/pipemare/pipemare/internal/testmodels"
 	"github.com/stretchr/testify/require"
 	"gorgonia.org/tensor"
@@ -89,7 +88,7 @@ func TestReportJSON(t *testing.T) {
 		require.NoError(t, vm.Close())
 		var doc map[string]any
 		require.NoError(t, json.Unmarshal(b, &doc))
-		requireSnakeCase(t, doc, "")
+		require.Empty(t, jsonkeys.NotSnakeCase(doc), "keys that are not snake_case")
 		stage0 := doc["report"].(map[string]any)["stages_detail"].([]any)[0].(map[string]any)
 		_, ok := stage0["formula_delay"]
 		require.Equal(t, c.formula, ok, "%s formula_delay", c.s.Name)
@@ -98,25 +97,5 @@ func TestReportJSON(t *testing.T) {
 		_, ok = stage0["discrepancy"]
 		require.Equal(t, c.disc, ok, "%s discrepancy", c.s.Name)
 		require.Contains(t, doc["virtual"], "makespan_ns")
-	}
-}
-
-var snakeCase = regexp.MustCompile(`^[a-z][a-z0-9]*(_[a-z0-9]+)*$`)
-
-// requireSnakeCase checks every key of a decoded JSON document, except the
-// numeric keys of histograms.
-func requireSnakeCase(t *testing.T, v any, path string) {
-	switch v := v.(type) {
-	case map[string]any:
-		for k, x := range v {
-			if _, err := strconv.Atoi(k); err != nil {
-				require.Regexp(t, snakeCase, k, "key %s.%s", path, k)
-			}
-			requireSnakeCase(t, x, path+"."+k)
-		}
-	case []any:
-		for _, x := range v {
-			requireSnakeCase(t, x, path+"[]")
-		}
 	}
 }

@@ -9,13 +9,12 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/pipemare/pipemare/asyncvm"
+	"github.com/pipemare/pipemare/internal/jsonkeys"
 	"github.com/pipemare/pipemare/zoo"
 	"github.com/stretchr/testify/require"
 )
@@ -200,7 +199,7 @@ func TestTrainWritesItsOutputs(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join(dir, "report.json"))
 	require.NoError(t, err)
 	require.NoError(t, json.Unmarshal(b, &report), "one object")
-	requireSnakeCase(t, report, "")
+	require.Empty(t, jsonkeys.NotSnakeCase(report), "keys that are not snake_case")
 	settings := report["settings"].(map[string]any)
 	require.Equal(t, "pipemare", settings["schedule"])
 	require.Equal(t, 10.0, settings["warmup_steps"])
@@ -250,26 +249,6 @@ func TestTrainWritesItsOutputs(t *testing.T) {
 		_, err = png.DecodeConfig(f)
 		f.Close()
 		require.NoError(t, err, name)
-	}
-}
-
-var snakeCase = regexp.MustCompile(`^[a-z][a-z0-9]*(_[a-z0-9]+)*$`)
-
-// requireSnakeCase checks every key of a decoded JSON document, except the
-// numeric keys of histograms.
-func requireSnakeCase(t *testing.T, v any, path string) {
-	switch v := v.(type) {
-	case map[string]any:
-		for k, x := range v {
-			if _, err := strconv.Atoi(k); err != nil {
-				require.Regexp(t, snakeCase, k, "key %s.%s", path, k)
-			}
-			requireSnakeCase(t, x, path+"."+k)
-		}
-	case []any:
-		for _, x := range v {
-			requireSnakeCase(t, x, path+"[]")
-		}
 	}
 }
 
