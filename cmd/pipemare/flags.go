@@ -94,18 +94,16 @@ func (o *options) set() map[string]bool {
 	return set
 }
 
-// load returns the model's recipe and its data. An unknown model is an
-// error of the command line (usage); data that cannot be read is not.
+// load returns the model's recipe and its data, after checking the flags
+// that need no data. An unknown model or a value out of range is an error
+// of the command line (usage); data that cannot be read is not.
 func (o *options) load() (zoo.Recipe, zoo.Data, zoo.Data, error) {
 	r, err := zoo.RecipeFor(o.model)
 	if err != nil {
 		return r, nil, nil, usageError(o.fs, "-model %q: %v", o.model, err)
 	}
-	if o.limit < 0 {
-		return r, nil, nil, usageError(o.fs, "-limit %d: must be positive (or 0 for all)", o.limit)
-	}
-	if o.traceSteps < 0 {
-		return r, nil, nil, usageError(o.fs, "-trace-steps %d: must be positive (or 0 for the whole run)", o.traceSteps)
+	if err := o.check(); err != nil {
+		return r, nil, nil, usageError(o.fs, "%v", err)
 	}
 	dir := o.data
 	if dir == "auto" {
@@ -118,6 +116,43 @@ func (o *options) load() (zoo.Recipe, zoo.Data, zoo.Data, error) {
 	return r, train, test, nil
 }
 
+// check refuses flag values outside their range, naming the flag: the
+// checks that need no data, made before any is loaded.
+func (o *options) check() error {
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"microbatch", float64(o.microbatch)}, {"microbatches", float64(o.microbatches)}, {"epochs", float64(o.epochs)}, {"lr", o.lr}} {
+		if !(f.v >= 0) { // NaN too
+			return fmt.Errorf("-%s %g: must be positive (or 0 for the recipe's)", f.name, f.v)
+		}
+	}
+	if o.momentum != -1 && !(o.momentum >= 0 && o.momentum < 1) {
+		return fmt.Errorf("-momentum %g: must be in [0, 1) (or -1 for the recipe's)", o.momentum)
+	}
+	if o.warmup < -1 {
+		return fmt.Errorf("-warmup %d: a number of steps, or -1 for the recipe's", o.warmup)
+	}
+	if o.t1 < -1 {
+		return fmt.Errorf("-t1 %d: a number of steps, or -1 for the steps after the warm-up", o.t1)
+	}
+	if !(o.t2 >= 0 && o.t2 < 1) {
+		return fmt.Errorf("-t2 %g: must be in [0, 1) (0: off)", o.t2)
+	}
+	if o.stages != "fine" {
+		if p, err := strconv.Atoi(o.stages); err != nil || p < 1 {
+			return fmt.Errorf("-stages %q: a positive number or fine", o.stages)
+		}
+	}
+	if o.limit < 0 {
+		return fmt.Errorf("-limit %d: must be positive (or 0 for all)", o.limit)
+	}
+	if o.traceSteps < 0 {
+		return fmt.Errorf("-trace-steps %d: must be positive (or 0 for the whole run)", o.traceSteps)
+	}
+	return nil
+}
+
 // config turns the flags into a zoo.Config for schedule s on a training
 // set of trainLen examples, starting from the model's recipe
 // (zoo.RecipeFor): flags left at their defaults keep the recipe's values.
@@ -128,25 +163,8 @@ func (o *options) config(s asyncvm.Schedule, trainLen int) (zoo.Config, error) {
 	if err != nil {
 		return zoo.Config{}, err
 	}
-	for _, f := range []struct {
-		name string
-		v    float64
-	}{{"microbatch", float64(o.microbatch)}, {"microbatches", float64(o.microbatches)}, {"epochs", float64(o.epochs)}, {"lr", o.lr}} {
-		if !(f.v >= 0) { // NaN too
-			return zoo.Config{}, fmt.Errorf("-%s %g: must be positive (or 0 for the recipe's)", f.name, f.v)
-		}
-	}
-	if o.momentum != -1 && !(o.momentum >= 0 && o.momentum < 1) {
-		return zoo.Config{}, fmt.Errorf("-momentum %g: must be in [0, 1) (or -1 for the recipe's)", o.momentum)
-	}
-	if o.warmup < -1 {
-		return zoo.Config{}, fmt.Errorf("-warmup %d: a number of steps, or -1 for the recipe's", o.warmup)
-	}
-	if o.t1 < -1 {
-		return zoo.Config{}, fmt.Errorf("-t1 %d: a number of steps, or -1 for the steps after the warm-up", o.t1)
-	}
-	if !(o.t2 >= 0 && o.t2 < 1) {
-		return zoo.Config{}, fmt.Errorf("-t2 %g: must be in [0, 1) (0: off)", o.t2)
+	if err := o.check(); err != nil {
+		return zoo.Config{}, err
 	}
 	set := o.set()
 	c := r.Run
@@ -173,11 +191,7 @@ func (o *options) config(s asyncvm.Schedule, trainLen int) (zoo.Config, error) {
 		c.Momentum, c.NoMomentum = o.momentum, o.momentum == 0
 	}
 	if o.stages != "fine" {
-		p, err := strconv.Atoi(o.stages)
-		if err != nil || p < 1 {
-			return c, fmt.Errorf("-stages %q: a positive number or fine", o.stages)
-		}
-		c.Stages = p
+		c.Stages, _ = strconv.Atoi(o.stages) // check made sure
 	}
 	if set["stash"] {
 		c.Activations = asyncvm.Recompute

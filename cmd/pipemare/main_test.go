@@ -17,7 +17,14 @@ import (
 	"github.com/pipemare/pipemare/internal/jsonkeys"
 	"github.com/pipemare/pipemare/zoo"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 )
+
+// TestMain fails the package's tests if any goroutine outlives them: every
+// training the commands run stops its pipeline.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
 
 func runCLI(ctx context.Context, args ...string) (int, string, string) {
 	var out, errb bytes.Buffer
@@ -176,21 +183,21 @@ func TestWriteFailureExitsNonZero(t *testing.T) {
 		}
 	}
 	defer func() { onSteps = nil }()
-	code, stdout, stderr := runCLI(context.Background(), "train", "-model", "mlp", "-epochs", "2", "-limit", "640", "-out", dir)
+	code, stdout, stderr := runCLI(context.Background(), "train", "-model", "mlp", "-epochs", "2", "-limit", "192", "-out", dir)
 	require.Equal(t, 1, code, stderr)
 	require.Contains(t, stdout, "epoch 2:")
 	require.Contains(t, stderr, "report.json: not a directory")
 	require.NotContains(t, stdout, "wrote")
 }
 
-// TestTrainWritesItsOutputs trains the MLP for two short epochs on the
+// TestTrainWritesItsOutputs trains the MLP for two epochs of 5 steps on the
 // embedded subset and checks report.json (one object, snake_case keys, the
 // weights hash), trace.json (every action of the last minibatches, each
 // with a duration) and the plots; nothing but the epoch lines reaches
 // stdout, no progress bar reaches a stderr that is not a terminal.
 func TestTrainWritesItsOutputs(t *testing.T) {
 	dir := t.TempDir()
-	code, out, stderr := runCLI(context.Background(), "train", "-model", "mlp", "-data", "embedded", "-epochs", "2", "-limit", "640", "-trace-steps", "3", "-out", dir)
+	code, out, stderr := runCLI(context.Background(), "train", "-model", "mlp", "-data", "embedded", "-epochs", "2", "-limit", "320", "-trace-steps", "3", "-out", dir)
 	require.Equal(t, 0, code, stderr)
 	require.Empty(t, stderr)
 	require.NotContains(t, out, "\r", "no progress bar frames")
@@ -202,8 +209,8 @@ func TestTrainWritesItsOutputs(t *testing.T) {
 	require.Empty(t, jsonkeys.NotSnakeCase(report), "keys that are not snake_case")
 	settings := report["settings"].(map[string]any)
 	require.Equal(t, "pipemare", settings["schedule"])
-	require.Equal(t, 10.0, settings["warmup_steps"])
-	require.Equal(t, 10.0, settings["t1_steps"])
+	require.Equal(t, 5.0, settings["warmup_steps"])
+	require.Equal(t, 5.0, settings["t1_steps"])
 	result := report["result"].(map[string]any)
 	require.Equal(t, "pipemare", result["schedule"])
 	require.Regexp(t, "^[0-9a-f]{64}$", result["weights_sha256"])
@@ -235,7 +242,7 @@ func TestTrainWritesItsOutputs(t *testing.T) {
 		if e.Ph == "X" {
 			stages[e.Tid] = true
 			require.NotNil(t, e.Dur, e.Name)
-			require.GreaterOrEqual(t, e.Args["minibatch"], 20.0-3, "only the last 3 of 20 minibatches")
+			require.GreaterOrEqual(t, e.Args["minibatch"], 10.0-3, "only the last 3 of 10 minibatches")
 			if strings.HasPrefix(e.Name, "F") {
 				forwards++
 			}
@@ -252,22 +259,11 @@ func TestTrainWritesItsOutputs(t *testing.T) {
 	}
 }
 
-// TestProgressBarOnlyOnATerminal: the bar is drawn on stderr when stderr
-// is a terminal, never on stdout.
-func TestProgressBarOnlyOnATerminal(t *testing.T) {
-	defer func(f func(io.Writer) bool, d time.Duration) { isTerminal, barThrottle = f, d }(isTerminal, barThrottle)
-	isTerminal, barThrottle = func(io.Writer) bool { return true }, 0
-	code, out, stderr := runCLI(context.Background(), "train", "-model", "mlp", "-epochs", "2", "-limit", "640", "-out", t.TempDir())
-	require.Equal(t, 0, code, stderr)
-	require.Contains(t, stderr, "epoch 1")
-	require.Contains(t, stderr, "\r")
-	require.NotContains(t, out, "\r")
-}
-
 // TestInterruptStillWritesTheReport: an interrupted run (Ctrl-C cancels
 // the context) stops its workers and still writes the report of what ran,
-// its last epoch marked interrupted and without accuracy; the summary is a
-// line of its own.
+// its last epoch marked interrupted and without accuracy; the progress bar,
+// on a terminal, is drawn on stderr only, and cleared before the summary,
+// a line of its own.
 func TestInterruptStillWritesTheReport(t *testing.T) {
 	defer func(f func(io.Writer) bool, d time.Duration) { isTerminal, barThrottle = f, d }(isTerminal, barThrottle)
 	isTerminal, barThrottle = func(io.Writer) bool { return true }, 0
@@ -283,6 +279,8 @@ func TestInterruptStillWritesTheReport(t *testing.T) {
 	code, stdout, stderr := runCLI(ctx, "train", "-model", "mlp", "-data", "embedded", "-epochs", "3", "-out", dir)
 	require.Equal(t, 1, code)
 	require.Contains(t, stderr, "context canceled")
+	require.Contains(t, stderr, "epoch 1", "the bar")
+	require.NotContains(t, stdout, "\r", "no bar on stdout")
 	require.Regexp(t, `(?m)^epoch 1 interrupted after 1[05] steps: loss [0-9.]+$`, stdout)
 	require.Regexp(t, `(?m)^3 stages, measured utilization`, stdout)
 	require.True(t, strings.HasSuffix(strings.Split(stderr, "pipemare train:")[0], "\r"), "the bar is cleared before the summary: %q", stderr)
@@ -309,7 +307,7 @@ func TestInterruptStillWritesTheReport(t *testing.T) {
 // Gantt, utilization and memory figures have a panel per run.
 func TestCompare(t *testing.T) {
 	dir := t.TempDir()
-	code, out, stderr := runCLI(context.Background(), "compare", "-model", "mlp", "-epochs", "2", "-limit", "320", "-t1", "0", "-out", dir)
+	code, out, stderr := runCLI(context.Background(), "compare", "-model", "mlp", "-epochs", "2", "-limit", "192", "-t1", "0", "-out", dir)
 	require.Equal(t, 0, code, stderr)
 	require.Contains(t, out, "pipemare +T2+W")
 	var report struct {
@@ -333,9 +331,9 @@ func TestCompare(t *testing.T) {
 	}
 	require.Equal(t, []string{"sequential", "gpipe", "1f1b", "pipedream", "pipemare (naive)", "pipemare +T2+W"}, labels)
 	require.Equal(t, 0.0, report.Runs[5].Settings["t1_steps"])
-	require.Equal(t, 5.0, report.Runs[5].Settings["warmup_steps"])
+	require.Equal(t, 3.0, report.Runs[5].Settings["warmup_steps"])
 	one := t.TempDir()
-	code, _, stderr = runCLI(context.Background(), "train", "-model", "mlp", "-epochs", "2", "-limit", "320", "-out", one)
+	code, _, stderr = runCLI(context.Background(), "train", "-model", "mlp", "-epochs", "2", "-limit", "192", "-out", one)
 	require.Equal(t, 0, code, stderr)
 	for _, name := range []string{"gantt.png", "utilization.png", "memory.png"} {
 		require.InDelta(t, 6*pngHeight(t, filepath.Join(one, name)), pngHeight(t, filepath.Join(dir, name)), 6, "%s: a panel per run", name)
