@@ -21,6 +21,24 @@ type labelledRun struct {
 	res   *zoo.Result
 }
 
+// runLabel names a run by its schedule and the techniques it has on:
+// "pipemare +T1+T2+W", "gpipe".
+func runLabel(cfg zoo.Config) string {
+	label := ""
+	for _, t := range []struct {
+		on   bool
+		name string
+	}{{cfg.T1 > 0, "+T1"}, {cfg.T2 > 0, "+T2"}, {cfg.Warmup > 0, "+W"}} {
+		if t.on {
+			label += t.name
+		}
+	}
+	if label == "" {
+		return cfg.Schedule.Name
+	}
+	return cfg.Schedule.Name + " " + label
+}
+
 // traceFile is the name of a compare run's trace.
 func (r labelledRun) traceFile() string {
 	slug := strings.NewReplacer(" ", "-", "+", "", "(", "", ")", "").Replace(strings.ToLower(r.label))
@@ -47,16 +65,7 @@ func compareRuns(o *options, trainLen int) ([]labelledRun, error) {
 		naive := cfg
 		naive.T1, naive.T2, naive.Warmup = 0, 0, 0
 		runs = append(runs, labelledRun{label: "pipemare (naive)", cfg: naive})
-		label := "pipemare "
-		for _, t := range []struct {
-			on   bool
-			name string
-		}{{cfg.T1 > 0, "+T1"}, {cfg.T2 > 0, "+T2"}, {cfg.Warmup > 0, "+W"}} {
-			if t.on {
-				label += t.name
-			}
-		}
-		if cfg.T1 > 0 || cfg.T2 > 0 || cfg.Warmup > 0 {
+		if label := runLabel(cfg); label != s.Name {
 			runs = append(runs, labelledRun{label: label, cfg: cfg})
 		}
 	}

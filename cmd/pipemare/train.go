@@ -59,7 +59,7 @@ func writeRun(out outputs, r runReport, traceSteps int) error {
 	if err := out.writeTrace("trace.json", r.Result, traceSteps); err != nil {
 		return err
 	}
-	return writePlots(out.dir, []labelledRun{{label: r.Result.Schedule, res: r.Result}})
+	return writePlots(out.dir, []labelledRun{{label: runLabel(r.Result.Config), res: r.Result}})
 }
 
 // onSteps, when set (by tests), is called after each progress update.
