@@ -51,7 +51,8 @@
 //
 // Every action's start and end, the weight delay every forward saw, and
 // memory by category per stage are in Report; Events gives the raw
-// timeline. Any failure in a worker — an op error or panic, a solver
+// timeline, which WriteTrace writes as a Chrome trace, and Replay replays
+// it on one virtual device per stage. Any failure in a worker — an op error or panic, a solver
 // error, a non-finite loss, gradient or weight — stops every worker and
 // comes back as a *StageError naming the stage, action and microbatch.
 package asyncvm
