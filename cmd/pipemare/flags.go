@@ -213,7 +213,11 @@ func (o *options) config(s asyncvm.Schedule, trainLen int) (zoo.Config, error) {
 		if set["warmup"] {
 			return c, fmt.Errorf("-warmup %d: the synchronous warm-up covers the whole run of %d steps (%d epochs × %d), which would train no asynchronous step; give fewer steps, or 0 for none", o.warmup, total, c.Epochs, steps)
 		}
-		return c, fmt.Errorf("-epochs %d: the %s recipe's warm-up of %d epochs (%d steps) covers the whole run, which would train no asynchronous step; give -epochs %d or more, or -warmup with fewer than %d steps (0: none)", c.Epochs, r.Model, r.Warmup, c.Warmup, r.Warmup+1, total)
+		epochs := "epochs"
+		if r.Warmup == 1 {
+			epochs = "epoch"
+		}
+		return c, fmt.Errorf("-epochs %d: the %s recipe's warm-up of %d %s (%d steps) covers the whole run, which would train no asynchronous step; give -epochs %d or more, or -warmup with fewer than %d steps (0: none)", c.Epochs, r.Model, r.Warmup, epochs, c.Warmup, r.Warmup+1, total)
 	}
 	c.T1 = o.t1
 	if o.t1 < 0 {

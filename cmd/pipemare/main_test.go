@@ -60,7 +60,7 @@ func TestBadValues(t *testing.T) {
 		{[]string{"train", "-model", "mlp", "-microbatches", "1000"}, "-microbatches 1000: a minibatch of 1000 × 16 rows is more than the 8000 training examples"},
 		{[]string{"compare", "-model", "cnn", "-microbatch", "4000"}, "-microbatch 4000: a minibatch of 4 × 4000 rows is more than the 8000 training examples"},
 		// A warm-up that covers the run would silently be another method.
-		{[]string{"compare", "-model", "mlp", "-epochs", "1"}, "-epochs 1: the mlp recipe's warm-up of 1 epochs (125 steps) covers the whole run, which would train no asynchronous step; give -epochs 2 or more"},
+		{[]string{"compare", "-model", "mlp", "-epochs", "1"}, "-epochs 1: the mlp recipe's warm-up of 1 epoch (125 steps) covers the whole run, which would train no asynchronous step; give -epochs 2 or more"},
 		{[]string{"train", "-model", "mlp", "-warmup", "100000"}, "-warmup 100000: the synchronous warm-up covers the whole run of 500 steps (4 epochs × 125)"},
 		{[]string{"train", "-model", "mlp", "-warmup", "500"}, "-warmup 500: the synchronous warm-up covers the whole run"},
 		// plan and schedule.
