@@ -306,6 +306,9 @@ func TestInterruptStillWritesTheReport(t *testing.T) {
 // the runs, labelled by what they ran; every run has its trace; the
 // Gantt, utilization and memory figures have a panel per run.
 func TestCompare(t *testing.T) {
+	if testing.Short() {
+		t.Skip("seven trainings and their figures (a minute under the race detector)")
+	}
 	dir := t.TempDir()
 	code, out, stderr := runCLI(context.Background(), "compare", "-model", "mlp", "-epochs", "2", "-limit", "192", "-t1", "0", "-out", dir)
 	require.Equal(t, 0, code, stderr)
