@@ -384,3 +384,39 @@ func TestPlan(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, strings.HasPrefix(string(b), "digraph plan {"))
 }
+
+// TestGanttWindowIsTheSteadyState: the Gantt shows three minibatches where
+// the stages are busiest, not a pause (evaluation between epochs) nor the
+// final drain.
+func TestGanttWindowIsTheSteadyState(t *testing.T) {
+	const s = time.Second
+	var events [][]asyncvm.Event
+	for stage := 0; stage < 2; stage++ {
+		var evs []asyncvm.Event
+		add := func(a asyncvm.Action, from, to time.Duration) {
+			evs = append(evs, asyncvm.Event{Stage: stage, Action: a, Start: from, End: to})
+		}
+		m := 0
+		for sec := 0; sec < 20; sec++ { // one minibatch of two microbatches a second
+			at := time.Duration(sec) * s
+			switch {
+			case sec >= 8 && sec < 11: // a pause: evaluation
+				continue
+			case sec >= 17: // the drain: stage 1 idles
+				if stage == 1 {
+					continue
+				}
+			}
+			add(asyncvm.F(m), at, at+s/4)
+			add(asyncvm.B(m), at+s/4, at+s/2)
+			add(asyncvm.F(m+1), at+s/2, at+3*s/4)
+			add(asyncvm.B(m+1), at+3*s/4, at+s)
+			add(asyncvm.U(sec), at+s, at+s)
+			m += 2
+		}
+		events = append(events, evs)
+	}
+	from, to := steadyWindow(&zoo.Result{Events: events})
+	require.Equal(t, 3*s, to-from, "three minibatches")
+	require.True(t, to <= 8*s || (from >= 11*s && to <= 17*s), "window %v–%v overlaps the pause or the drain", from, to)
+}

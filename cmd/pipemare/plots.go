@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"time"
 
@@ -168,13 +169,16 @@ var opColors = []struct {
 	{asyncvm.Flush, "flush (waiting)", color.RGBA{R: 170, G: 170, B: 170, A: 255}},
 }
 
-// ganttLegend names the colours of the actions the runs have.
+// ganttLegend names the colours of the actions the Gantt panels show.
 func ganttLegend(runs []labelledRun) plot.Legend {
 	has := map[asyncvm.Op]bool{}
 	for _, r := range runs {
+		from, to := steadyWindow(r.res)
 		for _, evs := range r.res.Events {
 			for _, e := range evs {
-				has[e.Action.Op] = true
+				if e.End >= from && e.Start <= to {
+					has[e.Action.Op] = true
+				}
 			}
 		}
 	}
@@ -187,24 +191,88 @@ func ganttLegend(runs []labelledRun) plot.Legend {
 	return l
 }
 
-// steadyWindow is the Gantt's window: three minibatches' time in the
-// middle of the run's last segment (the asynchronous one after a warm-up),
-// where the pipeline is full, rather than its start or its final drain.
+// steadyWindow is the Gantt's window: the span of three minibatches
+// (three times the median time between two updates of stage 0) where the
+// stages were busiest, among windows starting at a forward of stage 0 in
+// the run's last segment (the asynchronous one after a warm-up): the full
+// pipeline, not its fill or final drain, nor a pause for evaluation.
 func steadyWindow(r *zoo.Result) (from, to time.Duration) {
-	var end time.Duration
-	for _, evs := range r.Events {
-		if len(evs) > 0 {
-			end = max(end, evs[len(evs)-1].End)
+	if len(r.Events) == 0 || len(r.Events[0]) == 0 {
+		return 0, 0
+	}
+	segStart := time.Duration(0)
+	if segs := r.Report.Segments; len(segs) > 0 {
+		segStart = segs[len(segs)-1].Start
+	}
+	var updates []time.Duration
+	for _, e := range r.Events[0] {
+		if e.Action.Op == asyncvm.Update && e.End >= segStart {
+			updates = append(updates, e.End)
 		}
 	}
-	start, steps := time.Duration(0), max(r.Report.Minibatches, 1)
-	if segs := r.Report.Segments; len(segs) > 0 {
-		last := segs[len(segs)-1]
-		start, steps = last.Start, max(last.Steps, 1)
+	var gaps []time.Duration
+	for k := 1; k < len(updates); k++ {
+		gaps = append(gaps, updates[k]-updates[k-1])
 	}
-	width := 3 * (end - start) / time.Duration(steps)
-	mid := start + (end-start)/2
-	return max(start, mid-width/2), min(end, mid+width/2)
+	last := r.Events[0][len(r.Events[0])-1].End
+	width := last - segStart
+	if len(gaps) > 0 {
+		sort.Slice(gaps, func(a, b int) bool { return gaps[a] < gaps[b] })
+		width = min(width, 3*gaps[len(gaps)/2])
+	}
+	busy := make([]stageBusy, len(r.Events))
+	for i, evs := range r.Events {
+		busy[i] = newStageBusy(evs)
+	}
+	best := -1.0
+	for _, e := range r.Events[0] {
+		if e.Action.Op != asyncvm.Forward || e.Start < segStart || e.Start+width > last {
+			continue
+		}
+		total := 0.0
+		for _, b := range busy {
+			total += b.within(e.Start, e.Start+width)
+		}
+		if total > best {
+			best, from = total, e.Start
+		}
+	}
+	if best < 0 {
+		from = max(segStart, last-width)
+	}
+	return from, from + width
+}
+
+// stageBusy answers how long a stage was busy within a time window: its
+// events in order and the running sum of their durations.
+type stageBusy struct {
+	evs []asyncvm.Event
+	sum []float64 // sum[k] is the duration of evs[:k]
+}
+
+func newStageBusy(evs []asyncvm.Event) stageBusy {
+	b := stageBusy{evs: evs, sum: make([]float64, len(evs)+1)}
+	for k, e := range evs {
+		b.sum[k+1] = b.sum[k] + float64(e.End-e.Start)
+	}
+	return b
+}
+
+// within is the busy time in [from, to), the events at either edge clipped.
+func (b stageBusy) within(from, to time.Duration) float64 {
+	lo := sort.Search(len(b.evs), func(k int) bool { return b.evs[k].End > from })
+	hi := sort.Search(len(b.evs), func(k int) bool { return b.evs[k].Start >= to })
+	if lo >= hi {
+		return 0
+	}
+	total := b.sum[hi] - b.sum[lo]
+	if e := b.evs[lo]; e.Start < from {
+		total -= float64(from - e.Start)
+	}
+	if e := b.evs[hi-1]; e.End > to {
+		total -= float64(e.End - to)
+	}
+	return total
 }
 
 // ganttPanel draws each stage's actions over the steady-state window,
@@ -234,7 +302,7 @@ func ganttPanel(p *plot.Plot, r labelledRun) error {
 	for _, b := range byOp {
 		p.Add(b)
 	}
-	p.Title.Text = fmt.Sprintf("%s: %d stages, steady state %.2f–%.2f s of a %.1f s run", r.label, P, from.Seconds(), to.Seconds(), res.Report.Wall.Seconds())
+	p.Title.Text = fmt.Sprintf("%s: %d stages, the busiest three minibatches (%.2f–%.2f s of a %.1f s run)", r.label, P, from.Seconds(), to.Seconds(), res.Report.Wall.Seconds())
 	p.X.Label.Text = "seconds since the pipeline started"
 	p.Y.Label.Text = "stage"
 	p.X.Min, p.X.Max = from.Seconds(), to.Seconds()
