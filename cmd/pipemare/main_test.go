@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -419,4 +420,22 @@ func TestGanttWindowIsTheSteadyState(t *testing.T) {
 	from, to := steadyWindow(&zoo.Result{Events: events})
 	require.Equal(t, 3*s, to-from, "three minibatches")
 	require.True(t, to <= 8*s || (from >= 11*s && to <= 17*s), "window %v–%v overlaps the pause or the drain", from, to)
+}
+
+// TestSecondTicksAreDistinct: a window of a third of a second gets labels
+// that are its ticks' values, with the decimals they need.
+func TestSecondTicksAreDistinct(t *testing.T) {
+	for _, w := range [][2]float64{{24.32, 24.59}, {19.71, 20.09}, {1.62, 1.99}, {0, 50}} {
+		seen := map[string]bool{}
+		for _, tick := range (secondTicks{}).Ticks(w[0], w[1]) {
+			if tick.Label != "" {
+				require.False(t, seen[tick.Label], "%v: %q twice", w, tick.Label)
+				seen[tick.Label] = true
+				v, err := strconv.ParseFloat(tick.Label, 64)
+				require.NoError(t, err)
+				require.InDelta(t, tick.Value, v, 1e-9, "%v: the label is the tick's value", w)
+			}
+		}
+		require.GreaterOrEqual(t, len(seen), 2, "%v", w)
+	}
 }

@@ -133,7 +133,7 @@ func lossPlot(path string, runs []labelledRun) error {
 		mark.Color = plotutil.Color(i)
 		mark.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
 		p.Add(mark)
-		label, err := plotter.NewLabels(plotter.XYLabels{XYs: plotter.XYs{{X: float64(w), Y: top}}, Labels: []string{fmt.Sprintf(" warm-up ends: asynchronous from step %d", w)}})
+		label, err := plotter.NewLabels(plotter.XYLabels{XYs: plotter.XYs{{X: float64(w), Y: top}}, Labels: []string{fmt.Sprintf(" %s: the warm-up ends, asynchronous from step %d", r.label, w)}})
 		if err != nil {
 			return err
 		}
@@ -306,6 +306,7 @@ func ganttPanel(p *plot.Plot, r labelledRun) error {
 	p.X.Label.Text = "seconds since the pipeline started"
 	p.Y.Label.Text = "stage"
 	p.X.Min, p.X.Max = from.Seconds(), to.Seconds()
+	p.X.Tick.Marker = secondTicks{}
 	p.Y.Min, p.Y.Max = -0.5, float64(P)-0.5
 	p.Y.Tick.Marker = stageTicks{p: P, reversed: true}
 	return nil
@@ -396,7 +397,7 @@ func memoryPanel(p *plot.Plot, r labelledRun) error {
 	total := r.res.Report.Memory.Total()
 	p.Title.Text = fmt.Sprintf("%s: memory per stage by category, %.0f KiB in all", r.label, float64(total)/1024)
 	if len(none) > 0 {
-		p.Title.Text += fmt.Sprintf(" (no %s)", joinAnd(none))
+		p.Title.Text += fmt.Sprintf("; no %s", joinOr(none))
 	}
 	p.X.Label.Text = "stage"
 	p.Y.Label.Text = "KiB (log scale)"
@@ -408,13 +409,13 @@ func memoryPanel(p *plot.Plot, r labelledRun) error {
 	return nil
 }
 
-func joinAnd(names []string) string {
+func joinOr(names []string) string {
 	s := ""
 	for i, n := range names {
 		switch {
 		case i == 0:
 		case i == len(names)-1:
-			s += " and "
+			s += " or "
 		default:
 			s += ", "
 		}
@@ -443,6 +444,44 @@ func (t stageTicks) Ticks(_, _ float64) []plot.Tick {
 			label = strconv.Itoa(i)
 		}
 		ticks = append(ticks, plot.Tick{Value: v, Label: label})
+	}
+	return ticks
+}
+
+// secondTicks are gonum's default ticks labelled with as many decimals as
+// their spacing needs (the default labels of a 0.3 s window can repeat
+// "24, 24, 25").
+type secondTicks struct{}
+
+func (secondTicks) Ticks(lo, hi float64) []plot.Tick {
+	ticks := plot.DefaultTicks{}.Ticks(lo, hi)
+	var labelled []float64
+	for _, t := range ticks {
+		if t.Label != "" {
+			labelled = append(labelled, t.Value)
+		}
+	}
+	step := math.Inf(1)
+	for i := 1; i < len(labelled); i++ {
+		step = math.Min(step, labelled[i]-labelled[i-1])
+	}
+	exactAt := func(decimals int) bool {
+		scale := math.Pow(10, float64(decimals))
+		for _, v := range labelled {
+			if math.Abs(math.Round(v*scale)/scale-v) >= step/1000 {
+				return false
+			}
+		}
+		return true
+	}
+	decimals := 0 // the fewest that write every labelled value exactly
+	for decimals < 9 && !exactAt(decimals) {
+		decimals++
+	}
+	for i := range ticks {
+		if ticks[i].Label != "" {
+			ticks[i].Label = strconv.FormatFloat(ticks[i].Value, 'f', decimals, 64)
+		}
 	}
 	return ticks
 }
