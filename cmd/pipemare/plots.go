@@ -67,7 +67,7 @@ func saveFigure(path string, runs []labelledRun, height func(*zoo.Result) vg.Len
 		if err := panel(p, r); err != nil {
 			return err
 		}
-		p.Draw(draw.Crop(dc, 0, -legendWidth, total-top-h, -top))
+		p.Draw(draw.Crop(dc, 0, -legendWidth, total-top-h, -top-vg.Points(4)))
 		top += h
 	}
 	legend.Top, legend.Left = true, true
@@ -133,7 +133,10 @@ func lossPlot(path string, runs []labelledRun) error {
 		mark.Color = plotutil.Color(i)
 		mark.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
 		p.Add(mark)
-		label, err := plotter.NewLabels(plotter.XYLabels{XYs: plotter.XYs{{X: float64(w), Y: top}}, Labels: []string{fmt.Sprintf(" %s: the warm-up ends, asynchronous from step %d", r.label, w)}})
+		// At the bottom, under the curves (a loss stays well above 0
+		// this early), away from the legend at the top right.
+		y := top * (0.03 + 0.06*float64(len(marked)-1))
+		label, err := plotter.NewLabels(plotter.XYLabels{XYs: plotter.XYs{{X: float64(w), Y: y}}, Labels: []string{fmt.Sprintf(" %s: the warm-up ends, asynchronous from step %d", r.label, w)}})
 		if err != nil {
 			return err
 		}
