@@ -27,6 +27,7 @@ type Frontier struct {
 	fEnd, bEnd, uEnd    [][]float64       // timed: when F(m), B(m), U(k) ended, by m or k
 	free                []float64         // timed: when each stage is free
 	arrived             map[int][]float64 // flush step → arrival time per stage (−1: not yet)
+	reached             map[int]int       // flush step → stages arrived
 	passed              map[int]int       // flush step → stages past it
 	tl                  Timeline
 }
@@ -37,7 +38,7 @@ func NewFrontier(topo Topology, dur func(stage int, a Action) float64) *Frontier
 	p := len(topo.Producers)
 	f := &Frontier{
 		topo: topo, dur: dur, pos: make([]int, p), nextF: make([]int, p), nextB: make([]int, p), nextU: make([]int, p),
-		free: make([]float64, p), arrived: map[int][]float64{}, passed: map[int]int{},
+		free: make([]float64, p), arrived: map[int][]float64{}, reached: map[int]int{}, passed: map[int]int{},
 	}
 	if dur != nil {
 		f.fEnd, f.bEnd, f.uEnd = make([][]float64, p), make([][]float64, p), make([][]float64, p)
@@ -50,61 +51,98 @@ func NewFrontier(topo Topology, dur func(stage int, a Action) float64) *Frontier
 // below limit available (negative: all) and returns how many actions of
 // each list have run (a copy). lists must extend the lists of earlier
 // calls.
+//
+// A stage runs as far as it can, then waits until a stage it depends on
+// makes progress: each action is tried once per wake-up of its stage, so a
+// run is linear in the number of actions (a sweep over every stage until
+// nothing moves is quadratic in P). What runs, and when, does not depend
+// on the order stages are woken in.
 func (f *Frontier) Advance(lists [][]Action, limit int) []int {
 	p := len(lists)
-	for progress := true; progress; {
-		progress = false
-		for i := range lists {
-			for f.pos[i] < len(lists[i]) {
-				a := lists[i][f.pos[i]]
-				ready, ok := f.free[i], true
-				switch a.Op {
-				case OpForward:
-					ok = limit < 0 || a.Micro < limit
-					for _, deps := range [2][]int{f.topo.Producers[i], at(f.topo.Owners, i)} {
-						for _, pr := range deps {
-							ok = ok && a.Micro < f.nextF[pr]
-							if ok && f.dur != nil {
-								ready = max(ready, f.fEnd[pr][a.Micro])
-							}
-						}
-					}
-				case OpUpdate:
-					for _, r := range at(f.topo.Replicas, i) {
-						ok = ok && a.Step < f.nextU[r]
+	queued := make([]bool, p)
+	var queue []int
+	wake := func(j int) {
+		if !queued[j] {
+			queued[j] = true
+			queue = append(queue, j)
+		}
+	}
+	for i := range lists {
+		wake(i)
+	}
+	for len(queue) > 0 {
+		i := queue[0]
+		queue = queue[1:]
+		queued[i] = false
+		for f.pos[i] < len(lists[i]) {
+			a := lists[i][f.pos[i]]
+			ready, ok := f.free[i], true
+			switch a.Op {
+			case OpForward:
+				ok = limit < 0 || a.Micro < limit
+				for _, deps := range [2][]int{f.topo.Producers[i], at(f.topo.Owners, i)} {
+					for _, pr := range deps {
+						ok = ok && a.Micro < f.nextF[pr]
 						if ok && f.dur != nil {
-							ready = max(ready, f.uEnd[r][a.Step])
+							ready = max(ready, f.fEnd[pr][a.Micro])
 						}
-					}
-				case OpBackward:
-					for _, c := range f.topo.Consumers[i] {
-						ok = ok && a.Micro < f.nextB[c]
-						if ok && f.dur != nil {
-							ready = max(ready, f.bEnd[c][a.Micro])
-						}
-					}
-				case OpFlush:
-					arr := f.arrived[a.Step]
-					if arr == nil {
-						arr = make([]float64, p)
-						for j := range arr {
-							arr[j] = -1
-						}
-						f.arrived[a.Step] = arr
-					}
-					if arr[i] < 0 {
-						arr[i] = f.free[i]
-					}
-					for _, t := range arr {
-						ok = ok && t >= 0
-						ready = max(ready, t)
 					}
 				}
-				if !ok {
-					break
+			case OpBackward:
+				for _, c := range f.topo.Consumers[i] {
+					ok = ok && a.Micro < f.nextB[c]
+					if ok && f.dur != nil {
+						ready = max(ready, f.bEnd[c][a.Micro])
+					}
 				}
-				f.run(i, a, ready)
-				progress = true
+			case OpUpdate:
+				for _, r := range at(f.topo.Replicas, i) {
+					ok = ok && a.Step < f.nextU[r]
+					if ok && f.dur != nil {
+						ready = max(ready, f.uEnd[r][a.Step])
+					}
+				}
+			case OpFlush:
+				arr := f.arrived[a.Step]
+				if arr == nil {
+					arr = make([]float64, p)
+					for j := range arr {
+						arr[j] = -1
+					}
+					f.arrived[a.Step] = arr
+				}
+				if arr[i] < 0 {
+					arr[i] = f.free[i]
+					if f.reached[a.Step]++; f.reached[a.Step] == p {
+						for j := range lists { // the last arrival releases everyone
+							wake(j)
+						}
+					}
+				}
+				ok = f.reached[a.Step] == p
+				for _, t := range arr {
+					ready = max(ready, t)
+				}
+			}
+			if !ok {
+				break
+			}
+			f.run(i, a, ready)
+			switch a.Op { // whom this can unblock
+			case OpForward:
+				for _, deps := range [2][]int{f.topo.Consumers[i], at(f.topo.Replicas, i)} {
+					for _, c := range deps {
+						wake(c)
+					}
+				}
+			case OpBackward:
+				for _, pr := range f.topo.Producers[i] {
+					wake(pr)
+				}
+			case OpUpdate:
+				for _, o := range at(f.topo.Owners, i) {
+					wake(o)
+				}
 			}
 		}
 	}
@@ -139,6 +177,7 @@ func (f *Frontier) run(i int, a Action, ready float64) {
 	case OpFlush:
 		if f.passed[a.Step]++; f.passed[a.Step] == len(f.pos) {
 			delete(f.arrived, a.Step)
+			delete(f.reached, a.Step)
 			delete(f.passed, a.Step)
 		}
 	}
