@@ -17,14 +17,15 @@ package schedule
 // incremental: each Advance may extend the lists and raise the limit.
 //
 // Every stage must run its forwards, and its backwards, in increasing
-// microbatch order from 0 (every schedule here does), so "F(m) done at
-// stage j" is m < done F count of j.
+// microbatch order (every schedule here does), so "F(m) done at stage j"
+// is m below the next forward of j; the numbers need not start at 0 (a
+// replay of a resumed run starts where the checkpoint was).
 type Frontier struct {
 	topo                Topology
 	dur                 func(stage int, a Action) float64 // nil: untimed
 	pos                 []int
 	nextF, nextB, nextU []int
-	fEnd, bEnd, uEnd    [][]float64       // timed: when F(m), B(m), U(k) ended, by m or k
+	fEnd, bEnd, uEnd    []map[int]float64 // timed: when F(m), B(m), U(k) ended
 	free                []float64         // timed: when each stage is free
 	arrived             map[int][]float64 // flush step → arrival time per stage (−1: not yet)
 	reached             map[int]int       // flush step → stages arrived
@@ -41,7 +42,10 @@ func NewFrontier(topo Topology, dur func(stage int, a Action) float64) *Frontier
 		free: make([]float64, p), arrived: map[int][]float64{}, reached: map[int]int{}, passed: map[int]int{},
 	}
 	if dur != nil {
-		f.fEnd, f.bEnd, f.uEnd = make([][]float64, p), make([][]float64, p), make([][]float64, p)
+		f.fEnd, f.bEnd, f.uEnd = make([]map[int]float64, p), make([]map[int]float64, p), make([]map[int]float64, p)
+		for i := 0; i < p; i++ {
+			f.fEnd[i], f.bEnd[i], f.uEnd[i] = map[int]float64{}, map[int]float64{}, map[int]float64{}
+		}
 		f.tl = Timeline{Start: make([][]float64, p), End: make([][]float64, p), Done: f.pos}
 	}
 	return f
@@ -162,17 +166,17 @@ func (f *Frontier) run(i int, a Action, ready float64) {
 	case OpForward:
 		f.nextF[i] = a.Micro + 1
 		if f.dur != nil {
-			f.fEnd[i] = append(f.fEnd[i], end)
+			f.fEnd[i][a.Micro] = end
 		}
 	case OpBackward:
 		f.nextB[i] = a.Micro + 1
 		if f.dur != nil {
-			f.bEnd[i] = append(f.bEnd[i], end)
+			f.bEnd[i][a.Micro] = end
 		}
 	case OpUpdate:
 		f.nextU[i] = a.Step + 1
 		if f.dur != nil {
-			f.uEnd[i] = append(f.uEnd[i], end)
+			f.uEnd[i][a.Step] = end
 		}
 	case OpFlush:
 		if f.passed[a.Step]++; f.passed[a.Step] == len(f.pos) {

@@ -13,6 +13,7 @@ import (
 	"github.com/pipemare/pipemare/rescheduler"
 	"github.com/pipemare/pipemare/schedule"
 	"github.com/pipemare/pipemare/solvers"
+	"github.com/pipemare/pipemare/transport"
 	"github.com/pkg/errors"
 	"gorgonia.org/gorgonia"
 )
@@ -44,9 +45,23 @@ type Config struct {
 	// Activations is what stages keep between forward and backward.
 	Activations asyncvm.Activations
 	Seed        int64
-	// Delays, when set, trains with injected delays (asyncvm.Injected)
+	// Delays, when set, trains with injected delays (asyncvm.NewInjected)
 	// instead of running the pipeline.
 	Delays delay.Source
+	// CheckpointEvery, with CheckpointDir, drains the pipeline every
+	// CheckpointEvery steps and writes a checkpoint of the run under
+	// CheckpointDir (asyncvm.VM.Checkpoint), keeping the last
+	// CheckpointKeep (0: the checkpoint package's default).
+	CheckpointEvery int
+	CheckpointDir   string
+	CheckpointKeep  int
+	// Resume, when set, is a checkpoint directory (or a directory with a
+	// LATEST pointer) of a run with the same configuration: the run goes on
+	// from it, and ends bit-identical to the uninterrupted run.
+	Resume string
+	// Endpoint, when set, is the driver's end of a network transport to
+	// stages in other processes (asyncvm.WithEndpoint).
+	Endpoint transport.Endpoint
 	// Progress, when set, is called after every epoch.
 	Progress func(EpochResult)
 	// Steps, when set, is called every ProgressEvery steps within an epoch
@@ -229,6 +244,12 @@ func Train(ctx context.Context, build Builder, train, test Data, cfg Config) (*R
 	common := []asyncvm.Option{
 		asyncvm.WithMicrobatches(cfg.Microbatches), asyncvm.WithSolverFactory(cfg.Solver(stepsPerEpoch)), asyncvm.WithSeed(cfg.Seed),
 	}
+	if cfg.Endpoint != nil {
+		common = append(common, asyncvm.WithEndpoint(cfg.Endpoint))
+	}
+	if cfg.CheckpointEvery < 0 || (cfg.CheckpointEvery > 0) != (cfg.CheckpointDir != "") {
+		return nil, errors.Errorf("zoo: checkpoint every %d steps into %q: give both a positive interval and a directory, or neither", cfg.CheckpointEvery, cfg.CheckpointDir)
+	}
 	var vm *asyncvm.VM
 	if cfg.Delays != nil {
 		if cfg.Warmup > 0 {
@@ -264,14 +285,43 @@ func Train(ctx context.Context, build Builder, train, test Data, cfg Config) (*R
 		}
 		res.Interrupted = len(res.Epochs) < cfg.Epochs || res.Epochs[len(res.Epochs)-1].Interrupted
 	}()
+	rc := cfg.savedConfig(m.Name, train.Len())
+	firstEpoch, firstIndex := 1, 0
+	if cfg.Resume != "" {
+		dir, err := checkpointDir(cfg.Resume)
+		if err != nil {
+			return nil, err
+		}
+		man, err := vm.Resume(ctx, dir)
+		if err != nil {
+			return nil, err
+		}
+		if res.Epochs, firstEpoch, firstIndex, err = resumed(man, rc); err != nil {
+			return nil, err
+		}
+	}
 	rng := rand.New(rand.NewSource(cfg.Seed))
 	every := max(cfg.ProgressEvery, 1)
 	for epoch := 1; epoch <= cfg.Epochs; epoch++ {
-		batches := Minibatches(train, m, cfg.Microbatches, rng)
+		batches := Minibatches(train, m, cfg.Microbatches, rng) // every epoch draws its order, resumed or not
+		if epoch < firstEpoch {
+			continue
+		}
 		er := EpochResult{Epoch: epoch}
-		began := time.Now()
-		for done := 0; done < len(batches); {
-			chunk := batches[done:min(done+every, len(batches))]
+		done := 0
+		if epoch == firstEpoch && firstIndex > 0 { // a checkpoint inside this epoch
+			last := res.Epochs[len(res.Epochs)-1]
+			er, res.Epochs, done = last, res.Epochs[:len(res.Epochs)-1], firstIndex
+			er.Interrupted = false
+		}
+		began := time.Now().Add(-er.Wall)
+		for done < len(batches) {
+			end := min(done+every, len(batches))
+			if k := cfg.CheckpointEvery; k > 0 { // chunks end at the checkpoints
+				step := (epoch-1)*len(batches) + done
+				end = min(end, done+k-step%k)
+			}
+			chunk := batches[done:end]
 			losses, err := vm.Run(ctx, chunk)
 			if err != nil { // keep what ran of the epoch, without accuracy
 				er.Losses = append(er.Losses, losses...)
@@ -282,6 +332,18 @@ func Train(ctx context.Context, build Builder, train, test Data, cfg Config) (*R
 			}
 			er.Losses = append(er.Losses, losses...)
 			done += len(chunk)
+			if k := cfg.CheckpointEvery; k > 0 && ((epoch-1)*len(batches)+done)%k == 0 {
+				er.measure(time.Since(began), cfg)
+				saved := append(append([]EpochResult(nil), res.Epochs...), er)
+				saved[len(saved)-1].Interrupted = done < len(batches)
+				nextEpoch, nextIndex := epoch, done
+				if done == len(batches) {
+					nextEpoch, nextIndex = epoch+1, 0
+				}
+				if err := saveCheckpoint(ctx, vm, cfg, rc, saved, nextEpoch, nextIndex); err != nil {
+					return res, err
+				}
+			}
 			if cfg.Steps != nil {
 				cfg.Steps(done, len(batches))
 			}
