@@ -115,7 +115,7 @@ func newWorker(vm *VM, st *graphsplit.Stage) (*worker, error) {
 		w.costGrad = g
 	}
 	w.fwd, w.bwd = st.Forward, st.Train
-	if vm.cfg.acts == Stash && len(st.Stateful) == 0 {
+	if vm.cfg.acts == Stash && vm.plan.CanStash(st.Index) {
 		sh, err := vm.plan.NewStash(st.Index)
 		if err != nil {
 			return nil, err

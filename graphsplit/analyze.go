@@ -31,6 +31,9 @@ type analysis struct {
 	nStages int
 	// dataDep marks the nodes that depend on a data input.
 	dataDep map[*gorgonia.Node]bool
+	// substitute lets stages compute some ops with stage ops
+	// (substitute.go).
+	substitute bool
 }
 
 func (a *analysis) children(n *gorgonia.Node) gorgonia.Nodes {

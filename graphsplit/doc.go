@@ -21,8 +21,18 @@
 //     gradient placeholders for the outputs, gradients for the inputs and the
 //     learnables;
 //   - the list of stateful ops (BatchNorm, MaxPool, Dropout, GroupNorm,
-//     AvgPool) whose op objects keep state between Do and the backward, so a
-//     runtime knows where only recomputation is exact.
+//     AvgPool) whose op objects keep state between Do and the backward;
+//   - optionally (NewStash, where CanStash holds) a forward that also
+//     returns what the backward reads, and a backward that reads it instead
+//     of recomputing the forward.
+//
+// Where a stage re-applies a BatchNorm, a MaxPool2D, a Conv2d or a Rectify,
+// it computes it with its own ops (internal/stageops) with bit-identical
+// results: BatchNorm's statistics and MaxPool's argmax become nodes the
+// backward reads, so those ops keep no state and their stages can stash;
+// BatchNorm's scale, bias and Rectify run in one pass; a convolution writes
+// its output in NCHW without a transpose. WithoutOpSubstitution turns this
+// off.
 //
 // Where to cut is chosen by options: P stages balanced by a cost model
 // (estimated FLOPs and bytes, or measured time per op), one stage per

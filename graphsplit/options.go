@@ -13,6 +13,9 @@ type config struct {
 	model       CostModel
 	modelSet    bool
 	profileFeed map[*gorgonia.Node]gorgonia.Value
+	// noSubstitution: stages re-apply the user's ops as they are
+	// (substitute.go).
+	noSubstitution bool
 }
 
 // Stages asks for p stages, balanced by the cost model so that the most

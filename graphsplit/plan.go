@@ -48,8 +48,10 @@ type Stage struct {
 	LearnableIndex []int
 	// Stateful are the original nodes of this stage whose op keeps state
 	// between its forward and its backward (BatchNorm, MaxPool, Dropout,
-	// GroupNorm, AvgPool). A stage with stateful ops gives exact gradients
-	// only when its backward recomputes its forward (Train does).
+	// GroupNorm, AvgPool). The stage computes BatchNorm and MaxPool with
+	// stage ops that keep none (WithoutOpSubstitution); with any other
+	// stateful op its gradients are exact only when its backward recomputes
+	// its forward (Train does), and Plan.CanStash is false.
 	Stateful gorgonia.Nodes
 	// Cost is the stage's estimated work and traffic.
 	Cost StageCost

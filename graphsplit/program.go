@@ -54,6 +54,7 @@ type Program struct {
 	savedSlot []gorgonia.Value
 
 	local    map[*gorgonia.Node]*gorgonia.Node // original → this graph
+	aux      map[*gorgonia.Node]gorgonia.Nodes // original → extra nodes its stage op built
 	fwdCount int                               // nodes of the forward pass
 }
 

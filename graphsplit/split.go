@@ -44,6 +44,7 @@ func Split(g *gorgonia.ExprGraph, cost *gorgonia.Node, learnables gorgonia.Nodes
 	if err != nil {
 		return nil, err
 	}
+	a.substitute = !cfg.noSubstitution
 	model := cfg.model
 	if cfg.profileFeed != nil {
 		if cfg.modelSet {
