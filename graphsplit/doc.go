@@ -34,6 +34,12 @@
 // its output in NCHW without a transpose. WithoutOpSubstitution turns this
 // off.
 //
+// Built with -tags openblas (cgo; Debian: apt-get install libopenblas-dev),
+// gorgonia's matrix products — the user's graph's and every stage's — run on
+// OpenBLAS (gorgonia.Use with gonum's netlib binding) instead of gonum's
+// pure Go BLAS; results then agree with the default build's to float
+// rounding.
+//
 // Where to cut is chosen by options: P stages balanced by a cost model
 // (estimated FLOPs and bytes, or measured time per op), one stage per
 // learnable-bearing layer (FineGrained, the PipeMare paper's setting), or

@@ -11,7 +11,9 @@ import (
 	"github.com/pipemare/pipemare/internal/tensorutil"
 	"github.com/pipemare/pipemare/zoo"
 	"github.com/stretchr/testify/require"
+	"gonum.org/v1/gonum/blas/gonum"
 	"gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
 )
 
 // TestStageOpsTrainTheZooBitForBit trains the zoo's CNN and ResNet a few
@@ -22,28 +24,47 @@ import (
 // every BatchNorm running statistic and the evaluation loss to be
 // bit-identical. (Under PipeMare, stashing and recomputing are two methods:
 // see asyncvm.Activations.)
+//
+// With another BLAS than gonum's (-tags openblas) the stage ops' GEMMs are
+// cut differently from gorgonia's and round differently, so only stashing
+// against recomputing is compared bit for bit. (The BLAS itself moves more:
+// the ResNet's weights after 3 steps differ by up to 5e-3 of their largest
+// between gonum's BLAS and OpenBLAS, against 9e-4 between the user's ops
+// and stage ops on OpenBLAS.)
 func TestStageOpsTrainTheZooBitForBit(t *testing.T) {
 	models := []string{"cnn", "resnet"}
 	schedules := []asyncvm.Schedule{asyncvm.Sequential, asyncvm.GPipe, asyncvm.OneFOneB, asyncvm.PipeDream}
-	variants := []asyncvm.Activations{asyncvm.Recompute, asyncvm.Stash}
 	if testing.Short() {
-		models, schedules, variants = models[:1], schedules[:1], variants[1:]
+		models, schedules = models[:1], schedules[:1]
 	}
+	_, exact := tensor.WhichBLAS().(gonum.Implementation)
 	for _, name := range models {
 		r, err := zoo.RecipeFor(name)
 		require.NoError(t, err)
 		for _, s := range schedules {
 			t.Run(fmt.Sprintf("%s/%s", name, s.Name), func(t *testing.T) {
-				want := trainZoo(t, r, s, asyncvm.Recompute, graphsplit.WithoutOpSubstitution())
-				for _, acts := range variants {
-					got := trainZoo(t, r, s, acts)
-					require.Equal(t, len(want), len(got))
-					for i := range want {
-						requireBits(t, want[i], got[i], fmt.Sprintf("activations %v, value %d", acts, i))
-					}
+				stashed := trainZoo(t, r, s, asyncvm.Stash)
+				var want []gorgonia.Value
+				switch {
+				case !exact:
+					want = trainZoo(t, r, s, asyncvm.Recompute)
+				case testing.Short():
+					want = trainZoo(t, r, s, asyncvm.Recompute, graphsplit.WithoutOpSubstitution())
+				default:
+					want = trainZoo(t, r, s, asyncvm.Recompute, graphsplit.WithoutOpSubstitution())
+					requireAllBits(t, want, trainZoo(t, r, s, asyncvm.Recompute), "stage ops recomputing")
 				}
+				requireAllBits(t, want, stashed, "stage ops stashing")
 			})
 		}
+	}
+}
+
+func requireAllBits(t *testing.T, want, got []gorgonia.Value, what string) {
+	t.Helper()
+	require.Equal(t, len(want), len(got))
+	for i := range want {
+		requireBits(t, want[i], got[i], fmt.Sprintf("%s, value %d", what, i))
 	}
 }
 
@@ -108,7 +129,7 @@ func requireBits(t *testing.T, want, got gorgonia.Value, what string) {
 		require.Equal(t, len(w), len(g), what)
 		for i := range w {
 			if math.Float32bits(w[i]) != math.Float32bits(g[i]) {
-				t.Fatalf("%s: element %d: %v without substitution, %v with", what, i, w[i], g[i])
+				t.Fatalf("%s: element %d: %v, want %v", what, i, g[i], w[i])
 			}
 		}
 	default:

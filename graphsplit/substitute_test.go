@@ -8,6 +8,7 @@ import (
 
 	"github.com/pipemare/pipemare/internal/testmodels"
 	"github.com/stretchr/testify/require"
+	"gonum.org/v1/gonum/blas/gonum"
 	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 )
@@ -16,8 +17,11 @@ import (
 // every P, with the user's ops re-applied (WithoutOpSubstitution) and with
 // stage ops (recomputing, and with Stash programs), and requires the same
 // cost, gradients and BatchNorm running statistics bit for bit — and that
-// the stage ops were used.
+// the stage ops were used. With another BLAS than gonum's (-tags openblas)
+// the stage ops' GEMMs round differently: they agree with the user's ops to
+// the parity tests' tolerance, and stashing with recomputing bit for bit.
 func TestOpSubstitutionChangesNoBit(t *testing.T) {
+	_, exact := tensor.WhichBLAS().(gonum.Implementation)
 	for _, nb := range testmodels.All() {
 		for _, dt := range []tensor.Dtype{tensor.Float64, tensor.Float32} {
 			t.Run(fmt.Sprintf("%s/%v", nb.Name, dt), func(t *testing.T) {
@@ -31,12 +35,18 @@ func TestOpSubstitutionChangesNoBit(t *testing.T) {
 					}
 					opts := []Option{FineGrained(), Stages(p)}
 					want := runPlan(t, nb.Build, dt, append(opts, WithoutOpSubstitution()), false)
-					for _, stash := range []bool{false, true} {
-						got := runPlan(t, nb.Build, dt, opts, stash)
-						require.Equal(t, len(want), len(got))
-						for i := range want {
-							require.True(t, sameBits(want[i], got[i]), "P=%d stash=%v value %d", p, stash, i)
+					recomputed := runPlan(t, nb.Build, dt, opts, false)
+					stashed := runPlan(t, nb.Build, dt, opts, true)
+					require.Equal(t, len(want), len(recomputed))
+					for i := range want {
+						require.True(t, sameBits(recomputed[i], stashed[i]), "P=%d value %d: stash against recompute", p, i)
+						if exact {
+							require.True(t, sameBits(want[i], recomputed[i]), "P=%d value %d", p, i)
+							continue
 						}
+						e, err := relErr(recomputed[i], want[i])
+						require.NoError(t, err)
+						require.LessOrEqual(t, e, tolerance(dt), "P=%d value %d", p, i)
 					}
 				}
 			})
