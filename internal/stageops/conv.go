@@ -138,7 +138,9 @@ func (op *col2im) Do(vals ...gorgonia.Value) (gorgonia.Value, error) {
 
 // patches walks gorgonia's im2col loop for every image: it copies the image
 // into the patch matrix, or (back) adds the patch matrix into the zeroed
-// image.
+// image, each element in gorgonia's order. A kernel row's columns that fall
+// on the image are contiguous when there is no dilation: they are copied
+// (or added) as one run.
 func patches[T float](im, col []T, ic Im2Col, back bool) {
 	imSize := ic.c * ic.h * ic.w
 	colSize := ic.outH * ic.outW * ic.c * ic.kh * ic.kw
@@ -148,30 +150,56 @@ func patches[T float](im, col []T, ic Im2Col, back bool) {
 			k := 0
 			for oh := 0; oh < ic.outH; oh++ {
 				for ow := 0; ow < ic.outW; ow++ {
+					c0 := ow*ic.strideW - ic.padW
+					// the kernel columns on the image: [first, last)
+					first, last := 0, ic.kw
+					if ic.dilW == 1 {
+						first = min(max(0, -c0), ic.kw)
+						last = max(min(ic.kw, ic.w-c0), first)
+					}
 					for ch := 0; ch < ic.c; ch++ {
 						plane := img[ch*ic.h*ic.w : (ch+1)*ic.h*ic.w]
 						for kr := 0; kr < ic.kh; kr++ {
 							r := -ic.padH + kr*ic.dilH + oh*ic.strideH
-							if r < 0 || r >= ic.h {
+							row := cl[k : k+ic.kw]
+							k += ic.kw
+							switch {
+							case r < 0 || r >= ic.h:
 								if !back {
-									clear(cl[k : k+ic.kw])
+									clear(row)
 								}
-								k += ic.kw
-								continue
-							}
-							for kc := 0; kc < ic.kw; kc++ {
-								cc := -ic.padW + kc*ic.dilW + ow*ic.strideW
-								switch {
-								case cc < 0 || cc >= ic.w:
+							case ic.dilW == 1:
+								src := plane[r*ic.w : (r+1)*ic.w]
+								if first == last { // the window misses the image
 									if !back {
-										cl[k] = 0
+										clear(row)
 									}
-								case back:
-									plane[r*ic.w+cc] += cl[k]
-								default:
-									cl[k] = plane[r*ic.w+cc]
+									continue
 								}
-								k++
+								if back {
+									dst := src[c0+first : c0+last]
+									for i, v := range row[first:last] {
+										dst[i] += v
+									}
+									continue
+								}
+								clear(row[:first])
+								copy(row[first:last], src[c0+first:c0+last])
+								clear(row[last:])
+							default:
+								for kc := range row {
+									cc := c0 + kc*ic.dilW
+									switch {
+									case cc < 0 || cc >= ic.w:
+										if !back {
+											row[kc] = 0
+										}
+									case back:
+										plane[r*ic.w+cc] += row[kc]
+									default:
+										row[kc] = plane[r*ic.w+cc]
+									}
+								}
 							}
 						}
 					}

@@ -285,6 +285,7 @@ func TestConvIsGorgonias(t *testing.T) {
 			{tensor.Shape{2, 9, 10, 10}, tensor.Shape{70, 9, 3, 3}, []int{1, 1}, []int{2, 2}, []int{1, 1}},  // C' > 64
 			{tensor.Shape{2, 3, 11, 9}, tensor.Shape{5, 3, 3, 3}, []int{0, 2}, []int{1, 2}, []int{2, 1}},    // odd
 			{tensor.Shape{16, 4, 16, 16}, tensor.Shape{32, 4, 1, 1}, []int{0, 0}, []int{1, 1}, []int{1, 1}}, // 1×1
+			{tensor.Shape{1, 2, 5, 4}, tensor.Shape{3, 2, 2, 2}, []int{3, 3}, []int{3, 2}, []int{1, 1}},     // windows off the image
 		} {
 			t.Run(fmt.Sprintf("%v/%v*%v", dt, c.x, c.w), func(t *testing.T) {
 				rng := rand.New(rand.NewSource(3))

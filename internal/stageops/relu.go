@@ -83,6 +83,14 @@ func (op *relu) Do(vals ...gorgonia.Value) (gorgonia.Value, error) {
 	})
 }
 
+// mask is gorgonia's Rectify mask: 1 where v ≥ 0, else 0 (NaN included).
+func mask[T float](v T) T {
+	if v >= 0 {
+		return 1
+	}
+	return 0
+}
+
 // reluKernel is y = x·mask(x), or with a gradient dy·mask(x).
 func reluKernel[T float](out []T, in [][]T) {
 	x := in[0]
