@@ -138,67 +138,72 @@ func (op *col2im) Do(vals ...gorgonia.Value) (gorgonia.Value, error) {
 
 // patches walks gorgonia's im2col loop for every image: it copies the image
 // into the patch matrix, or (back) adds the patch matrix into the zeroed
-// image, each element in gorgonia's order. A kernel row's columns that fall
-// on the image are contiguous when there is no dilation: they are copied
-// (or added) as one run.
+// image. The loop runs output row, channel, kernel row, output column,
+// kernel column — gorgonia's runs output row, output column, channel,
+// kernel row, kernel column — so that one image row is read for a whole
+// row of patches; an image element's contributions are still added in
+// gorgonia's order (for one output row and channel, a given image row is
+// kernel row at most one, so only the output and kernel columns vary, in
+// the same order). Windows that lie on the image skip the bounds checks.
 func patches[T float](im, col []T, ic Im2Col, back bool) {
 	imSize := ic.c * ic.h * ic.w
-	colSize := ic.outH * ic.outW * ic.c * ic.kh * ic.kw
+	k := ic.kh * ic.kw
+	patch := ic.c * k // one patch: a row of the matrix
+	colSize := ic.outH * ic.outW * patch
+	span := (ic.kw-1)*ic.dilW + 1 // columns a kernel row covers
 	parallel(ic.b, colSize, func(lo, hi int) {
 		for b := lo; b < hi; b++ {
 			img, cl := im[b*imSize:(b+1)*imSize], col[b*colSize:(b+1)*colSize]
-			k := 0
 			for oh := 0; oh < ic.outH; oh++ {
-				for ow := 0; ow < ic.outW; ow++ {
-					c0 := ow*ic.strideW - ic.padW
-					// the kernel columns on the image: [first, last)
-					first, last := 0, ic.kw
-					if ic.dilW == 1 {
-						first = min(max(0, -c0), ic.kw)
-						last = max(min(ic.kw, ic.w-c0), first)
-					}
-					for ch := 0; ch < ic.c; ch++ {
-						plane := img[ch*ic.h*ic.w : (ch+1)*ic.h*ic.w]
-						for kr := 0; kr < ic.kh; kr++ {
-							r := -ic.padH + kr*ic.dilH + oh*ic.strideH
-							row := cl[k : k+ic.kw]
-							k += ic.kw
-							switch {
-							case r < 0 || r >= ic.h:
-								if !back {
-									clear(row)
+				rows := cl[oh*ic.outW*patch : (oh+1)*ic.outW*patch]
+				for ch := 0; ch < ic.c; ch++ {
+					plane := img[ch*ic.h*ic.w : (ch+1)*ic.h*ic.w]
+					for kr := 0; kr < ic.kh; kr++ {
+						r := -ic.padH + kr*ic.dilH + oh*ic.strideH
+						at := ch*k + kr*ic.kw // in each patch
+						if r < 0 || r >= ic.h {
+							if !back {
+								for ow := 0; ow < ic.outW; ow++ {
+									clear(rows[ow*patch+at : ow*patch+at+ic.kw])
 								}
-							case ic.dilW == 1:
-								src := plane[r*ic.w : (r+1)*ic.w]
-								if first == last { // the window misses the image
+							}
+							continue
+						}
+						src := plane[r*ic.w : (r+1)*ic.w]
+						for ow := 0; ow < ic.outW; ow++ {
+							dst := rows[ow*patch+at : ow*patch+at+ic.kw]
+							c0 := ow*ic.strideW - ic.padW
+							if c0 >= 0 && c0+span <= ic.w { // on the image
+								win := src[c0 : c0+span]
+								switch {
+								case back && ic.dilW == 1:
+									for kc, v := range dst {
+										win[kc] += v
+									}
+								case back:
+									for kc, v := range dst {
+										win[kc*ic.dilW] += v
+									}
+								case ic.dilW == 1:
+									copy(dst, win)
+								default:
+									for kc := range dst {
+										dst[kc] = win[kc*ic.dilW]
+									}
+								}
+								continue
+							}
+							for kc := range dst {
+								cc := c0 + kc*ic.dilW
+								switch {
+								case cc < 0 || cc >= ic.w:
 									if !back {
-										clear(row)
+										dst[kc] = 0
 									}
-									continue
-								}
-								if back {
-									dst := src[c0+first : c0+last]
-									for i, v := range row[first:last] {
-										dst[i] += v
-									}
-									continue
-								}
-								clear(row[:first])
-								copy(row[first:last], src[c0+first:c0+last])
-								clear(row[last:])
-							default:
-								for kc := range row {
-									cc := c0 + kc*ic.dilW
-									switch {
-									case cc < 0 || cc >= ic.w:
-										if !back {
-											row[kc] = 0
-										}
-									case back:
-										plane[r*ic.w+cc] += row[kc]
-									default:
-										row[kc] = plane[r*ic.w+cc]
-									}
+								case back:
+									src[cc] += dst[kc]
+								default:
+									dst[kc] = src[cc]
 								}
 							}
 						}
