@@ -19,7 +19,8 @@ import (
 //     so such stages have Stash programs (CanStash) and need no second
 //     forward pass;
 //   - a BatchNorm with its broadcast scale and bias, and a Rectify after
-//     them, in one pass; Rectify alone in one op;
+//     them, in one pass; Rectify alone in one op; a broadcast bias (a
+//     linear layer's) added without materialising its Repeats;
 //   - Conv2d's im2col writing the patch matrix directly, and its GEMM
 //     writing NCHW directly (no reshape copy, no transpose).
 //
@@ -203,6 +204,27 @@ func (m *matcher) match(n *gorgonia.Node) *substitution {
 				return y, nil, err
 			}}
 		}
+		return m.biasAdd(n)
+	}
+	return nil
+}
+
+// biasAdd matches x + bias where bias reaches the + through the Repeats
+// (and Reshapes) of gorgonia's broadcasting: a linear layer's bias.
+func (m *matcher) biasAdd(add *gorgonia.Node) *substitution {
+	kids := m.a.children(add)
+	if !isBinOp(add, "+ false") || len(kids) != 2 {
+		return nil
+	}
+	for i, x := range kids {
+		bias, axes, chain, ok := m.broadcastOf(kids[1-i], x.Shape())
+		if !ok {
+			continue
+		}
+		return &substitution{root: add, absorbed: chain, leaves: gorgonia.Nodes{x, bias}, build: func(k gorgonia.Nodes) (*gorgonia.Node, gorgonia.Nodes, error) {
+			y, err := stageops.BiasAdd(k[0], k[1], axes)
+			return y, nil, err
+		}}
 	}
 	return nil
 }
@@ -334,7 +356,7 @@ func other(kids gorgonia.Nodes, n *gorgonia.Node) *gorgonia.Node {
 // channel. It returns the leaf, the repeated axes in order and the chain's
 // nodes (fits checks that nothing else reads them).
 func (m *matcher) broadcastOf(top *gorgonia.Node, shape tensor.Shape) (leaf *gorgonia.Node, axes []int, chain gorgonia.Nodes, ok bool) {
-	if top == nil || !top.Shape().Eq(shape) {
+	if top == nil || len(shape) < 2 || !top.Shape().Eq(shape) {
 		return nil, nil, nil, false
 	}
 	n := top

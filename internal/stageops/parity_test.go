@@ -341,3 +341,31 @@ func TestReLUIsGorgonias(t *testing.T) {
 		}
 	}
 }
+
+func TestBiasAddIsGorgonias(t *testing.T) {
+	for _, dt := range dtypes {
+		for _, c := range []struct {
+			x, b    tensor.Shape
+			pattern []byte
+			axes    []int
+		}{
+			{tensor.Shape{16, 7}, tensor.Shape{1, 7}, []byte{0}, []int{0}},
+			{tensor.Shape{3, 5, 4, 6}, tensor.Shape{1, 5, 1, 1}, []byte{0, 2, 3}, []int{0, 2, 3}},
+		} {
+			t.Run(fmt.Sprintf("%v/%v", dt, c.x), func(t *testing.T) {
+				rng := rand.New(rand.NewSource(5))
+				xv, bv := randTensor(rng, dt, c.x, false), randTensor(rng, dt, c.b, false)
+				g := gorgonia.NewGraph()
+				x, b := input(g, "x", xv), input(g, "b", bv)
+				y, err := gorgonia.BroadcastAdd(x, b, nil, c.pattern)
+				require.NoError(t, err)
+				g2 := gorgonia.NewGraph()
+				x2, b2 := input(g2, "x", xv), input(g2, "b", bv)
+				y2, err := BiasAdd(x2, b2, c.axes)
+				require.NoError(t, err)
+				r := randTensor(rng, dt, c.x, false)
+				requireSame(t, side{g, gorgonia.Nodes{x, b}, y}.run(t, r), side{g2, gorgonia.Nodes{x2, b2}, y2}.run(t, r), "x", "bias")
+			})
+		}
+	}
+}
