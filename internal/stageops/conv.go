@@ -250,7 +250,7 @@ func (cg ConvGEMM) Apply(p, f *gorgonia.Node) (*gorgonia.Node, error) {
 	if !p.Shape().Eq(cg.patchShape()) || !f.Shape().Eq(cg.filterShape()) {
 		return nil, errors.Errorf("stageops: conv GEMM for %v × %vᵀ, applied to %v × %vᵀ", cg.patchShape(), cg.filterShape(), p.Shape(), f.Shape())
 	}
-	return gorgonia.ApplyOp(&convGEMM{named{"convgemm-" + cg.key()}, cg, convOut}, p, f)
+	return gorgonia.ApplyOp(&convGEMM{named: named{"convgemm-" + cg.key()}, ConvGEMM: cg, part: convOut}, p, f)
 }
 
 // convPart says what a convGEMM computes.
@@ -266,6 +266,10 @@ type convGEMM struct {
 	named
 	ConvGEMM
 	part convPart
+	// nhwc is the forward's GEMM result before it is copied into NCHW,
+	// kept between runs: a program's ops run in one goroutine at a time,
+	// and nothing outside the op sees it.
+	nhwc any
 }
 
 func (op *convGEMM) Arity() int { return 2 }
@@ -290,11 +294,11 @@ func (op *convGEMM) SymDiff(inputs gorgonia.Nodes, _, grad *gorgonia.Node) (gorg
 	if op.part != convOut {
 		return nil, op.errorf("no second derivative")
 	}
-	dp, err := gorgonia.ApplyOp(&convGEMM{named{"convgemm-dpatch-" + op.key()}, op.ConvGEMM, convPatchGrad}, grad, inputs[1])
+	dp, err := gorgonia.ApplyOp(&convGEMM{named: named{"convgemm-dpatch-" + op.key()}, ConvGEMM: op.ConvGEMM, part: convPatchGrad}, grad, inputs[1])
 	if err != nil {
 		return nil, err
 	}
-	df, err := gorgonia.ApplyOp(&convGEMM{named{"convgemm-dfilter-" + op.key()}, op.ConvGEMM, convFilterGrad}, grad, inputs[0])
+	df, err := gorgonia.ApplyOp(&convGEMM{named: named{"convgemm-dfilter-" + op.key()}, ConvGEMM: op.ConvGEMM, part: convFilterGrad}, grad, inputs[0])
 	if err != nil {
 		return nil, err
 	}
@@ -340,13 +344,23 @@ func (op *convGEMM) Do(vals ...gorgonia.Value) (gorgonia.Value, error) {
 // gemm is one dtype's GEMM: C = αAB + βC over row-major slices.
 type gemm[T float] func(tA, tB blas.Transpose, m, n, k int, alpha T, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int)
 
+// scratch returns op's NHWC buffer of n elements of T, allocated once.
+func scratch[T float](op *convGEMM, n int) []T {
+	if buf, ok := op.nhwc.([]T); ok && len(buf) == n {
+		return buf
+	}
+	buf := make([]T, n)
+	op.nhwc = buf
+	return buf
+}
+
 func convKernel[T float](g gemm[T], a, b, out []T, op *convGEMM) {
 	hw := op.h * op.w
 	switch op.part {
 	case convOut:
 		// gorgonia's call: P·Fᵀ (NT), m = B·H'·W', n = C', k = K, into
 		// NHWC; then each image's (H'·W', C') block is copied transposed.
-		nhwc := make([]T, len(out))
+		nhwc := scratch[T](op, len(out))
 		g(blas.NoTrans, blas.Trans, op.b*hw, op.cout, op.k, 1, a, op.k, b, op.k, 0, nhwc, op.cout)
 		for img := 0; img < op.b; img++ {
 			src, dst := nhwc[img*hw*op.cout:(img+1)*hw*op.cout], out[img*op.cout*hw:(img+1)*op.cout*hw]
