@@ -81,23 +81,34 @@ func (op *im2col) SymDiff(_ gorgonia.Nodes, _, grad *gorgonia.Node) (gorgonia.No
 	return gorgonia.Nodes{dx}, nil
 }
 func (op *im2col) Do(vals ...gorgonia.Value) (gorgonia.Value, error) {
-	return op.safely(func() (gorgonia.Value, error) {
-		if len(vals) != 1 {
-			return nil, op.errorf("takes 1 input, got %d", len(vals))
-		}
-		x, err := dense(op.desc, vals[0], op.inShape())
-		if err != nil {
-			return nil, err
-		}
-		col := newLike(x, op.Shape())
-		switch x.Dtype() {
-		case tensor.Float32:
-			patches(x.Float32s(), col.Float32s(), op.Im2Col, false)
-		default:
-			patches(x.Float64s(), col.Float64s(), op.Im2Col, false)
-		}
-		return col, nil
-	})
+	return op.safely(func() (gorgonia.Value, error) { return op.run(op.named, vals, false) })
+}
+
+// run is im2col (back false: image in, patch matrix out) or col2im.
+func (ic Im2Col) run(n named, vals []gorgonia.Value, back bool) (gorgonia.Value, error) {
+	from, to := ic.inShape(), ic.Shape()
+	if back {
+		from, to = to, from
+	}
+	if len(vals) != 1 {
+		return nil, n.errorf("takes 1 input, got %d", len(vals))
+	}
+	in, err := dense(n.desc, vals[0], from)
+	if err != nil {
+		return nil, err
+	}
+	out := newLike(in, to)
+	im, col := in, out
+	if back {
+		im, col = out, in
+	}
+	switch in.Dtype() {
+	case tensor.Float32:
+		patches(im.Float32s(), col.Float32s(), ic, back)
+	default:
+		patches(im.Float64s(), col.Float64s(), ic, back)
+	}
+	return out, nil
 }
 
 // col2im adds the patch matrix's gradient back into the image's: for each
@@ -117,23 +128,7 @@ func (op *col2im) SymDiff(gorgonia.Nodes, *gorgonia.Node, *gorgonia.Node) (gorgo
 	return nil, op.errorf("no second derivative")
 }
 func (op *col2im) Do(vals ...gorgonia.Value) (gorgonia.Value, error) {
-	return op.safely(func() (gorgonia.Value, error) {
-		if len(vals) != 1 {
-			return nil, op.errorf("takes 1 input, got %d", len(vals))
-		}
-		col, err := dense(op.desc, vals[0], op.Shape())
-		if err != nil {
-			return nil, err
-		}
-		im := newLike(col, op.inShape())
-		switch col.Dtype() {
-		case tensor.Float32:
-			patches(im.Float32s(), col.Float32s(), op.Im2Col, true)
-		default:
-			patches(im.Float64s(), col.Float64s(), op.Im2Col, true)
-		}
-		return im, nil
-	})
+	return op.safely(func() (gorgonia.Value, error) { return op.run(op.named, vals, true) })
 }
 
 // patches walks gorgonia's im2col loop for every image: it copies the image
