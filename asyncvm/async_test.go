@@ -9,6 +9,7 @@ import (
 	"github.com/pipemare/pipemare/graphsplit"
 	"github.com/pipemare/pipemare/internal/tensorutil"
 	"github.com/pipemare/pipemare/internal/testmodels"
+	"github.com/pipemare/pipemare/schedule"
 	"github.com/stretchr/testify/require"
 	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -20,7 +21,7 @@ import (
 func TestAsyncIsDeterministic(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
 	for _, nb := range []testmodels.NamedBuilder{{Name: "resnet", Build: testmodels.ResNet}, {Name: "cnn", Build: testmodels.CNN}} {
-		for _, s := range []Schedule{PipeMare, PipeDream} {
+		for _, s := range []schedule.Schedule{schedule.PipeMare, schedule.PipeDream} {
 			var first []gorgonia.Value
 			for run, procs := range []int{1, 2, 1, 2} {
 				runtime.GOMAXPROCS(procs)
@@ -45,11 +46,11 @@ func TestAsyncIsDeterministic(t *testing.T) {
 // version under PipeDream and the current one under PipeMare.
 func TestMeasuredDelaysMatchTheFormula(t *testing.T) {
 	for _, n := range []int{1, 2, 3, 4} {
-		for _, s := range []Schedule{PipeMare, PipeDream, OneFOneB} {
+		for _, s := range []schedule.Schedule{schedule.PipeMare, schedule.PipeDream, schedule.OneFOneB} {
 			t.Run(fmt.Sprintf("%s/N%d", s.Name, n), func(t *testing.T) {
 				m, err := testmodels.ResNet(tensor.Float64, 2, 1)
 				require.NoError(t, err)
-				steps := Delay(8, n, 0) + 6 // past the warm-up of stage 0
+				steps := schedule.Delay(8, n, 0) + 6 // past the warm-up of stage 0
 				d := makeData(m, n*steps, 2)
 				_, vm := pipelineTraining(t, m, d, n, steps, []graphsplit.Option{graphsplit.FineGrained()}, WithSchedule(s), WithSolver(momentum(0.01)))
 				defer vm.Close()
@@ -66,7 +67,7 @@ func TestMeasuredDelaysMatchTheFormula(t *testing.T) {
 						require.Equal(t, map[int]int{0: n * steps}, sr.Delays, "stage %d", i)
 						continue
 					}
-					tau := Delay(p, n, i)
+					tau := schedule.Delay(p, n, i)
 					require.Equal(t, tau, sr.FormulaDelay)
 					for delay := range sr.Delays {
 						// The first minibatches of the pipeline see less: their
@@ -81,8 +82,8 @@ func TestMeasuredDelaysMatchTheFormula(t *testing.T) {
 							steady += c
 						}
 					}
-					require.GreaterOrEqual(t, steady, n*steps-Warmup(p, i), "stage %d delays %v", i, sr.Delays)
-					if s.Stash {
+					require.GreaterOrEqual(t, steady, n*steps-schedule.Ahead(p, i), "stage %d delays %v", i, sr.Delays)
+					if s.StashWeights {
 						require.Equal(t, map[int]int{0: n * steps}, sr.BackwardLag, "PipeDream backwards read the forward's weights")
 						require.LessOrEqual(t, sr.PeakWeightVersions, tau+1)
 					} else {
@@ -107,14 +108,14 @@ func TestPipeDreamComputesDelayedGradients(t *testing.T) {
 			m, err := nb.Build(tensor.Float64, 4, 1)
 			require.NoError(t, err)
 			d := makeData(m, n*steps, 3)
-			got, vm := pipelineTraining(t, m, d, n, steps, []graphsplit.Option{graphsplit.FineGrained()}, WithSchedule(PipeDream), WithSolver(momentum(0.05)))
+			got, vm := pipelineTraining(t, m, d, n, steps, []graphsplit.Option{graphsplit.FineGrained()}, WithSchedule(schedule.PipeDream), WithSolver(momentum(0.05)))
 			plan := vm.Plan()
 			p := len(plan.Stages)
 			require.NoError(t, vm.Close())
 
 			ref, err := nb.Build(tensor.Float64, 4, 1)
 			require.NoError(t, err)
-			want := delayedReference(t, ref, plan, d, n, steps, PipeDream.Actions(p, n, steps))
+			want := delayedReference(t, ref, plan, d, n, steps, listVersions(schedule.PipeDream.Actions(p, n, steps)))
 			for i := range got {
 				require.LessOrEqual(t, relErr(t, got[i], want[i]), 1e-12, "learnable %s", ref.Learnables[i].Name())
 			}
@@ -122,24 +123,70 @@ func TestPipeDreamComputesDelayedGradients(t *testing.T) {
 	}
 }
 
-// delayedReference trains ref (the same model as plan's, unsplit) so that
-// microbatch m's gradient is computed on the weights every stage had at
-// m's forward in lists, forward and backward alike.
-func delayedReference(t *testing.T, ref *testmodels.Model, plan *graphsplit.Plan, d data, n, steps int, lists [][]Action) []gorgonia.Value {
-	// version[s][m]: updates stage s ran before F(m).
+// TestPipeDream2BWAppliesEveryGradientOneUpdateLate checks PipeDream-2BW
+// against the same independent computation with its rule — step k's
+// gradients are computed on the weights after update k−1, at every stage —
+// checks that every forward after the first step saw a delay of exactly
+// one, that a stage keeps one weight copy, and that too few microbatches
+// are refused.
+func TestPipeDream2BWAppliesEveryGradientOneUpdateLate(t *testing.T) {
+	const steps = 7
+	for _, nb := range []testmodels.NamedBuilder{{Name: "mlp", Build: testmodels.MLP}, {Name: "resnet", Build: testmodels.ResNet}} {
+		t.Run(nb.Name, func(t *testing.T) {
+			probe, err := nb.Build(tensor.Float64, 4, 1)
+			require.NoError(t, err)
+			fine, err := graphsplit.Split(probe.Graph, probe.Cost, probe.Learnables, graphsplit.FineGrained())
+			require.NoError(t, err)
+			p := len(fine.Stages)
+			n := schedule.MinN(schedule.PipeDream2BW, p)
+			_, err = New(fine, WithMicrobatches(n-1), WithSchedule(schedule.PipeDream2BW))
+			require.ErrorContains(t, err, fmt.Sprintf("needs at least %d microbatches per minibatch", n))
+
+			m, err := nb.Build(tensor.Float64, 4, 1)
+			require.NoError(t, err)
+			d := makeData(m, n*steps, 3)
+			got, vm := pipelineTraining(t, m, d, n, steps, []graphsplit.Option{graphsplit.FineGrained()}, WithSchedule(schedule.PipeDream2BW), WithSolver(momentum(0.05)))
+			rep := vm.Report()
+			plan := vm.Plan()
+			require.NoError(t, vm.Close())
+			for i, sr := range rep.PerStage {
+				require.Equal(t, map[int]int{0: n, 1: n * (steps - 1)}, sr.Delays, "stage %d: the first step reads the initial weights, every later one a delay of one", i)
+				require.Equal(t, plan.Stages[i].Cost.ParamBytes, sr.Memory.StashedWeights, "stage %d keeps one copy", i)
+			}
+			ref, err := nb.Build(tensor.Float64, 4, 1)
+			require.NoError(t, err)
+			want := delayedReference(t, ref, plan, d, n, steps, func(_, m int) int { return max(0, m/n-1) })
+			for i := range got {
+				require.LessOrEqual(t, relErr(t, got[i], want[i]), 1e-12, "learnable %s", ref.Learnables[i].Name())
+			}
+		})
+	}
+}
+
+// listVersions is, per stage and microbatch, how many updates the stage
+// ran before the microbatch's forward in lists: the version PipeDream's
+// forward reads.
+func listVersions(lists [][]schedule.Action) func(stage, m int) int {
 	version := make([]map[int]int, len(lists))
 	for s, list := range lists {
 		version[s] = map[int]int{}
 		u := 0
 		for _, a := range list {
 			switch a.Op {
-			case Update:
+			case schedule.OpUpdate:
 				u++
-			case Forward:
+			case schedule.OpForward:
 				version[s][a.Micro] = u
 			}
 		}
 	}
+	return func(s, m int) int { return version[s][m] }
+}
+
+// delayedReference trains ref (the same model as plan's, unsplit) so that
+// microbatch m's gradient is computed on the weights of version(s, m) at
+// every stage s, forward and backward alike.
+func delayedReference(t *testing.T, ref *testmodels.Model, plan *graphsplit.Plan, d data, n, steps int, version func(stage, m int) int) []gorgonia.Value {
 	stageOf := make([]int, len(ref.Learnables))
 	for _, st := range plan.Stages {
 		for _, li := range st.LearnableIndex {
@@ -167,7 +214,7 @@ func delayedReference(t *testing.T, ref *testmodels.Model, plan *graphsplit.Plan
 		for j := 0; j < n; j++ {
 			mb := k*n + j
 			for i, l := range ref.Learnables {
-				require.NoError(t, gorgonia.Let(l, history[version[stageOf[i]][mb]][i]))
+				require.NoError(t, gorgonia.Let(l, history[version(stageOf[i], mb)][i]))
 			}
 			for i, in := range ref.Inputs {
 				v, err := tensorutil.Clone(d.micro[mb][i])
@@ -211,13 +258,13 @@ func TestStepThenRunContinuesThePipeline(t *testing.T) {
 		return m, makeData(m, n*steps, 4)
 	}
 	m1, d := build()
-	byStep, vm1 := pipelineTraining(t, m1, d, n, steps, []graphsplit.Option{graphsplit.FineGrained()}, WithSchedule(PipeMare))
+	byStep, vm1 := pipelineTraining(t, m1, d, n, steps, []graphsplit.Option{graphsplit.FineGrained()}, WithSchedule(schedule.PipeMare))
 	require.NoError(t, vm1.Close())
 
 	m2, _ := build()
 	plan, err := graphsplit.Split(m2.Graph, m2.Cost, m2.Learnables, graphsplit.FineGrained())
 	require.NoError(t, err)
-	vm2, err := New(plan, WithMicrobatches(n), WithSchedule(PipeMare))
+	vm2, err := New(plan, WithMicrobatches(n), WithSchedule(schedule.PipeMare))
 	require.NoError(t, err)
 	defer vm2.Close()
 	var batches []map[*gorgonia.Node]gorgonia.Value

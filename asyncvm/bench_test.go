@@ -8,6 +8,7 @@ import (
 
 	"github.com/pipemare/pipemare/graphsplit"
 	"github.com/pipemare/pipemare/internal/tensorutil"
+	"github.com/pipemare/pipemare/schedule"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 )
@@ -182,7 +183,7 @@ func BenchmarkOverhead(b *testing.B) {
 		b.ReportMetric(float64(b.N*benchSteps*n*32)/b.Elapsed().Seconds(), "samples/s")
 	})
 	b.Run("engine", func(b *testing.B) {
-		benchSchedule(b, benchMLP(32), 3, n, Sequential)
+		benchSchedule(b, benchMLP(32), 3, n, schedule.Sequential)
 	})
 }
 
@@ -190,7 +191,7 @@ func BenchmarkOverhead(b *testing.B) {
 // P = 2 and 4, N = 4, microbatch 16.
 func BenchmarkSchedules(b *testing.B) {
 	for _, p := range []int{2, 4} {
-		for _, s := range Schedules() {
+		for _, s := range schedule.All() {
 			b.Run(fmt.Sprintf("cnn/P%d/%s", p, s.Name), func(b *testing.B) {
 				benchSchedule(b, benchCNN(16), p, 4, s)
 			})
@@ -198,7 +199,7 @@ func BenchmarkSchedules(b *testing.B) {
 	}
 }
 
-func benchSchedule(b *testing.B, m benchModel, p, n int, s Schedule) {
+func benchSchedule(b *testing.B, m benchModel, p, n int, s schedule.Schedule) {
 	plan, err := graphsplit.Split(m.g, m.cost, m.learn, graphsplit.Stages(p))
 	if err != nil {
 		b.Fatal(err)

@@ -1,31 +1,41 @@
 package asyncvm
 
-import "fmt"
+import (
+	"fmt"
 
-// StageError is a failure in one stage's worker: an op error or panic, a
-// solver error, or a non-finite loss or gradient. It names the stage, the
-// action and the microbatch; Step, Run, Flush and Evaluate return it.
+	"github.com/pipemare/pipemare/schedule"
+	"github.com/pkg/errors"
+)
+
+// ErrClosed is returned by a VM's methods after Close.
+var ErrClosed = errors.New("asyncvm: the VM is closed")
+
+// StageError is a failure in one stage: an op error or panic, a solver
+// error, or a non-finite loss, gradient or weight. It names the stage, the
+// action and the step; Step, Run, Flush and Evaluate return it, and every
+// later call returns it again.
 type StageError struct {
 	Stage  int
-	Action Action
-	// Minibatch is the optimizer step the action belongs to.
-	Minibatch int
-	Err       error
+	Action schedule.Action
+	// Step is the optimizer step (the minibatch) the action belongs to.
+	Step int
+	Err  error
 }
 
 func (e *StageError) Error() string {
 	switch e.Action.Op {
-	case Forward, Backward:
+	case schedule.OpForward, schedule.OpBackward:
 		name := "forward"
-		if e.Action.Op == Backward {
+		if e.Action.Op == schedule.OpBackward {
 			name = "backward"
 		}
-		return fmt.Sprintf("asyncvm: stage %d, %s of microbatch %d (minibatch %d): %v", e.Stage, name, e.Action.Micro, e.Minibatch, e.Err)
-	case Update:
+		return fmt.Sprintf("asyncvm: stage %d, %s of microbatch %d (step %d): %v", e.Stage, name, e.Action.Micro, e.Step, e.Err)
+	case schedule.OpUpdate:
 		return fmt.Sprintf("asyncvm: stage %d, update %d: %v", e.Stage, e.Action.Step, e.Err)
-	default:
+	case schedule.OpFlush:
 		return fmt.Sprintf("asyncvm: stage %d, flush %d: %v", e.Stage, e.Action.Step, e.Err)
 	}
+	return fmt.Sprintf("asyncvm: stage %d: %v", e.Stage, e.Err)
 }
 
 // Unwrap returns the cause.

@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"github.com/pipemare/pipemare/internal/tensorutil"
+	"github.com/pipemare/pipemare/stage"
+	"github.com/pipemare/pipemare/transport"
 	"github.com/pkg/errors"
 	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -13,58 +15,84 @@ import (
 // the mean loss over the microbatches in feeds, which may hold any whole
 // number of microbatches along axis 0. BatchNorm uses its running
 // statistics (and is put back in training mode with its statistics
-// untouched afterwards), dropout masks are all ones, nothing is updated.
-// It runs in the caller's goroutine while the workers wait.
+// untouched afterwards), dropout masks are all ones, nothing is updated,
+// and an asynchronous pipeline is not drained: training goes on afterwards
+// exactly as it would have.
 func (vm *VM) Evaluate(ctx context.Context, feeds map[*gorgonia.Node]gorgonia.Value) (float64, error) {
+	loss, _, err := vm.EvaluateNodes(ctx, feeds)
+	return loss, err
+}
+
+// EvaluateNodes is Evaluate that also reads nodes of the user's graph (the
+// logits, a prediction, any op node the cost needs): values[i] holds node
+// i's values for every microbatch of feeds, joined along axis 0 (a scalar
+// node gives a vector, one value per microbatch).
+func (vm *VM) EvaluateNodes(ctx context.Context, feeds map[*gorgonia.Node]gorgonia.Value, nodes ...*gorgonia.Node) (loss float64, values []gorgonia.Value, err error) {
 	if err := vm.usable(); err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	q, err := vm.microbatchesIn(feeds)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
-	restore, err := vm.evalMode()
-	if err != nil {
-		return 0, err
-	}
-	defer restore()
-	sum := 0.0
-	for j := 0; j < q; j++ {
-		if err := ctx.Err(); err != nil {
-			return 0, err
+	keys := make([]int64, len(nodes))
+	for i, n := range nodes {
+		if n == nil {
+			return 0, nil, errors.Errorf("asyncvm: EvaluateNodes: node %d is nil", i)
 		}
-		acts := make(map[int64]gorgonia.Value)
+		if _, s := vm.plan.Locate(n.ID()); s < 0 {
+			return 0, nil, errors.Errorf("asyncvm: EvaluateNodes: node %q is not computed by any stage (a data input, a learnable, or not needed by the cost)", n.Name())
+		}
+		keys[i] = n.ID()
+	}
+	for j := 0; j < q; j++ {
+		vals := make([]gorgonia.Value, len(vm.plan.Feeds))
 		for fi, f := range vm.plan.Feeds {
 			if _, isMask := vm.maskKeep(f.Node); isMask {
-				acts[f.Key] = ones(f.Dtype, f.Shape)
+				vals[fi] = ones(f.Dtype, f.Shape)
 				continue
 			}
 			r, err := tensorutil.Rows(feeds[f.Node].(tensor.Tensor), j*f.Shape[0], f.Shape[0])
 			if err != nil {
-				return 0, errors.Wrapf(err, "asyncvm: Evaluate: data input %q", f.Name)
+				return 0, nil, errors.Wrapf(err, "asyncvm: Evaluate: data input %q", f.Name)
 			}
-			acts[vm.plan.Feeds[fi].Key] = r
+			vals[fi] = r
 		}
-		for _, st := range vm.plan.Stages {
-			in := make([]gorgonia.Value, len(st.Inputs))
-			for i, p := range st.Inputs {
-				in[i] = acts[p.Key]
-			}
-			res, err := st.Forward.Run(in, nil)
-			if err != nil {
-				return 0, errors.Wrapf(err, "asyncvm: Evaluate: stage %d, microbatch %d", st.Index, j)
-			}
-			for i, p := range st.Outputs {
-				acts[p.Key] = res.Outputs[i]
-			}
+		if err := vm.sendData(ctx, j, vals, true); err != nil {
+			return 0, nil, err
 		}
-		loss, err := tensorutil.Scalar(acts[vm.plan.Cost.ID()])
-		if err != nil {
-			return 0, err
-		}
-		sum += loss
 	}
-	return sum / float64(q), nil
+	for i := range vm.plan.Stages {
+		order := transport.Message{Kind: transport.Control, To: transport.Peer(i), Body: stage.Evaluate{Count: q, Probes: keys}}
+		if err := vm.ep.Send(ctx, order); err != nil {
+			return 0, nil, vm.failWith(errors.Wrapf(err, "asyncvm: ordering stage %d to evaluate", i))
+		}
+	}
+	got := make(map[int64][]gorgonia.Value)
+	sum := 0.0
+	for range vm.plan.Stages {
+		m, err := vm.await(ctx)
+		if err != nil {
+			return 0, nil, err
+		}
+		ev, ok := m.Body.(stage.Evaluated)
+		if !ok {
+			return 0, nil, vm.failWith(errors.Errorf("asyncvm: internal: stage %d answered %T to Evaluate", m.From, m.Body))
+		}
+		for _, l := range ev.Losses {
+			sum += l
+		}
+		for p, k := range ev.Probes {
+			got[k] = m.Values[p*q : (p+1)*q]
+		}
+	}
+	values = make([]gorgonia.Value, len(nodes))
+	for i, k := range keys {
+		if values[i], err = tensorutil.Concat(got[k]); err != nil {
+			return 0, nil, errors.Wrapf(err, "asyncvm: EvaluateNodes: node %q", nodes[i].Name())
+		}
+	}
+	return sum / float64(q), values, nil
 }
 
 // microbatchesIn checks feeds for Evaluate and returns how many
@@ -80,7 +108,7 @@ func (vm *VM) microbatchesIn(feeds map[*gorgonia.Node]gorgonia.Value) (int, erro
 			return 0, errors.Errorf("asyncvm: Evaluate: no value for data input %q", f.Name)
 		}
 		s := v.Shape()
-		if v.Dtype() != f.Dtype || len(s) != len(f.Shape) || s[0]%f.Shape[0] != 0 || !s[1:].Eq(f.Shape[1:]) && len(s) > 1 {
+		if _, ok := v.(tensor.Tensor); !ok || v.Dtype() != f.Dtype || len(s) != len(f.Shape) || len(s) == 0 || s[0]%f.Shape[0] != 0 || !s[1:].Eq(f.Shape[1:]) && len(s) > 1 {
 			return 0, errors.Errorf("asyncvm: Evaluate: data input %q is %v %v, want a multiple of %v rows of %v %v", f.Name, s, v.Dtype(), f.Shape[0], f.Shape, f.Dtype)
 		}
 		if k := s[0] / f.Shape[0]; q < 0 {
@@ -95,40 +123,18 @@ func (vm *VM) microbatchesIn(feeds map[*gorgonia.Node]gorgonia.Value) (int, erro
 	return q, nil
 }
 
-// evalMode puts every BatchNorm in inference mode and returns how to undo
-// it: gorgonia's SetTraining(true) resets the running statistics, so they
-// are saved and put back.
-func (vm *VM) evalMode() (func(), error) {
-	var undo []func()
-	for _, w := range vm.workers {
-		for _, s := range saveStats(w.bns) {
-			if err := s.op.SetTraining(false); err != nil {
-				return nil, err
-			}
-			undo = append(undo, func() {
-				_ = s.op.SetTraining(true)
-				restoreStats([]bnStats{s})
-			})
-		}
-	}
-	return func() {
-		for _, u := range undo {
-			u()
-		}
-	}, nil
-}
-
 // ones is an all-ones tensor: a dropout mask that keeps everything.
 func ones(dt tensor.Dtype, shape tensor.Shape) *tensor.Dense {
 	t := tensorutil.Zeros(dt, shape)
-	if dt == tensor.Float32 {
-		for i := range t.Data().([]float32) {
-			t.Data().([]float32)[i] = 1
+	switch d := t.Data().(type) {
+	case []float32:
+		for i := range d {
+			d[i] = 1
 		}
-		return t
-	}
-	for i := range t.Data().([]float64) {
-		t.Data().([]float64)[i] = 1
+	case []float64:
+		for i := range d {
+			d[i] = 1
+		}
 	}
 	return t
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/pipemare/pipemare/graphsplit"
 	"github.com/pipemare/pipemare/internal/tensorutil"
 	"github.com/pipemare/pipemare/internal/testmodels"
+	"github.com/pipemare/pipemare/schedule"
 	"github.com/stretchr/testify/require"
 	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -21,7 +22,7 @@ func TestEvaluateIsTheWholeGraphsLoss(t *testing.T) {
 	m, err := testmodels.MLP(tensor.Float64, 4, 1)
 	require.NoError(t, err)
 	d := makeData(m, n*6, 9)
-	_, vm := pipelineTraining(t, m, d, n, 4, []graphsplit.Option{graphsplit.FineGrained()}, WithSchedule(PipeMare))
+	_, vm := pipelineTraining(t, m, d, n, 4, []graphsplit.Option{graphsplit.FineGrained()}, WithSchedule(schedule.PipeMare))
 	defer vm.Close()
 	before := snapshot(t, m.LearnableValues())
 	held := d.minibatch(t, m.Inputs, 5, n) // 2 microbatches not trained on
@@ -59,7 +60,7 @@ func TestEvaluateLeavesBatchNormAlone(t *testing.T) {
 	m, err := testmodels.CNN(tensor.Float32, 4, 1)
 	require.NoError(t, err)
 	d := makeData(m, n*6, 9)
-	_, vm := pipelineTraining(t, m, d, n, 3, []graphsplit.Option{graphsplit.FineGrained()}, WithSchedule(OneFOneB))
+	_, vm := pipelineTraining(t, m, d, n, 3, []graphsplit.Option{graphsplit.FineGrained()}, WithSchedule(schedule.OneFOneB))
 	defer vm.Close()
 	mean, vari := m.BatchNorms[0].Stats()
 	m0 := mean.Clone().(tensor.Tensor)
@@ -106,7 +107,7 @@ func TestDropoutMasksAreSeededPerMicrobatch(t *testing.T) {
 		g, cost, learn, inputs := dropoutMLP(t)
 		plan, err := graphsplit.Split(g, cost, learn, graphsplit.FineGrained(), graphsplit.Stages(p))
 		require.NoError(t, err)
-		vm, err := New(plan, WithMicrobatches(2), WithSchedule(GPipe), WithSeed(seed), WithDropoutMask(inputs[1], keep),
+		vm, err := New(plan, WithMicrobatches(2), WithSchedule(schedule.GPipe), WithSeed(seed), WithDropoutMask(inputs[1], keep),
 			WithSolver(func(int) gorgonia.Solver { return gorgonia.NewVanillaSolver(gorgonia.WithLearnRate(0.5)) }))
 		require.NoError(t, err)
 		defer vm.Close()
@@ -156,7 +157,7 @@ func TestWarmupSwitchesSchedules(t *testing.T) {
 	d := makeData(m, n*10, 1)
 	plan, err := graphsplit.Split(m.Graph, m.Cost, m.Learnables, graphsplit.FineGrained())
 	require.NoError(t, err)
-	vm, err := New(plan, WithMicrobatches(n), WithSchedule(PipeMare), WithWarmup(2, OneFOneB), WithSolver(momentum(0.05)))
+	vm, err := New(plan, WithMicrobatches(n), WithSchedule(schedule.PipeMare), WithWarmup(2, schedule.OneFOneB), WithSolver(momentum(0.05)))
 	require.NoError(t, err)
 	defer vm.Close()
 	ctx := context.Background()
@@ -179,11 +180,11 @@ func TestWarmupSwitchesSchedules(t *testing.T) {
 		{Schedule: "pipemare", First: 2, Steps: 8, Start: rep.Segments[1].Start},
 	}, rep.Segments)
 	last := rep.Stages - 1
-	require.Positive(t, rep.PerStage[last].Delays[Delay(rep.Stages, n, last)], "PipeMare's delays after the switch")
+	require.Positive(t, rep.PerStage[last].Delays[schedule.Delay(rep.Stages, n, last)], "PipeMare's delays after the switch")
 	for _, ev := range vm.Events() {
 		for _, e := range ev {
 			want := "pipemare"
-			if (e.Action.Op == Forward || e.Action.Op == Backward) && e.Action.Micro < 2*n || (e.Action.Op == Update || e.Action.Op == Flush) && e.Action.Step < 2 {
+			if (e.Action.Op == schedule.OpForward || e.Action.Op == schedule.OpBackward) && e.Action.Micro < 2*n || (e.Action.Op == schedule.OpUpdate || e.Action.Op == schedule.OpFlush) && e.Action.Step < 2 {
 				want = "1f1b"
 			}
 			require.Equal(t, want, e.Schedule, "stage %d %v", e.Stage, e.Action)
@@ -192,7 +193,7 @@ func TestWarmupSwitchesSchedules(t *testing.T) {
 
 	ref, err := testmodels.ResNet(tensor.Float64, 2, 1)
 	require.NoError(t, err)
-	want, vm2 := pipelineTraining(t, ref, d, n, 2, []graphsplit.Option{graphsplit.FineGrained()}, WithSchedule(OneFOneB), WithSolver(momentum(0.05)))
+	want, vm2 := pipelineTraining(t, ref, d, n, 2, []graphsplit.Option{graphsplit.FineGrained()}, WithSchedule(schedule.OneFOneB), WithSolver(momentum(0.05)))
 	require.NoError(t, vm2.Close())
 	require.True(t, bitsEqual(want, afterWarmup))
 }
@@ -235,7 +236,7 @@ func (d *delayLog) SetDelay(tau float64, measured bool) {
 	d.calls = append(d.calls, delayCall{tau, measured, d.steps})
 }
 
-// TestWarmupAnnouncesDelays: a DelayAware solver hears τ = 1 for the
+// TestWarmupAnnouncesDelays: a DelayAware solver hears τ = 0 for the
 // synchronous warm-up, then the stage's τ_i when PipeMare takes over, and
 // measured delays only from asynchronous updates; without a warm-up it hears
 // τ_i before the first step.
@@ -252,9 +253,9 @@ func TestWarmupAnnouncesDelays(t *testing.T) {
 			logs[i] = &delayLog{Solver: momentum(0.05)(i)}
 			return logs[i]
 		}
-		opts := []Option{WithMicrobatches(n), WithSchedule(PipeMare), WithSolver(solver)}
+		opts := []Option{WithMicrobatches(n), WithSchedule(schedule.PipeMare), WithSolver(solver)}
 		if warm > 0 {
-			opts = append(opts, WithWarmup(warm, OneFOneB))
+			opts = append(opts, WithWarmup(warm, schedule.OneFOneB))
 		}
 		vm, err := New(plan, opts...)
 		require.NoError(t, err)
@@ -276,10 +277,10 @@ func TestWarmupAnnouncesDelays(t *testing.T) {
 				require.Greater(t, c.steps, warm, "warm-up %d, stage %d: measured delays come from asynchronous updates only", warm, i)
 			}
 			require.Equal(t, steps-warm, measured, "warm-up %d, stage %d: one measured delay per asynchronous update", warm, i)
-			tau := float64(Delay(len(plan.Stages), n, i))
+			tau := float64(schedule.Delay(len(plan.Stages), n, i))
 			want := []delayCall{{tau, false, 0}}
 			if warm > 0 {
-				want = []delayCall{{1, false, 0}, {tau, false, warm}}
+				want = []delayCall{{0, false, 0}, {tau, false, warm}}
 			}
 			require.Equal(t, want, announced, "warm-up %d, stage %d", warm, i)
 		}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/pipemare/pipemare/asyncvm"
 	"github.com/pipemare/pipemare/graphsplit"
+	"github.com/pipemare/pipemare/schedule"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 )
@@ -41,7 +42,7 @@ func Example() {
 		log.Fatal(err)
 	}
 	vm, err := asyncvm.New(plan,
-		asyncvm.WithSchedule(asyncvm.PipeMare),
+		asyncvm.WithSchedule(schedule.PipeMare),
 		asyncvm.WithMicrobatches(2),
 		asyncvm.WithSolver(func(stage int) G.Solver {
 			return G.NewMomentum(G.WithLearnRate(0.05), G.WithMomentum(0.5))
@@ -90,7 +91,7 @@ func maxKey(h map[int]int) int {
 
 // Print the clock × stage grid of a schedule.
 func ExampleGrid() {
-	fmt.Print(asyncvm.Grid(asyncvm.GPipe, 2, 2, 1))
+	fmt.Print(schedule.Grid(schedule.GPipe, 2, 2, 1))
 	// Output:
 	// clock  stage0   stage1
 	//     0  F0

@@ -9,6 +9,7 @@ import (
 
 	"github.com/pipemare/pipemare/graphsplit"
 	"github.com/pipemare/pipemare/internal/testmodels"
+	"github.com/pipemare/pipemare/schedule"
 	"github.com/pkg/errors"
 	"github.com/stretchr/testify/require"
 	"gorgonia.org/gorgonia"
@@ -32,18 +33,18 @@ func newResNetVM(t *testing.T, p, n int, opts ...Option) (*VM, *testmodels.Model
 // that Close stops every worker (TestMain checks for leaks).
 func TestFaultInjection(t *testing.T) {
 	const p, n = 4, 2
-	for _, s := range []Schedule{PipeMare, OneFOneB} {
+	for _, s := range []schedule.Schedule{schedule.PipeMare, schedule.OneFOneB} {
 		for stage := 0; stage < p; stage++ {
-			for _, op := range []Op{Forward, Backward, Update} {
+			for _, op := range []schedule.Op{schedule.OpForward, schedule.OpBackward, schedule.OpUpdate} {
 				for _, panics := range []bool{false, true} {
 					t.Run(fmt.Sprintf("%s/stage%d/%v/panic=%v", s.Name, stage, op, panics), func(t *testing.T) {
-						var target Action
-						inject := func(i int, a Action) error {
+						var target schedule.Action
+						inject := func(i int, a schedule.Action) error {
 							if i != stage || a.Op != op {
 								return nil
 							}
 							// Fail in the second minibatch, mid-pipeline.
-							if (op == Update && a.Step == 1) || (op != Update && a.Micro == n+1) {
+							if (op == schedule.OpUpdate && a.Step == 1) || (op != schedule.OpUpdate && a.Micro == n+1) {
 								target = a
 								if panics {
 									panic("injected")
@@ -69,7 +70,7 @@ func TestFaultInjection(t *testing.T) {
 						require.Equal(t, target, se.Action)
 						require.Contains(t, err.Error(), fmt.Sprintf("stage %d", stage))
 						require.Contains(t, err.Error(), "injected")
-						if op != Update {
+						if op != schedule.OpUpdate {
 							require.Contains(t, err.Error(), fmt.Sprintf("microbatch %d", n+1))
 						}
 						_, again := vm.Step(ctx, d.minibatch(t, m.Inputs, 5, n))
@@ -120,7 +121,7 @@ func TestNonFiniteLossIsAnError(t *testing.T) {
 	x := feeds[m.Inputs[0]].Data().([]float64)
 	x[0] = math.NaN()
 	_, err := vm.Step(context.Background(), feeds)
-	require.ErrorContains(t, err, "stage 3, forward of microbatch 0 (minibatch 0): the loss is NaN")
+	require.ErrorContains(t, err, "stage 3, forward of microbatch 0 (step 0): the loss is NaN")
 }
 
 func TestExplodingWeightsAreAnError(t *testing.T) {
@@ -189,7 +190,7 @@ func TestNewRejectsBadOptions(t *testing.T) {
 	require.NoError(t, err)
 	_, err = New(plan, WithMicrobatches(0))
 	require.ErrorContains(t, err, "WithMicrobatches(0)")
-	_, err = New(plan, WithWarmup(2, PipeMare))
+	_, err = New(plan, WithWarmup(2, schedule.PipeMare))
 	require.ErrorContains(t, err, "synchronous schedule")
 	_, err = New(plan, WithDropoutMask(m.Learnables[0], 0.5))
 	require.ErrorContains(t, err, "not a data input")
@@ -197,10 +198,36 @@ func TestNewRejectsBadOptions(t *testing.T) {
 	require.ErrorContains(t, err, "no stages")
 }
 
+// TestNewCleansUpWhenItFailsPartway: a solver factory that fails at stage 2
+// makes New return its error naming the stage, after releasing what it
+// built for stages 0 and 1 (TestMain checks that no goroutine is left);
+// the plan can be used again.
+func TestNewCleansUpWhenItFailsPartway(t *testing.T) {
+	m, err := testmodels.MLP(tensor.Float64, 2, 1)
+	require.NoError(t, err)
+	plan, err := graphsplit.Split(m.Graph, m.Cost, m.Learnables, graphsplit.FineGrained())
+	require.NoError(t, err)
+	_, err = New(plan, WithSolverFactory(func(stage int) (gorgonia.Solver, error) {
+		if stage == 2 {
+			return nil, errors.New("no solver for you")
+		}
+		return gorgonia.NewVanillaSolver(), nil
+	}))
+	require.ErrorContains(t, err, "asyncvm: stage 2: the solver factory: no solver for you")
+	vm, err := New(plan)
+	require.NoError(t, err, "the plan is intact")
+	require.NoError(t, vm.Close())
+	_, err = vm.Step(context.Background(), nil)
+	require.ErrorIs(t, err, ErrClosed)
+	require.ErrorIs(t, vm.Flush(context.Background()), ErrClosed)
+	_, err = vm.Evaluate(context.Background(), nil)
+	require.ErrorIs(t, err, ErrClosed)
+}
+
 // TestReportAfterAFailure: what ran before a failure can still be read.
 func TestReportAfterAFailure(t *testing.T) {
-	vm, m, d := newResNetVM(t, 4, 2, withInject(func(i int, a Action) error {
-		if i == 1 && a.Op == Backward && a.Micro == 3 {
+	vm, m, d := newResNetVM(t, 4, 2, withInject(func(i int, a schedule.Action) error {
+		if i == 1 && a.Op == schedule.OpBackward && a.Micro == 3 {
 			return errors.New("injected")
 		}
 		return nil

@@ -12,8 +12,7 @@ import (
 	"gorgonia.org/tensor"
 )
 
-// feeder cuts minibatches into microbatches and draws dropout masks; the
-// VM and the Injected trainer share it.
+// feeder cuts minibatches into microbatches and draws dropout masks.
 type feeder struct {
 	plan *graphsplit.Plan
 	n    int

@@ -186,3 +186,13 @@ func bitsEqual(a, b []gorgonia.Value) bool {
 	}
 	return true
 }
+
+// valueGrad is what plain training's solver steps.
+type valueGrad struct {
+	name        string
+	value, grad gorgonia.Value
+}
+
+func (v *valueGrad) Value() gorgonia.Value         { return v.value }
+func (v *valueGrad) Grad() (gorgonia.Value, error) { return v.grad, nil }
+func (v *valueGrad) Name() string                  { return v.name }

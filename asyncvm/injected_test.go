@@ -4,8 +4,10 @@ import (
 	"context"
 	"testing"
 
+	"github.com/pipemare/pipemare/delay"
 	"github.com/pipemare/pipemare/graphsplit"
 	"github.com/pipemare/pipemare/internal/testmodels"
+	"github.com/pipemare/pipemare/schedule"
 	"github.com/stretchr/testify/require"
 	"gorgonia.org/tensor"
 )
@@ -21,7 +23,7 @@ func TestInjectionReplaysARealRun(t *testing.T) {
 			require.NoError(t, err)
 			d := makeData(m, n*steps, 6)
 			engine, vm := pipelineTraining(t, m, d, n, steps, []graphsplit.Option{graphsplit.FineGrained()},
-				WithSchedule(PipeMare), WithSolver(momentum(0.05)), WithDelayLog())
+				WithSchedule(schedule.PipeMare), WithSolver(momentum(0.05)), WithDelayLog())
 			log := vm.DelayLog()
 			require.NoError(t, vm.Close())
 
@@ -29,7 +31,7 @@ func TestInjectionReplaysARealRun(t *testing.T) {
 			require.NoError(t, err)
 			plan, err := graphsplit.Split(m2.Graph, m2.Cost, m2.Learnables, graphsplit.FineGrained())
 			require.NoError(t, err)
-			x, err := NewInjected(plan, RecordedDelays(log), WithMicrobatches(n), WithSolver(momentum(0.05)))
+			x, err := NewInjected(plan, delay.Recorded(log), WithMicrobatches(n), WithSolver(momentum(0.05)))
 			require.NoError(t, err)
 			for k := 0; k < steps; k++ {
 				_, err := x.Step(context.Background(), d.minibatch(t, m2.Inputs, k, n))
@@ -39,7 +41,7 @@ func TestInjectionReplaysARealRun(t *testing.T) {
 			require.True(t, bitsEqual(engine, m2.LearnableValues()), "%s %v: injection must reproduce the engine's weights", nb.Name, dt)
 			rep := x.Report()
 			for i, sr := range rep.PerStage {
-				require.Positive(t, sr.Delays[Delay(len(rep.PerStage), n, i)], "stage %d replayed τ", i)
+				require.Positive(t, sr.Delays[schedule.Delay(len(rep.PerStage), n, i)], "stage %d replayed τ", i)
 			}
 		}
 	}
@@ -57,7 +59,7 @@ func TestInjectionWithZeroDelaysIsPlainTraining(t *testing.T) {
 	require.NoError(t, err)
 	plan, err := graphsplit.Split(m.Graph, m.Cost, m.Learnables, graphsplit.FineGrained())
 	require.NoError(t, err)
-	x, err := NewInjected(plan, FixedDelays{0, 0, 0}, WithMicrobatches(n), WithSolver(momentum(0.05)))
+	x, err := NewInjected(plan, delay.Fixed{0, 0, 0}, WithMicrobatches(n), WithSolver(momentum(0.05)))
 	require.NoError(t, err)
 	defer x.Close()
 	for k := 0; k < steps; k++ {
@@ -69,29 +71,27 @@ func TestInjectionWithZeroDelaysIsPlainTraining(t *testing.T) {
 	}
 }
 
-func TestExponentialDelays(t *testing.T) {
-	e := ExponentialDelays{MeanDelay: 3, Limit: 10, Seed: 1, N: 2}
-	hist := map[int]int{}
-	sum := 0
-	for k := 0; k < 20000; k++ {
-		d := e.Delay(1, 2*k)
-		require.Equal(t, d, e.Delay(1, 2*k+1), "a step's forwards share a draw")
-		require.GreaterOrEqual(t, d, 0)
-		require.LessOrEqual(t, d, 10)
-		hist[d]++
-		sum += d
-	}
-	mean := float64(sum) / 20000
-	require.InDelta(t, 2.7, mean, 0.2, "round(Exp(3)) truncated at 10 has mean ≈ 2.7")
-	require.Greater(t, hist[0], hist[5], "exponential: small delays are more likely")
-	require.Equal(t, e.Delay(1, 7), ExponentialDelays{MeanDelay: 3, Limit: 10, Seed: 1, N: 2}.Delay(1, 7), "reproducible")
-	_, err := NewInjected(nil, e)
+// TestNewInjectedRefusesWhatItCannotHonour: NewInjected runs the
+// sequential schedule with recomputed activations and delays from the
+// start, so it refuses the options that would change that, naming them.
+func TestNewInjectedRefusesWhatItCannotHonour(t *testing.T) {
+	_, err := NewInjected(nil, delay.Fixed{0})
 	require.Error(t, err)
-	var none Delays
 	m, err := testmodels.MLP(tensor.Float64, 2, 1)
 	require.NoError(t, err)
 	plan, err := graphsplit.Split(m.Graph, m.Cost, m.Learnables)
 	require.NoError(t, err)
+	var none delay.Source
 	_, err = NewInjected(plan, none)
 	require.ErrorContains(t, err, "no delays")
+	for name, o := range map[string]Option{
+		"WithSchedule":    WithSchedule(schedule.PipeMare),
+		"WithWarmup":      WithWarmup(2, schedule.OneFOneB),
+		"WithActivations": WithActivations(Keep),
+	} {
+		_, err := NewInjected(plan, delay.Fixed{1}, o)
+		require.ErrorContains(t, err, "NewInjected cannot honour "+name)
+	}
+	_, err = NewInjected(plan, delay.Fixed{-1})
+	require.ErrorContains(t, err, "stage 0: negative maximum delay")
 }

@@ -1,6 +1,13 @@
 package asyncvm
 
 import (
+	"github.com/pipemare/pipemare/delay"
+	"github.com/pipemare/pipemare/graphsplit"
+	"github.com/pipemare/pipemare/schedule"
+	"github.com/pipemare/pipemare/solvers"
+	"github.com/pipemare/pipemare/stage"
+	"github.com/pipemare/pipemare/transport"
+	"github.com/pkg/errors"
 	"gorgonia.org/gorgonia"
 )
 
@@ -9,16 +16,24 @@ type Option func(*config)
 
 type config struct {
 	acts    Activations
-	sched   Schedule
+	sched   schedule.Schedule
 	n       int
-	solver  func(stage int) gorgonia.Solver
+	solver  func(stage int) (gorgonia.Solver, error)
 	seed    int64
 	masks   []mask
-	inject  func(stage int, a Action) error // tests only, see export_test.go
+	inject  func(stage int, a schedule.Action) error // tests only, see export_test.go
 	warmup  int
-	warmSch Schedule
+	warmSch schedule.Schedule
 	disc    bool
 	logDel  bool
+
+	// Stages elsewhere (WithEndpoint).
+	endpoint transport.Endpoint
+
+	// Delay injection (NewInjected).
+	delays   delay.Source
+	announce func(stage int, s schedule.Schedule) float64
+	set      map[string]bool // options given, for NewInjected's refusals
 }
 
 type mask struct {
@@ -26,8 +41,10 @@ type mask struct {
 	keep float64
 }
 
-// WithSchedule chooses the schedule (default PipeMare).
-func WithSchedule(s Schedule) Option { return func(c *config) { c.sched = s } }
+// WithSchedule chooses the schedule (default schedule.PipeMare).
+func WithSchedule(s schedule.Schedule) Option {
+	return func(c *config) { c.sched = s; c.set["WithSchedule"] = true }
+}
 
 // WithMicrobatches sets N, the microbatches per minibatch (default 1). The
 // graph is built at the microbatch size; a minibatch fed to Step has N times
@@ -35,10 +52,17 @@ func WithSchedule(s Schedule) Option { return func(c *config) { c.sched = s } }
 func WithMicrobatches(n int) Option { return func(c *config) { c.n = n } }
 
 // WithSolver gives each stage its own solver, made by newSolver(stage) once,
-// before the workers start. A stage's solver steps that stage's learnables,
-// always in the same order (Stage.Learnables). Default: gorgonia.NewVanillaSolver
-// with learning rate 0.01.
+// before the stages start. A stage's solver steps that stage's learnables,
+// always in the same order (Stage.Learnables). Default: solvers.NewSGD
+// with learning rate 0.01 (gorgonia's VanillaSolver, bit for bit, with a
+// state Save can save).
 func WithSolver(newSolver func(stage int) gorgonia.Solver) Option {
+	return WithSolverFactory(func(stage int) (gorgonia.Solver, error) { return newSolver(stage), nil })
+}
+
+// WithSolverFactory is WithSolver for a factory that can fail (a decorator
+// refusing its options): New returns the factory's error, naming the stage.
+func WithSolverFactory(newSolver func(stage int) (gorgonia.Solver, error)) Option {
 	return func(c *config) { c.solver = newSolver }
 }
 
@@ -58,11 +82,11 @@ func WithDropoutMask(node *gorgonia.Node, keep float64) Option {
 }
 
 // WithWarmup trains the first steps minibatches with the synchronous
-// schedule sync (1F1B-flush or GPipe) before switching to the main schedule,
-// in the same engine, without rebuilding anything (PipeMare's T3,
-// "PipeMareW"). The switch shows in the report's segments.
-func WithWarmup(steps int, sync Schedule) Option {
-	return func(c *config) { c.warmup, c.warmSch = steps, sync }
+// schedule sync (schedule.OneFOneB or schedule.GPipe) before switching to
+// the main schedule, in the same engine, without rebuilding anything
+// (PipeMare's T3, "PipeMareW"). The switch shows in the report's segments.
+func WithWarmup(steps int, sync schedule.Schedule) Option {
+	return func(c *config) { c.warmup, c.warmSch = steps, sync; c.set["WithWarmup"] = true }
 }
 
 // Activations says what a stage keeps between a microbatch's forward and
@@ -71,7 +95,7 @@ func WithWarmup(steps int, sync Schedule) Option {
 // Under synchronous schedules and PipeDream both give the same gradients.
 // Under PipeMare they are two methods: the backward reads the stage's
 // current weights, and Recompute re-derives the stage's activations with
-// them too, while Stash keeps the activations the forward computed with the
+// them too, while Keep keeps the activations the forward computed with the
 // older weights — the setting of the PipeMare paper, where only the ops that
 // read weights in the backward (the input gradient of a linear layer) see
 // the newer ones.
@@ -82,25 +106,104 @@ const (
 	// inside the backward. Exact for every op, stateful ones included, and
 	// the least memory. The default.
 	Recompute Activations = iota
-	// Stash keeps the tensors the backward reads and runs a backward-only
+	// Keep keeps the tensors the backward reads and runs a backward-only
 	// program: no second forward, more memory. Stages with stateful ops
 	// (BatchNorm, MaxPool, Dropout, GroupNorm, AvgPool) still recompute, as
 	// only that is exact for them.
-	Stash
+	Keep
 )
 
 // WithActivations chooses what stages keep between forward and backward
 // (default Recompute).
-func WithActivations(a Activations) Option { return func(c *config) { c.acts = a } }
+func WithActivations(a Activations) Option {
+	return func(c *config) { c.acts = a; c.set["WithActivations"] = true }
+}
 
 // WithDiscrepancy measures, at every asynchronous backward, how far the
 // weights it reads are from the weights its forward read:
 // ‖u_bkwd − u_fwd‖ / ‖u_fwd‖ over the stage's learnables, reported as
-// StageReport.Discrepancy. It keeps a copy of each weight version in flight
-// to do so (not counted in the memory report): a measurement, not a mode to
-// train with.
+// StageReport.Discrepancy. It keeps a copy of the weights each forward in
+// flight read to do so (not counted in the memory report): a measurement,
+// not a mode to train with.
 func WithDiscrepancy() Option { return func(c *config) { c.disc = true } }
 
 // WithDelayLog records the delay every forward saw, per stage and
-// microbatch (DelayLog), for replaying a run with Injected.
+// microbatch (DelayLog), for replaying a run with NewInjected.
 func WithDelayLog() Option { return func(c *config) { c.logDel = true } }
+
+// WithEndpoint makes the VM drive stages that run elsewhere — in other
+// processes, on other hosts — through ep, the driver's endpoint of a
+// network transport (grpcnet.Open with transport.Driver), instead of
+// starting them in this process. Each stage runs ServeStage with the same
+// plan and the same options. The VM owns ep: Close closes it.
+func WithEndpoint(ep transport.Endpoint) Option { return func(c *config) { c.endpoint = ep } }
+
+// newConfig applies opts and checks them against plan.
+func newConfig(plan *graphsplit.Plan, opts []Option) (config, error) {
+	cfg := config{sched: schedule.PipeMare, n: 1, seed: 1, set: map[string]bool{}}
+	if plan == nil || len(plan.Stages) == 0 {
+		return cfg, errors.New("asyncvm: plan has no stages")
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if err := refuseShared(plan); err != nil {
+		return cfg, err
+	}
+	if cfg.n < 1 {
+		return cfg, errors.Errorf("asyncvm: WithMicrobatches(%d): need at least one microbatch per minibatch", cfg.n)
+	}
+	if cfg.sched.Actions == nil {
+		return cfg, errors.New("asyncvm: WithSchedule: schedule has no action lists")
+	}
+	if min := schedule.MinN(cfg.sched, len(plan.Stages)); cfg.n < min {
+		return cfg, errors.Errorf("asyncvm: schedule %s on %d stages needs at least %d microbatches per minibatch (WithMicrobatches), got %d", cfg.sched.Name, len(plan.Stages), min, cfg.n)
+	}
+	if cfg.sched.ForwardDelay > 1 {
+		return cfg, errors.Errorf("asyncvm: schedule %s: a forward delay of %d is not supported (0 or 1)", cfg.sched.Name, cfg.sched.ForwardDelay)
+	}
+	if cfg.warmup < 0 || (cfg.warmup > 0 && (cfg.warmSch.Actions == nil || cfg.warmSch.Async)) {
+		return cfg, errors.New("asyncvm: WithWarmup needs a non-negative number of steps and a synchronous schedule (schedule.OneFOneB or schedule.GPipe)")
+	}
+	if cfg.solver == nil {
+		cfg.solver = func(int) (gorgonia.Solver, error) { return solvers.NewSGD(solvers.WithLearnRate(0.01)) }
+	}
+	for _, m := range cfg.masks {
+		if m.keep <= 0 || m.keep > 1 {
+			return cfg, errors.Errorf("asyncvm: WithDropoutMask(%s, %g): keep must be in (0, 1]", m.node.Name(), m.keep)
+		}
+		if feedIndex(plan, m.node) < 0 {
+			return cfg, errors.Errorf("asyncvm: WithDropoutMask(%s): not a data input of the plan", m.node.Name())
+		}
+	}
+	return cfg, nil
+}
+
+// stageConfig is stage i's runtime configuration.
+func (c *config) stageConfig(i int) (stage.Config, error) {
+	s, err := c.solver(i)
+	if err != nil {
+		return stage.Config{}, errors.Wrap(err, "the solver factory")
+	}
+	if s == nil {
+		return stage.Config{}, errors.New("the solver factory returned nil")
+	}
+	sc := stage.Config{
+		Microbatches: c.n, Solver: s, KeepActivations: c.acts == Keep,
+		Discrepancy: c.disc, DelayLog: c.logDel, ForwardDelays: c.delays,
+	}
+	if c.inject != nil {
+		sc.Hook = func(a schedule.Action) error { return c.inject(i, a) }
+	}
+	return sc, nil
+}
+
+// feedIndex is the position of node in plan.Feeds, or −1.
+func feedIndex(plan *graphsplit.Plan, node *gorgonia.Node) int {
+	for i, f := range plan.Feeds {
+		if f.Node == node {
+			return i
+		}
+	}
+	return -1
+}

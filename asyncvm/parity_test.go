@@ -6,6 +6,7 @@ import (
 
 	"github.com/pipemare/pipemare/graphsplit"
 	"github.com/pipemare/pipemare/internal/testmodels"
+	"github.com/pipemare/pipemare/schedule"
 	"github.com/stretchr/testify/require"
 	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -38,7 +39,7 @@ func TestSynchronousSchedulesTrainLikePlainGorgonia(t *testing.T) {
 			if dt == tensor.Float32 {
 				tol = 1e-5
 			}
-			for _, s := range []Schedule{Sequential, GPipe, OneFOneB} {
+			for _, s := range []schedule.Schedule{schedule.Sequential, schedule.GPipe, schedule.OneFOneB} {
 				for p := 1; p <= finest; p++ {
 					if testing.Short() && p != 1 && p != finest {
 						continue

@@ -4,6 +4,8 @@ import (
 	"runtime"
 	"sort"
 	"time"
+
+	"github.com/pipemare/pipemare/schedule"
 )
 
 // Report is everything the engine measured, for programs to read and for
@@ -96,10 +98,9 @@ func (m *Memory) add(o Memory) {
 // Events returns every action every stage ran so far, per stage in order.
 // Call it between Steps; the slices are copies.
 func (vm *VM) Events() [][]Event {
-	vm.settle()
 	out := make([][]Event, vm.p)
-	for i, w := range vm.workers {
-		out[i] = append([]Event(nil), w.stats.events...)
+	for i, h := range vm.heard {
+		out[i] = append([]Event(nil), h.events...)
 	}
 	return out
 }
@@ -113,7 +114,7 @@ func (vm *VM) Report() Report {
 	for _, s := range vm.segs {
 		r.Segments = append(r.Segments, SegmentReport{Schedule: s.sched.Name, First: s.first, Steps: s.steps, Start: s.startedAt})
 	}
-	events := vm.Events() // settles a failed VM first
+	events := vm.Events()
 	var first, last time.Duration = -1, 0
 	// Steady state: from the last stage's first action to the moment the
 	// first stage to run out of work ran its last action.
@@ -135,18 +136,19 @@ func (vm *VM) Report() Report {
 		r.Wall = last - first
 	}
 	util := 0.0
-	for i, w := range vm.workers {
-		sr := StageReport{Stage: i, Delays: copyHist(w.stats.delays), BackwardLag: copyHist(w.stats.bwdLag), PeakWeightVersions: w.stats.peakVersions}
+	for i, h := range vm.heard {
+		st := h.stats
+		sr := StageReport{Stage: i, Delays: copyHist(st.Delays), BackwardLag: copyHist(st.BackwardLag), PeakWeightVersions: st.PeakWeightVersions}
 		if vm.cfg.sched.Async {
-			sr.FormulaDelay = Delay(vm.p, vm.n, i)
+			sr.FormulaDelay = schedule.Delay(vm.p, vm.n, i)
 		}
 		for _, ev := range events[i] {
 			switch ev.Action.Op {
-			case Forward:
+			case schedule.OpForward:
 				sr.Forwards++
-			case Backward:
+			case schedule.OpBackward:
 				sr.Backwards++
-			case Update:
+			case schedule.OpUpdate:
 				sr.Updates++
 			}
 			s, e := max(ev.Start, winStart), min(ev.End, winEnd)
@@ -167,13 +169,20 @@ func (vm *VM) Report() Report {
 		if n > 0 {
 			sr.MeanDelay = float64(sum) / float64(n)
 		}
-		if w.stats.discN > 0 {
-			sr.Discrepancy = w.stats.discSum / float64(w.stats.discN)
+		if st.DiscrepancyCount > 0 {
+			sr.Discrepancy = st.DiscrepancySum / float64(st.DiscrepancyCount)
 		}
-		sr.Memory = w.memory()
+		sr.Memory = Memory{
+			Parameters:        st.ParamBytes,
+			OptimizerState:    st.StateBytes,
+			Gradients:         st.ParamBytes,
+			StashedWeights:    st.PeakWeightBytes,
+			Correction:        st.CorrectionBytes,
+			StashedActivation: st.PeakActivationBytes,
+		}
 		r.Memory.add(sr.Memory)
 		r.PerStage = append(r.PerStage, sr)
-		if w.st.Last() {
+		if i == vm.p-1 {
 			r.Samples = sr.Forwards * vm.plan.Feeds[0].Shape[0]
 		}
 	}
@@ -186,24 +195,6 @@ func (vm *VM) Report() Report {
 	runtime.ReadMemStats(&ms)
 	r.HeapInUse, r.HeapSys = ms.HeapInuse, ms.HeapSys
 	return r
-}
-
-func (w *worker) memory() Memory {
-	var params int64
-	for _, p := range w.params {
-		params += int64(p.Shape().TotalSize()) * int64(p.Dtype().Size())
-	}
-	m := Memory{
-		Parameters:        params,
-		OptimizerState:    optimizerStateBytes(w.solver, params),
-		Gradients:         params,
-		StashedWeights:    w.stats.peakWeights,
-		StashedActivation: w.stats.peakActs,
-	}
-	if cs, ok := w.solver.(CorrectionSizer); ok {
-		m.Correction = cs.CorrectionBytes()
-	}
-	return m
 }
 
 func copyHist(h map[int]int) map[int]int {
@@ -228,21 +219,9 @@ func SortedKeys(h map[int]int) []int {
 // (index: microbatch; −1 for microbatches not updated yet). It needs
 // WithDelayLog. Call it between Steps.
 func (vm *VM) DelayLog() [][]int {
-	vm.settle()
 	out := make([][]int, vm.p)
-	for i, w := range vm.workers {
-		out[i] = append([]int(nil), w.stats.delayLog...)
+	for i, h := range vm.heard {
+		out[i] = append([]int(nil), h.delayLog...)
 	}
 	return out
-}
-
-// settle waits for the workers to stop after a failure, so that what they
-// measured can be read; between successful calls they are already parked.
-func (vm *VM) settle() {
-	vm.mu.Lock()
-	failed := vm.err != nil || vm.closed
-	vm.mu.Unlock()
-	if failed {
-		vm.wg.Wait()
-	}
 }

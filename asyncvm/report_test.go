@@ -5,6 +5,7 @@ import (
 
 	"github.com/pipemare/pipemare/graphsplit"
 	"github.com/pipemare/pipemare/internal/testmodels"
+	"github.com/pipemare/pipemare/schedule"
 	"github.com/stretchr/testify/require"
 	"gorgonia.org/tensor"
 )
@@ -16,7 +17,7 @@ import (
 // stashes between 1 and τ_i+1 weight copies.
 func TestReportMemoryByCategory(t *testing.T) {
 	const n, steps = 2, 10
-	for _, s := range []Schedule{PipeMare, PipeDream, GPipe} {
+	for _, s := range []schedule.Schedule{schedule.PipeMare, schedule.PipeDream, schedule.GPipe} {
 		m, err := testmodels.ResNet(tensor.Float64, 2, 1)
 		require.NoError(t, err)
 		d := makeData(m, n*steps, 1)
@@ -37,10 +38,10 @@ func TestReportMemoryByCategory(t *testing.T) {
 			for _, in := range st.Inputs {
 				inBytes += in.Bytes()
 			}
-			require.Equal(t, int64(InFlight(lists[i]))*inBytes, sr.Memory.StashedActivation, "stage %d", i)
-			if s.Stash {
+			require.Equal(t, int64(schedule.InFlight(lists[i]))*inBytes, sr.Memory.StashedActivation, "stage %d", i)
+			if s.StashWeights {
 				require.Positive(t, sr.Memory.StashedWeights)
-				require.LessOrEqual(t, sr.Memory.StashedWeights, int64(Delay(rep.Stages, n, i)+1)*st.Cost.ParamBytes)
+				require.LessOrEqual(t, sr.Memory.StashedWeights, int64(schedule.Delay(rep.Stages, n, i)+1)*st.Cost.ParamBytes)
 			} else {
 				require.Zero(t, sr.Memory.StashedWeights)
 			}

@@ -12,6 +12,7 @@ import (
 	"github.com/pipemare/pipemare/asyncvm"
 	"github.com/pipemare/pipemare/graphsplit"
 	"github.com/pipemare/pipemare/internal/tensorutil"
+	"github.com/pipemare/pipemare/schedule"
 	"github.com/pipemare/pipemare/zoo"
 	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -89,7 +90,7 @@ type engineVariant struct {
 // stashing activations, with the stage ops or the user's ops.
 var engineVariants = []engineVariant{
 	{"engine-recompute", asyncvm.Recompute, nil},
-	{"engine-stash", asyncvm.Stash, nil},
+	{"engine-stash", asyncvm.Keep, nil},
 	{"engine-recompute-userops", asyncvm.Recompute, []graphsplit.Option{graphsplit.WithoutOpSubstitution()}},
 }
 
@@ -115,7 +116,7 @@ func taxBatches(b *testing.B, r zoo.Recipe, m *zoo.Model, rows, n, count int) []
 
 const taxMinibatches = 4
 
-func momentumSolver(r zoo.Recipe) gorgonia.Solver {
+func recipeSolver(r zoo.Recipe) gorgonia.Solver {
 	return gorgonia.NewMomentum(gorgonia.WithLearnRate(r.Run.LR), gorgonia.WithMomentum(0.9))
 }
 
@@ -128,9 +129,9 @@ func benchEngine(b *testing.B, r zoo.Recipe, rows, n int, v engineVariant, split
 	if err != nil {
 		b.Fatal(err)
 	}
-	vm, err := asyncvm.New(plan, asyncvm.WithSchedule(asyncvm.Sequential),
+	vm, err := asyncvm.New(plan, asyncvm.WithSchedule(schedule.Sequential),
 		asyncvm.WithMicrobatches(n), asyncvm.WithActivations(v.acts),
-		asyncvm.WithSolver(func(int) gorgonia.Solver { return momentumSolver(r) }))
+		asyncvm.WithSolver(func(int) gorgonia.Solver { return recipeSolver(r) }))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -174,7 +175,7 @@ func benchDirect(b *testing.B, r zoo.Recipe, rows, n int) {
 		acc[i] = tensorutil.Zeros(l.Dtype(), l.Shape())
 		model[i] = &directGrad{value: l.Value(), grad: acc[i]}
 	}
-	solver := momentumSolver(r)
+	solver := recipeSolver(r)
 	batches := taxBatches(b, r, m, rows, n, taxMinibatches)
 	micro := make([][2]gorgonia.Value, 0, n*len(batches))
 	for _, mb := range batches {

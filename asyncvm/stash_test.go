@@ -6,6 +6,7 @@ import (
 
 	"github.com/pipemare/pipemare/graphsplit"
 	"github.com/pipemare/pipemare/internal/testmodels"
+	"github.com/pipemare/pipemare/schedule"
 	"github.com/stretchr/testify/require"
 	"gorgonia.org/tensor"
 )
@@ -32,7 +33,7 @@ func TestStashTrainsLikeRecompute(t *testing.T) {
 				m, err := nb.Build(dt, 4, 1)
 				require.NoError(t, err)
 				got, vm := pipelineTraining(t, m, d, n, steps, []graphsplit.Option{graphsplit.FineGrained()},
-					WithSchedule(OneFOneB), WithActivations(Stash), WithSolver(momentum(0.05)))
+					WithSchedule(schedule.OneFOneB), WithActivations(Keep), WithSolver(momentum(0.05)))
 				rep := vm.Report()
 				require.NoError(t, vm.Close())
 				for i := range got {
@@ -40,12 +41,12 @@ func TestStashTrainsLikeRecompute(t *testing.T) {
 				}
 				require.Positive(t, rep.Memory.StashedActivation)
 
-				for _, s := range []Schedule{PipeDream} {
+				for _, s := range []schedule.Schedule{schedule.PipeDream} {
 					m1, _ := nb.Build(dt, 4, 1)
 					recompute, vm1 := pipelineTraining(t, m1, d, n, steps, []graphsplit.Option{graphsplit.FineGrained()}, WithSchedule(s), WithSolver(momentum(0.05)))
 					require.NoError(t, vm1.Close())
 					m2, _ := nb.Build(dt, 4, 1)
-					stashed, vm2 := pipelineTraining(t, m2, d, n, steps, []graphsplit.Option{graphsplit.FineGrained()}, WithSchedule(s), WithActivations(Stash), WithSolver(momentum(0.05)))
+					stashed, vm2 := pipelineTraining(t, m2, d, n, steps, []graphsplit.Option{graphsplit.FineGrained()}, WithSchedule(s), WithActivations(Keep), WithSolver(momentum(0.05)))
 					require.NoError(t, vm2.Close())
 					for i := range recompute {
 						require.LessOrEqual(t, relErr(t, stashed[i], recompute[i]), tol, "%s learnable %s", s.Name, m.Learnables[i].Name())

@@ -1,33 +1,43 @@
 package asyncvm
 
-import "time"
+import (
+	"time"
+
+	"github.com/pipemare/pipemare/schedule"
+	"github.com/pipemare/pipemare/stage"
+)
 
 // Event is one action a stage ran, timed from the VM's start.
 type Event struct {
 	Stage  int
-	Action Action
+	Action schedule.Action
 	// Schedule is the schedule the action ran under (a warm-up shows as
 	// its synchronous schedule, then the switch).
 	Schedule   string
 	Start, End time.Duration
 }
 
-// stageStats is what a worker measures; the VM reads it between rounds.
-type stageStats struct {
-	events []Event
-	// delays counts, per update, how many versions old the weights each of
-	// its forwards read were; bwdLag the same for the weights backwards read.
-	delays, bwdLag map[int]int
-	peakActs       int64 // bytes of stashed stage inputs
-	peakWeights    int64 // bytes of stashed weight versions
-	peakVersions   int
-	// discSum/discN accumulate ‖u_bkwd − u_fwd‖/‖u_fwd‖ (WithDiscrepancy).
-	discSum float64
-	discN   int
-	// delayLog[m] is microbatch m's delay (WithDelayLog).
-	delayLog []int
+// stageHeard is what a stage's answers told the driver so far.
+type stageHeard struct {
+	stats    stage.Stats
+	events   []Event
+	delayLog []int // microbatch → delay, −1 where none yet
 }
 
-func (s *stageStats) record(stage int, sched string, a Action, start, end time.Duration) {
-	s.events = append(s.events, Event{Stage: stage, Action: a, Schedule: sched, Start: start, End: end})
+// hear records a stage's answer.
+func (vm *VM) hear(i int, p stage.Progress) {
+	h := &vm.heard[i]
+	h.stats = p.Stats
+	for _, e := range p.Events {
+		h.events = append(h.events, Event{Stage: i, Action: e.Action, Schedule: e.Schedule, Start: e.Start.Sub(vm.start), End: e.End.Sub(vm.start)})
+	}
+	for _, d := range p.Delays {
+		for len(h.delayLog) <= d.Micro {
+			h.delayLog = append(h.delayLog, -1)
+		}
+		h.delayLog[d.Micro] = d.Delay
+	}
+	for _, l := range p.Losses {
+		vm.losses[l.Micro] = l.Value
+	}
 }

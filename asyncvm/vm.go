@@ -7,131 +7,131 @@ import (
 	"time"
 
 	"github.com/pipemare/pipemare/graphsplit"
+	"github.com/pipemare/pipemare/internal/bnstate"
+	"github.com/pipemare/pipemare/schedule"
+	"github.com/pipemare/pipemare/stage"
+	"github.com/pipemare/pipemare/transport"
 	"github.com/pkg/errors"
 	"gorgonia.org/gorgonia"
 )
 
-// VM runs a plan's stages as a pipeline, one worker goroutine per stage.
+// VM runs a plan's stages as a pipeline. It is the driver: it owns the
+// schedule and the data, and speaks to one stage runtime per stage only
+// through messages (package stage, package transport).
 //
 // The methods of a VM are called from one goroutine. Between calls the
-// pipeline is quiescent — every worker has run every action it can with the
+// pipeline is quiescent — every stage has run every action it can with the
 // data supplied so far and waits for more — so the user's learnables, which
 // the stages update in place, hold the current weights and can be read.
 type VM struct {
 	feeder // the plan, N and the options' data settings
 	cfg    config
 	p      int
-	topo   Topology
-	links  []*link
+	topo   schedule.Topology
+	delay  func(stage int, s schedule.Schedule) float64 // the delay a segment announces
 
-	workers []*worker
-	ctx     context.Context
-	cancel  context.CancelFunc
-	wg      sync.WaitGroup
-	parked  chan int // a worker finished its round
-	barrier *barrier
-	start   time.Time
+	net      *transport.Local   // in-process stages
+	remote   bool               // stages elsewhere (WithEndpoint)
+	ep       transport.Endpoint // the driver's
+	running  []schedule.Action  // per stage, the first action of its last work
+	final    []bool             // per stage, it sent its last answer
+	stopped  bool
+	runtimes []*stage.Runtime
+	ctx      context.Context // the stages'; cancelled to stop them
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+	start    time.Time
 
-	// Data supplied so far: feeds[m] holds microbatch m's values in the
-	// order of plan.Feeds. Written by the caller's goroutine between rounds.
-	feeds    map[int][]gorgonia.Value
-	supplied int // minibatches
-
-	segs []*segment // schedule segments; the last is running
+	supplied int          // steps supplied so far
+	segs     []*segment   // schedule segments; the last is running
+	heard    []stageHeard // per stage, what its answers said
+	losses   map[int]float64
 
 	mu     sync.Mutex
 	err    error // first failure
 	closed bool
 }
 
-// segment is a run of minibatches under one schedule. A segment ends when
-// the pipeline is drained (Flush, or the switch after a warm-up); the next
-// one starts a fresh pipeline.
+// segment is a run of steps under one schedule. A segment ends when the
+// pipeline is drained (Flush, or the switch after a warm-up); the next one
+// starts a fresh pipeline.
 type segment struct {
-	sched     Schedule
-	first     int        // first minibatch
-	steps     int        // minibatches supplied so far
-	lists     [][]Action // generated for gen minibatches
-	gen       int
-	prefix    *prefix
-	done      []int // actions handed to each worker
+	sched     schedule.Schedule
+	first     int // first step
+	steps     int // steps supplied so far
+	lists     [][]schedule.Action
+	gen       int                // steps the lists were generated for
+	frontier  *schedule.Frontier // what the stages can run with the data supplied
+	done      []int              // actions handed to each stage
 	drained   bool
 	startedAt time.Duration
 }
 
-// New builds the engine for plan: per stage its solver, gradient
-// accumulators, links to the stages it exchanges tensors with, and a worker
-// goroutine, compiled and started before New returns. Close stops them.
+// New builds the engine for plan: per stage a runtime with its solver,
+// accumulators and compiled programs, serving on an in-process transport,
+// started before New returns. Close stops them. If New fails it releases
+// what it built.
 func New(plan *graphsplit.Plan, opts ...Option) (*VM, error) {
-	if plan == nil || len(plan.Stages) == 0 {
-		return nil, errors.New("asyncvm: plan has no stages")
+	cfg, err := newConfig(plan, opts)
+	if err != nil {
+		return nil, err
 	}
-	cfg := config{sched: PipeMare, n: 1, seed: 1}
-	for _, o := range opts {
-		o(&cfg)
-	}
-	if cfg.n < 1 {
-		return nil, errors.Errorf("asyncvm: WithMicrobatches(%d): need at least one microbatch per minibatch", cfg.n)
-	}
-	if cfg.sched.Actions == nil {
-		return nil, errors.New("asyncvm: WithSchedule: schedule has no action lists")
-	}
-	if cfg.warmup < 0 || (cfg.warmup > 0 && (cfg.warmSch.Actions == nil || cfg.warmSch.Async)) {
-		return nil, errors.New("asyncvm: WithWarmup needs a non-negative number of steps and a synchronous schedule (OneFOneB or GPipe)")
-	}
-	if cfg.solver == nil {
-		cfg.solver = func(int) gorgonia.Solver { return gorgonia.NewVanillaSolver(gorgonia.WithLearnRate(0.01)) }
-	}
-	for _, m := range cfg.masks {
-		if m.keep <= 0 || m.keep > 1 {
-			return nil, errors.Errorf("asyncvm: WithDropoutMask(%s, %g): keep must be in (0, 1]", m.node.Name(), m.keep)
-		}
-		if feedIndex(plan, m.node) < 0 {
-			return nil, errors.Errorf("asyncvm: WithDropoutMask(%s): not a data input of the plan", m.node.Name())
-		}
-	}
-	vm := &VM{
-		cfg: cfg, p: len(plan.Stages),
-		parked: make(chan int, len(plan.Stages)),
-		feeds:  make(map[int][]gorgonia.Value),
-	}
-	vm.feeder = feeder{plan: plan, n: cfg.n, cfg: &vm.cfg}
-	vm.ctx, vm.cancel = context.WithCancel(context.Background())
-	vm.barrier = newBarrier(vm.p)
-	vm.topo, vm.links = buildLinks(plan, vm.inFlightBound())
-	// Compiling a tape machine puts BatchNorm in training mode, which zeroes
-	// its running statistics: keep the ones the model has.
-	restore := keepBatchNormStats(plan)
-	defer restore()
-	for i, st := range plan.Stages {
-		w, err := newWorker(vm, st)
-		if err != nil {
-			vm.cancel()
-			return nil, errors.Wrapf(err, "asyncvm: stage %d", i)
-		}
-		vm.workers = append(vm.workers, w)
-	}
-	vm.start = time.Now()
-	for _, w := range vm.workers {
-		vm.wg.Add(1)
-		go w.run()
-	}
-	return vm, nil
+	return start(plan, cfg)
 }
 
-// inFlightBound is the most microbatches any stage holds under the
-// schedules this VM runs, which bounds every link's queue (see InFlight).
-func (vm *VM) inFlightBound() int {
-	bound := 1
-	for _, s := range []Schedule{vm.cfg.sched, vm.cfg.warmSch} {
-		if s.Actions == nil {
-			continue
-		}
-		for _, list := range s.Actions(vm.p, vm.n, 2*vm.p+2) {
-			bound = max(bound, InFlight(list))
+func start(plan *graphsplit.Plan, cfg config) (_ *VM, err error) {
+	p := len(plan.Stages)
+	vm := &VM{cfg: cfg, p: p, topo: stage.Topology(plan), heard: make([]stageHeard, p), losses: map[int]float64{},
+		running: make([]schedule.Action, p), final: make([]bool, p)}
+	vm.feeder = feeder{plan: plan, n: cfg.n, cfg: &vm.cfg}
+	vm.delay = cfg.announce
+	if vm.delay == nil {
+		vm.delay = func(i int, s schedule.Schedule) float64 {
+			if s.Async {
+				return float64(schedule.Delay(p, cfg.n, i))
+			}
+			return 0
 		}
 	}
-	return bound
+	vm.ctx, vm.cancel = context.WithCancel(context.Background())
+	if cfg.endpoint != nil {
+		vm.ep, vm.remote, vm.start = cfg.endpoint, true, time.Now()
+		return vm, nil
+	}
+	vm.net = transport.NewLocal(p)
+	vm.ep = vm.net.Endpoint(transport.Driver)
+	defer func() {
+		if err != nil {
+			vm.release()
+		}
+	}()
+	// Compiling a tape machine puts BatchNorm in training mode, which zeroes
+	// its running statistics: keep the ones the model has.
+	var bns []*gorgonia.BatchNormOp
+	for _, st := range plan.Stages {
+		bns = append(bns, bnstate.Of(st.Stateful)...)
+	}
+	defer bnstate.Save(bns).Restore()
+	for i := range plan.Stages {
+		sc, err := cfg.stageConfig(i)
+		if err != nil {
+			return nil, errors.Wrapf(err, "asyncvm: stage %d", i)
+		}
+		rt, err := stage.New(plan, i, sc)
+		if err != nil {
+			return nil, errors.Wrapf(err, "asyncvm: stage %d", i)
+		}
+		vm.runtimes = append(vm.runtimes, rt)
+	}
+	vm.start = time.Now()
+	for i, rt := range vm.runtimes {
+		vm.wg.Add(1)
+		go func() {
+			defer vm.wg.Done()
+			_ = rt.Serve(vm.ctx, vm.net.Endpoint(transport.Peer(i)))
+		}()
+	}
+	return vm, nil
 }
 
 // Plan returns the plan the VM runs.
@@ -139,7 +139,7 @@ func (vm *VM) Plan() *graphsplit.Plan { return vm.plan }
 
 // Step trains on one minibatch and returns its mean loss. feeds gives a value
 // for every data input of the plan (Plan.Feeds) with N times the microbatch
-// rows along axis 0; Step checks them all before any worker runs. With an
+// rows along axis 0; Step checks them all before any stage runs. With an
 // asynchronous schedule some backwards and the update of this minibatch may
 // still be pending when Step returns; they run during later calls or Flush.
 func (vm *VM) Step(ctx context.Context, feeds map[*gorgonia.Node]gorgonia.Value) (float64, error) {
@@ -161,13 +161,15 @@ func (vm *VM) Run(ctx context.Context, minibatches []map[*gorgonia.Node]gorgonia
 	for k, feeds := range minibatches {
 		s, err := vm.sliceFeeds(feeds, first+k)
 		if err != nil {
-			return nil, errors.Wrapf(err, "asyncvm: minibatch %d", first+k)
+			return nil, errors.Wrapf(err, "asyncvm: step %d", first+k)
 		}
 		slices[k] = s
 	}
 	for k, s := range slices {
 		for j, v := range s {
-			vm.feeds[(first+k)*vm.n+j] = v
+			if err := vm.sendData(ctx, (first+k)*vm.n+j, v, false); err != nil {
+				return nil, err
+			}
 		}
 	}
 	for range minibatches {
@@ -177,23 +179,41 @@ func (vm *VM) Run(ctx context.Context, minibatches []map[*gorgonia.Node]gorgonia
 	if err := vm.round(ctx, false); err != nil {
 		return nil, err
 	}
-	last := vm.workers[vm.p-1]
 	losses := make([]float64, len(minibatches))
 	for k := range losses {
 		sum := 0.0
 		for j := 0; j < vm.n; j++ {
 			m := (first+k)*vm.n + j
-			l, ok := last.losses[m]
+			l, ok := vm.losses[m]
 			if !ok {
 				return nil, errors.Errorf("asyncvm: internal: no loss for microbatch %d after the round", m)
 			}
 			sum += l
-			delete(last.losses, m)
+			delete(vm.losses, m)
 		}
 		losses[k] = sum / float64(vm.n)
 	}
-	vm.dropFeeds()
 	return losses, nil
+}
+
+// sendData gives every stage that reads data its share of microbatch m's
+// values (in plan.Feeds order).
+func (vm *VM) sendData(ctx context.Context, m int, vals []gorgonia.Value, eval bool) error {
+	for i := range vm.plan.Stages {
+		idx := stage.DataInputs(vm.plan, i)
+		if len(idx) == 0 {
+			continue
+		}
+		mine := make([]gorgonia.Value, len(idx))
+		for q, fi := range idx {
+			mine[q] = vals[fi]
+		}
+		msg := transport.Message{Kind: transport.Control, To: transport.Peer(i), Micro: m, Values: mine, Body: stage.Data{Micro: m, Eval: eval}}
+		if err := vm.ep.Send(ctx, msg); err != nil {
+			return vm.failWith(errors.Wrapf(err, "asyncvm: sending the data of microbatch %d to stage %d", m, i))
+		}
+	}
+	return nil
 }
 
 // Flush runs every pending backward and update, so the learnables reflect
@@ -203,11 +223,14 @@ func (vm *VM) Flush(ctx context.Context) error {
 	if err := vm.usable(); err != nil {
 		return err
 	}
-	return vm.round(ctx, true)
+	if err := vm.round(ctx, true); err != nil {
+		return err
+	}
+	return vm.Pull(ctx)
 }
 
-// segmentFor returns the segment minibatch k belongs to, opening a new one
-// when k starts a new schedule (after the warm-up, or after a drain).
+// segmentFor returns the segment step k belongs to, opening a new one when
+// k starts a new schedule (after the warm-up, or after a drain).
 func (vm *VM) segmentFor(k int) *segment {
 	want := vm.cfg.sched
 	if k < vm.cfg.warmup {
@@ -219,12 +242,12 @@ func (vm *VM) segmentFor(k int) *segment {
 			return s
 		}
 	}
-	s := &segment{sched: want, first: k, prefix: newPrefix(vm.topo), done: make([]int, vm.p), startedAt: time.Since(vm.start)}
+	s := &segment{sched: want, first: k, frontier: schedule.NewFrontier(vm.topo, nil), done: make([]int, vm.p), startedAt: time.Since(vm.start)}
 	vm.segs = append(vm.segs, s)
 	return s
 }
 
-// round hands every worker the actions it can run with the data supplied and
+// round hands every stage the actions it can run with the data supplied and
 // waits until all of them have run them. drain runs the segments to their
 // end instead.
 func (vm *VM) round(ctx context.Context, drain bool) error {
@@ -234,7 +257,7 @@ func (vm *VM) round(ctx context.Context, drain bool) error {
 		}
 		// Earlier segments are always drained before a later one runs.
 		final := drain || si < len(vm.segs)-1
-		var lists [][]Action
+		var lists [][]schedule.Action
 		limit := seg.steps * vm.n
 		if final {
 			lists = seg.sched.Actions(vm.p, vm.n, seg.steps)
@@ -247,16 +270,28 @@ func (vm *VM) round(ctx context.Context, drain bool) error {
 			}
 			lists = seg.lists
 		}
-		target := seg.prefix.advance(lists, limit)
+		target := seg.frontier.Advance(lists, limit)
 		if final {
 			for i := range lists {
 				if target[i] != len(lists[i]) {
-					return vm.failf("asyncvm: internal: segment %s cannot drain: stage %d stops at action %d of %d", seg.sched.Name, i, target[i], len(lists[i]))
+					return vm.failWith(errors.Errorf("asyncvm: internal: segment %s cannot drain: stage %d stops at action %d of %d", seg.sched.Name, i, target[i], len(lists[i])))
 				}
 			}
 		}
-		if err := vm.dispatch(ctx, seg, lists, target); err != nil {
-			return err
+		// A flush is the end of a round: every stage reaches it before
+		// any goes on.
+		for {
+			cut, busy := make([]int, vm.p), false
+			for i := range lists {
+				cut[i] = throughFlush(lists[i], seg.done[i], target[i])
+				busy = busy || cut[i] > seg.done[i]
+			}
+			if !busy {
+				break
+			}
+			if err := vm.dispatch(ctx, seg, lists, cut); err != nil {
+				return err
+			}
 		}
 		if final {
 			seg.drained = true
@@ -266,87 +301,142 @@ func (vm *VM) round(ctx context.Context, drain bool) error {
 	return nil
 }
 
-// dispatch sends each worker its next slice of actions and waits for all
-// of them to park.
-func (vm *VM) dispatch(ctx context.Context, seg *segment, lists [][]Action, target []int) error {
-	busy := 0
-	for i, w := range vm.workers {
-		if target[i] == seg.done[i] {
-			continue
-		}
-		r := work{actions: lists[i][seg.done[i]:target[i]], microBase: seg.first * vm.n, stepBase: seg.first, sched: seg.sched}
-		seg.done[i] = target[i]
-		busy++
-		select {
-		case w.work <- r:
-		case <-vm.ctx.Done():
-			return vm.failure()
+// throughFlush is where a stage's slice [from, to) of list ends: after its
+// first flush, or at to.
+func throughFlush(list []schedule.Action, from, to int) int {
+	for t := from; t < to; t++ {
+		if list[t].Op == schedule.OpFlush {
+			return t + 1
 		}
 	}
+	return to
+}
+
+// dispatch sends each stage its next slice of actions and waits for all of
+// them to park.
+func (vm *VM) dispatch(ctx context.Context, seg *segment, lists [][]schedule.Action, cut []int) error {
+	busy := 0
+	for i := range lists {
+		if cut[i] == seg.done[i] {
+			continue
+		}
+		acts := make([]schedule.Action, 0, cut[i]-seg.done[i])
+		for _, a := range lists[i][seg.done[i]:cut[i]] {
+			a.Micro += seg.first * vm.n
+			a.Step += seg.first
+			acts = append(acts, a)
+		}
+		seg.done[i] = cut[i]
+		vm.running[i] = acts[0]
+		w := stage.Work{Segment: vm.segmentInfo(i, seg.sched), Actions: acts}
+		if err := vm.ep.Send(ctx, transport.Message{Kind: transport.Control, To: transport.Peer(i), Body: w}); err != nil {
+			return vm.failWith(errors.Wrapf(err, "asyncvm: ordering stage %d", i))
+		}
+		busy++
+	}
 	for ; busy > 0; busy-- {
-		select {
-		case <-vm.parked:
-		case <-vm.ctx.Done():
-			return vm.failure()
-		case <-ctx.Done():
-			vm.fail(errors.Wrap(ctx.Err(), "asyncvm: stopped by the caller's context"))
-			return vm.failure()
+		if _, err := vm.await(ctx); err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
-// dropFeeds forgets the data of microbatches every stage has run forward.
-func (vm *VM) dropFeeds() {
-	low := -1
-	for _, w := range vm.workers {
-		if low < 0 || w.nextF < low {
-			low = w.nextF
+// segmentInfo is what stage i needs to know of schedule s.
+func (vm *VM) segmentInfo(i int, s schedule.Schedule) stage.Segment {
+	return stage.Segment{Schedule: s.Name, Stale: s.Async || vm.cfg.delays != nil, StashWeights: s.StashWeights, ForwardDelay: s.ForwardDelay, Delay: vm.delay(i, s)}
+}
+
+// await takes the next answer of any stage: Parked or Evaluated. A Failed
+// answer fails the VM.
+func (vm *VM) await(ctx context.Context) (transport.Message, error) {
+	m, err := vm.ep.Recv(ctx, transport.AnyPeer, transport.Reply)
+	if err != nil {
+		if ctx.Err() != nil {
+			return m, vm.failWith(errors.Wrap(ctx.Err(), "asyncvm: stopped by the caller's context"))
 		}
+		return m, vm.failWith(vm.linkFailure(err))
 	}
-	for m := range vm.feeds {
-		if m < low {
-			delete(vm.feeds, m)
+	i := int(m.From)
+	switch b := m.Body.(type) {
+	case stage.Parked:
+		vm.hear(i, b.Report)
+	case stage.Evaluated, stage.Saved, stage.Restored, stage.Refused, stage.Pulled:
+	case stage.Failed:
+		vm.hear(i, b.Report)
+		vm.final[i] = true
+		err := stageFailure(i, b)
+		if b.Peer >= 0 && vm.remote { // a consequence: look for its cause
+			if cause := vm.rootCause(b.Peer); cause != nil {
+				err = cause
+			}
 		}
+		return m, vm.failWith(err)
+	case stage.Stopped:
+		vm.hear(i, b.Report)
+		vm.final[i] = true
+		return m, vm.failWith(errors.Errorf("asyncvm: stage %d stopped", i))
+	default:
+		return m, vm.failWith(errors.Errorf("asyncvm: internal: stage %d answered %T", i, m.Body))
 	}
+	return m, nil
 }
 
 func (vm *VM) usable() error {
 	vm.mu.Lock()
 	defer vm.mu.Unlock()
 	if vm.closed {
-		return errors.New("asyncvm: VM is closed")
+		return ErrClosed
 	}
 	return vm.err
 }
 
-// fail records the first error and stops every worker.
-func (vm *VM) fail(err error) {
+// failWith records the first failure, stops every stage and returns the
+// failure.
+func (vm *VM) failWith(err error) error {
 	vm.mu.Lock()
 	if vm.err == nil {
 		vm.err = err
 	}
+	err = vm.err
 	vm.mu.Unlock()
-	vm.cancel()
+	vm.stop()
+	return err
 }
 
-func (vm *VM) failf(format string, args ...interface{}) error {
-	vm.fail(errors.Errorf(format, args...))
-	return vm.failure()
-}
-
-func (vm *VM) failure() error {
-	vm.mu.Lock()
-	defer vm.mu.Unlock()
-	if vm.err == nil {
-		return errors.New("asyncvm: stopped")
+// stop ends every stage's Serve and collects their last answers.
+func (vm *VM) stop() {
+	if vm.stopped {
+		return
 	}
-	return vm.err
+	vm.stopped = true
+	vm.cancel()
+	if vm.remote {
+		vm.stopRemote()
+		return
+	}
+	vm.wg.Wait()
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
+		m, err := vm.ep.Recv(ctx, transport.AnyPeer, transport.Reply)
+		cancel()
+		if err != nil {
+			return
+		}
+		switch b := m.Body.(type) {
+		case stage.Stopped:
+			vm.hear(int(m.From), b.Report)
+		case stage.Failed:
+			vm.hear(int(m.From), b.Report)
+		case stage.Parked:
+			vm.hear(int(m.From), b.Report)
+		}
+	}
 }
 
-// Close stops every worker and waits for them, then releases the plan's
+// Close stops every stage and waits for them, then releases the plan's
 // compiled programs. It is safe to call more than once; after Close every
-// method returns an error.
+// method returns ErrClosed.
 func (vm *VM) Close() error {
 	vm.mu.Lock()
 	if vm.closed {
@@ -355,61 +445,23 @@ func (vm *VM) Close() error {
 	}
 	vm.closed = true
 	vm.mu.Unlock()
-	vm.cancel()
-	vm.wg.Wait()
-	for _, w := range vm.workers {
-		w.fwd.Close()
-		w.bwd.Close()
-	}
-	for _, st := range vm.plan.Stages {
-		st.Forward.Close()
-		st.Train.Close()
-	}
-	runtime.GC()
+	vm.stop()
+	vm.release()
 	return nil
 }
 
-// barrier is the flush: every stage waits for all others at Flush(k).
-type barrier struct {
-	mu      sync.Mutex
-	p       int
-	arrived map[int]int
-	release map[int]chan struct{}
-}
-
-func newBarrier(p int) *barrier {
-	return &barrier{p: p, arrived: map[int]int{}, release: map[int]chan struct{}{}}
-}
-
-func (b *barrier) wait(ctx context.Context, k int) error {
-	b.mu.Lock()
-	ch, ok := b.release[k]
-	if !ok {
-		ch = make(chan struct{})
-		b.release[k] = ch
+// release frees what start built.
+func (vm *VM) release() {
+	vm.cancel()
+	vm.wg.Wait()
+	for _, rt := range vm.runtimes {
+		rt.Close()
 	}
-	b.arrived[k]++
-	if b.arrived[k] == b.p {
-		close(ch)
-		delete(b.arrived, k)
-		delete(b.release, k)
+	if vm.net != nil {
+		vm.net.Close()
 	}
-	b.mu.Unlock()
-	select {
-	case <-ch:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
+	if vm.remote {
+		_ = vm.ep.Close()
 	}
-}
-
-// keepBatchNormStats saves the running statistics of every BatchNorm op of
-// the plan and returns a function that puts them back.
-func keepBatchNormStats(plan *graphsplit.Plan) func() {
-	var bns []*gorgonia.BatchNormOp
-	for _, st := range plan.Stages {
-		bns = append(bns, batchNorms(st)...)
-	}
-	saved := saveStats(bns)
-	return func() { restoreStats(saved) }
+	runtime.GC()
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/pipemare/pipemare/graphsplit"
 	"github.com/pipemare/pipemare/internal/tensorutil"
 	"github.com/pipemare/pipemare/internal/testmodels"
+	"github.com/pipemare/pipemare/schedule"
 	"github.com/stretchr/testify/require"
 	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -23,7 +24,7 @@ func meanDiscrepancy(t *testing.T, newSolver func(stage int) gorgonia.Solver) (f
 	require.NoError(t, err)
 	plan, err := graphsplit.Split(m.Graph, m.Cost, m.Learnables, graphsplit.FineGrained())
 	require.NoError(t, err)
-	vm, err := asyncvm.New(plan, asyncvm.WithSchedule(asyncvm.PipeMare), asyncvm.WithSolver(newSolver), asyncvm.WithDiscrepancy())
+	vm, err := asyncvm.New(plan, asyncvm.WithSchedule(schedule.PipeMare), asyncvm.WithSolver(newSolver), asyncvm.WithDiscrepancy())
 	require.NoError(t, err)
 	defer vm.Close()
 	rng := rand.New(rand.NewSource(4))

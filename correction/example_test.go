@@ -6,13 +6,14 @@ import (
 
 	"github.com/pipemare/pipemare/correction"
 	"github.com/pipemare/pipemare/rescheduler"
+	"github.com/pipemare/pipemare/solvers"
 	"gorgonia.org/gorgonia"
 )
 
 // Compose PipeMare's two techniques around a stage's solver: T1 outside
 // (it sets the learning rate of the innermost gorgonia solver), T2 inside
 // (it watches the steps and supplies the backward weights). The engine
-// finds both through the interfaces the decorators forward.
+// reaches every layer through solvers.Chain, as solvers.SetDelay does here.
 func Example() {
 	t2, err := correction.New(gorgonia.NewMomentum(gorgonia.WithLearnRate(0.05)), correction.WithGammaFromD(0.1))
 	if err != nil {
@@ -22,8 +23,36 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	solver.SetDelay(4, false) // what the engine does for a stage with τ = 4
+	solvers.SetDelay(solver, 4, false) // what the engine does for a stage with τ = 4
 	fmt.Printf("τ=%g, γ=%.3f, base rate %.2f\n", solver.Delay(), t2.Gamma(), rescheduler.Constant(0.05).Rate(0))
 	// Output:
 	// τ=4, γ=0.562, base rate 0.05
+}
+
+// Spike compensation and weight prediction around a stage's momentum,
+// under T1: the engine announces the delay once to every layer (through
+// solvers.Chain), and the forward asks for the predicted weights.
+func ExampleNewPredictor() {
+	momentum := gorgonia.NewMomentum(gorgonia.WithLearnRate(0.05), gorgonia.WithMomentum(0.9))
+	sc, err := correction.NewSpike(momentum)
+	if err != nil {
+		log.Fatal(err)
+	}
+	lwp, err := correction.NewPredictor(sc)
+	if err != nil {
+		log.Fatal(err)
+	}
+	solver, err := rescheduler.New(lwp, rescheduler.WithPhase(500))
+	if err != nil {
+		log.Fatal(err)
+	}
+	solvers.SetDelay(solver, 3, false) // what the engine does for a stage with τ = 3
+	a, b := sc.Coefficients()
+	fw, err := solvers.ForwardWeights(solver, 3)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Printf("D=%g: a=%.3f b=%.3f; forward weights before the first step: %v\n", sc.Delay(), a, b, fw)
+	// Output:
+	// D=3: a=0.729 b=2.710; forward weights before the first step: []
 }

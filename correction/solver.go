@@ -3,6 +3,7 @@ package correction
 import (
 	"math"
 
+	"github.com/pipemare/pipemare/internal/slots"
 	"github.com/pipemare/pipemare/internal/tensorutil"
 	"github.com/pkg/errors"
 	"gorgonia.org/gorgonia"
@@ -10,19 +11,18 @@ import (
 )
 
 // Solver wraps a gorgonia solver with the T2 velocity estimate. One Solver
-// serves one stage; the engine calls Step, BackwardWeights and SetDelay from
-// that stage's worker goroutine only.
+// serves one stage; the engine calls Step, BackwardWeights, SetDelay, Bind,
+// SaveState and LoadState from that stage's worker goroutine only.
 type Solver struct {
-	inner  gorgonia.Solver
-	gamma  float64
-	d      float64 // γ = D^(1/τ) when > 0
-	delta  []tensor.Tensor
-	buf    []tensor.Tensor // w_old during Step, u_bkwd between steps
-	live   []gorgonia.Value
-	steps  int
-	tau    float64
-	bytes  int64
-	lastBW []gorgonia.Value
+	inner gorgonia.Solver
+	gamma float64
+	d     float64         // γ = D^(1/τ) when > 0
+	delta *slots.Set      // "delta"
+	buf   []*tensor.Dense // w_old during Step, u_bkwd between steps
+	live  []gorgonia.Value
+	steps int
+	tau   float64
+	kind  string // its State's Kind: "correction.Solver", or the Predictor's
 }
 
 // Option configures a Solver.
@@ -42,7 +42,7 @@ func New(inner gorgonia.Solver, opts ...Option) (*Solver, error) {
 	if inner == nil {
 		return nil, errors.New("correction: nil solver")
 	}
-	s := &Solver{inner: inner, gamma: 0.9, tau: 1}
+	s := &Solver{inner: inner, gamma: 0.9, tau: 1, delta: slots.New("delta"), kind: kind}
 	for _, o := range opts {
 		o(s)
 	}
@@ -59,14 +59,11 @@ func New(inner gorgonia.Solver, opts ...Option) (*Solver, error) {
 }
 
 // Step steps the wrapped solver and updates δ with the change it made.
+// The first Step binds the Solver to model (Bind); later ones must pass
+// the same learnables.
 func (s *Solver) Step(model []gorgonia.ValueGrad) error {
-	if s.delta == nil {
-		if err := s.allocate(model); err != nil {
-			return err
-		}
-	}
-	if len(model) != len(s.delta) {
-		return errors.Errorf("correction: stepped with %d learnables, then %d; always pass the same list", len(s.delta), len(model))
+	if err := s.Bind(model); err != nil {
+		return err
 	}
 	for i, vg := range model {
 		if err := tensorutil.CopyInto(s.buf[i], vg.Value()); err != nil {
@@ -77,7 +74,7 @@ func (s *Solver) Step(model []gorgonia.ValueGrad) error {
 		return err
 	}
 	for i, vg := range model {
-		if err := velocity(s.delta[i], s.buf[i], vg.Value(), s.gamma); err != nil {
+		if err := velocity(s.delta.Slot(0, i), s.buf[i], vg.Value(), s.gamma); err != nil {
 			return errors.Wrapf(err, "correction: learnable %d", i)
 		}
 	}
@@ -85,17 +82,31 @@ func (s *Solver) Step(model []gorgonia.ValueGrad) error {
 	return nil
 }
 
-func (s *Solver) allocate(model []gorgonia.ValueGrad) error {
+// Bind binds the Solver to the learnables of model (not the solver it
+// wraps: solvers.Bind binds every layer): it allocates δ and the scratch
+// buffer, or checks model against the learnables it has, and takes the
+// live weights BackwardWeights extrapolates from. Learnables must be
+// float32 or float64 tensors. Call it after a LoadState into a fresh
+// Solver, before its first BackwardWeights.
+func (s *Solver) Bind(model []gorgonia.ValueGrad) error {
+	live := make([]gorgonia.Value, len(model))
 	for i, vg := range model {
 		t, ok := vg.Value().(tensor.Tensor)
 		if !ok {
-			return errors.Errorf("correction: learnable %d holds %T, want a tensor", i, vg.Value())
+			return errors.Errorf("correction: %s holds %T, want a tensor", slots.Describe(i, vg), vg.Value())
 		}
-		s.delta = append(s.delta, tensor.New(tensor.WithShape(t.Shape().Clone()...), tensor.Of(t.Dtype())))
-		s.buf = append(s.buf, tensor.New(tensor.WithShape(t.Shape().Clone()...), tensor.Of(t.Dtype())))
-		s.live = append(s.live, t)
-		s.bytes += 2 * int64(t.Shape().TotalSize()) * int64(t.Dtype().Size())
+		live[i] = t
 	}
+	if err := s.delta.Bind(model); err != nil {
+		return errors.Wrap(err, "correction")
+	}
+	if s.buf == nil {
+		for i := range model {
+			d := s.delta.Slot(0, i)
+			s.buf = append(s.buf, tensorutil.Zeros(d.Dtype(), d.Shape()))
+		}
+	}
+	s.live = live
 	return nil
 }
 
@@ -103,12 +114,21 @@ func (s *Solver) allocate(model []gorgonia.ValueGrad) error {
 // until its next call or step; nil (use the current weights) before the
 // first step or for a zero delay.
 func (s *Solver) BackwardWeights(delay int) ([]gorgonia.Value, error) {
+	return s.shifted(delay, float64(delay))
+}
+
+// shifted returns w − k·δ in the scratch buffer; nil before the first step
+// or for a delay ≤ 0.
+func (s *Solver) shifted(delay int, k float64) ([]gorgonia.Value, error) {
 	if s.steps == 0 || delay <= 0 {
 		return nil, nil
 	}
+	if s.live == nil {
+		return nil, errors.New("correction: a state was loaded but the Solver has no weights to extrapolate from; call solvers.Bind(solver, model) after loading")
+	}
 	out := make([]gorgonia.Value, len(s.live))
 	for i, w := range s.live {
-		if err := extrapolate(s.buf[i], w, s.delta[i], float64(delay)); err != nil {
+		if err := extrapolate(s.buf[i], w, s.delta.Slot(0, i), k); err != nil {
 			return nil, errors.Wrapf(err, "correction: learnable %d", i)
 		}
 		out[i] = s.buf[i]
@@ -131,17 +151,27 @@ func (s *Solver) SetDelay(tau float64, measured bool) {
 // Gamma is the γ in use.
 func (s *Solver) Gamma() float64 { return s.gamma }
 
-// Velocity returns δ (nil before the first step). Read it between steps.
-func (s *Solver) Velocity() []tensor.Tensor { return s.delta }
+// Velocity returns δ (nil before the first step or Bind). Read it between
+// steps.
+func (s *Solver) Velocity() []tensor.Tensor {
+	var out []tensor.Tensor
+	for i := 0; i < s.delta.Len(); i++ {
+		out = append(out, s.delta.Slot(0, i))
+	}
+	return out
+}
 
 // Inner is the wrapped solver.
 func (s *Solver) Inner() gorgonia.Solver { return s.inner }
 
-// StateBytes is unknown here: the engine asks the wrapped solver.
-func (s *Solver) StateBytes() int64 { return -1 }
-
 // CorrectionBytes is the size of δ and the scratch buffer.
-func (s *Solver) CorrectionBytes() int64 { return s.bytes }
+func (s *Solver) CorrectionBytes() int64 {
+	n := s.delta.Bytes()
+	for _, b := range s.buf {
+		n += tensorutil.Bytes(b)
+	}
+	return n
+}
 
 // velocity sets δ = γδ + (1−γ)(w − old).
 func velocity(delta, old tensor.Tensor, w gorgonia.Value, gamma float64) error {

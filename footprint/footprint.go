@@ -5,8 +5,8 @@ import (
 	"io"
 	"text/tabwriter"
 
-	"github.com/pipemare/pipemare/asyncvm"
 	"github.com/pipemare/pipemare/graphsplit"
+	"github.com/pipemare/pipemare/schedule"
 	"github.com/pkg/errors"
 )
 
@@ -25,7 +25,7 @@ type Table struct {
 // Row is one stage's memory.
 type Row struct {
 	Stage int // −1 for the total
-	// Delay is τ_i = ceil((2(P−1−i)+1)/N) (asyncvm.Delay): how many
+	// Delay is τ_i = ceil((2(P−1−i)+1)/N) (schedule.Delay): how many
 	// updates old the weights a forward reads are.
 	Delay int
 	// Weights are the stage's learnables.
@@ -66,7 +66,7 @@ func Of(plan *graphsplit.Plan, n, solverSlots int) (*Table, error) {
 		for _, l := range st.Learnables {
 			w += int64(l.Shape().TotalSize()) * int64(l.Dtype().Size())
 		}
-		tau := asyncvm.Delay(p, n, i)
+		tau := schedule.Delay(p, n, i)
 		r := Row{Stage: i, Delay: tau, Weights: w, Optimizer: int64(solverSlots) * w, Correction: w, Stash: int64(tau) * w}
 		t.Stages = append(t.Stages, r)
 		t.Total.Delay = max(t.Total.Delay, tau)

@@ -21,16 +21,18 @@ type analysis struct {
 	replicable map[*gorgonia.Node]bool           // constants and shape-only expressions
 	feeds      gorgonia.Nodes                    // data inputs the cost needs, graph order
 
-	seq gorgonia.Nodes         // op nodes laid out along the pipeline
+	// seq are the op nodes laid out along the pipeline: a stage may start
+	// at any of them but the first.
+	seq gorgonia.Nodes
 	pos map[*gorgonia.Node]int // position in seq
 
-	// legal[p] reports whether a stage may start at seq[p] (p ≥ 1).
-	legal []bool
 	// stageAt[p] is the stage of seq[p]; nStages the number of stages.
 	stageAt []int
 	nStages int
 	// dataDep marks the nodes that depend on a data input.
 	dataDep map[*gorgonia.Node]bool
+	// unguarded leaves the programs' ops unguarded (see seal).
+	unguarded bool
 	// substitute lets stages compute some ops with stage ops
 	// (substitute.go).
 	substitute bool
@@ -59,15 +61,30 @@ func isConstant(n *gorgonia.Node) bool {
 	if _, ok := n.Op().(interface{ Value() gorgonia.Value }); !ok {
 		return false
 	}
-	name := reflect.TypeOf(n.Op()).Name()
+	name := opTypeName(n.Op())
 	return name == "constantScalar" || name == "constantTensor"
+}
+
+// isDropout reports whether n is gorgonia's Dropout.
+func isDropout(n *gorgonia.Node) bool { return opTypeName(n.Op()) == "dropoutOp" }
+
+// opTypeName is the name of op's type, without the pointer.
+func opTypeName(op gorgonia.Op) string {
+	t := reflect.TypeOf(op)
+	if t == nil {
+		return ""
+	}
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return t.Name()
 }
 
 // isSizeOf reports whether n is a gorgonia.SizeOf node: its value depends only
 // on the static shape of its child, and ops such as Repeat read it as a
 // dimension at graph-building time, so it is never passed between stages.
 func isSizeOf(n *gorgonia.Node) bool {
-	return n.Op() != nil && reflect.TypeOf(n.Op()).Name() == "sizeOp"
+	return n.Op() != nil && opTypeName(n.Op()) == "sizeOp"
 }
 
 func analyze(g *gorgonia.ExprGraph, cost *gorgonia.Node, learnables gorgonia.Nodes) (*analysis, error) {
@@ -140,6 +157,8 @@ func analyze(g *gorgonia.ExprGraph, cost *gorgonia.Node, learnables gorgonia.Nod
 			continue
 		}
 		switch {
+		case n.IsVar() && n.IsScalar():
+			return nil, errors.Errorf("graphsplit: data input %q is a scalar: a pipeline cuts every data input into microbatches along its first axis; give it a leading batch axis, or make it a constant (gorgonia.NewConstant)", n.Name())
 		case n.IsVar():
 			a.feeds = append(a.feeds, n)
 			dataDep[n] = true
@@ -149,6 +168,8 @@ func analyze(g *gorgonia.ExprGraph, cost *gorgonia.Node, learnables gorgonia.Nod
 			continue
 		case n.Op().Arity() == 0 || len(a.children(n)) == 0:
 			return nil, errors.Errorf("graphsplit: node %q (op %v) has no inputs and is not a constant: random ops cannot be split; draw the random tensor yourself and feed it as a data input", n.Name(), n.Op())
+		case isDropout(n):
+			return nil, errors.Errorf("graphsplit: node %q is gorgonia's Dropout, which draws its mask from a generator seeded by the clock (two identical trainings differ): multiply by a mask data input instead (gorgonia.HadamardProd) and let the engine draw it from its seed (asyncvm.WithDropoutMask)", n.Name())
 		}
 		rep := true
 		for _, c := range a.children(n) {
@@ -171,9 +192,42 @@ func analyze(g *gorgonia.ExprGraph, cost *gorgonia.Node, learnables gorgonia.Nod
 	if _, ok := a.learn[cost]; ok {
 		return nil, errors.Errorf("graphsplit: cost %q is itself a learnable", cost.Name())
 	}
+	if err := a.checkDifferentiable(); err != nil {
+		return nil, err
+	}
 	a.layout(ops, dataDep)
-	a.findLegalCuts()
 	return a, nil
+}
+
+// checkDifferentiable refuses an op that gorgonia's symbolic backward
+// cannot pass: Backpropagate asks every op the cost reaches through
+// differentiable inputs which of its inputs it is differentiable with
+// respect to (gorgonia.SDOp's DiffWRT), and fails with an index out of range
+// where an op does not answer. It walks the same nodes, from the cost down.
+func (a *analysis) checkDifferentiable() error {
+	reached := map[*gorgonia.Node]bool{a.cost: true}
+	all := a.g.AllNodes()
+	for i := len(all) - 1; i >= 0; i-- {
+		n := all[i]
+		if !reached[n] || n.Op() == nil || isConstant(n) {
+			continue
+		}
+		kids := a.children(n)
+		sd, ok := n.Op().(gorgonia.SDOp)
+		if !ok {
+			return errors.Errorf("graphsplit: node %q: op %v (%T) has no symbolic derivative (it does not implement gorgonia.SDOp), and the cost's backward passes through it; give the op DiffWRT and SymDiff, or compute the node outside the graph and feed it as a data input", n.Name(), n.Op(), n.Op())
+		}
+		diffs := sd.DiffWRT(len(kids))
+		if len(diffs) != len(kids) {
+			return errors.Errorf("graphsplit: node %q: op %v (%T) says which of its inputs it is differentiable with respect to for %d of its %d inputs (DiffWRT); gorgonia's symbolic backward needs all of them", n.Name(), n.Op(), n.Op(), len(diffs), len(kids))
+		}
+		for j, c := range kids {
+			if diffs[j] {
+				reached[c] = true
+			}
+		}
+	}
+	return nil
 }
 
 // layout orders the op nodes along the pipeline: data-dependent ops in graph
@@ -210,51 +264,12 @@ func (a *analysis) layout(ops gorgonia.Nodes, dataDep map[*gorgonia.Node]bool) {
 	}
 }
 
-// findLegalCuts marks where a stage may start: anywhere except strictly
-// inside the span of ops that read one learnable, since a learnable lives in
-// exactly one stage.
-func (a *analysis) findLegalCuts() {
-	a.legal = make([]bool, len(a.seq))
-	for p := 1; p < len(a.seq); p++ {
-		a.legal[p] = true
-	}
-	first := make(map[*gorgonia.Node]int)
-	last := make(map[*gorgonia.Node]int)
-	for p, n := range a.seq {
-		for _, c := range a.children(n) {
-			if _, ok := a.learn[c]; !ok {
-				continue
-			}
-			if _, seen := first[c]; !seen {
-				first[c] = p
-			}
-			last[c] = p
-		}
-	}
-	for l, f := range first {
-		for p := f + 1; p <= last[l]; p++ {
-			a.legal[p] = false
-		}
-	}
-}
-
-// legalCount is the number of places a stage may start, besides position 0.
-func (a *analysis) legalCount() int {
-	k := 0
-	for _, ok := range a.legal {
-		if ok {
-			k++
-		}
-	}
-	return k
-}
-
-// isWeight reports whether learnable l is a weight: at least two of its
+// isWeight reports whether n is weight-shaped: at least two of its
 // dimensions are larger than one (a matrix or a filter, not a bias or a
 // normalisation gain).
-func isWeight(l *gorgonia.Node) bool {
+func isWeight(n *gorgonia.Node) bool {
 	big := 0
-	for _, d := range l.Shape() {
+	for _, d := range n.Shape() {
 		if d > 1 {
 			big++
 		}
@@ -262,43 +277,16 @@ func isWeight(l *gorgonia.Node) bool {
 	return big >= 2
 }
 
-// fineCuts returns the positions where FineGrained starts a stage: at the
-// first op that reads a weight not read before (directly or through ops that
-// depend only on learnables, which layout placed right before it), moved back
-// over those learnable-only ops, where that position is legal.
+// fineCuts returns the positions where FineGrained starts a stage: at each
+// op that applies a weight (appliesWeight), moved back over the
+// learnable-only ops that layout placed right before it. A weight applied
+// again — a tied embedding, a recurrence's weights at every step — starts a
+// layer again: its readers then share it across stages.
 func (a *analysis) fineCuts() []int {
-	seen := make(map[*gorgonia.Node]bool)
-	// weightsOf returns the weights n reads directly or through
-	// learnable-only op nodes.
-	var weightsOf func(n *gorgonia.Node, acc gorgonia.Nodes) gorgonia.Nodes
-	weightsOf = func(n *gorgonia.Node, acc gorgonia.Nodes) gorgonia.Nodes {
-		for _, c := range a.children(n) {
-			if _, ok := a.learn[c]; ok {
-				if isWeight(c) {
-					acc = append(acc, c)
-				}
-				continue
-			}
-			if p, ok := a.pos[c]; ok && a.paramOnly(p) {
-				acc = weightsOf(c, acc)
-			}
-		}
-		return acc
-	}
 	var cuts []int
 	firstLayer := true // the ops before the first weight join its stage
 	for p, n := range a.seq {
-		if a.paramOnly(p) {
-			continue
-		}
-		fresh := false
-		for _, w := range weightsOf(n, nil) {
-			if !seen[w] {
-				fresh = true
-				seen[w] = true
-			}
-		}
-		if !fresh {
+		if a.paramOnly(p) || !a.appliesWeight(n) {
 			continue
 		}
 		if firstLayer {
@@ -309,11 +297,42 @@ func (a *analysis) fineCuts() []int {
 		for start > 0 && a.paramOnly(start-1) {
 			start--
 		}
-		if start > 0 && a.legal[start] && (len(cuts) == 0 || cuts[len(cuts)-1] < start) {
+		if start > 0 && (len(cuts) == 0 || cuts[len(cuts)-1] < start) {
 			cuts = append(cuts, start)
 		}
 	}
 	return cuts
+}
+
+// appliesWeight reports whether op n applies a weight to data: one of its
+// inputs is a weight, or a weight-shaped expression of learnables only that
+// reads one (a transposed matrix, a reshaped filter). A reduction of a
+// weight (a penalty Σw²) is not a layer.
+func (a *analysis) appliesWeight(n *gorgonia.Node) bool {
+	for _, c := range a.children(n) {
+		if isWeight(c) && a.readsWeight(c) {
+			return true
+		}
+	}
+	return false
+}
+
+// readsWeight reports whether n is a weight or an op node that depends on
+// one through learnable-only ops.
+func (a *analysis) readsWeight(n *gorgonia.Node) bool {
+	if _, ok := a.learn[n]; ok {
+		return isWeight(n)
+	}
+	p, ok := a.pos[n]
+	if !ok || !a.paramOnly(p) {
+		return false
+	}
+	for _, c := range a.children(n) {
+		if a.readsWeight(c) {
+			return true
+		}
+	}
+	return false
 }
 
 // paramOnly reports whether seq[p] depends on no data input.
@@ -342,8 +361,6 @@ func (a *analysis) explicitCuts(names []string) ([]int, error) {
 			return nil, errors.Errorf("graphsplit: cut point %q: it is an input, a learnable or a constant expression, not an op a stage can start at", name)
 		case p == 0:
 			return nil, errors.Errorf("graphsplit: cut point %q is the first op of the graph; stage 0 already starts there", name)
-		case !a.legal[p]:
-			return nil, errors.Errorf("graphsplit: cut point %q falls between two ops that read learnable %q; a learnable lives in one stage, so cut before its first reader", name, a.straddled(p))
 		}
 		if prev, dup := seen[p]; dup {
 			return nil, errors.Errorf("graphsplit: cut points %q and %q are the same node", prev, name)
@@ -353,23 +370,4 @@ func (a *analysis) explicitCuts(names []string) ([]int, error) {
 	}
 	sort.Ints(cuts)
 	return cuts, nil
-}
-
-// straddled names a learnable whose readers span position p.
-func (a *analysis) straddled(p int) string {
-	for q := 0; q < p; q++ {
-		for _, c := range a.children(a.seq[q]) {
-			if _, ok := a.learn[c]; !ok {
-				continue
-			}
-			for r := p; r < len(a.seq); r++ {
-				for _, c2 := range a.children(a.seq[r]) {
-					if c2 == c {
-						return c.Name()
-					}
-				}
-			}
-		}
-	}
-	return "?"
 }

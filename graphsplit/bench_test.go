@@ -64,3 +64,40 @@ func BenchmarkSplitDeepBalanced(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkRunTrain runs the one-stage Train program of a 4-layer MLP
+// (forward and backward) with guarded ops and with the user's ops as they
+// are: the cost of the guards.
+func BenchmarkRunTrain(b *testing.B) {
+	g, cost, learn := deepMLP(b, 4)
+	var x *G.Node
+	for _, n := range g.AllNodes() {
+		if n.Name() == "x" {
+			x = n
+		}
+	}
+	xv := tensor.New(tensor.WithShape(x.Shape()...), tensor.Of(tensor.Float32))
+	for _, c := range []struct {
+		name string
+		opts []Option
+	}{{"guarded", nil}, {"unguarded", []Option{unguarded()}}} {
+		b.Run(c.name, func(b *testing.B) {
+			plan, err := Split(g, cost, learn, c.opts...)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer plan.Close()
+			one, err := scalarOne(tensor.Float32)
+			if err != nil {
+				b.Fatal(err)
+			}
+			train := plan.Stages[0].Train
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := train.Run([]G.Value{xv}, []G.Value{one}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

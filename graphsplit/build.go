@@ -33,6 +33,21 @@ type builder struct {
 // gradShapes gives, per activation key, the static shape of the gradient the
 // consuming stages compute for it (see gradShapes in split.go).
 func newProgram(a *analysis, st *Stage, train bool, gradShapes map[int64]tensor.Shape) (*Program, error) {
+	p, err := draftProgram(a, st, train, gradShapes)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.finish(p.origins(), a.unguarded); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// draftProgram builds stage st's graph, retrying without what the symbolic
+// backward leaves out. The draft's ops are the user's own and gorgonia's
+// backward ops, unguarded, and it reads nothing out: finish makes a
+// program of it.
+func draftProgram(a *analysis, st *Stage, train bool, gradShapes map[int64]tensor.Shape) (*Program, error) {
 	var skip dropped
 	for {
 		p, err := buildProgram(a, st, train, skip, gradShapes)
@@ -112,19 +127,32 @@ func buildProgram(a *analysis, st *Stage, train bool, skip dropped, gradShapes m
 			return nil, err
 		}
 	}
+	return p, nil
+}
+
+// finish makes a program of a draft: it guards every op (seal; where names
+// them for errors) and adds the Read nodes that deliver the outputs, the
+// saved tensors and the gradients into the program's slots. Nothing may be
+// added to the graph afterwards.
+func (p *Program) finish(where map[*gorgonia.Node]string, unguarded bool) error {
+	if err := p.seal(fmt.Sprintf("stage%d_%s", p.Stage, p.kind), where, unguarded); err != nil {
+		return err
+	}
 	p.outSlot = make([]gorgonia.Value, len(p.Outputs))
 	for i, o := range p.Outputs {
 		gorgonia.Read(o, &p.outSlot[i])
 	}
-	if train {
-		p.readGradients()
+	p.keptSlot = make([]gorgonia.Value, len(p.Kept))
+	for i, n := range p.Kept {
+		gorgonia.Read(n, &p.keptSlot[i])
 	}
-	return p, nil
-}
-
-// readGradients adds the Read nodes that deliver the gradients into the
-// program's slots; it must run before the program is compiled.
-func (p *Program) readGradients() {
+	p.probeSlot = make([]gorgonia.Value, len(p.Probes))
+	for i, n := range p.Probes {
+		gorgonia.Read(n, &p.probeSlot[i])
+	}
+	if !p.HasBackward() {
+		return nil
+	}
 	p.inGSlot = make([]gorgonia.Value, len(p.InputGrads))
 	for i, gr := range p.InputGrads {
 		if gr != nil {
@@ -135,6 +163,7 @@ func (p *Program) readGradients() {
 	for i, gr := range p.LearnableGrads {
 		gorgonia.Read(gr, &p.parGSlot[i])
 	}
+	return nil
 }
 
 // node returns the local version of original node n, building it (and what

@@ -44,7 +44,8 @@ type StageCost struct {
 	// receives from earlier stages and sends to later ones (data inputs
 	// excluded).
 	InBytes, OutBytes int64
-	// ParamBytes is the size of the stage's learnables.
+	// ParamBytes is the size of the learnables the stage reads, replicas
+	// included.
 	ParamBytes int64
 }
 

@@ -13,26 +13,27 @@
 //   - a uniquely named placeholder for each activation it consumes from any
 //     earlier stage (skip connections may jump several stages) and for each
 //     data input it reads (Stage.Inputs);
-//   - its learnables, bound to the user's own value tensors (no copies);
+//   - the learnables its ops read, bound to the user's own value tensors
+//     (no copies);
 //   - its forward outputs: the activations later stages need, or the cost in
 //     the last stage (Stage.Outputs);
 //   - a forward-only Program and a Train Program that recomputes the forward
 //     pass and runs the symbolic backward built with gorgonia.Backpropagate:
 //     gradient placeholders for the outputs, gradients for the inputs and the
 //     learnables;
-//   - the list of stateful ops (BatchNorm, MaxPool, Dropout, GroupNorm,
-//     AvgPool) whose op objects keep state between Do and the backward;
-//   - optionally (NewStash, where CanStash holds) a forward that also
+//   - the list of stateful ops (BatchNorm, MaxPool, GroupNorm, AvgPool)
+//     whose op objects keep state between Do and the backward;
+//   - optionally (NewKeeping, where CanKeep holds) a forward that also
 //     returns what the backward reads, and a backward that reads it instead
 //     of recomputing the forward.
 //
-// Where a stage re-applies a BatchNorm, a MaxPool2D, a Conv2d or a Rectify,
-// it computes it with its own ops (internal/stageops) with bit-identical
-// results: BatchNorm's statistics and MaxPool's argmax become nodes the
-// backward reads, so those ops keep no state and their stages can stash;
-// BatchNorm's scale, bias and Rectify run in one pass; a convolution writes
-// its output in NCHW without a transpose. WithoutOpSubstitution turns this
-// off.
+// Where a stage re-applies a BatchNorm, a MaxPool2D, a Conv2d, a Rectify or
+// a broadcast bias, it computes it with its own ops (internal/stageops),
+// bit-identical to gorgonia's with its default BLAS: BatchNorm's statistics
+// and MaxPool's argmax become nodes the backward reads, so those ops keep no
+// state and their stages can keep their activations; BatchNorm's scale,
+// bias and Rectify run in one pass; a convolution writes its output in NCHW
+// without a transpose. WithoutOpSubstitution turns this off.
 //
 // Built with -tags openblas (cgo; Debian: apt-get install libopenblas-dev),
 // gorgonia's matrix products — the user's graph's and every stage's — run on
@@ -47,8 +48,11 @@
 //
 // A stage is run through its Programs. Program.Run binds inputs, resets the
 // tape machine, runs it and returns freshly allocated tensors that the caller
-// owns: the traps listed in DESIGN §4 (Reset before RunAll, values overwritten
-// by later in-place ops) are handled there once.
+// owns: the traps of gorgonia's tape machine (Reset before RunAll, values
+// overwritten by later in-place ops) are handled there once. Every op of a
+// program runs guarded: the tape machine runs ops in a goroutine of its own,
+// where a panic would end the process, so a panicking op — the user's or one
+// of the symbolic backward — is an error of Run naming the node (OpPanic).
 //
 // Running a plan stage by stage — forwards 0..P−1, then backwards P−1..0,
 // summing the gradients of an activation that several stages consume — gives
@@ -56,7 +60,28 @@
 // it for MLPs, CNNs with BatchNorm and MaxPool, residual networks and an
 // attention block, for every P, in float32 and float64.
 //
+// # Shared learnables
+//
+// A learnable read by ops in several stages — a tied embedding read by the
+// first and the last layer, a recurrence's weights read at every time step,
+// a weight penalty in the cost — does not keep the ops between its readers
+// in one stage: every stage that reads it has it among its Learnables, and
+// Plan.Shared (Stage.Shared per learnable) records the readers and the
+// owner, the first reader. Each reader's Train program returns its
+// contribution to the learnable's gradient; their sum is the gradient of
+// the whole graph (the package tests show it, for every P, on a tied
+// decoder, an unrolled GRU and an L2 penalty).
+//
+// A runtime training such a plan keeps one learnable: it sums the readers'
+// contributions for a minibatch before the update, and every reader's
+// forward of a microbatch reads the same version of the weights. All
+// replicas are bound to the user's tensor by default, which is right when
+// the stages run one after the other; running them concurrently, the owner
+// updates the user's tensor in place, so every other reader binds a tensor
+// of its own (Program.BindLearnables) and receives the owner's values.
+//
 // Plans are built once and owned by one goroutine per stage afterwards: a
 // Program is not safe for concurrent use, but different stages' Programs may
-// run in different goroutines at the same time.
+// run in different goroutines at the same time, as long as no stage updates
+// a tensor another stage's program is bound to.
 package graphsplit

@@ -82,56 +82,67 @@ func TestCutAtSplitsThere(t *testing.T) {
 	require.Equal(t, G.Nodes{m.w2}, plan.Stages[1].Learnables)
 }
 
-func TestCutInsideALearnablesSpanIsRefused(t *testing.T) {
-	g := G.NewGraph()
-	x := G.NewMatrix(g, tensor.Float64, G.WithShape(2, 3), G.WithName("x"))
-	w := G.NewMatrix(g, tensor.Float64, G.WithShape(3, 3), G.WithName("w"), G.WithInit(G.GlorotU(1)))
-	h := G.Must(G.Tanh(G.Must(G.Mul(x, w))))
-	G.WithName("h")(h)
-	h2 := G.Must(G.Mul(h, w)) // w is read again: tied weights
-	cost := G.Must(G.Mean(h2))
-	_, err := Split(g, cost, G.Nodes{w}, CutAt("h"))
-	require.Error(t, err)
-	require.Contains(t, err.Error(), `falls between two ops that read learnable "w"`)
-	plan, err := Split(g, cost, G.Nodes{w}, FineGrained())
-	require.NoError(t, err)
-	require.Len(t, plan.Stages, 1, "tied weights keep their readers in one stage")
+// identityOp is an identity op for tests, without a symbolic derivative (it
+// does not implement gorgonia.SDOp). With applied set it can be applied
+// once only, as an op with one-shot state; with panics its Do panics.
+type identityOp struct {
+	name    string
+	applied *int
+	panics  bool
 }
 
-// flakyOp is an identity op that can be applied once only: re-applying it
-// fails, as an op with one-shot state would.
-type flakyOp struct{ applied *int }
-
-func (op flakyOp) Arity() int { return 1 }
-func (op flakyOp) Type() hm.Type {
+func (op identityOp) Arity() int { return 1 }
+func (op identityOp) Type() hm.Type {
 	a := hm.TypeVariable('a')
 	return hm.NewFnType(a, a)
 }
-func (op flakyOp) InferShape(ds ...G.DimSizer) (tensor.Shape, error) {
-	*op.applied++
-	if *op.applied > 1 {
-		return nil, fmt.Errorf("flaky op was already applied")
+func (op identityOp) InferShape(ds ...G.DimSizer) (tensor.Shape, error) {
+	if op.applied != nil {
+		if *op.applied++; *op.applied > 1 {
+			return nil, fmt.Errorf("%s op was already applied", op.name)
+		}
 	}
 	return ds[0].(tensor.Shape).Clone(), nil
 }
-func (op flakyOp) Do(v ...G.Value) (G.Value, error) { return v[0], nil }
-func (op flakyOp) ReturnsPtr() bool                 { return false }
-func (op flakyOp) CallsExtern() bool                { return false }
-func (op flakyOp) OverwritesInput() int             { return -1 }
-func (op flakyOp) WriteHash(h hash.Hash)            { fmt.Fprint(h, "flaky") }
-func (op flakyOp) Hashcode() uint32 {
+func (op identityOp) Do(v ...G.Value) (G.Value, error) {
+	if op.panics {
+		panic("boom in " + op.name)
+	}
+	return v[0].(tensor.Tensor).Clone().(G.Value), nil
+}
+func (op identityOp) ReturnsPtr() bool      { return false }
+func (op identityOp) CallsExtern() bool     { return false }
+func (op identityOp) OverwritesInput() int  { return -1 }
+func (op identityOp) WriteHash(h hash.Hash) { fmt.Fprintf(h, "%s%v", op.name, op.panics) }
+func (op identityOp) Hashcode() uint32 {
 	h := fnv.New32a()
 	op.WriteHash(h)
 	return h.Sum32()
 }
-func (op flakyOp) String() string { return "flaky" }
+func (op identityOp) String() string { return op.name }
+
+// diffOp is an identityOp with a symbolic derivative: the gradient passes
+// through, or with panicGrad through an op whose Do panics.
+type diffOp struct {
+	identityOp
+	panicGrad bool
+}
+
+func (op diffOp) DiffWRT(int) []bool { return []bool{true} }
+func (op diffOp) SymDiff(_ G.Nodes, _, grad *G.Node) (G.Nodes, error) {
+	if !op.panicGrad {
+		return G.Nodes{grad}, nil
+	}
+	n, err := G.ApplyOp(identityOp{name: op.name + "-gradient", panics: true}, grad)
+	return G.Nodes{n}, err
+}
 
 func TestOpThatCannotBeReappliedIsNamed(t *testing.T) {
 	g := G.NewGraph()
 	x := G.NewMatrix(g, tensor.Float64, G.WithShape(2, 3), G.WithName("x"))
 	w := G.NewMatrix(g, tensor.Float64, G.WithShape(3, 3), G.WithName("w"), G.WithInit(G.GlorotU(1)))
 	n := 0
-	f, err := G.ApplyOpWithName(flakyOp{&n}, "the-flaky-node", G.Must(G.Mul(x, w)))
+	f, err := G.ApplyOpWithName(diffOp{identityOp: identityOp{name: "flaky", applied: &n}}, "the-flaky-node", G.Must(G.Mul(x, w)))
 	require.NoError(t, err)
 	cost := G.Must(G.Mean(f))
 	plan, err := Split(g, cost, G.Nodes{w})
@@ -149,4 +160,73 @@ func TestRandomOpsAreRefused(t *testing.T) {
 	_, err := Split(g, cost, G.Nodes{w})
 	require.Error(t, err)
 	require.Contains(t, err.Error(), "random ops cannot be split")
+}
+
+// TestOpWithoutDerivativeIsNamed: gorgonia's backward indexes the answer of
+// every op's DiffWRT; an op without one used to give "index out of range".
+// Split names the node and the op, wherever the op sits: on the path to a
+// learnable, or on data only (gorgonia's backward visits it all the same).
+func TestOpWithoutDerivativeIsNamed(t *testing.T) {
+	for _, onData := range []bool{false, true} {
+		g := G.NewGraph()
+		x := G.NewMatrix(g, tensor.Float64, G.WithShape(2, 3), G.WithName("x"))
+		w := G.NewMatrix(g, tensor.Float64, G.WithShape(3, 3), G.WithName("w"), G.WithInit(G.GlorotU(1)))
+		w2 := G.NewMatrix(g, tensor.Float64, G.WithShape(3, 3), G.WithName("w2"), G.WithInit(G.GlorotU(1)))
+		var h *G.Node
+		var err error
+		if onData {
+			h, err = G.ApplyOpWithName(identityOp{name: "opaque"}, "the-opaque-node", x)
+			require.NoError(t, err)
+			h = G.Must(G.Mul(h, w))
+		} else {
+			h, err = G.ApplyOpWithName(identityOp{name: "opaque"}, "the-opaque-node", G.Must(G.Mul(x, w)))
+			require.NoError(t, err)
+		}
+		cost := G.Must(G.Mean(G.Must(G.Mul(h, w2))))
+		for _, opts := range [][]Option{nil, {Stages(2)}, {FineGrained()}} {
+			plan, err := Split(g, cost, G.Nodes{w, w2}, opts...)
+			require.Error(t, err)
+			require.Nil(t, plan)
+			require.Contains(t, err.Error(), `node "the-opaque-node": op opaque (graphsplit.identityOp) has no symbolic derivative`)
+			require.NotContains(t, err.Error(), "index out of range")
+		}
+	}
+}
+
+// TestScalarDataInputIsRefused: a pipeline cuts data into microbatches along
+// the first axis, which a scalar lacks; it used to pass Split and fail every
+// step.
+func TestScalarDataInputIsRefused(t *testing.T) {
+	g := G.NewGraph()
+	x := G.NewMatrix(g, tensor.Float64, G.WithShape(2, 3), G.WithName("x"))
+	temp := G.NewScalar(g, tensor.Float64, G.WithName("temperature"))
+	w := G.NewMatrix(g, tensor.Float64, G.WithShape(3, 3), G.WithName("w"), G.WithInit(G.GlorotU(1)))
+	cost := G.Must(G.Mul(G.Must(G.Mean(G.Must(G.Mul(x, w)))), temp))
+	plan, err := Split(g, cost, G.Nodes{w})
+	require.Nil(t, plan)
+	require.ErrorContains(t, err, `data input "temperature" is a scalar`)
+	// A one-element batch axis is fine.
+	g = G.NewGraph()
+	x = G.NewMatrix(g, tensor.Float64, G.WithShape(2, 3), G.WithName("x"))
+	temp = G.NewVector(g, tensor.Float64, G.WithShape(1), G.WithName("temperature"))
+	w = G.NewMatrix(g, tensor.Float64, G.WithShape(3, 3), G.WithName("w"), G.WithInit(G.GlorotU(1)))
+	cost = G.Must(G.Mean(G.Must(G.HadamardProd(G.Must(G.Mean(G.Must(G.Mul(x, w)))), temp))))
+	plan, err = Split(g, cost, G.Nodes{w})
+	require.NoError(t, err)
+	require.NoError(t, plan.Close())
+}
+
+// TestDropoutIsRefused: gorgonia's Dropout draws from a clock-seeded
+// generator, so two identical trainings would differ.
+func TestDropoutIsRefused(t *testing.T) {
+	g := G.NewGraph()
+	x := G.NewMatrix(g, tensor.Float64, G.WithShape(2, 3), G.WithName("x"))
+	w := G.NewMatrix(g, tensor.Float64, G.WithShape(3, 3), G.WithName("w"), G.WithInit(G.GlorotU(1)))
+	d := G.Must(G.Dropout(G.Must(G.Mul(x, w)), 0.5))
+	G.WithName("the-dropout")(d)
+	cost := G.Must(G.Mean(d))
+	plan, err := Split(g, cost, G.Nodes{w}, FineGrained())
+	require.Nil(t, plan)
+	require.ErrorContains(t, err, `node "the-dropout" is gorgonia's Dropout`)
+	require.ErrorContains(t, err, "asyncvm.WithDropoutMask")
 }

@@ -31,8 +31,8 @@ func convNet() (*G.ExprGraph, *G.Node, G.Nodes) {
 // BatchNorm and MaxPool keep state in their op objects between the forward
 // and the backward, so with the user's ops a stage holding them can only
 // recompute its forward inside its backward. The stages' own ops keep no
-// state: every stage can keep what its backward reads instead (Stash).
-func ExamplePlan_CanStash() {
+// state: every stage can keep what its backward reads instead (NewKeeping).
+func ExamplePlan_CanKeep() {
 	for _, opts := range [][]graphsplit.Option{
 		{graphsplit.FineGrained()},
 		{graphsplit.FineGrained(), graphsplit.WithoutOpSubstitution()},
@@ -43,13 +43,13 @@ func ExamplePlan_CanStash() {
 			log.Fatal(err)
 		}
 		for s := range plan.Stages {
-			_, err := plan.NewStash(s)
-			fmt.Printf("stage %d: stateful ops %d, CanStash %v, NewStash error %v\n", s, len(plan.Stages[s].Stateful), plan.CanStash(s), err != nil)
+			_, err := plan.NewKeeping(s)
+			fmt.Printf("stage %d: stateful ops %d, CanKeep %v, NewKeeping error %v\n", s, len(plan.Stages[s].Stateful), plan.CanKeep(s), err != nil)
 		}
 	}
 	// Output:
-	// stage 0: stateful ops 2, CanStash true, NewStash error false
-	// stage 1: stateful ops 0, CanStash true, NewStash error false
-	// stage 0: stateful ops 2, CanStash false, NewStash error true
-	// stage 1: stateful ops 0, CanStash true, NewStash error false
+	// stage 0: stateful ops 2, CanKeep true, NewKeeping error false
+	// stage 1: stateful ops 0, CanKeep true, NewKeeping error false
+	// stage 0: stateful ops 2, CanKeep false, NewKeeping error true
+	// stage 1: stateful ops 0, CanKeep true, NewKeeping error false
 }

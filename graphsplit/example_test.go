@@ -104,3 +104,33 @@ func ExampleProgram_Run() {
 	// stage 0: gradient of w1 has shape (4, 16)
 	// stage 0: gradient of b1 has shape (1, 16)
 }
+
+// Split a model whose output projection is its input embedding transposed:
+// the first and the last stage share the embedding, and the sum of their
+// gradient contributions is its gradient.
+func ExampleShared() {
+	g := G.NewGraph()
+	x := G.NewMatrix(g, tensor.Float64, G.WithShape(8, 5), G.WithName("tokens"))
+	emb := G.NewMatrix(g, tensor.Float64, G.WithShape(5, 16), G.WithName("embedding"), G.WithInit(G.GlorotU(1)))
+	w := G.NewMatrix(g, tensor.Float64, G.WithShape(16, 16), G.WithName("w"), G.WithInit(G.GlorotU(1)))
+	h := G.Must(G.Tanh(G.Must(G.Mul(G.Must(G.Mul(x, emb)), w))))
+	logits := G.Must(G.Mul(h, G.Must(G.Transpose(emb))))
+	cost := G.Must(G.Mean(G.Must(G.Square(logits))))
+
+	plan, err := graphsplit.Split(g, cost, G.Nodes{emb, w}, graphsplit.FineGrained())
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer plan.Close()
+	for _, sh := range plan.Shared {
+		fmt.Printf("%s: owned by stage %d, replicas in stages %v\n", sh.Node.Name(), sh.Owner, sh.Replicas())
+	}
+	for _, st := range plan.Stages {
+		fmt.Printf("stage %d: learnables %v\n", st.Index, st.Learnables)
+	}
+	// Output:
+	// embedding: owned by stage 0, replicas in stages [2]
+	// stage 0: learnables [embedding]
+	// stage 1: learnables [w]
+	// stage 2: learnables [embedding]
+}

@@ -11,11 +11,16 @@ import (
 // FuzzSplitParity builds random graphs from the supported ops, splits them
 // into a random number of stages (balanced, or fine-grained) and checks that
 // running the stages one by one gives the whole graph's cost and gradients,
-// in float64 or float32 (the top bit of p).
+// in float64 or float32 (the top bit of p), and that the plan records
+// exactly the learnables its stages share.
 func FuzzSplitParity(f *testing.F) {
 	f.Add([]byte{1, 3, 5, 0, 4, 2, 3, 0, 4, 5, 1, 8}, uint8(3), false)
 	f.Add([]byte{9, 2, 7, 0, 3, 7, 1, 1, 5, 2, 6, 0, 2}, uint8(2), true)
 	f.Add([]byte{0, 1, 6, 8, 5, 1, 0, 4}, uint8(9), false)
+	// Shared learnables: a linear layer applied twice, a tied transpose,
+	// a penalty.
+	f.Add([]byte{4, 0, 6, 0, 1, 3, 13, 0, 3, 14, 0, 15, 0, 9}, uint8(4), false)
+	f.Add([]byte{4, 0, 6, 0, 1, 3, 13, 0, 3, 14, 0, 15, 0, 9}, uint8(5), true)
 	f.Fuzz(func(t *testing.T, data []byte, p uint8, fine bool) {
 		dt := tensor.Float64
 		if p&128 != 0 {
@@ -29,7 +34,7 @@ func FuzzSplitParity(f *testing.F) {
 		if err != nil {
 			t.Fatalf("analyze: %v", err)
 		}
-		maxP := a.legalCount() + 1
+		maxP := len(a.seq)
 		var opts []Option
 		if fine {
 			opts = append(opts, FineGrained())
@@ -44,6 +49,7 @@ func FuzzSplitParity(f *testing.F) {
 			t.Fatalf("split: %v", err)
 		}
 		defer plan.Close()
+		checkShared(t, plan)
 		wantCost, wantGrads, err := reference(m.g, m.cost, m.learnables, m.feeds)
 		if err != nil {
 			t.Fatalf("reference: %v", err)

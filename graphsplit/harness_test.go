@@ -6,6 +6,7 @@ import (
 	"math/rand"
 	"testing"
 
+	"github.com/pipemare/pipemare/internal/tensorutil"
 	"github.com/pipemare/pipemare/internal/testmodels"
 
 	"github.com/pkg/errors"
@@ -16,16 +17,17 @@ import (
 // stagewise runs a plan the way a pipeline does for one microbatch: forwards
 // 0..P−1, then backwards P−1..0 (Train programs, recomputing each stage from
 // its stashed inputs), summing the gradients of activations read by several
-// stages. It returns the cost and the learnables' gradients in
-// plan.Learnables order.
+// stages, and the contributions of every stage that reads a shared learnable
+// (in that order: the last reader's first). It returns the cost and the
+// learnables' gradients in plan.Learnables order.
 func stagewise(plan *Plan, feeds map[*gorgonia.Node]gorgonia.Value) (gorgonia.Value, []gorgonia.Value, error) {
 	return stagewiseWith(plan, feeds, nil)
 }
 
 // stagewiseWith is stagewise where stages with a non-nil stash run their
-// Stash programs instead of Forward and Train.
-func stagewiseWith(plan *Plan, feeds map[*gorgonia.Node]gorgonia.Value, stashes []*Stash) (gorgonia.Value, []gorgonia.Value, error) {
-	stashOf := func(s int) *Stash {
+// keeping programs instead of Forward and Train.
+func stagewiseWith(plan *Plan, feeds map[*gorgonia.Node]gorgonia.Value, stashes []*Keeping) (gorgonia.Value, []gorgonia.Value, error) {
+	stashOf := func(s int) *Keeping {
 		if stashes == nil {
 			return nil
 		}
@@ -54,7 +56,7 @@ func stagewiseWith(plan *Plan, feeds map[*gorgonia.Node]gorgonia.Value, stashes 
 		for i, p := range st.Outputs {
 			acts[p.Key] = res.Outputs[i]
 		}
-		saved[st.Index] = res.Saved
+		saved[st.Index] = res.Kept
 	}
 	cost := acts[plan.Cost.ID()]
 	gradOf := make(map[int64]gorgonia.Value)
@@ -87,19 +89,43 @@ func stagewiseWith(plan *Plan, feeds map[*gorgonia.Node]gorgonia.Value, stashes 
 				continue
 			}
 			if prev := gradOf[p.Key]; prev != nil {
-				sum, err := tensor.Add(prev.(tensor.Tensor), gv.(tensor.Tensor))
-				if err != nil {
-					return nil, nil, errors.Wrap(err, "summing gradients")
+				if gv, err = add(prev, gv); err != nil {
+					return nil, nil, errors.Wrapf(err, "summing the gradients of %s", p.Name)
 				}
-				gv = sum
 			}
 			gradOf[p.Key] = gv
 		}
 		for i, gv := range res.LearnableGrads {
-			grads[st.LearnableIndex[i]] = gv
+			j := st.LearnableIndex[i]
+			if prev := grads[j]; prev != nil {
+				if st.Shared[i] == nil {
+					return nil, nil, errors.Errorf("stage %d: learnable %s has a gradient from another stage but is not shared", s, plan.Learnables[j].Name())
+				}
+				if gv, err = add(prev, gv); err != nil {
+					return nil, nil, errors.Wrapf(err, "summing the gradient of %s", plan.Learnables[j].Name())
+				}
+			}
+			grads[j] = gv
 		}
 	}
 	return cost, grads, nil
+}
+
+// add returns a + b, two gradients of one tensor or scalar, as a new value.
+func add(a, b gorgonia.Value) (gorgonia.Value, error) {
+	if t, ok := a.(tensor.Tensor); ok {
+		sum := t.Clone().(tensor.Tensor)
+		return sum, tensorutil.AddInto(sum, b)
+	}
+	x, err := tensorutil.Scalar(a)
+	if err != nil {
+		return nil, err
+	}
+	y, err := tensorutil.Scalar(b)
+	if err != nil {
+		return nil, err
+	}
+	return tensorutil.ScalarOf(a.Dtype(), x+y)
 }
 
 // reference computes the cost and the learnables' gradients of the whole
@@ -206,10 +232,11 @@ func checkParity(plan *Plan, feeds map[*gorgonia.Node]gorgonia.Value, wantCost g
 	return nil
 }
 
-// forEachModel runs f, as a subtest, on every test model in float64 and
-// float32 with one deterministic microbatch of data.
+// forEachModel runs f, as a subtest, on every test model (those that share
+// learnables across stages included) in float64 and float32 with one
+// deterministic microbatch of data.
 func forEachModel(t *testing.T, f func(t *testing.T, m *testmodels.Model, feeds map[*gorgonia.Node]gorgonia.Value)) {
-	for _, nb := range testmodels.All() {
+	for _, nb := range append(testmodels.All(), testmodels.SharedWeights()...) {
 		for _, dt := range []tensor.Dtype{tensor.Float64, tensor.Float32} {
 			t.Run(fmt.Sprintf("%s/%v", nb.Name, dt), func(t *testing.T) {
 				m, err := nb.Build(dt, 4, 1)

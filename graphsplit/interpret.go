@@ -1,9 +1,9 @@
 package graphsplit
 
 import (
+	"github.com/pipemare/pipemare/internal/bnstate"
 	"github.com/pkg/errors"
 	"gorgonia.org/gorgonia"
-	"gorgonia.org/tensor"
 )
 
 // interpreter evaluates the original graph op by op with each op's Do on
@@ -15,15 +15,10 @@ import (
 type interpreter struct {
 	a     *analysis
 	vals  map[*gorgonia.Node]gorgonia.Value
-	saved []bnStats
+	saved bnstate.Saved
 	// around wraps each Do of a laid-out op; it may call do more than once
 	// (to time it) and must return one result.
 	around func(n *gorgonia.Node, do func() (gorgonia.Value, error)) (gorgonia.Value, error)
-}
-
-type bnStats struct {
-	op         *gorgonia.BatchNormOp
-	mean, vari tensor.Tensor
 }
 
 func newInterpreter(a *analysis, feeds map[*gorgonia.Node]gorgonia.Value) (*interpreter, error) {
@@ -46,10 +41,7 @@ func newInterpreter(a *analysis, feeds map[*gorgonia.Node]gorgonia.Value) (*inte
 
 // restore puts back the BatchNorm statistics the evaluation moved.
 func (in *interpreter) restore() {
-	for i := len(in.saved) - 1; i >= 0; i-- {
-		s := in.saved[i]
-		_ = s.op.SetStats(s.mean, s.vari)
-	}
+	in.saved.Restore()
 	in.saved = nil
 }
 
@@ -73,10 +65,7 @@ func (in *interpreter) eval(n *gorgonia.Node) (v gorgonia.Value, err error) {
 			return nil, err
 		}
 	}
-	if bn, ok := n.Op().(*gorgonia.BatchNormOp); ok {
-		m, v := bn.Stats()
-		in.saved = append(in.saved, bnStats{bn, m.Clone().(tensor.Tensor), v.Clone().(tensor.Tensor)})
-	}
+	in.saved = append(in.saved, bnstate.Save(bnstate.Of(gorgonia.Nodes{n}))...)
 	do := func() (gorgonia.Value, error) {
 		fresh := make([]gorgonia.Value, len(args))
 		for i, x := range args { // Do may reuse its inputs: give it copies

@@ -13,6 +13,7 @@ type config struct {
 	model       CostModel
 	modelSet    bool
 	profileFeed map[*gorgonia.Node]gorgonia.Value
+	unguarded   bool // programs run the ops unguarded (tests compare)
 	// noSubstitution: stages re-apply the user's ops as they are
 	// (substitute.go).
 	noSubstitution bool
@@ -24,10 +25,13 @@ type config struct {
 func Stages(p int) Option { return func(c *config) { c.stages, c.setStages = p, true } }
 
 // FineGrained asks for one stage per learnable-bearing layer: a stage starts
-// at every op that first reads a weight (a learnable with at least two
-// dimensions larger than one: a matmul or convolution filter), and the ops
-// that follow it — bias, normalisation, activation — stay with it. This is the
-// PipeMare paper's setting (its ResNet-50 had about 107 stages).
+// at every op that applies a weight (a learnable with at least two
+// dimensions larger than one — a matmul or convolution filter — or a
+// transposed or reshaped copy of one), and the ops that follow it — bias,
+// normalisation, activation — stay with it. A weight applied again (a tied
+// output projection, a recurrence's weights at every time step) starts a
+// layer again, and the stages share it (Plan.Shared). This is the PipeMare
+// paper's setting (its ResNet-50 had about 107 stages).
 func FineGrained() Option { return func(c *config) { c.fine = true } }
 
 // CutAt makes each named node the first node of a new stage. Names are the

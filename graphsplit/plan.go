@@ -18,12 +18,16 @@ type Plan struct {
 	Feeds []Port
 	// Learnables are the user's learnables in the order given to Split.
 	Learnables gorgonia.Nodes
+	// Shared are the learnables that ops of more than one stage read, in
+	// the order of Learnables; empty when each learnable is read by one
+	// stage.
+	Shared []*Shared
 	// Cost is the user's cost node.
 	Cost *gorgonia.Node
 	// Dtype is the cost's dtype.
 	Dtype tensor.Dtype
 
-	a *analysis // kept to build Stash programs on demand
+	a *analysis // kept to build keeping programs on demand
 }
 
 // Stage is one piece of the cut graph.
@@ -40,18 +44,21 @@ type Stage struct {
 	// Outputs are the activations that later stages read, and the cost in
 	// the last stage. Program.Outputs is parallel to it.
 	Outputs []Port
-	// Learnables are the original learnables this stage owns, in the order
-	// of Plan.Learnables. Program.Learnables is parallel to it. A learnable
-	// belongs to exactly one stage.
+	// Learnables are the original learnables this stage's ops read, in the
+	// order of Plan.Learnables. Program.Learnables is parallel to it. A
+	// learnable that several stages read is in each of them (Shared).
 	Learnables gorgonia.Nodes
 	// LearnableIndex[i] is the position of Learnables[i] in Plan.Learnables.
 	LearnableIndex []int
+	// Shared[i] describes Learnables[i] when other stages read it too, and
+	// is nil when only this stage does. Shared is parallel to Learnables.
+	Shared []*Shared
 	// Stateful are the original nodes of this stage whose op keeps state
-	// between its forward and its backward (BatchNorm, MaxPool, Dropout,
-	// GroupNorm, AvgPool). The stage computes BatchNorm and MaxPool with
-	// stage ops that keep none (WithoutOpSubstitution); with any other
-	// stateful op its gradients are exact only when its backward recomputes
-	// its forward (Train does), and Plan.CanStash is false.
+	// between its forward and its backward (BatchNorm, MaxPool, GroupNorm,
+	// AvgPool). The stage computes BatchNorm and MaxPool with stage ops that
+	// keep none (WithoutOpSubstitution); with any other stateful op its
+	// gradients are exact only when its backward recomputes its forward
+	// (Train does), and Plan.CanKeep is false.
 	Stateful gorgonia.Nodes
 	// Cost is the stage's estimated work and traffic.
 	Cost StageCost
@@ -63,6 +70,38 @@ type Stage struct {
 	// Outputs, the gradients of the activation Inputs and of Learnables.
 	Train *Program
 }
+
+// Shared is a learnable that ops of more than one stage read: a tied
+// embedding, weights reused at every step of a recurrence, a weight penalty
+// in the cost. Every reading stage has it among its Learnables, as its own
+// placeholder in its programs — a replica, except in the owner — and its
+// Train program returns that stage's contribution to the gradient; the
+// learnable's gradient is the sum of the contributions of all its Readers.
+//
+// Like every learnable, each replica is bound to the user's tensor by
+// default, which is right for running the stages one after the other. A
+// runtime that updates stages concurrently binds each replica to a tensor of
+// its own (Program.BindLearnables) and keeps it equal to the owner's: see the
+// package documentation.
+type Shared struct {
+	// Index is the learnable's position in Plan.Learnables; Node is the
+	// user's learnable.
+	Index int
+	Node  *gorgonia.Node
+	// Owner is the first stage that reads it. In a pipeline its backward of
+	// a microbatch runs after every other reader's, so it is the first to
+	// have the whole gradient.
+	Owner int
+	// Readers are the stages that read it, ascending; Readers[0] is Owner.
+	Readers []int
+}
+
+// Replicas are the readers other than the owner.
+func (s *Shared) Replicas() []int { return s.Readers[1:] }
+
+// Replica reports whether the stage holds Learnables[i] as a replica of a
+// learnable another stage owns.
+func (s *Stage) Replica(i int) bool { return s.Shared[i] != nil && s.Shared[i].Owner != s.Index }
 
 // PortKind says where a port's tensor comes from.
 type PortKind int
@@ -113,7 +152,8 @@ type Port struct {
 // Bytes is the size of the tensor in bytes.
 func (p Port) Bytes() int64 { return int64(p.Shape.TotalSize()) * int64(p.Dtype.Size()) }
 
-// NumParams is the number of scalar parameters the stage owns.
+// NumParams is the number of scalar parameters the stage's ops read,
+// replicas included.
 func (s *Stage) NumParams() int {
 	n := 0
 	for _, l := range s.Learnables {

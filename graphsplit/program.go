@@ -48,14 +48,19 @@ type Program struct {
 	inBuf    []gorgonia.Value // owned copies of the inputs
 	gradBuf  []gorgonia.Value // owned copies of the output gradients
 
-	// Saved are the forward values a Stash's backward reads (its forward
-	// program only); Result.Saved returns them.
-	Saved     gorgonia.Nodes
-	savedSlot []gorgonia.Value
+	// Kept are the forward values a Keeping's backward reads (its forward
+	// program only); Result.Kept returns them.
+	Kept     gorgonia.Nodes
+	keptSlot []gorgonia.Value
+	// Probes are the nodes a probe program (Plan.NewProbe) reads;
+	// Result.Probes returns their values.
+	Probes    gorgonia.Nodes
+	probeSlot []gorgonia.Value
 
 	local    map[*gorgonia.Node]*gorgonia.Node // original → this graph
 	aux      map[*gorgonia.Node]gorgonia.Nodes // original → extra nodes its stage op built
 	fwdCount int                               // nodes of the forward pass
+	caught   *caught                           // an op's panic in the current Run
 }
 
 // Result is what one Run returns. Every tensor in it is freshly allocated and
@@ -68,8 +73,10 @@ type Result struct {
 	InputGrads []gorgonia.Value
 	// LearnableGrads are parallel to Stage.Learnables (nil for Forward).
 	LearnableGrads []gorgonia.Value
-	// Saved are the values of Program.Saved (a Stash's forward only).
-	Saved []gorgonia.Value
+	// Kept are the values of Program.Kept (a Keeping's forward only).
+	Kept []gorgonia.Value
+	// Probes are the values of Program.Probes (a probe program only).
+	Probes []gorgonia.Value
 }
 
 // HasBackward reports whether the program computes gradients.
@@ -125,7 +132,9 @@ func (p *Program) BindLearnables(vals []gorgonia.Value) error {
 // Run executes the program once. inputs are parallel to Stage.Inputs.
 // outputGrads are parallel to Stage.Outputs and only read by Train programs
 // (entries where OutputGrads is nil are ignored and may be nil). Run does not
-// modify inputs, outputGrads or the learnables; it returns fresh tensors.
+// modify inputs, outputGrads or the learnables; it returns fresh tensors. An
+// op that panics makes Run return an error whose cause is an *OpPanic; the
+// program can be run again.
 func (p *Program) Run(inputs, outputGrads []gorgonia.Value) (res Result, err error) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -170,17 +179,27 @@ func (p *Program) Run(inputs, outputGrads []gorgonia.Value) (res Result, err err
 	clear(p.outSlot)
 	clear(p.inGSlot)
 	clear(p.parGSlot)
-	clear(p.savedSlot)
+	clear(p.keptSlot)
+	clear(p.probeSlot)
+	p.caught.first = nil
 	p.vm.Reset()
 	if err := p.vm.RunAll(); err != nil {
+		if c := p.caught.first; c != nil {
+			err = c
+		}
 		return res, errors.Wrapf(err, "graphsplit: stage %d %s program", p.Stage, p.kind)
 	}
 	if res.Outputs, err = conform(p.outSlot, p.Outputs); err != nil {
 		return res, errors.Wrapf(err, "graphsplit: stage %d %s program output", p.Stage, p.kind)
 	}
-	if len(p.Saved) > 0 {
-		if res.Saved, err = conform(p.savedSlot, p.Saved); err != nil {
+	if len(p.Kept) > 0 {
+		if res.Kept, err = conform(p.keptSlot, p.Kept); err != nil {
 			return res, errors.Wrapf(err, "graphsplit: stage %d saved tensor", p.Stage)
+		}
+	}
+	if len(p.Probes) > 0 {
+		if res.Probes, err = conform(p.probeSlot, p.Probes); err != nil {
+			return res, errors.Wrapf(err, "graphsplit: stage %d probed node", p.Stage)
 		}
 	}
 	if p.HasBackward() {

@@ -12,8 +12,10 @@ import (
 // supports, driven by the bytes of a fuzz input: linear layers, broadcast bias
 // adds, pointwise nonlinearities, skip connections from any earlier
 // activation of the same shape, Hadamard products, concatenations, softmax,
-// and a mean at the end. It returns the graph, cost, learnables, data inputs
-// and their values.
+// and a mean at the end. Learnables are sometimes read again far from their
+// first reader: an earlier weight, bias or gate applied again, a weight
+// applied transposed (tied), an L2 penalty on a learnable added to the cost.
+// It returns the graph, cost, learnables, data inputs and their values.
 type randomModel struct {
 	g          *G.ExprGraph
 	cost       *G.Node
@@ -69,9 +71,30 @@ func buildRandom(data []byte, dt tensor.Dtype) (*randomModel, error) {
 		m.learnables = append(m.learnables, n)
 		return n
 	}
+	// reuse picks, with the next byte, one of the earlier learnables that
+	// fit (nil if none does).
+	reuse := func(fits func(shape tensor.Shape) bool) *G.Node {
+		var cands G.Nodes
+		for _, p := range m.learnables {
+			if fits(p.Shape()) {
+				cands = append(cands, p)
+			}
+		}
+		if len(cands) == 0 {
+			return nil
+		}
+		return cands[s.next()%len(cands)]
+	}
+	scalar := func(v float64) *G.Node {
+		if dt == tensor.Float32 {
+			return G.NewConstant(float32(v))
+		}
+		return G.NewConstant(v)
+	}
+	var penalties G.Nodes
 	var err error
 	for l := 0; l < layers; l++ {
-		op := s.next() % 13
+		op := s.next() % 16
 		w := cur.Shape()[1]
 		switch op {
 		case 0, 1: // linear
@@ -119,6 +142,36 @@ func buildRandom(data []byte, dt tensor.Dtype) (*randomModel, error) {
 					cur, err = G.Transpose(tr)
 				}
 			}
+		case 13: // an earlier weight, bias or gate, applied again
+			p := reuse(func(sh tensor.Shape) bool {
+				return sh[0] == w || sh.Eq(tensor.Shape{1, w}) || sh.Eq(tensor.Shape{batch, w})
+			})
+			switch {
+			case p == nil:
+			case p.Shape().Eq(tensor.Shape{1, w}):
+				cur, err = G.BroadcastAdd(cur, p, nil, []byte{0})
+			case p.Shape().Eq(tensor.Shape{batch, w}):
+				cur, err = G.HadamardProd(cur, p)
+			default:
+				cur, err = G.Mul(cur, p)
+			}
+		case 14: // an earlier weight applied transposed, as a tied embedding is
+			if p := reuse(func(sh tensor.Shape) bool { return len(sh) == 2 && sh[1] == w && sh[0] > 1 }); p != nil {
+				var tr *G.Node
+				if tr, err = G.Transpose(p); err == nil {
+					cur, err = G.Mul(cur, tr)
+				}
+			}
+		case 15: // an L2 penalty on an earlier learnable, added to the cost
+			if p := reuse(func(tensor.Shape) bool { return true }); p != nil {
+				var pen *G.Node
+				if pen, err = G.Square(p); err == nil {
+					if pen, err = G.Sum(pen); err == nil {
+						pen, err = G.Mul(scalar(0.1), pen)
+						penalties = append(penalties, pen)
+					}
+				}
+			}
 		}
 		if err != nil {
 			return nil, errors.Wrapf(err, "layer %d op %d", l, op)
@@ -137,6 +190,11 @@ func buildRandom(data []byte, dt tensor.Dtype) (*randomModel, error) {
 	}
 	if m.cost, err = G.Mean(sq); err != nil {
 		return nil, err
+	}
+	for _, pen := range penalties {
+		if m.cost, err = G.Add(m.cost, pen); err != nil {
+			return nil, err
+		}
 	}
 	// Learnables the cost cannot reach (possible only through dead ends)
 	// would be rejected by Split; every learnable here feeds cur.

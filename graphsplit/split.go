@@ -1,8 +1,6 @@
 package graphsplit
 
 import (
-	"reflect"
-
 	"github.com/pkg/errors"
 	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -18,12 +16,17 @@ import (
 // Without options there is one stage. Stages(p) balances p stages with a cost
 // model; FineGrained makes one stage per learnable-bearing layer (combined with
 // Stages(p) it merges those layers into p balanced stages); CutAt cuts at
-// named nodes.
+// named nodes. A stage may start at any op: a learnable read by ops on both
+// sides of a cut is shared by the stages that read it (Plan.Shared).
 //
 // Bad input — a cost that is not a scalar or not in g, no learnables, a
 // learnable the cost does not depend on, P < 1 or more stages than there are
 // places to cut, an op that cannot be re-applied, an unknown cut point — gives
-// an error that says what is wrong; Split never panics.
+// an error that says what is wrong; Split never panics. So does what a
+// pipeline cannot train: a scalar data input (data is cut into microbatches
+// along its first axis), an op without a symbolic derivative on the cost's
+// backward path, and random ops, gorgonia's Dropout included (their draws do
+// not come from a seed the engine controls).
 func Split(g *gorgonia.ExprGraph, cost *gorgonia.Node, learnables gorgonia.Nodes, opts ...Option) (plan *Plan, err error) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -44,6 +47,7 @@ func Split(g *gorgonia.ExprGraph, cost *gorgonia.Node, learnables gorgonia.Nodes
 	if err != nil {
 		return nil, err
 	}
+	a.unguarded = cfg.unguarded
 	a.substitute = !cfg.noSubstitution
 	model := cfg.model
 	if cfg.profileFeed != nil {
@@ -86,13 +90,11 @@ func chooseCuts(a *analysis, cfg *config, costs []float64) ([]int, error) {
 		}
 		return balanceAt(fine, costs, cfg.stages, "layer boundaries (FineGrained)")
 	case cfg.stages > 1:
-		var legal []int
-		for p, ok := range a.legal {
-			if ok {
-				legal = append(legal, p)
-			}
+		anywhere := make([]int, 0, len(a.seq))
+		for p := 1; p < len(a.seq); p++ {
+			anywhere = append(anywhere, p)
 		}
-		return balanceAt(legal, costs, cfg.stages, "places to cut (a learnable's readers stay in one stage)")
+		return balanceAt(anywhere, costs, cfg.stages, "places to cut (one op per stage)")
 	}
 	return nil, nil
 }
@@ -169,7 +171,7 @@ func assemble(a *analysis, costs []float64) (*Plan, error) {
 	}
 
 	// Who reads what.
-	owner := make(map[*gorgonia.Node]int)                // learnable → stage
+	readers := make(map[*gorgonia.Node][]int)            // learnable → reading stages, ascending
 	consumers := make(map[*gorgonia.Node][]int)          // activation or feed → reading stages
 	inputs := make([]gorgonia.Nodes, a.nStages)          // per stage, first-use order
 	seenIn := make([]map[*gorgonia.Node]bool, a.nStages) // per stage
@@ -179,11 +181,10 @@ func assemble(a *analysis, costs []float64) (*Plan, error) {
 	for p, n := range a.seq {
 		s := a.stageAt[p]
 		for _, c := range a.children(n) {
-			if i, ok := a.learn[c]; ok {
-				if o, seen := owner[c]; seen && o != s {
-					return nil, errors.Errorf("graphsplit: learnable %q is read by stages %d and %d; a learnable lives in one stage", plan.Learnables[i].Name(), o, s)
+			if _, ok := a.learn[c]; ok {
+				if rs := readers[c]; len(rs) == 0 || rs[len(rs)-1] != s {
+					readers[c] = append(rs, s) // stages only grow along seq
 				}
-				owner[c] = s
 				continue
 			}
 			if a.replicable[c] || seenIn[s][c] {
@@ -220,17 +221,23 @@ func assemble(a *analysis, costs []float64) (*Plan, error) {
 				st.Cost.OutBytes += pt.Bytes()
 			}
 		}
-		for i, l := range plan.Learnables {
-			if owner[l] == s {
-				st.Learnables = append(st.Learnables, l)
-				st.LearnableIndex = append(st.LearnableIndex, i)
-				st.Cost.ParamBytes += int64(l.Shape().TotalSize()) * int64(l.Dtype().Size())
-			}
-		}
 	}
 	for i, l := range plan.Learnables {
-		if _, ok := owner[l]; !ok {
+		rs := readers[l]
+		if len(rs) == 0 {
 			return nil, errors.Errorf("graphsplit: learnable %d (%q) is read only through shape or constant expressions, so it gets no gradient; drop it from the learnables", i, l.Name())
+		}
+		var sh *Shared
+		if len(rs) > 1 {
+			sh = &Shared{Index: i, Node: l, Owner: rs[0], Readers: rs}
+			plan.Shared = append(plan.Shared, sh)
+		}
+		for _, s := range rs {
+			st := stages[s]
+			st.Learnables = append(st.Learnables, l)
+			st.LearnableIndex = append(st.LearnableIndex, i)
+			st.Shared = append(st.Shared, sh)
+			st.Cost.ParamBytes += int64(l.Shape().TotalSize()) * int64(l.Dtype().Size())
 		}
 	}
 	// Train programs last stage first: a stage's gradient placeholders take
@@ -268,12 +275,8 @@ func port(n *gorgonia.Node, kind PortKind, producer int, consumers []int) Port {
 // isStateful reports whether n's op keeps state between its forward and its
 // backward, or across runs.
 func isStateful(n *gorgonia.Node) bool {
-	t := reflect.TypeOf(n.Op())
-	if t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	switch t.Name() {
-	case "BatchNormOp", "maxPoolOp", "dropoutOp", "GroupNormOp", "avgPoolOp":
+	switch opTypeName(n.Op()) {
+	case "BatchNormOp", "maxPoolOp", "GroupNormOp", "avgPoolOp":
 		return true
 	}
 	return false

@@ -16,7 +16,7 @@ import (
 //
 //   - BatchNorm and MaxPool2D without state in the op: the batch statistics
 //     and the argmax are nodes the forward computes and the backward reads,
-//     so such stages have Stash programs (CanStash) and need no second
+//     so such stages have keeping programs (CanKeep) and need no second
 //     forward pass;
 //   - a BatchNorm with its broadcast scale and bias, and a Rectify after
 //     them, in one pass; Rectify alone in one op; a broadcast bias (a
@@ -29,11 +29,11 @@ import (
 // BatchNorm or MaxPool then only recompute).
 func WithoutOpSubstitution() Option { return func(c *config) { c.noSubstitution = true } }
 
-// CanStash reports whether stage s has Stash programs (NewStash): false when
-// it re-applies an op of the user's that keeps state between its forward and
-// its backward (Dropout, GroupNorm, AvgPool, or BatchNorm and MaxPool with
-// WithoutOpSubstitution), for which only recomputation is exact.
-func (p *Plan) CanStash(s int) bool {
+// CanKeep reports whether stage s has keeping programs (NewKeeping): false
+// when it re-applies an op of the user's that keeps state between its
+// forward and its backward (GroupNorm, AvgPool, or BatchNorm and MaxPool
+// with WithoutOpSubstitution), for which only recomputation is exact.
+func (p *Plan) CanKeep(s int) bool {
 	if s < 0 || s >= len(p.Stages) {
 		return false
 	}
@@ -183,7 +183,7 @@ func (m *matcher) match(n *gorgonia.Node) *substitution {
 	case *gorgonia.BatchNormOp:
 		return m.batchNorm(n, op)
 	}
-	switch opName(n) {
+	switch opTypeName(n.Op()) {
 	case "maxPoolOp":
 		mp, err := stageops.NewMaxPool(n.Op())
 		if err != nil {
@@ -229,22 +229,10 @@ func (m *matcher) biasAdd(add *gorgonia.Node) *substitution {
 	return nil
 }
 
-// opName is the name of n's op type.
-func opName(n *gorgonia.Node) string {
-	if n.Op() == nil {
-		return ""
-	}
-	t := reflect.TypeOf(n.Op())
-	if t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	return t.Name()
-}
-
 // isBinOp reports whether n is an element-wise binary op printing as s
 // ("⊙ false", "+ false", ">= true").
 func isBinOp(n *gorgonia.Node, s string) bool {
-	return opName(n) == "elemBinOp" && n.Op().String() == s
+	return opTypeName(n.Op()) == "elemBinOp" && n.Op().String() == s
 }
 
 // only returns the single user of n that is not a SizeOf.
@@ -362,7 +350,7 @@ func (m *matcher) broadcastOf(top *gorgonia.Node, shape tensor.Shape) (leaf *gor
 	n := top
 	for {
 		switch {
-		case opName(n) == "repeatOp":
+		case opTypeName(n.Op()) == "repeatOp":
 			f := reflect.ValueOf(n.Op()).Elem().FieldByName("along")
 			if !f.IsValid() {
 				return nil, nil, nil, false
@@ -427,7 +415,7 @@ func (m *matcher) convGEMM(mm *gorgonia.Node) *substitution {
 		return nil
 	}
 	t := m.only(r)
-	if t == nil || len(m.users[r]) != 1 || opName(t) != "transposeOp" {
+	if t == nil || len(m.users[r]) != 1 || opTypeName(t.Op()) != "transposeOp" {
 		return nil
 	}
 	if pat := reflect.ValueOf(t.Op()).FieldByName("pattern"); !pat.IsValid() || pat.Kind() != reflect.Slice || fmt.Sprint(shapeOf(pat)) != "(0, 3, 1, 2)" {
@@ -459,8 +447,8 @@ func (o origin) name() string {
 	return fmt.Sprintf("%s/aux%d", o.node.Name(), o.aux)
 }
 
-// origins maps each node of p that stands for an original to its origin.
-func (p *Program) origins() map[*gorgonia.Node]origin {
+// nodeOrigins maps each node of p that stands for an original to its origin.
+func (p *Program) nodeOrigins() map[*gorgonia.Node]origin {
 	out := make(map[*gorgonia.Node]origin, len(p.local))
 	for o, l := range p.local {
 		out[l] = origin{o, -1}

@@ -9,6 +9,7 @@ import (
 	"github.com/pipemare/pipemare/asyncvm"
 	"github.com/pipemare/pipemare/graphsplit"
 	"github.com/pipemare/pipemare/internal/tensorutil"
+	"github.com/pipemare/pipemare/schedule"
 	"github.com/pipemare/pipemare/zoo"
 	"github.com/stretchr/testify/require"
 	"gonum.org/v1/gonum/blas/gonum"
@@ -33,7 +34,7 @@ import (
 // and stage ops on OpenBLAS.)
 func TestStageOpsTrainTheZooBitForBit(t *testing.T) {
 	models := []string{"cnn", "resnet"}
-	schedules := []asyncvm.Schedule{asyncvm.Sequential, asyncvm.GPipe, asyncvm.OneFOneB, asyncvm.PipeDream}
+	schedules := []schedule.Schedule{schedule.Sequential, schedule.GPipe, schedule.OneFOneB, schedule.PipeDream}
 	if testing.Short() {
 		models, schedules = models[:1], schedules[:1]
 	}
@@ -43,7 +44,7 @@ func TestStageOpsTrainTheZooBitForBit(t *testing.T) {
 		require.NoError(t, err)
 		for _, s := range schedules {
 			t.Run(fmt.Sprintf("%s/%s", name, s.Name), func(t *testing.T) {
-				stashed := trainZoo(t, r, s, asyncvm.Stash)
+				stashed := trainZoo(t, r, s, asyncvm.Keep)
 				var want []gorgonia.Value
 				switch {
 				case !exact:
@@ -70,7 +71,7 @@ func requireAllBits(t *testing.T, want, got []gorgonia.Value, what string) {
 
 // trainZoo trains recipe r's model for 3 minibatches and returns its
 // learnables, its BatchNorm statistics and the evaluation loss on a 4th.
-func trainZoo(t *testing.T, r zoo.Recipe, s asyncvm.Schedule, acts asyncvm.Activations, opts ...graphsplit.Option) []gorgonia.Value {
+func trainZoo(t *testing.T, r zoo.Recipe, s schedule.Schedule, acts asyncvm.Activations, opts ...graphsplit.Option) []gorgonia.Value {
 	t.Helper()
 	const steps = 3
 	m, err := r.Build(r.Run.Microbatch, r.Run.Seed)
@@ -134,5 +135,26 @@ func requireBits(t *testing.T, want, got gorgonia.Value, what string) {
 		}
 	default:
 		t.Fatalf("%s: unexpected %T", what, w)
+	}
+}
+
+// TestOpSubstitutionKeepsTheCuts: stage ops change how stages compute, not
+// where the plan cuts — for every zoo model and splitting option, the stage
+// table and every stage's ports and learnables are those of the user's ops.
+func TestOpSubstitutionKeepsTheCuts(t *testing.T) {
+	for _, r := range zoo.Recipes() {
+		m, err := r.Build(r.Run.Microbatch, 1)
+		require.NoError(t, err)
+		for _, opts := range [][]graphsplit.Option{nil, {graphsplit.Stages(3)}, {graphsplit.FineGrained()}} {
+			a, err := graphsplit.Split(m.Graph, m.Cost, m.Learnables, opts...)
+			require.NoError(t, err)
+			b, err := graphsplit.Split(m.Graph, m.Cost, m.Learnables, append(opts, graphsplit.WithoutOpSubstitution())...)
+			require.NoError(t, err)
+			require.Equal(t, b.String(), a.String(), r.Model)
+			for i := range a.Stages {
+				require.Equal(t, fmt.Sprint(b.Stages[i].Inputs, b.Stages[i].Outputs, b.Stages[i].Learnables),
+					fmt.Sprint(a.Stages[i].Inputs, a.Stages[i].Outputs, a.Stages[i].Learnables), "%s stage %d", r.Model, i)
+			}
+		}
 	}
 }

@@ -15,7 +15,7 @@
 // Cosine, Warmup, composable),
 // the τ_i^(…) factor is a Rescale (Power, the formula above, or Linear, which
 // interpolates between α_k/τ_i and α_k), and τ_i comes from the pipeline
-// engine, which calls SetDelay (package asyncvm's DelayAware).
+// engine, which calls SetDelay (solvers.DelayAware).
 //
 //	solver := rescheduler.New(gorgonia.NewMomentum(),
 //		rescheduler.WithBase(rescheduler.Cosine(0.1, 0, steps)),
@@ -28,8 +28,14 @@
 // start; plain SGD loses only a factor 2 at τ = 1 (the zoo's Transformer
 // recipe uses it for that reason).
 //
-// The decorator sets the wrapped solver's own learning rate before each
-// step (gorgonia.WithLearnRate): scaling gradients instead would do nothing
-// to Adam, which is scale-invariant. With τ_i = 1 or K = 0 it is
-// bit-identical to the solver it wraps.
+// The decorator sets the learning rate of the innermost solver of its
+// chain before each step — through solvers.LearnRater (solvers.SGD,
+// Momentum, Adam), or gorgonia.WithLearnRate for gorgonia's own solvers:
+// scaling gradients instead would do nothing to Adam, which is
+// scale-invariant. With τ_i = 1 or K = 0 it is bit-identical to the solver
+// it wraps.
+//
+// A Solver is solvers.Stateful for its own fields only (step counts, τ,
+// the last rate); solvers.Save and solvers.Load save and restore every
+// layer of a chain.
 package rescheduler

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pipemare/pipemare/asyncvm"
+	"github.com/pipemare/pipemare/delay"
 	"github.com/pipemare/pipemare/zoo"
 	"github.com/stretchr/testify/require"
 )
@@ -29,7 +29,7 @@ func TestT1WithRandomDelays(t *testing.T) {
 	steps := epochs * train.Len() / microbatch
 	run := func(mean float64, t1 int) (loss, acc float64, err error) {
 		c := zoo.Config{Microbatch: microbatch, Microbatches: 1, Epochs: epochs, LR: 0.05, Cosine: true, Seed: 1, T1: t1,
-			Delays: asyncvm.ExponentialDelays{MeanDelay: mean, Limit: int(4 * mean), Seed: 1, N: 1}}
+			Delays: delay.Exponential{MeanDelay: mean, Limit: int(4 * mean), Seed: 1, N: 1}}
 		r, err := zoo.Train(context.Background(), zoo.MLP, train, test, c)
 		if err != nil {
 			return 0, 0, err

@@ -5,6 +5,8 @@ import (
 	"math/rand"
 	"testing"
 
+	"github.com/pipemare/pipemare/correction"
+	"github.com/pipemare/pipemare/solvers"
 	"github.com/stretchr/testify/require"
 	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -34,7 +36,7 @@ func stepRandom(t *testing.T, s gorgonia.Solver, k int) []float64 {
 	return append([]float64(nil), w.Data().([]float64)...)
 }
 
-func solvers() map[string]func() gorgonia.Solver {
+func gorgoniaSolvers() map[string]func() gorgonia.Solver {
 	return map[string]func() gorgonia.Solver{
 		"vanilla": func() gorgonia.Solver { return gorgonia.NewVanillaSolver(gorgonia.WithLearnRate(0.03)) },
 		"momentum": func() gorgonia.Solver {
@@ -48,7 +50,7 @@ func solvers() map[string]func() gorgonia.Solver {
 // TestNoDelayOrNoPhaseIsTheWrappedSolver: with τ = 1, or K = 0, the decorator
 // is bit-identical to the solver it wraps.
 func TestNoDelayOrNoPhaseIsTheWrappedSolver(t *testing.T) {
-	for name, mk := range solvers() {
+	for name, mk := range gorgoniaSolvers() {
 		want := stepRandom(t, mk(), 50)
 		for _, opts := range [][]Option{
 			{WithDelay(1), WithPhase(100)},
@@ -84,7 +86,7 @@ func TestRatePathEndpoints(t *testing.T) {
 	require.InDelta(t, math.Pow(4, -0.5), Power{}.Factor(4, 50, 100), 1e-15, "geometric half-way")
 	require.InDelta(t, 0.25+0.75*0.5, Linear{}.Factor(4, 50, 100), 1e-15, "linear half-way")
 
-	for name, mk := range solvers() {
+	for name, mk := range gorgoniaSolvers() {
 		r, err := New(mk(), WithDelay(4), WithPhase(10))
 		require.NoError(t, err)
 		stepRandom(t, r, 1)
@@ -171,4 +173,25 @@ func TestSynchronousStepsLeaveThePhase(t *testing.T) {
 	for k, want := range []float64{0.1 / 4, 0.1 * math.Pow(4, -0.75), 0.1 * math.Pow(4, -0.5), 0.1 * math.Pow(4, -0.25), 0.1, 0.1} {
 		require.InDelta(t, want, rates[k], 1e-15, "asynchronous step %d", k)
 	}
+}
+
+// TestPipeMareComposesT1AndT2: the composition is T1 around T2 around the
+// solver, T2 left out at γ = 0, and a bad part is an error that names it.
+func TestPipeMareComposesT1AndT2(t *testing.T) {
+	m := gorgonia.NewMomentum(gorgonia.WithLearnRate(0.1))
+	s, err := PipeMare(m, Constant(0.1), 100, 0.9)
+	require.NoError(t, err)
+	chain := solvers.Chain(s)
+	require.Len(t, chain, 3)
+	require.IsType(t, &correction.Solver{}, chain[1])
+	require.Same(t, m, chain[2])
+
+	s, err = PipeMare(m, nil, 0, 0)
+	require.NoError(t, err)
+	require.Len(t, solvers.Chain(s), 2, "no T2 at γ = 0")
+
+	_, err = PipeMare(m, nil, 10, 1.5)
+	require.ErrorContains(t, err, "rescheduler: PipeMare: T2: correction: γ = 1.5")
+	_, err = PipeMare(m, nil, -1, 0.5)
+	require.ErrorContains(t, err, "rescheduler: PipeMare: T1: rescheduler: WithPhase(-1)")
 }

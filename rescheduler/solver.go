@@ -3,6 +3,7 @@ package rescheduler
 import (
 	"reflect"
 
+	"github.com/pipemare/pipemare/solvers"
 	"github.com/pkg/errors"
 	"gorgonia.org/gorgonia"
 )
@@ -11,9 +12,9 @@ import (
 // wraps before every step to α_{k,i} = α_k · Rescale(τ_i, k, K).
 //
 // One Solver serves one pipeline stage. The engine calls SetDelay (from the
-// stage's worker goroutine, like Step); Rate and Steps may be read between
-// steps. It forwards the engine's optional interfaces (backward weights,
-// state sizes) to the solver it wraps, so decorators compose:
+// stage's goroutine, like Step); Rate and Steps may be read between steps.
+// It implements only its own hooks: an engine reaches the solvers it wraps
+// through solvers.Chain (Inner), so decorators compose:
 // rescheduler.New(correction.New(gorgonia.NewMomentum())).
 type Solver struct {
 	inner    gorgonia.Solver
@@ -41,7 +42,7 @@ func WithRescale(f Rescale) Option { return func(r *Solver) { r.rescale = f } }
 // WithPhase sets K, the number of steps the rescaling lasts (the paper's
 // rescheduling length; 0 turns T1 off). Default 0. Only steps taken with a
 // delay above 1 count towards K: a synchronous warm-up (during which the
-// engine announces τ = 1) runs at the base rate and leaves the whole phase
+// engine announces τ = 0, counted as 1) runs at the base rate and leaves the whole phase
 // for the asynchronous steps that follow it.
 func WithPhase(k int) Option { return func(r *Solver) { r.phase = k } }
 
@@ -53,9 +54,10 @@ func WithDelay(tau float64) Option { return func(r *Solver) { r.tau, r.fixedTau 
 // formula τ_i = ceil((2(P−1−i)+1)/N) that the engine announces.
 func UseMeasuredDelay() Option { return func(r *Solver) { r.measured = true } }
 
-// New wraps inner. It fails for solvers whose learning rate gorgonia cannot
-// set (gorgonia.WithLearnRate handles Vanilla, Momentum, Adam, AdamW,
-// RMSProp and Barzilai-Borwein).
+// New wraps inner. The innermost solver of inner's chain must have a
+// learning rate T1 can set: a solvers.LearnRater (solvers.SGD, Momentum,
+// Adam), or one of gorgonia's solvers whose rate gorgonia.WithLearnRate
+// sets (Vanilla, Momentum, Adam, AdamW, RMSProp, Barzilai-Borwein).
 func New(inner gorgonia.Solver, opts ...Option) (*Solver, error) {
 	if inner == nil {
 		return nil, errors.New("rescheduler: nil solver")
@@ -72,7 +74,7 @@ func New(inner gorgonia.Solver, opts ...Option) (*Solver, error) {
 		r.base = Constant(eta)
 	}
 	if _, ok := learnRate(innermost(inner)); !ok {
-		return nil, errors.Errorf("rescheduler: gorgonia cannot set the learning rate of %T (it can for Vanilla, Momentum, Adam, AdamW, RMSProp, Barzilai-Borwein)", innermost(inner))
+		return nil, errors.Errorf("rescheduler: cannot set the learning rate of %T (it can for a solvers.LearnRater and gorgonia's Vanilla, Momentum, Adam, AdamW, RMSProp, Barzilai-Borwein)", innermost(inner))
 	}
 	if r.tau < 1 {
 		return nil, errors.Errorf("rescheduler: WithDelay(%g): a delay is at least 1", r.tau)
@@ -103,9 +105,6 @@ func (r *Solver) Step(model []gorgonia.ValueGrad) error {
 // asynchronous update with the delay measured so far (measured true), which
 // is followed only with UseMeasuredDelay. A delay below 1 counts as 1.
 func (r *Solver) SetDelay(tau float64, measured bool) {
-	if da, ok := r.inner.(interface{ SetDelay(float64, bool) }); ok {
-		da.SetDelay(tau, measured) // a correction may want it too
-	}
 	if r.fixedTau || (measured && !r.measured) {
 		return
 	}
@@ -128,50 +127,28 @@ func (r *Solver) PhaseSteps() int { return r.kPhase }
 // Inner is the wrapped solver.
 func (r *Solver) Inner() gorgonia.Solver { return r.inner }
 
-// BackwardWeights forwards to the wrapped solver (a correction.Solver).
-func (r *Solver) BackwardWeights(delay int) ([]gorgonia.Value, error) {
-	if bw, ok := r.inner.(interface {
-		BackwardWeights(int) ([]gorgonia.Value, error)
-	}); ok {
-		return bw.BackwardWeights(delay)
-	}
-	return nil, nil
-}
-
-// StateBytes forwards the wrapped solver's state size, when it reports one.
-func (r *Solver) StateBytes() int64 {
-	if s, ok := r.inner.(interface{ StateBytes() int64 }); ok {
-		return s.StateBytes()
-	}
-	return -1
-}
-
-// CorrectionBytes forwards the wrapped solver's correction buffers.
-func (r *Solver) CorrectionBytes() int64 {
-	if s, ok := r.inner.(interface{ CorrectionBytes() int64 }); ok {
-		return s.CorrectionBytes()
-	}
-	return 0
-}
-
-// innermost unwraps decorators that expose Inner.
+// innermost is the solver at the bottom of s's chain of decorators.
 func innermost(s gorgonia.Solver) gorgonia.Solver {
-	for {
-		in, ok := s.(interface{ Inner() gorgonia.Solver })
-		if !ok {
-			return s
-		}
-		s = in.Inner()
-	}
+	c := solvers.Chain(s)
+	return c[len(c)-1]
 }
 
-// setLearnRate sets the rate of the innermost gorgonia solver.
+// setLearnRate sets the rate of the innermost solver.
 func setLearnRate(s gorgonia.Solver, eta float64) {
-	gorgonia.WithLearnRate(eta)(innermost(s))
+	in := innermost(s)
+	if lr, ok := in.(solvers.LearnRater); ok {
+		lr.SetLearnRate(eta)
+		return
+	}
+	gorgonia.WithLearnRate(eta)(in)
 }
 
-// learnRate reads a gorgonia solver's learning rate (its unexported eta).
+// learnRate reads a solver's learning rate: through solvers.LearnRater, or
+// for gorgonia's own solvers from their unexported field.
 func learnRate(s gorgonia.Solver) (float64, bool) {
+	if lr, ok := s.(solvers.LearnRater); ok {
+		return lr.LearnRate(), true
+	}
 	v := reflect.ValueOf(s)
 	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
 		return 0, false

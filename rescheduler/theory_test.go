@@ -62,7 +62,7 @@ func vanilla(alpha float64) gorgonia.Solver {
 
 // TestDelayedSGDStabilityBound checks the bound the rescheduling rests on:
 // with fixed delay τ, a step with αλ 10% above 2·sin(π/(2(2τ+1))) diverges
-// and one 10% below converges (the values the DESIGN quotes: τ=1 → 1.0,
+// and one 10% below converges (the closed form gives: τ=1 → 1.0,
 // τ=2 → 0.618, τ=5 → 0.2846, τ=10 → 0.1495).
 func TestDelayedSGDStabilityBound(t *testing.T) {
 	require.InDelta(t, 1.0, stableBound(1), 1e-12)

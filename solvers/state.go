@@ -1,7 +1,11 @@
 package solvers
 
 import (
-	"gorgonia.org/gorgonia"
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/pkg/errors"
 	"gorgonia.org/tensor"
 )
 
@@ -9,13 +13,17 @@ import (
 // to resume exactly where it stopped: its own tensors (a velocity, Adam's
 // moments, T2's δ) and numbers (step counts, the delay in use). A decorator
 // saves only its own fields, never those of the solver it wraps: Chain
-// lists every layer, and a caller saves each layer's State.
+// lists every layer, and a caller saves each layer's State (Save, Load).
 //
 // Tensors returned by SaveState are copies the caller owns. LoadState reads
 // the tensors it is given and copies them; the caller may reuse them.
 type State struct {
+	// Kind names the solver that saved the State ("solvers.Momentum",
+	// "rescheduler.Solver", …); LoadState refuses another kind's State.
+	Kind string
 	// Tensors are keyed by a name that is stable across runs, such as
-	// "velocity/3" for the velocity of the fourth learnable.
+	// "velocity/3" for the velocity of the fourth learnable. A solver that
+	// has not yet been bound to its learnables (Binder) saves none.
 	Tensors map[string]tensor.Tensor
 	// Ints are counters (steps taken, steps in a phase).
 	Ints map[string]int64
@@ -27,31 +35,74 @@ type State struct {
 // be saved and restored. SaveState and LoadState are called between steps,
 // from the goroutine that steps the solver. LoadState of a State saved by
 // a solver of another kind or configuration (different learnables, shapes
-// or dtypes) returns an error naming what differs; it never loads part of
-// a State.
+// or dtypes, missing or unknown keys) returns an error naming what differs
+// and changes nothing; it never loads part of a State. A solver loaded
+// from the State another one saved continues bit-identically to it.
 type Stateful interface {
 	SaveState() (State, error)
 	LoadState(State) error
 }
 
-// Decorator is implemented by a solver that wraps another one (T1's
-// rescheduler, T2's correction). Inner returns the wrapped solver.
-type Decorator interface {
-	Inner() gorgonia.Solver
+// Check returns an error unless s is of kind and holds exactly the given
+// ints and floats, all ints (counters) non-negative and all floats finite. Tensors are the caller's to check.
+// It is what every Stateful's LoadState starts with.
+func (s State) Check(kind string, ints, floats []string) error {
+	if s.Kind != kind {
+		return errors.Errorf("solvers: a %s cannot load the state of a %s", kind, orUnnamed(s.Kind))
+	}
+	if err := exactKeys(kind, "int", s.Ints, ints); err != nil {
+		return err
+	}
+	if err := exactKeys(kind, "float", s.Floats, floats); err != nil {
+		return err
+	}
+	for name, v := range s.Ints {
+		if v < 0 {
+			return errors.Errorf("solvers: %s state: int %q is %d", kind, name, v)
+		}
+	}
+	for name, v := range s.Floats {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return errors.Errorf("solvers: %s state: float %q is %g", kind, name, v)
+		}
+	}
+	return nil
 }
 
-// Chain returns s followed by every solver it wraps, outermost first: the
-// one way a pipeline engine discovers what a stage's solver can do (tell
-// it the delay, supply backward weights, save its state).
-func Chain(s gorgonia.Solver) []gorgonia.Solver {
-	var out []gorgonia.Solver
-	for s != nil {
-		out = append(out, s)
-		d, ok := s.(Decorator)
-		if !ok {
-			break
+func exactKeys[V any](kind, what string, got map[string]V, want []string) error {
+	for _, k := range want {
+		if _, ok := got[k]; !ok {
+			return errors.Errorf("solvers: %s state: missing %s %q", kind, what, k)
 		}
-		s = d.Inner()
+	}
+	var extra []string
+	for k := range got {
+		found := false
+		for _, w := range want {
+			found = found || w == k
+		}
+		if !found {
+			extra = append(extra, k)
+		}
+	}
+	if len(extra) > 0 {
+		sort.Strings(extra)
+		return errors.Errorf("solvers: %s state: unknown %s %s", kind, what, strings.Join(quote(extra), ", "))
+	}
+	return nil
+}
+
+func quote(ss []string) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = `"` + s + `"`
 	}
 	return out
+}
+
+func orUnnamed(kind string) string {
+	if kind == "" {
+		return "solver of no kind"
+	}
+	return kind
 }

@@ -1,9 +1,9 @@
 package zoo
 
 import (
+	"github.com/pipemare/pipemare/internal/bnstate"
 	"github.com/pkg/errors"
 	"gorgonia.org/gorgonia"
-	"gorgonia.org/tensor"
 )
 
 // Evaluator measures a model's accuracy with its own graph and current
@@ -29,31 +29,11 @@ func NewEvaluator(m *Model) (*Evaluator, error) {
 				err = errors.Errorf("zoo: compiling %s for evaluation: %v", m.Name, r)
 			}
 		}()
-		restore := trainingMode(m)
+		restore := bnstate.Training(m.BatchNorms)
 		e.vm = gorgonia.NewTapeMachine(m.Graph, gorgonia.EvalMode())
 		restore()
 	}()
 	return e, err
-}
-
-// trainingMode saves the BatchNorm statistics and returns a function that
-// puts the ops back in training mode with those statistics.
-func trainingMode(m *Model) func() {
-	type saved struct {
-		op   *gorgonia.BatchNormOp
-		m, v tensor.Tensor
-	}
-	var s []saved
-	for _, bn := range m.BatchNorms {
-		mean, vari := bn.Stats()
-		s = append(s, saved{bn, mean.Clone().(tensor.Tensor), vari.Clone().(tensor.Tensor)})
-	}
-	return func() {
-		for _, x := range s {
-			_ = x.op.SetTraining(true)  // zeroes the statistics…
-			_ = x.op.SetStats(x.m, x.v) // …so put them back
-		}
-	}
 }
 
 // Accuracy is the fraction of d's targets (the rows of its one-hot labels
@@ -63,13 +43,11 @@ func trainingMode(m *Model) func() {
 // per-token accuracy.
 func (e *Evaluator) Accuracy(d Data) (float64, error) {
 	m := e.m
-	restore := trainingMode(m)
-	defer restore()
-	for _, bn := range m.BatchNorms {
-		if err := bn.SetTraining(false); err != nil {
-			return 0, err
-		}
+	restore, err := bnstate.Infer(m.BatchNorms)
+	if err != nil {
+		return 0, errors.Wrap(err, "zoo: evaluation")
 	}
+	defer restore()
 	right, total := 0, 0
 	for start := 0; start < d.Len(); start += m.Batch {
 		idx := make([]int, m.Batch)

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"log"
 
-	"github.com/pipemare/pipemare/asyncvm"
+	"github.com/pipemare/pipemare/schedule"
 	"github.com/pipemare/pipemare/zoo"
 )
 
@@ -27,7 +27,7 @@ func ExampleTrain() {
 		log.Fatal(err)
 	}
 	res, err := zoo.Train(context.Background(), zoo.MLP, train.Head(640), test.Head(200), zoo.Config{
-		Schedule: asyncvm.PipeMare, Microbatch: 16, Microbatches: 4, Epochs: 1,
+		Schedule: schedule.PipeMare, Microbatch: 16, Microbatches: 4, Epochs: 1,
 		LR: 0.03, T1: 10, T2: 0.9, Seed: 1,
 	})
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/pipemare/pipemare/asyncvm"
+	"github.com/pipemare/pipemare/schedule"
 	"github.com/pkg/errors"
 )
 
@@ -64,7 +65,7 @@ var recipes = []Recipe{
 	// its stages are stateless, so they stash activations (the paper's
 	// setting, and a third faster than recomputing).
 	{Model: "transformer", Build: Transformer, Warmup: 4, load: loadCMUdict,
-		Run: Config{Microbatch: 2, Microbatches: 16, Epochs: 16, LR: 0.25, NoMomentum: true, Cosine: true, Seed: 1, Activations: asyncvm.Stash}},
+		Run: Config{Microbatch: 2, Microbatches: 16, Epochs: 16, LR: 0.25, NoMomentum: true, Cosine: true, Seed: 1, Activations: asyncvm.Keep}},
 }
 
 // Recipes returns every zoo model's recipe.
@@ -87,7 +88,7 @@ func RecipeFor(model string) (Recipe, error) {
 // over every step after it, T2 with γ = 0.9.
 func (r Recipe) PipeMare(stepsPerEpoch int) Config {
 	c := r.Run
-	c.Schedule = asyncvm.PipeMare
+	c.Schedule = schedule.PipeMare
 	c.Warmup = r.Warmup * stepsPerEpoch
 	c.T1 = c.StepsAfterWarmup(stepsPerEpoch)
 	c.T2 = 0.9
@@ -97,13 +98,13 @@ func (r Recipe) PipeMare(stepsPerEpoch int) Config {
 // Naive returns the recipe's run with PipeMare and none of its techniques.
 func (r Recipe) Naive() Config {
 	c := r.Run
-	c.Schedule = asyncvm.PipeMare
+	c.Schedule = schedule.PipeMare
 	return c
 }
 
 // Synchronous returns the recipe's run with the Sequential schedule.
 func (r Recipe) Synchronous() Config {
 	c := r.Run
-	c.Schedule = asyncvm.Sequential
+	c.Schedule = schedule.Sequential
 	return c
 }

@@ -3,7 +3,7 @@ package zoo
 import (
 	"testing"
 
-	"github.com/pipemare/pipemare/asyncvm"
+	"github.com/pipemare/pipemare/schedule"
 	"github.com/stretchr/testify/require"
 )
 
@@ -26,19 +26,19 @@ func TestRecipes(t *testing.T) {
 		require.Equal(t, m.X.Shape().TotalSize()/m.Batch, x.Shape().TotalSize(), "%s: data that fits the model", r.Model)
 
 		sync := r.Synchronous()
-		require.Equal(t, asyncvm.Sequential.Name, sync.Schedule.Name)
+		require.Equal(t, schedule.Sequential.Name, sync.Schedule.Name)
 		naive := r.Naive()
-		require.Equal(t, asyncvm.PipeMare.Name, naive.Schedule.Name)
+		require.Equal(t, schedule.PipeMare.Name, naive.Schedule.Name)
 		require.Zero(t, naive.T1+naive.Warmup)
 		require.Zero(t, naive.T2)
 
 		pm := r.PipeMare(100)
-		require.Equal(t, asyncvm.PipeMare.Name, pm.Schedule.Name)
+		require.Equal(t, schedule.PipeMare.Name, pm.Schedule.Name)
 		require.Equal(t, 100*r.Warmup, pm.Warmup, r.Model)
 		require.Equal(t, 100*r.Run.Epochs, pm.Warmup+pm.T1, "%s: T1 spans every step after the warm-up", r.Model)
 		require.Equal(t, 0.9, pm.T2)
-		pm.Schedule, pm.T1, pm.T2, pm.Warmup = asyncvm.Schedule{}, 0, 0, 0
-		naive.Schedule = asyncvm.Schedule{} // funcs never compare equal
+		pm.Schedule, pm.T1, pm.T2, pm.Warmup = schedule.Schedule{}, 0, 0, 0
+		naive.Schedule = schedule.Schedule{} // funcs never compare equal
 		require.Equal(t, naive, pm, "%s: the three runs differ only in schedule and techniques", r.Model)
 	}
 }

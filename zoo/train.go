@@ -7,9 +7,11 @@ import (
 	"time"
 
 	"github.com/pipemare/pipemare/asyncvm"
-	"github.com/pipemare/pipemare/correction"
+	"github.com/pipemare/pipemare/delay"
 	"github.com/pipemare/pipemare/graphsplit"
 	"github.com/pipemare/pipemare/rescheduler"
+	"github.com/pipemare/pipemare/schedule"
+	"github.com/pipemare/pipemare/solvers"
 	"github.com/pkg/errors"
 	"gorgonia.org/gorgonia"
 )
@@ -17,7 +19,7 @@ import (
 // Config is one training run.
 type Config struct {
 	// Schedule is the pipeline schedule (default PipeMare).
-	Schedule asyncvm.Schedule
+	Schedule schedule.Schedule
 	// Stages is P; 0 cuts one stage per layer (fine grain).
 	Stages int
 	// Microbatch is the rows of one microbatch (the model's batch size);
@@ -43,7 +45,7 @@ type Config struct {
 	Seed        int64
 	// Delays, when set, trains with injected delays (asyncvm.Injected)
 	// instead of running the pipeline.
-	Delays asyncvm.Delays
+	Delays delay.Source
 	// Progress, when set, is called after every epoch.
 	Progress func(EpochResult)
 	// Steps, when set, is called every ProgressEvery steps within an epoch
@@ -76,7 +78,7 @@ type Result struct {
 	Report asyncvm.Report `json:"report"`
 	// Virtual is the run replayed on one virtual device per stage (none
 	// with injected delays).
-	Virtual  asyncvm.Virtual   `json:"virtual_devices"`
+	Virtual  schedule.Virtual  `json:"virtual_devices"`
 	Events   [][]asyncvm.Event `json:"-"`
 	Plan     *graphsplit.Plan  `json:"-"`
 	Wall     time.Duration     `json:"wall_ns"`
@@ -108,27 +110,27 @@ func (c Config) SolverName() string {
 	return "SGD"
 }
 
-// Solver returns the per-stage solver Config describes: Momentum(β)
-// wrapped in T2's correction and T1's rescheduler when they are on.
-func (c Config) Solver(stepsPerEpoch int) func(stage int) gorgonia.Solver {
-	return func(stage int) gorgonia.Solver {
-		var s gorgonia.Solver = gorgonia.NewMomentum(gorgonia.WithLearnRate(c.LR), gorgonia.WithMomentum(c.beta()))
-		if c.T2 > 0 {
-			t2, err := correction.New(s, correction.WithGamma(c.T2))
-			if err != nil {
-				panic(err) // Train validates T2 first
-			}
-			s = t2
+// Solver returns the per-stage solver Config describes: Momentum(β), or
+// SGD without momentum (package solvers: gorgonia's, bit for bit, with a
+// state that can be saved), wrapped in T2's correction and T1's
+// rescheduler (rescheduler.PipeMare).
+func (c Config) Solver(stepsPerEpoch int) func(stage int) (gorgonia.Solver, error) {
+	return func(stage int) (gorgonia.Solver, error) {
+		var s gorgonia.Solver
+		var err error
+		if b := c.beta(); b > 0 {
+			s, err = solvers.NewMomentum(solvers.WithLearnRate(c.LR), solvers.WithMomentum(b))
+		} else {
+			s, err = solvers.NewSGD(solvers.WithLearnRate(c.LR))
+		}
+		if err != nil {
+			return nil, errors.Wrap(err, "zoo")
 		}
 		base := rescheduler.Constant(c.LR)
 		if c.Cosine {
 			base = rescheduler.Cosine(c.LR, c.LR/100, stepsPerEpoch*c.Epochs)
 		}
-		r, err := rescheduler.New(s, rescheduler.WithBase(base), rescheduler.WithPhase(c.T1))
-		if err != nil {
-			panic(err) // Momentum's rate can always be set
-		}
-		return r
+		return rescheduler.PipeMare(s, base, c.T1, c.T2)
 	}
 }
 
@@ -137,7 +139,7 @@ func (c Config) Solver(stepsPerEpoch int) func(stage int) gorgonia.Solver {
 // after every epoch.
 func Train(ctx context.Context, build Builder, train, test Data, cfg Config) (*Result, error) {
 	if cfg.Schedule.Actions == nil {
-		cfg.Schedule = asyncvm.PipeMare
+		cfg.Schedule = schedule.PipeMare
 	}
 	if cfg.Microbatch <= 0 || cfg.Microbatches <= 0 || cfg.Epochs <= 0 || cfg.LR <= 0 {
 		return nil, errors.Errorf("zoo: microbatch %d, microbatches %d, epochs %d and learning rate %g must be positive", cfg.Microbatch, cfg.Microbatches, cfg.Epochs, cfg.LR)
@@ -163,42 +165,34 @@ func Train(ctx context.Context, build Builder, train, test Data, cfg Config) (*R
 	}
 	defer eval.Close()
 	stepsPerEpoch := train.Len() / (cfg.Microbatch * cfg.Microbatches)
-	vmOpts := []asyncvm.Option{
-		asyncvm.WithSchedule(cfg.Schedule), asyncvm.WithMicrobatches(cfg.Microbatches),
-		asyncvm.WithSolver(cfg.Solver(stepsPerEpoch)), asyncvm.WithSeed(cfg.Seed),
-		asyncvm.WithActivations(cfg.Activations),
+	common := []asyncvm.Option{
+		asyncvm.WithMicrobatches(cfg.Microbatches), asyncvm.WithSolverFactory(cfg.Solver(stepsPerEpoch)), asyncvm.WithSeed(cfg.Seed),
 	}
-	if cfg.Warmup > 0 {
-		vmOpts = append(vmOpts, asyncvm.WithWarmup(cfg.Warmup, asyncvm.OneFOneB))
-	}
-	type trainer interface {
-		Step(context.Context, map[*gorgonia.Node]gorgonia.Value) (float64, error)
-		Close() error
-		Report() asyncvm.Report
-	}
-	var t trainer
 	var vm *asyncvm.VM
 	if cfg.Delays != nil {
-		x, err := asyncvm.NewInjected(plan, cfg.Delays, vmOpts...)
-		if err != nil {
-			return nil, err
+		if cfg.Warmup > 0 {
+			return nil, errors.Errorf("zoo: injected delays start at the first step; a warm-up of %d steps cannot be combined with them", cfg.Warmup)
 		}
-		t = x
+		vm, err = asyncvm.NewInjected(plan, cfg.Delays, common...)
 	} else {
-		if vm, err = asyncvm.New(plan, vmOpts...); err != nil {
-			return nil, err
+		opts := append(common, asyncvm.WithSchedule(cfg.Schedule), asyncvm.WithActivations(cfg.Activations))
+		if cfg.Warmup > 0 {
+			opts = append(opts, asyncvm.WithWarmup(cfg.Warmup, schedule.OneFOneB))
 		}
-		t = vm
+		vm, err = asyncvm.New(plan, opts...)
 	}
-	defer t.Close()
+	if err != nil {
+		return nil, err
+	}
+	defer vm.Close()
 
 	res := &Result{Config: cfg, Model: m.Name, Stages: len(plan.Stages), Plan: plan}
 	start := time.Now()
 	// Whatever happens, the result holds what ran.
 	defer func() {
 		res.Wall = time.Since(start)
-		res.Report = t.Report()
-		if vm != nil {
+		res.Report = vm.Report()
+		if cfg.Delays == nil {
 			res.Events = vm.Events()
 			res.Virtual = vm.Replay()
 		}
@@ -214,18 +208,7 @@ func Train(ctx context.Context, build Builder, train, test Data, cfg Config) (*R
 		began := time.Now()
 		for done := 0; done < len(batches); {
 			chunk := batches[done:min(done+every, len(batches))]
-			var losses []float64
-			if vm != nil {
-				losses, err = vm.Run(ctx, chunk)
-			} else {
-				for _, b := range chunk {
-					var l float64
-					if l, err = t.Step(ctx, b); err != nil {
-						break
-					}
-					losses = append(losses, l)
-				}
-			}
+			losses, err := vm.Run(ctx, chunk)
 			if err != nil { // keep what ran of the epoch, without accuracy
 				er.Wall = time.Since(began)
 				res.Epochs = append(res.Epochs, er)
@@ -242,7 +225,12 @@ func Train(ctx context.Context, build Builder, train, test Data, cfg Config) (*R
 			er.Loss += l / float64(len(er.Losses))
 		}
 		er.SamplesPerSec = float64(len(batches)*cfg.Microbatch*cfg.Microbatches) / er.Wall.Seconds()
-		er.Utilization = t.Report().Utilization
+		if cfg.Delays == nil {
+			er.Utilization = vm.Report().Utilization
+		}
+		if err := vm.Pull(ctx); err != nil { // stages elsewhere hold the weights
+			return res, err
+		}
 		if er.Accuracy, err = eval.Accuracy(test); err != nil {
 			return res, err
 		}
@@ -251,10 +239,8 @@ func Train(ctx context.Context, build Builder, train, test Data, cfg Config) (*R
 			cfg.Progress(er)
 		}
 	}
-	if vm != nil {
-		if err := vm.Flush(ctx); err != nil {
-			return res, err
-		}
+	if err := vm.Flush(ctx); err != nil {
+		return res, err
 	}
 	return res, nil
 }

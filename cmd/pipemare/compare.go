@@ -8,7 +8,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/pipemare/pipemare/asyncvm"
+	"github.com/pipemare/pipemare/schedule"
 	"github.com/pipemare/pipemare/zoo"
 )
 
@@ -29,12 +29,12 @@ func compareCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		cfg   zoo.Config
 	}
 	var runs []run
-	for _, s := range asyncvm.Schedules() {
+	for _, s := range schedule.All() {
 		cfg, err := o.config(s, train.Len())
 		if err != nil {
 			return bad(fs, stderr, "%v", err)
 		}
-		if s.Stash { // PipeMare's techniques are for PipeMare
+		if s.StashWeights { // PipeMare's techniques are for PipeMare
 			cfg.T1, cfg.T2, cfg.Warmup = 0, 0, 0
 		}
 		if s.Name == "pipemare" {

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/pipemare/pipemare/asyncvm"
+	"github.com/pipemare/pipemare/schedule"
 	"github.com/pipemare/pipemare/zoo"
 )
 
@@ -89,7 +90,7 @@ func (o *options) builder() (zoo.Builder, zoo.Data, zoo.Data, error) {
 // config turns the flags into a zoo.Config for schedule s, starting from
 // the model's recipe (zoo.RecipeFor): flags left at their defaults keep the
 // recipe's values.
-func (o *options) config(s asyncvm.Schedule, trainLen int) (zoo.Config, error) {
+func (o *options) config(s schedule.Schedule, trainLen int) (zoo.Config, error) {
 	r, err := zoo.RecipeFor(o.model)
 	if err != nil {
 		return zoo.Config{}, err
@@ -145,7 +146,7 @@ func (o *options) config(s asyncvm.Schedule, trainLen int) (zoo.Config, error) {
 	if set["stash"] {
 		c.Activations = asyncvm.Recompute
 		if o.stash {
-			c.Activations = asyncvm.Stash
+			c.Activations = asyncvm.Keep
 		}
 	}
 	steps := trainLen / (c.Microbatch * c.Microbatches)
@@ -163,11 +164,11 @@ func (o *options) config(s asyncvm.Schedule, trainLen int) (zoo.Config, error) {
 	return c, nil
 }
 
-func scheduleNamed(name string) (asyncvm.Schedule, error) {
-	s, ok := asyncvm.ScheduleByName(name)
+func scheduleNamed(name string) (schedule.Schedule, error) {
+	s, ok := schedule.ByName(name)
 	if !ok {
 		var names []string
-		for _, s := range asyncvm.Schedules() {
+		for _, s := range schedule.All() {
 			names = append(names, s.Name)
 		}
 		return s, fmt.Errorf("unknown schedule %q (one of %s)", name, strings.Join(names, ", "))

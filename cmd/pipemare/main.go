@@ -25,6 +25,7 @@ commands:
   compare   run every schedule on the same model and data, print one table
   plan      print the stage table (and write Graphviz) for a model
   schedule  print the clock × stage grid of a schedule
+  certs     write a CA and per-stage certificates for mutual TLS
 
 pipemare <command> -h lists the command's flags.
 `
@@ -43,6 +44,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	cmds := map[string]func(context.Context, []string, io.Writer, io.Writer) error{
 		"train": trainCmd, "compare": compareCmd, "plan": planCmd, "schedule": scheduleCmd,
+		"certs": certsCmd,
 	}
 	if args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		fmt.Fprint(stdout, usage)

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/pipemare/pipemare/asyncvm"
+	"github.com/pipemare/pipemare/schedule"
 	"github.com/pipemare/pipemare/zoo"
 	"github.com/stretchr/testify/require"
 )
@@ -60,7 +61,7 @@ func TestFlagsDeferToTheRecipe(t *testing.T) {
 	require.NoError(t, err)
 	def := cfg("-model", "transformer")
 	want := r.PipeMare(4404 / (r.Run.Microbatch * r.Run.Microbatches))
-	def.Schedule, want.Schedule = asyncvm.Schedule{}, asyncvm.Schedule{}
+	def.Schedule, want.Schedule = schedule.Schedule{}, schedule.Schedule{}
 	require.Equal(t, want, def)
 	over := cfg("-model", "transformer", "-stash=false", "-seed", "7", "-lr", "0.1", "-momentum", "0.5", "-cosine=false", "-epochs", "2", "-warmup", "0")
 	require.Equal(t, asyncvm.Recompute, over.Activations)
@@ -125,8 +126,8 @@ func TestTrainWritesItsOutputs(t *testing.T) {
 	require.Len(t, report, 1)
 	require.Equal(t, "pipemare", report[0]["schedule"])
 	virtual := report[0]["virtual_devices"].(map[string]any)
-	require.Positive(t, virtual["SamplesPerSec"])
-	require.Positive(t, virtual["Utilization"])
+	require.Positive(t, virtual["samples_per_sec"])
+	require.Positive(t, virtual["utilization"])
 	var trace struct {
 		TraceEvents []struct {
 			Name string         `json:"name"`

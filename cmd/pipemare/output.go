@@ -6,7 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/pipemare/pipemare/asyncvm"
+	"github.com/pipemare/pipemare/schedule"
 	"github.com/pipemare/pipemare/zoo"
 )
 
@@ -59,7 +59,7 @@ func writeTrace(path string, r *zoo.Result) error {
 		for _, e := range stage {
 			args := map[string]any{"schedule": e.Schedule}
 			switch e.Action.Op {
-			case asyncvm.Forward, asyncvm.Backward:
+			case schedule.OpForward, schedule.OpBackward:
 				args["microbatch"] = e.Action.Micro
 			default:
 				args["step"] = e.Action.Step

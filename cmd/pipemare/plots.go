@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 
 	"github.com/pipemare/pipemare/asyncvm"
+	"github.com/pipemare/pipemare/schedule"
 	"github.com/pipemare/pipemare/zoo"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -92,10 +93,10 @@ func ganttPlot(path string, r *zoo.Result) error {
 		}
 	}
 	from := end - 0.5
-	colors := map[asyncvm.Op]color.Color{
-		asyncvm.Forward:  color.RGBA{R: 60, G: 110, B: 200, A: 255},
-		asyncvm.Backward: color.RGBA{R: 230, G: 140, B: 40, A: 255},
-		asyncvm.Update:   color.Black,
+	colors := map[schedule.Op]color.Color{
+		schedule.OpForward:  color.RGBA{R: 60, G: 110, B: 200, A: 255},
+		schedule.OpBackward: color.RGBA{R: 230, G: 140, B: 40, A: 255},
+		schedule.OpUpdate:   color.Black,
 	}
 	for i, evs := range r.Events {
 		for _, e := range evs {

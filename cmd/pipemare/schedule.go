@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/pipemare/pipemare/asyncvm"
+	"github.com/pipemare/pipemare/schedule"
 )
 
 func scheduleCmd(_ context.Context, args []string, stdout, stderr io.Writer) error {
@@ -32,17 +32,17 @@ func scheduleCmd(_ context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	if *grid {
 		fmt.Fprintf(stdout, "%s, P=%d, N=%d, %d minibatches (F forward, B backward, U update):\n", s.Name, *p, *n, *steps)
-		fmt.Fprint(stdout, asyncvm.Grid(s, *p, *n, *steps))
+		fmt.Fprint(stdout, schedule.Grid(s, *p, *n, *steps))
 	}
 	lists := s.Actions(*p, *n, *steps)
-	v := asyncvm.ReplayLists(lists, asyncvm.Chain(*p), nil)
+	v := schedule.Replay(lists, schedule.Chain(*p), nil)
 	fmt.Fprintf(stdout, "utilization with equal action times: %.3f", v.Utilization)
 	if s.Async {
 		for i := 0; i < *p; i++ {
 			if i == 0 {
 				fmt.Fprint(stdout, "; delays τ_i:")
 			}
-			fmt.Fprintf(stdout, " %d", asyncvm.Delay(*p, *n, i))
+			fmt.Fprintf(stdout, " %d", schedule.Delay(*p, *n, i))
 		}
 	}
 	fmt.Fprintln(stdout)

@@ -20,10 +20,34 @@ func flat(v gorgonia.Value) (interface{}, error) {
 	}
 	if t, ok := v.(tensor.Tensor); ok && t.RequiresIterator() {
 		if m, ok := t.(interface{ Materialize() tensor.Tensor }); ok {
-			return m.Materialize().Data(), nil
+			return elems(m.Materialize()), nil
 		}
 	}
-	return v.Data(), nil
+	switch x := v.Data().(type) { // a gorgonia scalar reads as one element
+	case float64:
+		return []float64{x}, nil
+	case float32:
+		return []float32{x}, nil
+	}
+	return elems(v), nil
+}
+
+// elems is v's backing slice. A 0-dimensional dense tensor's Data is its
+// one element, not a slice; its slice is asked for by dtype.
+func elems(v gorgonia.Value) interface{} {
+	d, ok := v.(*tensor.Dense)
+	if !ok || !d.IsScalar() {
+		return v.Data()
+	}
+	switch d.Dtype() {
+	case tensor.Float64:
+		return d.Float64s()
+	case tensor.Float32:
+		return d.Float32s()
+	case tensor.Int:
+		return d.Ints()
+	}
+	return v.Data()
 }
 
 // AddInto adds src to dst element by element, in row-major order. They must
@@ -56,7 +80,7 @@ func elementwise(what string, dst tensor.Tensor, src gorgonia.Value, f64 func(d,
 	mismatch := func() error {
 		return errors.Errorf("cannot %s %v %v into %v %v", what, src.Shape(), src.Dtype(), dst.Shape(), dst.Dtype())
 	}
-	switch d := dst.Data().(type) {
+	switch d := elems(dst).(type) {
 	case []float64:
 		x, ok := s.([]float64)
 		if !ok || len(x) != len(d) {
@@ -197,6 +221,49 @@ func Rows(t tensor.Tensor, from, n int) (*tensor.Dense, error) {
 		copy(d, s.([]int)[from*row:(from+n)*row])
 	default:
 		return nil, errors.Errorf("dtype %v is not supported", t.Dtype())
+	}
+	return out, nil
+}
+
+// Concat joins values of one dtype along axis 0 into a fresh tensor: n
+// tensors of shape (r, c…) give (n·r, c…); n scalars give a vector of n.
+func Concat(vals []gorgonia.Value) (*tensor.Dense, error) {
+	if len(vals) == 0 {
+		return nil, errors.New("tensorutil: nothing to concatenate")
+	}
+	dt, shape := vals[0].Dtype(), vals[0].Shape().Clone()
+	if len(shape) == 0 {
+		shape = tensor.Shape{1}
+	}
+	size := shape.TotalSize()
+	shape[0] *= len(vals)
+	out := Zeros(dt, shape)
+	for i, v := range vals {
+		if v.Dtype() != dt || v.Shape().TotalSize() != size {
+			return nil, errors.Errorf("tensorutil: value %d is %v %v, value 0 has %d elements of %v", i, v.Shape(), v.Dtype(), size, dt)
+		}
+		src, err := flat(v)
+		if err != nil {
+			return nil, err
+		}
+		switch x := src.(type) { // a scalar's data is its value
+		case float64:
+			src = []float64{x}
+		case float32:
+			src = []float32{x}
+		case int:
+			src = []int{x}
+		}
+		switch d := out.Data().(type) {
+		case []float64:
+			copy(d[i*size:], src.([]float64))
+		case []float32:
+			copy(d[i*size:], src.([]float32))
+		case []int:
+			copy(d[i*size:], src.([]int))
+		default:
+			return nil, errors.Errorf("tensorutil: dtype %v is not supported", dt)
+		}
 	}
 	return out, nil
 }

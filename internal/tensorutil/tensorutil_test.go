@@ -42,3 +42,17 @@ func TestRows(t *testing.T) {
 	_, err = Rows(m, 3, 2)
 	require.Error(t, err)
 }
+
+// TestZeroDimensional: a 0-d dense tensor's Data is its element, not a
+// slice; copies and sums reach it all the same (a scalar learnable's
+// solver buffers are 0-d).
+func TestZeroDimensional(t *testing.T) {
+	dst := Zeros(tensor.Float32, tensor.ScalarShape())
+	require.NoError(t, CopyInto(dst, gorgonia.NewF32(1.5)))
+	require.NoError(t, AddInto(dst, tensor.New(tensor.FromScalar(float32(2)))))
+	require.Equal(t, float32(3.5), dst.Data())
+	c, err := Clone(dst)
+	require.NoError(t, err)
+	require.Equal(t, tensor.ScalarShape(), c.Shape())
+	require.Equal(t, float32(3.5), c.Data())
+}

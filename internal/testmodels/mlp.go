@@ -21,29 +21,34 @@ func MLP(dt tensor.Dtype, batch int, seed int64) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	x := b.input("x", false, batch, 16)
-	y := b.input("y", true, batch, NumClasses)
-
-	h, err := b.linear("fc1", x, 16, 16)
-	if err != nil {
-		return nil, wrap(name, err)
-	}
-	if h, err = gorgonia.Rectify(h); err != nil {
-		return nil, wrap(name, err)
-	}
-	if h, err = b.linear("fc2", h, 16, 8); err != nil {
-		return nil, wrap(name, err)
-	}
-	if h, err = gorgonia.Tanh(h); err != nil {
-		return nil, wrap(name, err)
-	}
-	logits, err := b.linear("fc3", h, 8, NumClasses)
-	if err != nil {
-		return nil, wrap(name, err)
-	}
-	cost, err := b.crossEntropy(logits, y)
+	cost, err := perceptron(b)
 	if err != nil {
 		return nil, wrap(name, err)
 	}
 	return b.model(cost), nil
+}
+
+// perceptron adds MLP's inputs, layers and cross-entropy to b.
+func perceptron(b *builder) (*gorgonia.Node, error) {
+	x := b.input("x", false, b.batch, 16)
+	y := b.input("y", true, b.batch, NumClasses)
+
+	h, err := b.linear("fc1", x, 16, 16)
+	if err != nil {
+		return nil, err
+	}
+	if h, err = gorgonia.Rectify(h); err != nil {
+		return nil, err
+	}
+	if h, err = b.linear("fc2", h, 16, 8); err != nil {
+		return nil, err
+	}
+	if h, err = gorgonia.Tanh(h); err != nil {
+		return nil, err
+	}
+	logits, err := b.linear("fc3", h, 8, NumClasses)
+	if err != nil {
+		return nil, err
+	}
+	return b.crossEntropy(logits, y)
 }

@@ -72,9 +72,23 @@ func All() []NamedBuilder {
 	}
 }
 
-// ByName returns the builder registered under name in All.
+// SharedWeights returns the builders of the models that read a learnable in
+// several places far apart, in a fixed order: tied input and output
+// embeddings, a recurrence whose gate weights are applied at every time step,
+// and an L2 weight penalty in the cost. A split puts such a learnable in
+// several stages. They are not in All: the engine (asyncvm) does not yet
+// train plans whose stages share a learnable.
+func SharedWeights() []NamedBuilder {
+	return []NamedBuilder{
+		{Name: "tied", Build: Tied},
+		{Name: "gru", Build: GRU},
+		{Name: "penalty", Build: Penalty},
+	}
+}
+
+// ByName returns the builder registered under name in All or SharedWeights.
 func ByName(name string) (Builder, bool) {
-	for _, nb := range All() {
+	for _, nb := range append(All(), SharedWeights()...) {
 		if nb.Name == name {
 			return nb.Build, true
 		}

@@ -255,15 +255,92 @@ func refAttention(p refParams, x, y []float64, n int) float64 {
 	return refCE(refLinear(p, "head", pooled, n, H, NumClasses), y, n, NumClasses)
 }
 
+// refMatMul is x·w for x (n, in) and w (in, out).
+func refMatMul(x, w []float64, n, in, out int) []float64 {
+	y := make([]float64, n*out)
+	for i := 0; i < n; i++ {
+		for o := 0; o < out; o++ {
+			for k := 0; k < in; k++ {
+				y[i*out+o] += x[i*in+k] * w[k*out+o]
+			}
+		}
+	}
+	return y
+}
+
+func refTied(p refParams, x, y []float64, n int) float64 {
+	const d = 16
+	e := p["E"] // (NumClasses, d)
+	h := refMatMul(x, e, n, NumClasses, d)
+	h = refMap(refLinear(p, "fc1", h, n, d, d), math.Tanh)
+	h = refMap(refLinear(p, "fc2", h, n, d, d), math.Tanh)
+	logits := make([]float64, n*NumClasses)
+	for i := 0; i < n; i++ {
+		for c := 0; c < NumClasses; c++ {
+			s := p["out.b"][c]
+			for k := 0; k < d; k++ {
+				s += h[i*d+k] * e[c*d+k] // Eᵀ[k][c] = E[c][k]
+			}
+			logits[i*NumClasses+c] = s
+		}
+	}
+	return refCE(logits, y, n, NumClasses)
+}
+
+func refGRU(p refParams, x, y []float64, n int) float64 {
+	const D, H = gruInput, gruHidden
+	sigmoid := func(v float64) float64 { return 1 / (1 + math.Exp(-v)) }
+	h := make([]float64, n*H)
+	concat := func(a []float64, wa int, b []float64, wb int) []float64 {
+		out := make([]float64, 0, n*(wa+wb))
+		for i := 0; i < n; i++ {
+			out = append(append(out, a[i*wa:(i+1)*wa]...), b[i*wb:(i+1)*wb]...)
+		}
+		return out
+	}
+	for t := 0; t < gruSteps; t++ {
+		xt := make([]float64, 0, n*D)
+		for i := 0; i < n; i++ {
+			xt = append(xt, x[i*gruSteps*D+t*D:i*gruSteps*D+(t+1)*D]...)
+		}
+		g := refMap(refLinear(p, "gate", concat(xt, D, h, H), n, D+H, 2*H), sigmoid)
+		rh := make([]float64, n*H)
+		for i := 0; i < n; i++ {
+			for j := 0; j < H; j++ {
+				rh[i*H+j] = g[i*2*H+H+j] * h[i*H+j]
+			}
+		}
+		c := refMap(refLinear(p, "cand", concat(xt, D, rh, H), n, D+H, H), math.Tanh)
+		for i := 0; i < n; i++ {
+			for j := 0; j < H; j++ {
+				z := g[i*2*H+j]
+				h[i*H+j] += z * (c[i*H+j] - h[i*H+j])
+			}
+		}
+	}
+	return refCE(refLinear(p, "head", h, n, H, NumClasses), y, n, NumClasses)
+}
+
+func refPenalty(p refParams, x, y []float64, n int) float64 {
+	l2 := 0.0
+	for _, w := range p["fc1.W"] {
+		l2 += w * w
+	}
+	return refMLP(p, x, y, n) + PenaltyWeight*l2
+}
+
 var references = map[string]func(p refParams, x, y []float64, n int) float64{
 	"mlp":       refMLP,
 	"cnn":       refCNN,
 	"resnet":    refResNet,
 	"attention": refAttention,
+	"tied":      refTied,
+	"gru":       refGRU,
+	"penalty":   refPenalty,
 }
 
 func TestCostMatchesReference(t *testing.T) {
-	for _, nb := range All() {
+	for _, nb := range every() {
 		for _, dt := range dtypes {
 			for _, withGrad := range []bool{false, true} {
 				t.Run(fmt.Sprintf("%s/%v/grad=%v", nb.Name, dt, withGrad), func(t *testing.T) {

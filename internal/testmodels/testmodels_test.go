@@ -15,12 +15,18 @@ const testBatch = 4
 
 var dtypes = []tensor.Dtype{tensor.Float64, tensor.Float32}
 
+// every is every model this package builds.
+func every() []NamedBuilder { return append(All(), SharedWeights()...) }
+
 // wantLearnables is the documented number of learnables per model.
 var wantLearnables = map[string]int{
 	"mlp":       6,
 	"cnn":       8,
 	"resnet":    16,
 	"attention": 9,
+	"tied":      6,
+	"gru":       6,
+	"penalty":   6,
 }
 
 // harness compiles a model plus its symbolic gradients into a TapeMachine
@@ -124,7 +130,7 @@ func build(tb testing.TB, nb NamedBuilder, dt tensor.Dtype, seed int64) *Model {
 }
 
 func TestModelsForwardBackward(t *testing.T) {
-	for _, nb := range All() {
+	for _, nb := range every() {
 		for _, dt := range dtypes {
 			t.Run(fmt.Sprintf("%s/%v", nb.Name, dt), func(t *testing.T) {
 				m := build(t, nb, dt, 1)
@@ -202,7 +208,7 @@ func checkStructure(t *testing.T, name string, dt tensor.Dtype, m *Model) {
 }
 
 func TestDeterministicInit(t *testing.T) {
-	for _, nb := range All() {
+	for _, nb := range every() {
 		for _, dt := range dtypes {
 			t.Run(fmt.Sprintf("%s/%v", nb.Name, dt), func(t *testing.T) {
 				a := SnapshotValues(build(t, nb, dt, 42).LearnableValues())
@@ -232,7 +238,7 @@ func TestDeterministicInit(t *testing.T) {
 }
 
 func TestBatch(t *testing.T) {
-	for _, nb := range All() {
+	for _, nb := range every() {
 		for _, dt := range dtypes {
 			t.Run(fmt.Sprintf("%s/%v", nb.Name, dt), func(t *testing.T) {
 				m := build(t, nb, dt, 1)
@@ -274,7 +280,7 @@ func TestBatch(t *testing.T) {
 // TestRepeatedRuns checks that running the same machine twice on the same
 // batch gives identical results, i.e. no hidden state leaks between runs.
 func TestRepeatedRuns(t *testing.T) {
-	for _, nb := range All() {
+	for _, nb := range every() {
 		for _, dt := range dtypes {
 			t.Run(fmt.Sprintf("%s/%v", nb.Name, dt), func(t *testing.T) {
 				m := build(t, nb, dt, 5)
@@ -306,7 +312,7 @@ func TestRepeatedRuns(t *testing.T) {
 // into the learnables (Gorgonia runs some ops in place, and a Reshape view
 // of an input shares its memory).
 func TestRunsLeaveValuesIntact(t *testing.T) {
-	for _, nb := range All() {
+	for _, nb := range every() {
 		for _, dt := range dtypes {
 			for _, withGrad := range []bool{false, true} {
 				t.Run(fmt.Sprintf("%s/%v/grad=%v", nb.Name, dt, withGrad), func(t *testing.T) {
@@ -358,7 +364,7 @@ func TestFiniteDifferences(t *testing.T) {
 		maxRel = 1e-5
 		floor  = 1e-6 // denominators below this are treated as absolute error
 	)
-	for _, nb := range All() {
+	for _, nb := range every() {
 		t.Run(nb.Name, func(t *testing.T) {
 			m := build(t, nb, tensor.Float64, 9)
 			h := newHarness(t, m)
@@ -406,7 +412,7 @@ func TestFiniteDifferences(t *testing.T) {
 // goroutines at once (run with -race).
 func TestConcurrentModels(t *testing.T) {
 	var wg sync.WaitGroup
-	for _, nb := range All() {
+	for _, nb := range every() {
 		for _, dt := range dtypes {
 			wg.Add(1)
 			go func() {
@@ -470,7 +476,7 @@ func TestSnapshotValues(t *testing.T) {
 }
 
 func TestBuilderErrors(t *testing.T) {
-	for _, nb := range All() {
+	for _, nb := range every() {
 		if _, err := nb.Build(tensor.Int, testBatch, 1); err == nil {
 			t.Errorf("%s: no error for dtype Int", nb.Name)
 		}
@@ -488,7 +494,7 @@ func TestBuilderErrors(t *testing.T) {
 
 // BenchmarkForwardBackward measures one forward+backward pass per model.
 func BenchmarkForwardBackward(b *testing.B) {
-	for _, nb := range All() {
+	for _, nb := range every() {
 		for _, dt := range dtypes {
 			b.Run(fmt.Sprintf("%s/%v", nb.Name, dt), func(b *testing.B) {
 				m := build(b, nb, dt, 1)
@@ -506,7 +512,7 @@ func BenchmarkForwardBackward(b *testing.B) {
 // BenchmarkBuild measures building a model, adding its gradients and
 // compiling a TapeMachine.
 func BenchmarkBuild(b *testing.B) {
-	for _, nb := range All() {
+	for _, nb := range every() {
 		b.Run(nb.Name, func(b *testing.B) {
 			for b.Loop() {
 				m := build(b, nb, tensor.Float64, 1)

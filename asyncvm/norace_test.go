@@ -1,0 +1,5 @@
+//go:build !race
+
+package asyncvm_test
+
+const raceEnabled = false

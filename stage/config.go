@@ -1,0 +1,37 @@
+package stage
+
+import (
+	"github.com/pipemare/pipemare/delay"
+	"github.com/pipemare/pipemare/schedule"
+	"gorgonia.org/gorgonia"
+)
+
+// Config is what a stage runtime needs besides its stage. Every process
+// that runs a stage of the same pipeline builds the same Config.
+type Config struct {
+	// Microbatches is N, the microbatches per step: the cost's gradient is
+	// seeded with 1/N, so a step applies the mean gradient.
+	Microbatches int
+	// Solver steps the stage's learnables, in Stage.Learnables order. The
+	// runtime reaches its layers through solvers.Chain (delays, backward
+	// and forward weights, state sizes).
+	Solver gorgonia.Solver
+	// KeepActivations runs the stage's keeping programs (a forward that
+	// returns the tensors its backward reads, and a backward that reads
+	// them) instead of recomputing the forward in the backward, when the
+	// stage has no stateful op.
+	KeepActivations bool
+	// Discrepancy measures ‖u_bkwd − u_fwd‖/‖u_fwd‖ at every stale
+	// backward, keeping a copy of the weights each forward read (a
+	// measurement, not counted in the memory report).
+	Discrepancy bool
+	// DelayLog reports the delay every forward saw (Progress.Delays).
+	DelayLog bool
+	// ForwardDelays, when set, makes every forward read the weights of
+	// ForwardDelays.Delay(stage, m) updates ago (delay injection), from a
+	// ring of past versions.
+	ForwardDelays delay.Source
+	// Hook, when set, is called before every action; an error or a panic
+	// fails the action. It is for fault-injection tests.
+	Hook func(a schedule.Action) error
+}

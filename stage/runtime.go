@@ -1,0 +1,336 @@
+package stage
+
+import (
+	"context"
+	"fmt"
+	"runtime/debug"
+	"time"
+
+	"github.com/pipemare/pipemare/graphsplit"
+	"github.com/pipemare/pipemare/internal/bnstate"
+	"github.com/pipemare/pipemare/internal/tensorutil"
+	"github.com/pipemare/pipemare/schedule"
+	"github.com/pipemare/pipemare/solvers"
+	"github.com/pipemare/pipemare/transport"
+	"github.com/pkg/errors"
+	"gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+)
+
+// Runtime owns one stage of a plan: its compiled programs, solver,
+// gradient accumulators, weight versions, kept activations and statistics.
+// It knows nothing of the driver: everything reaches it as a message on its
+// transport endpoint (Serve), and it answers with messages.
+//
+// A Runtime is used by one goroutine at a time: New builds it, Serve runs
+// it, Close releases it after Serve has returned.
+type Runtime struct {
+	cfg   Config
+	st    *graphsplit.Stage
+	plan  *graphsplit.Plan
+	index int
+	last  bool
+
+	fwd, bwd *graphsplit.Program // F runs fwd; B runs bwd (Train, or the keeping backward)
+	keeping  bool                // fwd/bwd are the keeping programs
+
+	params []gorgonia.Value     // the user's learnable tensors
+	acc    []*tensor.Dense      // gradient accumulators
+	model  []gorgonia.ValueGrad // what the solver steps
+	bns    []*gorgonia.BatchNormOp
+
+	producers, consumers []link
+	inputs               []input // per Stage.Inputs entry
+	outIndex             map[int64]int
+	costGrad             gorgonia.Value
+
+	version int
+	seg     Segment // the segment whose delay the solver was told
+	told    bool
+	data    map[int][]gorgonia.Value // microbatch → its data inputs
+	kept    map[int][]gorgonia.Value // microbatch → what its backward reads
+	w       weights
+	eval    evaluation
+	stats   Stats
+	log     progressLog // what the driver has not heard yet
+}
+
+// input says where one of the stage's inputs comes from: a data input
+// (its position among the stage's data inputs) or a producer's output.
+type input struct {
+	data int // −1 for an activation
+	key  int64
+}
+
+// New builds the runtime of stage index of plan: it compiles the stage's
+// programs and sets up its accumulators. The plan's BatchNorm statistics
+// are left as they were (compiling a tape machine zeroes them).
+func New(plan *graphsplit.Plan, index int, cfg Config) (*Runtime, error) {
+	if plan == nil || index < 0 || index >= len(plan.Stages) {
+		return nil, errors.Errorf("stage: no stage %d in the plan", index)
+	}
+	if cfg.Microbatches < 1 {
+		return nil, errors.Errorf("stage %d: %d microbatches per step; need at least one", index, cfg.Microbatches)
+	}
+	if cfg.Solver == nil {
+		return nil, errors.Errorf("stage %d: no solver", index)
+	}
+	st := plan.Stages[index]
+	r := &Runtime{
+		cfg: cfg, st: st, plan: plan, index: index, last: st.Last(),
+		outIndex: make(map[int64]int),
+		data:     make(map[int][]gorgonia.Value),
+		kept:     make(map[int][]gorgonia.Value),
+		eval:     evaluation{data: map[int][]gorgonia.Value{}, probes: map[string]*graphsplit.Program{}},
+	}
+	r.stats.Delays, r.stats.BackwardLag = map[int]int{}, map[int]int{}
+	for _, l := range st.Learnables {
+		t, ok := l.Value().(tensor.Tensor)
+		if !ok {
+			return nil, errors.Errorf("stage %d: learnable %q holds %T, want a tensor", index, l.Name(), l.Value())
+		}
+		acc := tensorutil.Zeros(t.Dtype(), t.Shape().Clone())
+		r.params = append(r.params, t)
+		r.acc = append(r.acc, acc)
+		r.model = append(r.model, &valueGrad{name: l.Name(), value: t, grad: acc})
+		r.stats.ParamBytes += tensorutil.Bytes(t)
+	}
+	r.bns = bnstate.Of(st.Stateful)
+	for i, o := range st.Outputs {
+		r.outIndex[o.Key] = i
+	}
+	d := 0
+	for _, in := range st.Inputs {
+		if in.Kind == graphsplit.Data {
+			r.inputs = append(r.inputs, input{data: d, key: in.Key})
+			d++
+		} else {
+			r.inputs = append(r.inputs, input{data: -1, key: in.Key})
+		}
+	}
+	r.producers, r.consumers = links(plan, index)
+	if r.last {
+		g, err := tensorutil.ScalarOf(plan.Dtype, 1/float64(cfg.Microbatches))
+		if err != nil {
+			return nil, errors.Wrapf(err, "stage %d", index)
+		}
+		r.costGrad = g
+	}
+	r.w = newWeights(r)
+	restore := bnstate.Save(r.bns).Restore
+	defer restore()
+	var err error
+	if r.fwd, r.bwd, r.keeping, err = plan.Programs(index, cfg.KeepActivations); err != nil {
+		return nil, err
+	}
+	for _, p := range []*graphsplit.Program{r.fwd, r.bwd} {
+		if err := p.Compile(); err != nil {
+			r.Close()
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+// Close releases the programs the runtime compiled. Call it after Serve
+// has returned.
+func (r *Runtime) Close() {
+	for _, p := range []*graphsplit.Program{r.fwd, r.bwd, r.st.Forward, r.st.Train} {
+		p.Close()
+	}
+	for _, p := range r.eval.probes {
+		p.Close()
+	}
+}
+
+// valueGrad is what a stage's solver steps: the user's tensor and the
+// stage's accumulated gradient (the mean over the step's microbatches).
+type valueGrad struct {
+	name        string
+	value, grad gorgonia.Value
+}
+
+func (v *valueGrad) Value() gorgonia.Value         { return v.value }
+func (v *valueGrad) Grad() (gorgonia.Value, error) { return v.grad, nil }
+func (v *valueGrad) Name() string                  { return v.name }
+
+// Serve runs the stage until the driver sends Stop, ctx ends or the stage
+// fails. It takes the driver's orders in order — Data, Work, Evaluate — and
+// answers each Work with Parked and each Evaluate with Evaluated. On a
+// failure of its own it answers Failed and returns the error; otherwise its
+// last message is Stopped and it returns nil.
+func (r *Runtime) Serve(ctx context.Context, ep transport.Endpoint) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	// The driver's orders are read as they come, so that a Stop ends the
+	// stage even while an action waits for a peer.
+	orders := transport.NewMailbox()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer cancel()
+		for {
+			m, err := ep.Recv(ctx, transport.Driver, transport.Control)
+			if errors.Is(err, transport.ErrTimeout) {
+				continue // an idle driver: the link is up
+			}
+			if err != nil {
+				orders.Fail(err)
+				return
+			}
+			if _, stop := m.Body.(Stop); stop {
+				orders.Fail(transport.ErrClosed)
+				return
+			}
+			if orders.Put(m) != nil {
+				return
+			}
+		}
+	}()
+	defer func() { cancel(); <-done }()
+	for {
+		m, err := orders.Take(ctx, transport.Driver, transport.Control)
+		if err != nil {
+			r.reply(ep, Stopped{Report: r.progress()})
+			return nil
+		}
+		switch b := m.Body.(type) {
+		case Data:
+			if b.Eval {
+				r.eval.data[b.Micro] = m.Values
+			} else {
+				r.data[b.Micro] = m.Values
+			}
+		case Work:
+			if err := r.work(ctx, ep, b); err != nil {
+				return r.failed(ctx, ep, err)
+			}
+			r.reply(ep, Parked{Report: r.progress()})
+		case Evaluate:
+			out, vals, err := r.evaluate(ctx, ep, b)
+			if err != nil {
+				return r.failed(ctx, ep, err)
+			}
+			r.replyValues(ep, out, vals)
+		case Pull:
+			vals := make([]gorgonia.Value, 0, len(r.params)+2*len(r.bns))
+			for _, p := range r.params {
+				vals = append(vals, p.(tensor.Tensor).Clone().(tensor.Tensor))
+			}
+			for _, t := range bnstate.Save(r.bns).Tensors() {
+				vals = append(vals, t)
+			}
+			r.replyValues(ep, Pulled{}, vals)
+		case Save:
+			if s, err := r.snapshot(); err != nil {
+				r.reply(ep, Refused{Message: err.Error()})
+			} else {
+				r.reply(ep, Saved{Snapshot: s})
+			}
+		case Restore:
+			if err := r.restore(b.Snapshot); err != nil {
+				r.reply(ep, Refused{Message: err.Error()})
+			} else {
+				r.reply(ep, Restored{})
+			}
+		default:
+			return r.failed(ctx, ep, errors.Errorf("stage %d: unknown order %T from the driver", r.index, m.Body))
+		}
+	}
+}
+
+// failed answers Failed for an error of the stage's own, or Stopped when
+// the error only says that the stage was stopped.
+func (r *Runtime) failed(ctx context.Context, ep transport.Endpoint, err error) error {
+	if ctx.Err() != nil {
+		r.reply(ep, Stopped{Report: r.progress()})
+		return nil
+	}
+	f := Failed{Message: err.Error(), Report: r.progress(), Peer: -1}
+	var le *transport.LinkError
+	if errors.As(err, &le) {
+		if other := le.From; other != transport.Peer(r.index) {
+			f.Peer = int(other)
+		} else {
+			f.Peer = int(le.To)
+		}
+	}
+	var ae *actionError
+	if errors.As(err, &ae) {
+		f.InAction, f.Action, f.Step, f.Message = true, ae.action, ae.step, ae.err.Error()
+	}
+	r.reply(ep, f)
+	return err
+}
+
+func (r *Runtime) reply(ep transport.Endpoint, body any) { r.replyValues(ep, body, nil) }
+
+// replyValues sends body to the driver. A stopped stage still tells the
+// driver what it did, so the send does not depend on the stage's context;
+// it fails only when the driver is gone.
+func (r *Runtime) replyValues(ep transport.Endpoint, body any, vals []gorgonia.Value) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_ = ep.Send(ctx, transport.Message{Kind: transport.Reply, To: transport.Driver, Version: r.version, Values: vals, Body: body})
+}
+
+// actionError is a failure of one action.
+type actionError struct {
+	action schedule.Action
+	step   int
+	err    error
+}
+
+func (e *actionError) Error() string { return fmt.Sprintf("%v: %v", e.action, e.err) }
+func (e *actionError) Unwrap() error { return e.err }
+
+// work runs a Work's actions in order.
+func (r *Runtime) work(ctx context.Context, ep transport.Endpoint, w Work) error {
+	if !r.told || w.Segment.Schedule != r.seg.Schedule || w.Segment.Delay != r.seg.Delay {
+		solvers.SetDelay(r.cfg.Solver, w.Segment.Delay, false)
+	}
+	r.seg, r.told = w.Segment, true
+	for _, a := range w.Actions {
+		if err := r.do(ctx, ep, a); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// do runs one action, turning errors and panics into an actionError.
+func (r *Runtime) do(ctx context.Context, ep transport.Endpoint, a schedule.Action) (err error) {
+	step := a.Step
+	if a.Op == schedule.OpForward || a.Op == schedule.OpBackward {
+		step = a.Micro / r.cfg.Microbatches
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			err = &actionError{a, step, fmt.Errorf("panic: %v\n%s", p, debug.Stack())}
+		}
+	}()
+	began := time.Time{}
+	if r.cfg.Hook != nil {
+		if err := r.cfg.Hook(a); err != nil {
+			return &actionError{a, step, err}
+		}
+	}
+	switch a.Op {
+	case schedule.OpForward:
+		began, err = r.forward(ctx, ep, a.Micro)
+	case schedule.OpBackward:
+		began, err = r.backward(ctx, ep, a.Micro)
+	case schedule.OpUpdate:
+		began = time.Now()
+		err = r.update(a.Step)
+	}
+	if err != nil {
+		return &actionError{a, step, err}
+	}
+	end := time.Now()
+	if began.IsZero() { // a flush waits for nothing: the driver ends rounds there
+		began = end
+	}
+	r.log.events = append(r.log.events, Event{Action: a, Schedule: r.seg.Schedule, Start: began, End: end})
+	return nil
+}

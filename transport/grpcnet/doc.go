@@ -1,0 +1,61 @@
+// Package grpcnet is the network transport of a pipeline: a
+// transport.Endpoint over gRPC for one peer (the driver, or one stage) per
+// process, so that stages run in other processes and on other hosts.
+//
+// # Who connects to whom
+//
+// Every process calls Open with the same Network: the stages' addresses,
+// the pairs of stages that exchange tensors (neighbours, and the stages a
+// skip connection joins) and the plan's fingerprint. There is one
+// bidirectional stream per pair of peers that exchange messages: the
+// driver and every stage, and each listed pair of stages. Of two linked
+// peers the lower dials the higher (the driver is the lowest), so a stage
+// serves on its address while it dials the stages above it; the processes
+// may start in any order, and Open returns once every stream is up:
+//
+//	stage process:  e, err := grpcnet.Open(ctx, 2, net, grpcnet.WithTLS(ca, cert), grpcnet.WithListenAddr(":7000"))
+//	driver process: d, err := grpcnet.Open(ctx, transport.Driver, net, grpcnet.WithTLS(ca, cert))
+//
+// # Handshake
+//
+// Each side's first frame on a stream is a hello: its identity, the number
+// of stages, its links and the plan fingerprint. A difference is refused,
+// on both sides, with an error that says what differs ("stage 2 at
+// 10.0.0.3:7002 cut the model differently: plan fingerprint abc… vs
+// def…", "expected stage 1, got stage 2").
+//
+// # Frames
+//
+// A message is a header frame (kind, sender, receiver, microbatch, weight
+// version, the gob-encoded Body, and per tensor its form, shape, dtype and
+// CRC-32C) and its parts: the body and each tensor's raw little-endian
+// bytes in protobuf bytes fields, inline in the header while they fit in a
+// chunk (1 MiB), else in chunk frames after it. A frame may be a chunk
+// plus its header, past grpc-go's default receive limit of 4 MiB, which
+// both sides raise; the flow-control windows are left dynamic. The
+// receiver checks every checksum and the sender's identity; a corrupt
+// frame fails the endpoint.
+//
+// # Timing and failure
+//
+// Send queues the message and returns: a writer goroutine per stream
+// sends it while the caller computes. Recv waits at most the receive
+// timeout (WithRecvTimeout) and then returns a *transport.LinkError naming
+// the link. Keepalive pings notice a peer that vanished without closing
+// its connection (the server allows the clients' interval). A stream that
+// breaks fails the calls that involve its link with the LinkError naming
+// it — and a Recv from any peer once nothing is queued — while the other
+// links go on, so that a stage that lost a neighbour can still tell the
+// driver. Recovery is a restart of the whole pipeline, from the last
+// checkpoint. Close flushes what was sent, waits
+// until each peer has read it, and stops every goroutine.
+//
+// # Security
+//
+// WithTLS runs mutual TLS 1.3: client certificates are required and
+// verified against the CA the user names, and a dialing peer checks the
+// server's certificate against the host it dialed. Without it Open
+// refuses to run, except with WithInsecure, which it refuses unless every
+// address is loopback. Package pki writes a CA and certificates for trying
+// it.
+package grpcnet

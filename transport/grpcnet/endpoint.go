@@ -1,0 +1,616 @@
+package grpcnet
+
+import (
+	"context"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/pkg/errors"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/keepalive"
+	"google.golang.org/grpc/status"
+
+	"github.com/pipemare/pipemare/transport"
+	pb "github.com/pipemare/pipemare/transport/grpcnet/internal/framepb"
+)
+
+// Endpoint is one peer's transport.Endpoint over gRPC: one bidirectional
+// stream to each peer it exchanges messages with. Open returns it with
+// every stream up; Close releases it.
+type Endpoint struct {
+	self  transport.Peer
+	net   Network
+	links []Link // sorted, A < B
+	s     settings
+	box   *transport.Mailbox
+
+	base     context.Context // the dialed streams' context: cancelled at teardown
+	cancel   context.CancelFunc
+	srv      *grpc.Server
+	refusals *refusals
+
+	mu      sync.Mutex
+	conns   []*grpc.ClientConn
+	peers   map[transport.Peer]*peerLink
+	accepts map[transport.Peer]bool // the peers that dial this one
+	opened  bool
+	arrived chan struct{}        // closed and replaced when a peer dials in or is refused
+	refused error                // the first peer refused while opening
+	failure *transport.LinkError // the first link that broke
+	closed  bool
+	// anyBroken is cancelled, with the LinkError as its cause, when the
+	// first link breaks: what wakes a Recv from any peer.
+	anyBroken context.Context
+	breakAny  context.CancelCauseFunc
+
+	wg        sync.WaitGroup // the goroutines the endpoint owns
+	closeOnce sync.Once
+	closeErr  error
+}
+
+var _ transport.Endpoint = (*Endpoint)(nil)
+
+// maxValues bounds the tensors of one message so that its header fits in a
+// frame.
+const maxValues = 10_000
+
+// Open connects peer self (transport.Driver, or a stage index) to the
+// peers n links it to, and returns once every stream is up and has passed
+// the handshake: each side's identity, number of stages, links and plan
+// fingerprint must match. Of two linked peers the lower dials the higher
+// (the driver dials every stage), so a stage listens on its address (or
+// WithListener, WithListenAddr) and waits for the peers below it while it
+// dials those above; the processes may start in any order. Open gives up
+// after the connect timeout or when ctx ends, naming the peers it waited
+// for, and refuses any peer whose handshake differs, saying what differs.
+// Every process of a pipeline calls Open with the same Network.
+func Open(ctx context.Context, self transport.Peer, n Network, opts ...Option) (*Endpoint, error) {
+	s, err := newSettings(opts)
+	if err != nil {
+		return nil, errors.Wrapf(err, "%v", self)
+	}
+	links, err := n.validate(self)
+	if err != nil {
+		return nil, errors.Wrapf(err, "%v", self)
+	}
+	dials, accepts := peersOf(self, n.stages(), links)
+	e := &Endpoint{
+		self: self, net: n, links: links, s: s, box: transport.NewMailbox(),
+		peers: make(map[transport.Peer]*peerLink), accepts: make(map[transport.Peer]bool),
+		arrived: make(chan struct{}),
+	}
+	for _, p := range accepts {
+		e.accepts[p] = true
+	}
+	e.base, e.cancel = context.WithCancel(context.Background())
+	e.anyBroken, e.breakAny = context.WithCancelCause(context.Background())
+	if self != transport.Driver {
+		if err := e.serve(); err != nil {
+			e.teardown(0)
+			return nil, errors.Wrapf(err, "%v", self)
+		}
+	} else if s.insecure {
+		if err := checkInsecure(n.Addrs); err != nil {
+			return nil, errors.Wrapf(err, "%v", self)
+		}
+	}
+	octx, ocancel := context.WithTimeout(ctx, s.connectTimeout)
+	defer ocancel()
+	if err := e.connect(octx, ocancel, dials); err != nil {
+		e.teardown(refusalGrace)
+		return nil, errors.Wrapf(err, "%v", self)
+	}
+	e.mu.Lock()
+	e.opened = true
+	e.mu.Unlock()
+	return e, nil
+}
+
+// serve starts a stage's server.
+func (e *Endpoint) serve() error {
+	lis := e.s.listener
+	addr := e.net.Addrs[e.self]
+	if e.s.listenAddr != "" {
+		addr = e.s.listenAddr
+	}
+	if e.s.insecure {
+		listen := addr
+		if lis != nil {
+			listen = lis.Addr().String()
+		}
+		if err := checkInsecure(append([]string{listen}, e.net.Addrs...)); err != nil {
+			if lis != nil {
+				_ = lis.Close()
+			}
+			return err
+		}
+	}
+	if lis == nil {
+		var err error
+		if lis, err = net.Listen("tcp", addr); err != nil {
+			return errors.Wrap(err, "listening")
+		}
+	}
+	e.refusals = newRefusals(e.s.serverCreds())
+	ka := e.keepalive()
+	e.srv = grpc.NewServer(
+		grpc.Creds(e.refusals),
+		grpc.MaxRecvMsgSize(e.s.maxFrame()), grpc.MaxSendMsgSize(e.s.maxFrame()),
+		grpc.KeepaliveParams(keepalive.ServerParameters{Time: ka.Time, Timeout: ka.Timeout}),
+		// Allow the clients' pings: by default a server refuses pings
+		// more often than every 5 minutes and closes the connection.
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: minPing / 2, PermitWithoutStream: true}),
+		grpc.WaitForHandlers(true),
+	)
+	pb.RegisterLinkServer(e.srv, server{e: e})
+	e.wg.Add(1)
+	go func() {
+		defer e.wg.Done()
+		_ = e.srv.Serve(lis) // returns at Stop
+	}()
+	return nil
+}
+
+// minPing is the shortest keepalive interval grpc-go lets a client use.
+const minPing = 10 * time.Second
+
+// keepalive pings a connection every quarter of the receive timeout
+// (between 10 s, grpc-go's least, and 30 s) and drops it when a ping goes
+// unanswered as long: a peer that vanished without closing its connection
+// is noticed within two intervals.
+func (e *Endpoint) keepalive() keepalive.ClientParameters {
+	t := min(max(e.s.recvTimeout/4, minPing), 30*time.Second)
+	return keepalive.ClientParameters{Time: t, Timeout: t, PermitWithoutStream: true}
+}
+
+func (e *Endpoint) dialOptions() []grpc.DialOption {
+	return []grpc.DialOption{
+		grpc.WithTransportCredentials(e.s.clientCreds()),
+		grpc.WithKeepaliveParams(e.keepalive()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(e.s.maxFrame()), grpc.MaxCallSendMsgSize(e.s.maxFrame())),
+		// Peers start in any order: retry a refused connection quickly.
+		grpc.WithConnectParams(grpc.ConnectParams{
+			Backoff:           backoff.Config{BaseDelay: 50 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: time.Second},
+			MinConnectTimeout: 5 * time.Second,
+		}),
+	}
+}
+
+// connect dials the peers above this one and waits for those below.
+func (e *Endpoint) connect(octx context.Context, ocancel context.CancelFunc, dials []transport.Peer) error {
+	errc := make(chan error, len(dials))
+	for _, p := range dials {
+		go func() { errc <- e.dial(octx, p) }()
+	}
+	pending := len(dials)
+	defer func() { // wait for the dials still running
+		ocancel()
+		for ; pending > 0; pending-- {
+			<-errc
+		}
+	}()
+	for {
+		e.mu.Lock()
+		var missing []transport.Peer
+		for p := range e.accepts {
+			if e.peers[p] == nil {
+				missing = append(missing, p)
+			}
+		}
+		refused, arrived := e.refused, e.arrived
+		e.mu.Unlock()
+		if refused != nil {
+			return refused
+		}
+		if pending == 0 && len(missing) == 0 {
+			e.mu.Lock()
+			defer e.mu.Unlock()
+			if e.failure != nil { // a stream broke right after its handshake
+				return e.failure
+			}
+			return nil
+		}
+		select {
+		case err := <-errc:
+			pending--
+			if err != nil {
+				return err
+			}
+		case <-arrived:
+		case <-octx.Done():
+			if len(missing) == 0 {
+				continue // a dial reports its own timeout
+			}
+			err := errors.Errorf("waited for %v to connect: %v (are they running, with this stage's address right?)", peerList(missing), octx.Err())
+			if e.refusals == nil {
+				return err
+			}
+			if r := e.refusals.lastRefusal(); r != nil {
+				err = errors.Errorf("%v; the last connection refused: %v", err, r)
+			}
+			return err
+		}
+	}
+}
+
+// dial opens the stream to stage p, retrying until p answers or octx ends.
+func (e *Endpoint) dial(octx context.Context, p transport.Peer) error {
+	addr := e.net.Addrs[p]
+	conn, err := grpc.NewClient(addr, e.dialOptions()...)
+	if err != nil {
+		return errors.Wrapf(err, "%v at %s", p, addr)
+	}
+	e.mu.Lock()
+	e.conns = append(e.conns, conn)
+	e.mu.Unlock()
+	client := pb.NewLinkClient(conn)
+	for {
+		err := e.handshake(octx, client, p, addr)
+		var m *mismatch
+		switch {
+		case err == nil:
+			return nil
+		case errors.As(err, &m):
+			return m.err
+		case permanent(err):
+			return errors.Wrapf(err, "%v at %s: the TLS handshake failed", p, addr)
+		}
+		select {
+		case <-octx.Done():
+			return errors.Errorf("%v at %s did not answer: %v; last error: %v (is it running, and is the address right?)", p, addr, octx.Err(), err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// mismatch is a handshake that cannot succeed by retrying.
+type mismatch struct{ err error }
+
+func (m *mismatch) Error() string { return m.err.Error() }
+
+// handshake opens one stream to p and exchanges hellos.
+func (e *Endpoint) handshake(octx context.Context, client pb.LinkClient, p transport.Peer, addr string) error {
+	sctx, scancel := context.WithCancel(e.base)
+	stop := context.AfterFunc(octx, scancel)
+	stream, err := client.Stream(sctx)
+	var f *pb.Frame
+	if err == nil {
+		err = stream.Send(e.hello())
+	}
+	if err == nil {
+		f, err = stream.Recv()
+	}
+	if status.Code(err) == codes.FailedPrecondition {
+		err = &mismatch{errors.Errorf("%v at %s refused the handshake: %s", p, addr, status.Convert(err).Message())}
+	}
+	if err == nil {
+		h := f.GetHello()
+		if herr := e.checkHello(h, addr, p); herr != nil {
+			err = &mismatch{herr}
+		}
+	}
+	if !stop() && err == nil {
+		err = octx.Err()
+	}
+	if err != nil {
+		scancel()
+		return err
+	}
+	l := e.newLink(p, addr, stream, scancel)
+	e.mu.Lock()
+	e.peers[p] = l
+	e.mu.Unlock()
+	e.wg.Add(2)
+	go func() {
+		defer e.wg.Done()
+		l.write()
+	}()
+	go func() {
+		defer e.wg.Done()
+		l.readerEnded(l.read())
+	}()
+	return nil
+}
+
+// server is the gRPC service of a stage: it accepts the streams of the
+// peers below it.
+type server struct {
+	pb.UnimplementedLinkServer
+	e *Endpoint
+}
+
+func (s server) Stream(stream pb.Link_StreamServer) error {
+	e := s.e
+	remote := remoteAddr(stream.Context())
+	f, err := stream.Recv()
+	if err != nil {
+		return err
+	}
+	h := f.GetHello()
+	claimed := transport.Peer(h.GetPeer())
+	if err := e.checkHello(h, remote, transport.AnyPeer); err != nil {
+		return e.refuse(err)
+	}
+	l := e.newLink(claimed, remote, stream, nil)
+	if err := e.accept(l); err != nil {
+		return e.refuse(err)
+	}
+	if err := stream.Send(e.hello()); err != nil {
+		l.readerEnded(err)
+		return err
+	}
+	e.wg.Add(1)
+	go func() {
+		defer e.wg.Done()
+		l.write()
+	}()
+	l.readerEnded(l.read())
+	<-l.writerDone // the stream must not be used once this returns
+	return nil
+}
+
+// accept registers a peer that dialed in, unless it should not have.
+func (e *Endpoint) accept(l *peerLink) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	switch old := e.peers[l.peer]; {
+	case e.closed:
+		return errors.Errorf("%v is closing", e.self)
+	case !e.accepts[l.peer]:
+		return errors.Errorf("%v at %s dialed %v, which does not take streams from it (the lower of two linked peers dials; are the processes given the same stage addresses?)", l.peer, l.addr, e.self)
+	case old != nil:
+		return errors.Errorf("a second %v at %s: %v is already connected from %s (two processes run the same stage?)", l.peer, l.addr, l.peer, old.addr)
+	}
+	e.peers[l.peer] = l
+	close(e.arrived)
+	e.arrived = make(chan struct{})
+	return nil
+}
+
+// refuse ends a stream whose peer failed the handshake; while opening, it
+// also fails Open.
+func (e *Endpoint) refuse(err error) error {
+	e.mu.Lock()
+	if !e.opened && e.refused == nil {
+		e.refused = errors.Wrap(err, "refused a peer")
+		close(e.arrived)
+		e.arrived = make(chan struct{})
+	}
+	e.mu.Unlock()
+	return status.Error(codes.FailedPrecondition, err.Error())
+}
+
+// Self is the peer this endpoint belongs to.
+func (e *Endpoint) Self() transport.Peer { return e.self }
+
+// Send queues m for its destination (m.To, a peer linked to this one) and
+// returns; a writer goroutine per stream encodes and sends it, so the
+// caller's compute overlaps the transfer. It fails at once for a body that
+// gob cannot encode (register the body's type with gob.Register), a value
+// that is neither a *tensor.Dense nor a gorgonia scalar of a supported
+// dtype, or a destination with no link; after Close (ErrClosed); and when
+// the destination's link broke or the destination closed (a
+// *transport.LinkError naming the link). The queue is not bounded: a sender far ahead of its receiver holds
+// its messages in memory. A message to this endpoint itself is put in its
+// own mailbox as it is, as transport.Local does.
+func (e *Endpoint) Send(ctx context.Context, m transport.Message) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := e.failed(m.Kind); err != nil {
+		return err
+	}
+	m.From = e.self
+	if m.To == e.self {
+		return e.box.Put(m)
+	}
+	e.mu.Lock()
+	l := e.peers[m.To]
+	e.mu.Unlock()
+	if l == nil {
+		return &transport.LinkError{From: e.self, To: m.To, Kind: m.Kind, Err: errors.Errorf("no such link: %v is linked to %s", e.self, peerList(e.linked()))}
+	}
+	if len(m.Values) > maxValues {
+		return errors.Errorf("%v: %d values in one message, at most %d", m, len(m.Values), maxValues)
+	}
+	if err := checkEncodable(m.Values); err != nil {
+		return errors.Wrapf(err, "%v", m)
+	}
+	body, err := encodeBody(m.Body)
+	if err != nil {
+		return errors.Wrapf(err, "%v", m)
+	}
+	return l.enqueue(outgoing{m: m, body: body})
+}
+
+// Recv returns the next message of kind k from peer from (AnyPeer: the
+// earliest from any peer). It waits at most the receive timeout: a peer
+// that sends nothing for that long makes it return a *transport.LinkError
+// naming the link, caused by transport.ErrTimeout; a peer whose link broke,
+// or that closed its endpoint, with nothing left to read, makes it return
+// a *transport.LinkError naming that link — and, for AnyPeer, so does the
+// first link that broke once nothing of kind k is queued. A broken link
+// fails only the calls that involve it: messages already received from
+// other peers, and their links, go on working. After Close it returns
+// ErrClosed; when ctx ends, ctx's error.
+func (e *Endpoint) Recv(ctx context.Context, from transport.Peer, k transport.Kind) (transport.Message, error) {
+	if err := e.failed(k); err != nil {
+		return transport.Message{}, err
+	}
+	var l *peerLink
+	if from != transport.AnyPeer && from != e.self {
+		e.mu.Lock()
+		l = e.peers[from]
+		e.mu.Unlock()
+		if l == nil {
+			return transport.Message{}, &transport.LinkError{From: from, To: e.self, Kind: k, Err: errors.Errorf("no such link: %v is linked to %s", e.self, peerList(e.linked()))}
+		}
+	}
+	tctx, cancel := context.WithTimeoutCause(ctx, e.s.recvTimeout, errTimedOut)
+	defer cancel()
+	wctx, wcancel := context.WithCancelCause(tctx)
+	defer wcancel(nil)
+	if l != nil {
+		defer context.AfterFunc(l.departed, func() { wcancel(errDeparted) })()
+		defer context.AfterFunc(l.broken, func() { wcancel(context.Cause(l.broken)) })()
+	} else {
+		defer context.AfterFunc(e.anyBroken, func() { wcancel(context.Cause(e.anyBroken)) })()
+	}
+	m, err := e.box.Take(wctx, from, k)
+	if err == nil {
+		return m, nil
+	}
+	if ctx.Err() != nil {
+		return transport.Message{}, ctx.Err()
+	}
+	var le *transport.LinkError
+	if cause := context.Cause(wctx); errors.As(cause, &le) { // a link broke: what came before it is still read
+		now, cancel := context.WithCancel(context.Background())
+		cancel()
+		if m, err := e.box.Take(now, from, k); err == nil {
+			return m, nil
+		}
+		out := *le
+		out.Kind = k
+		return transport.Message{}, &out
+	}
+	switch context.Cause(wctx) {
+	case errDeparted:
+		if m, err := e.box.Take(wctx, from, k); err == nil { // it came before the peer left
+			return m, nil
+		}
+		return transport.Message{}, &transport.LinkError{From: from, To: e.self, Kind: k, Err: errors.Errorf("%v closed its endpoint: nothing more will come", from)}
+	case errTimedOut:
+		return transport.Message{}, &transport.LinkError{From: from, To: e.self, Kind: k, Err: errors.Wrapf(transport.ErrTimeout,
+			"nothing received within %v: the peer is stalled, too slow or unreachable; if its work between two messages takes longer, raise the receive timeout (grpcnet.WithRecvTimeout)", e.s.recvTimeout)}
+	}
+	if err := e.failed(k); err != nil {
+		return transport.Message{}, err
+	}
+	return transport.Message{}, err
+}
+
+var (
+	errTimedOut = errors.New("receive timeout")
+	errDeparted = errors.New("peer departed")
+)
+
+// failed returns the error every call returns once the endpoint is closed
+// or failed, or nil.
+func (e *Endpoint) failed(k transport.Kind) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return transport.ErrClosed
+	}
+	return nil
+}
+
+// fail records that a link broke: the first one wakes the calls waiting for
+// a message from any peer.
+func (e *Endpoint) fail(le *transport.LinkError) {
+	e.mu.Lock()
+	if e.closed || e.failure != nil {
+		e.mu.Unlock()
+		return
+	}
+	e.failure = le
+	e.mu.Unlock()
+	e.breakAny(le)
+}
+
+// linked returns the peers this endpoint has a stream to.
+func (e *Endpoint) linked() []transport.Peer {
+	dials, accepts := peersOf(e.self, e.net.stages(), e.links)
+	return append(accepts, dials...)
+}
+
+// Close flushes what was sent, tells each peer it is leaving, waits (at
+// most the receive timeout) until each has read it all, and stops every
+// goroutine and connection of the endpoint. Pending and later calls fail
+// with ErrClosed. It returns an error naming the links whose messages could
+// not be delivered (the links that broke are only released). It is safe
+// to call more than once.
+func (e *Endpoint) Close() error {
+	e.closeOnce.Do(func() {
+		e.mu.Lock()
+		e.closed = true
+		links := make([]*peerLink, 0, len(e.peers))
+		for _, l := range e.peers {
+			if l.broken.Err() == nil {
+				links = append(links, l)
+			}
+		}
+		e.mu.Unlock()
+		e.box.Fail(transport.ErrClosed)
+		e.closeErr = e.flush(links)
+		e.teardown(0)
+	})
+	return e.closeErr
+}
+
+// flush sends each peer what is queued and a Bye, and waits until each
+// has acknowledged it.
+func (e *Endpoint) flush(links []*peerLink) error {
+	for _, l := range links {
+		l.startClosing()
+	}
+	expired := make(chan struct{})
+	defer time.AfterFunc(e.s.recvTimeout, func() { close(expired) }).Stop()
+	var errs []error
+	for _, l := range links {
+		select {
+		case <-l.acked:
+		case <-expired:
+		}
+		if ok, queued := l.delivered(); !ok {
+			errs = append(errs, errors.Errorf("link %v → %v: %v did not confirm within %v that it read everything sent to it (%d messages were still queued)",
+				e.self, l.peer, l.peer, e.s.recvTimeout, queued))
+		}
+	}
+	return errors.Wrap(errorsJoin(errs), "close")
+}
+
+// refusalGrace is how long a stage whose Open failed keeps its server up
+// so that the refusals it answered reach their peers.
+const refusalGrace = time.Second
+
+// teardown stops everything Open started; with a grace period, the server
+// first stops gracefully for at most that long, so that what its handlers
+// answered reaches the peers.
+func (e *Endpoint) teardown(grace time.Duration) {
+	e.cancel()
+	if e.srv != nil && grace > 0 {
+		done := make(chan struct{})
+		go func() {
+			e.srv.GracefulStop()
+			close(done)
+		}()
+		select {
+		case <-done:
+		case <-time.After(grace):
+		}
+		e.srv.Stop()
+		<-done
+	}
+	if e.srv != nil {
+		e.srv.Stop()
+	}
+	e.mu.Lock()
+	conns := e.conns
+	links := make([]*peerLink, 0, len(e.peers))
+	for _, l := range e.peers {
+		links = append(links, l)
+	}
+	e.mu.Unlock()
+	for _, c := range conns {
+		_ = c.Close()
+	}
+	for _, l := range links {
+		l.stop()
+	}
+	e.wg.Wait()
+}

@@ -1,0 +1,130 @@
+package grpcnet
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/pipemare/pipemare/transport"
+)
+
+// TestHandshakeRefusesMismatches: a peer that cut the model differently,
+// runs another number of stages or other links, or is not the stage its
+// address names is refused, and the error says what differs.
+func TestHandshakeRefusesMismatches(t *testing.T) {
+	fpA, fpB := strings.Repeat("a", 64), strings.Repeat("b", 64)
+	for _, tc := range []struct {
+		name   string
+		mutate func(driver *Network)
+		want   string // in the driver's error
+	}{
+		{"fingerprint", func(n *Network) { n.Fingerprint = fpB },
+			`cut the model differently: its plan fingerprint is bbbbbbbbbbbb…, stage \d's aaaaaaaaaaaa…`},
+		{"stages", func(n *Network) { n.Addrs = append(n.Addrs, "127.0.0.1:1") },
+			`runs a pipeline of 3 stages, stage \d one of 2`},
+		{"links", func(n *Network) { n.Links = nil },
+			`links stages \[\], stage \d links \[0-1\]`},
+		{"order", func(n *Network) { n.Addrs[0], n.Addrs[1] = n.Addrs[1], n.Addrs[0] },
+			`expected stage (0 at \S+, got stage 1|1 at \S+, got stage 0): are the stage addresses in stage order\?`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ls, addrs := listeners(t, 2)
+			stage := Network{Addrs: addrs, Links: chain(2), Fingerprint: fpA}
+			driver := Network{Addrs: append([]string{}, addrs...), Links: chain(2), Fingerprint: fpA}
+			tc.mutate(&driver)
+			errs := make([]error, 3)
+			var wg sync.WaitGroup
+			for i := -1; i < 2; i++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					n, o := driver, quick(5*time.Second)
+					if i >= 0 {
+						n, o = stage, append(o, WithListener(ls[i]), WithConnectTimeout(3*time.Second))
+					}
+					e, err := Open(context.Background(), transport.Peer(i), n, o...)
+					errs[i+1] = err
+					if err == nil {
+						_ = e.Close()
+					}
+				}()
+			}
+			wg.Wait()
+			require.Error(t, errs[0])
+			require.Regexp(t, tc.want, errs[0].Error())
+			require.True(t, strings.HasPrefix(errs[0].Error(), "driver: "), errs[0].Error())
+			if tc.name != "order" { // the stage that refused says so too
+				refused := 0
+				for i, err := range errs[1:] {
+					if err != nil && strings.Contains(err.Error(), "refused a peer: driver at 127.0.0.1:") {
+						refused++
+						require.Regexp(t, tc.want, err.Error())
+						require.True(t, strings.HasPrefix(err.Error(), transport.Peer(i).String()+": "), err.Error())
+					}
+				}
+				require.NotZero(t, refused, "no stage said it refused the driver: %v", errs[1:])
+			}
+		})
+	}
+}
+
+// TestSecondPeerWithTheSameIdentityIsRefused: a second driver is refused
+// and the pipeline that is up carries on.
+func TestSecondPeerWithTheSameIdentityIsRefused(t *testing.T) {
+	ls, addrs := listeners(t, 1)
+	n := Network{Addrs: addrs, Fingerprint: "fp"}
+	p := open(t, n, ls, quick(5*time.Second)...)
+	_, err := Open(context.Background(), transport.Driver, n, quick(5*time.Second)...)
+	require.ErrorContains(t, err, "refused the handshake: a second driver at 127.0.0.1:")
+	require.ErrorContains(t, err, "driver is already connected from 127.0.0.1:")
+	ctx := context.Background()
+	require.NoError(t, p.driver.Send(ctx, transport.Message{Kind: transport.Control, To: 0, Body: "still here"}))
+	m, err := p.stages[0].Recv(ctx, transport.Driver, transport.Control)
+	require.NoError(t, err)
+	require.Equal(t, "still here", m.Body)
+}
+
+// TestOpenNamesTheMissingPeer: a stage whose driver never comes gives up
+// after the connect timeout, naming whom it waited for; a driver whose
+// stage is not there names the stage and its address.
+func TestOpenNamesTheMissingPeer(t *testing.T) {
+	ls, addrs := listeners(t, 1)
+	start := time.Now()
+	_, err := Open(context.Background(), 0, Network{Addrs: addrs}, WithInsecure(), WithListener(ls[0]), WithConnectTimeout(300*time.Millisecond))
+	require.ErrorContains(t, err, "stage 0: waited for driver to connect: context deadline exceeded")
+	require.Less(t, time.Since(start), 5*time.Second)
+
+	_, addrs = listeners(t, 1) // listening, but nobody answers the handshake
+	ls2, free := listeners(t, 1)
+	require.NoError(t, ls2[0].Close()) // nobody listens: connection refused
+	for _, a := range []string{addrs[0], free[0]} {
+		_, err = Open(context.Background(), transport.Driver, Network{Addrs: []string{a}}, WithInsecure(), WithConnectTimeout(300*time.Millisecond))
+		require.ErrorContains(t, err, "driver: stage 0 at "+a+" did not answer: context deadline exceeded; last error:")
+	}
+}
+
+func TestOptionsAreChecked(t *testing.T) {
+	ctx := context.Background()
+	n := Network{Addrs: []string{"127.0.0.1:7000"}}
+	for _, tc := range []struct {
+		self transport.Peer
+		n    Network
+		opts []Option
+		want string
+	}{
+		{transport.Driver, n, nil, "driver: no credentials: give WithTLS (required when an address is not loopback), or WithInsecure when every address is loopback"},
+		{transport.Driver, n, []Option{WithInsecure(), WithRecvTimeout(0)}, "receive timeout 0s: it must be positive"},
+		{transport.Driver, Network{}, []Option{WithInsecure()}, "the network has no stages"},
+		{3, n, []Option{WithInsecure()}, "stage 3 is not a peer of a pipeline of 1 stages"},
+		{transport.Driver, Network{Addrs: []string{"a:1", "b:2"}, Links: []Link{{0, 0}}}, []Option{WithInsecure()}, "link 0-0: a link joins two different stages of 0..1"},
+		{transport.Driver, Network{Addrs: []string{"a:1", "b:2"}, Links: []Link{{0, 1}, {1, 0}}}, []Option{WithInsecure()}, "link 1-0 is listed twice"},
+		{transport.Driver, Network{Addrs: []string{"nohost"}}, []Option{WithInsecure()}, "address of stage 0: address nohost: missing port in address"},
+	} {
+		_, err := Open(ctx, tc.self, tc.n, tc.opts...)
+		require.ErrorContains(t, err, tc.want)
+	}
+}

@@ -1,0 +1,290 @@
+package grpcnet
+
+import (
+	"context"
+	stderrors "errors"
+	"strings"
+	"sync"
+
+	"github.com/pkg/errors"
+	"google.golang.org/grpc/peer"
+
+	"github.com/pipemare/pipemare/transport"
+	pb "github.com/pipemare/pipemare/transport/grpcnet/internal/framepb"
+)
+
+// frameStream is either side of a link's gRPC stream.
+type frameStream interface {
+	Send(*pb.Frame) error
+	Recv() (*pb.Frame, error)
+}
+
+// peerLink is the stream between this endpoint and one peer: a queue that
+// Send fills and a writer goroutine empties, and a reader that puts what
+// arrives into the endpoint's mailbox.
+type peerLink struct {
+	e      *Endpoint
+	peer   transport.Peer
+	addr   string // the peer's address, for messages
+	stream frameStream
+	end    context.CancelFunc // ends a dialed stream (nil for an accepted one)
+
+	departed context.Context // done once the peer said Bye
+	depart   context.CancelFunc
+	broken   context.Context // done, with the LinkError as cause, once the stream broke
+	breakIt  context.CancelCauseFunc
+
+	mu       sync.Mutex
+	wake     *sync.Cond
+	queue    []outgoing
+	closing  bool // this endpoint closes: flush, then Bye
+	byeSent  bool
+	byeAcked bool
+	ack      bool // the peer's Bye awaits its ByeAck
+	dead     bool // the stream is over
+
+	acked      chan struct{} // closed when our Bye was acknowledged or the stream ended
+	ackOnce    sync.Once
+	writerDone chan struct{}
+}
+
+// outgoing is a message queued for sending, its body already encoded.
+type outgoing struct {
+	m    transport.Message
+	body []byte
+}
+
+func (e *Endpoint) newLink(p transport.Peer, addr string, s frameStream, end context.CancelFunc) *peerLink {
+	l := &peerLink{e: e, peer: p, addr: addr, stream: s, end: end, acked: make(chan struct{}), writerDone: make(chan struct{})}
+	l.wake = sync.NewCond(&l.mu)
+	l.departed, l.depart = context.WithCancel(context.Background())
+	l.broken, l.breakIt = context.WithCancelCause(context.Background())
+	return l
+}
+
+// enqueue queues o for the writer.
+func (l *peerLink) enqueue(o outgoing) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case l.departed.Err() != nil:
+		return &transport.LinkError{From: l.e.self, To: l.peer, Kind: o.m.Kind, Err: errors.Errorf("%v closed its endpoint", l.peer)}
+	case l.closing:
+		return transport.ErrClosed
+	case l.dead:
+		if err := l.e.failed(o.m.Kind); err != nil {
+			return err
+		}
+		var le *transport.LinkError
+		if errors.As(context.Cause(l.broken), &le) {
+			out := *le
+			out.Kind = o.m.Kind
+			return &out
+		}
+		return &transport.LinkError{From: l.e.self, To: l.peer, Kind: o.m.Kind, Err: errors.New("the stream is over")}
+	}
+	l.queue = append(l.queue, o)
+	l.wake.Signal()
+	return nil
+}
+
+// write sends what is queued, in order, until the stream is over.
+func (l *peerLink) write() {
+	defer close(l.writerDone)
+	for {
+		l.mu.Lock()
+		for !l.dead && !l.ack && len(l.queue) == 0 && !(l.closing && !l.byeSent) {
+			l.wake.Wait()
+		}
+		if l.dead {
+			l.mu.Unlock()
+			return
+		}
+		var err error
+		var kind transport.Kind
+		switch {
+		case l.ack:
+			l.ack = false
+			l.mu.Unlock()
+			err = l.stream.Send(&pb.Frame{Frame: &pb.Frame_ByeAck{ByeAck: &pb.ByeAck{}}})
+		case len(l.queue) > 0:
+			o := l.queue[0]
+			l.queue[0] = outgoing{}
+			l.queue = l.queue[1:]
+			l.mu.Unlock()
+			kind = o.m.Kind
+			err = l.send(o)
+		default:
+			l.byeSent = true
+			l.mu.Unlock()
+			err = l.stream.Send(&pb.Frame{Frame: &pb.Frame_Bye{Bye: &pb.Bye{}}})
+		}
+		if err != nil {
+			l.ended(&transport.LinkError{From: l.e.self, To: l.peer, Kind: kind, Err: l.broke(err)})
+			return
+		}
+	}
+}
+
+// send writes one message's frames.
+func (l *peerLink) send(o outgoing) error {
+	header, parts, err := encodeHeader(o.m, o.body, l.e.s.chunk)
+	if err != nil {
+		return errors.Wrapf(err, "%v", o.m)
+	}
+	if err := l.stream.Send(header); err != nil {
+		return err
+	}
+	for _, p := range parts {
+		for off := 0; off < len(p.data); off += l.e.s.chunk {
+			data := p.data[off:min(off+l.e.s.chunk, len(p.data))]
+			if err := l.stream.Send(&pb.Frame{Frame: &pb.Frame_Chunk{Chunk: &pb.Chunk{Data: data}}}); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// read puts the messages that arrive into the mailbox until the stream
+// ends, and returns why it ended.
+func (l *peerLink) read() *transport.LinkError {
+	var in *incoming
+	bad := func(kind transport.Kind, err error) *transport.LinkError {
+		return &transport.LinkError{From: l.peer, To: l.e.self, Kind: kind, Err: errors.Wrap(err, "a corrupted or unexpected frame")}
+	}
+	for {
+		f, err := l.stream.Recv()
+		kind := transport.Kind(0)
+		if in != nil {
+			kind = transport.Kind(in.h.Kind)
+		}
+		if err != nil {
+			return &transport.LinkError{From: l.peer, To: l.e.self, Kind: kind, Err: l.broke(err)}
+		}
+		switch x := f.Frame.(type) {
+		case *pb.Frame_Header:
+			if in != nil {
+				return bad(kind, errors.New("a header inside a message"))
+			}
+			if in, err = newIncoming(x.Header); err != nil {
+				return bad(transport.Kind(x.Header.Kind), errors.Wrapf(err, "microbatch %d", x.Header.Micro))
+			}
+		case *pb.Frame_Chunk:
+			if in == nil {
+				return bad(kind, errors.New("a chunk outside a message"))
+			}
+			if err := in.addChunk(x.Chunk.Data); err != nil {
+				return bad(kind, errors.Wrapf(err, "microbatch %d", in.h.Micro))
+			}
+		case *pb.Frame_Bye:
+			if in != nil {
+				return bad(kind, errors.New("a bye inside a message"))
+			}
+			l.mu.Lock()
+			l.queue = nil // the peer reads no more
+			l.ack = true
+			l.wake.Signal()
+			l.mu.Unlock()
+			l.depart()
+		case *pb.Frame_ByeAck:
+			l.mu.Lock()
+			l.byeAcked = true
+			l.mu.Unlock()
+			l.ackOnce.Do(func() { close(l.acked) })
+		default:
+			return bad(kind, errors.Errorf("frame %T", f.Frame))
+		}
+		if in != nil && in.done() {
+			m, err := in.message()
+			if err != nil {
+				return bad(kind, errors.Wrapf(err, "microbatch %d", in.h.Micro))
+			}
+			in = nil
+			if m.From != l.peer || m.To != l.e.self {
+				return bad(m.Kind, errors.Errorf("a message from %v to %v on the link %v → %v", m.From, m.To, l.peer, l.e.self))
+			}
+			_ = l.e.box.Put(m) // fails only once the endpoint is closed or failed
+		}
+	}
+}
+
+// readerEnded is called once the reader has returned: the stream is over.
+func (l *peerLink) readerEnded(err error) {
+	var le *transport.LinkError
+	if !errors.As(err, &le) {
+		le = &transport.LinkError{From: l.peer, To: l.e.self, Err: l.broke(err)}
+	}
+	l.ended(le)
+}
+
+// ended marks the stream over; unless the peer had left or this endpoint
+// is closing, the link is broken with le: the calls that involve it fail.
+func (l *peerLink) ended(le *transport.LinkError) {
+	l.ackOnce.Do(func() { close(l.acked) })
+	l.mu.Lock()
+	l.dead = true
+	l.wake.Broadcast()
+	closing := l.closing
+	l.mu.Unlock()
+	if l.end != nil {
+		l.end()
+	}
+	if closing || l.departed.Err() != nil {
+		return
+	}
+	l.breakIt(le)
+	l.e.fail(le)
+}
+
+// broke describes a stream that failed.
+func (l *peerLink) broke(err error) error {
+	return errors.Wrapf(err, "the stream to %v at %s broke (its process may have died or its host become unreachable; restart the pipeline, from the last checkpoint if there is one)", l.peer, l.addr)
+}
+
+func (l *peerLink) startClosing() {
+	l.mu.Lock()
+	l.closing = true
+	l.wake.Broadcast()
+	l.mu.Unlock()
+}
+
+// delivered reports whether the peer confirmed it read everything (or
+// had left first), and how many messages are still queued.
+func (l *peerLink) delivered() (bool, int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.byeAcked || l.departed.Err() != nil, len(l.queue)
+}
+
+// stop ends the stream's goroutines at teardown.
+func (l *peerLink) stop() {
+	l.mu.Lock()
+	l.dead = true
+	l.wake.Broadcast()
+	l.mu.Unlock()
+	if l.end != nil {
+		l.end()
+	}
+	l.depart()
+}
+
+func remoteAddr(ctx context.Context) string {
+	if p, ok := peer.FromContext(ctx); ok && p.Addr != nil {
+		return p.Addr.String()
+	}
+	return "an unknown address"
+}
+
+func peerList(ps []transport.Peer) string {
+	s := make([]string, len(ps))
+	for i, p := range ps {
+		s[i] = p.String()
+	}
+	if len(s) == 0 {
+		return "no peer"
+	}
+	return strings.Join(s, ", ")
+}
+
+func errorsJoin(errs []error) error { return stderrors.Join(errs...) }

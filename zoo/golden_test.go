@@ -1,0 +1,80 @@
+package zoo
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"flag"
+	"math"
+	"os"
+	"testing"
+
+	"github.com/pipemare/pipemare/delay"
+	"github.com/pipemare/pipemare/schedule"
+	"github.com/stretchr/testify/require"
+	"gorgonia.org/gorgonia"
+)
+
+var updateGolden = flag.Bool("update-golden", false, "rewrite testdata/weights_sha256.json (only when a change is meant to change results)")
+
+const goldenFile = "testdata/weights_sha256.json"
+
+// TestMLPWeightsAreUnchanged trains the zoo MLP's recipe on the first 640
+// embedded examples for two epochs — synchronous, PipeMare with T1, T2 and
+// the warm-up, naive PipeMare, PipeDream, and delay injection — and
+// compares the SHA-256 of the final weights with the recorded ones.
+func TestMLPWeightsAreUnchanged(t *testing.T) {
+	if raceEnabled {
+		t.Skip("training runs are skipped under the race detector")
+	}
+	want := map[string]string{}
+	if b, err := os.ReadFile(goldenFile); err == nil {
+		require.NoError(t, json.Unmarshal(b, &want))
+	} else if !*updateGolden {
+		t.Fatalf("%v (run with -update-golden to record)", err)
+	}
+	r, err := RecipeFor("mlp")
+	require.NoError(t, err)
+	train, test, err := r.Load("embedded", 640)
+	require.NoError(t, err)
+	test = test.(*Dataset).Head(200)
+	r.Run.Epochs = 2
+	steps := train.Len() / (r.Run.Microbatch * r.Run.Microbatches)
+	pipedream := r.Naive()
+	pipedream.Schedule = schedule.PipeDream
+	injected := r.PipeMare(steps)
+	injected.Warmup = 0
+	injected.Delays = delay.PipeMare(3, r.Run.Microbatches)
+	runs := map[string]Config{
+		"sequential": r.Synchronous(), "pipemare": r.PipeMare(steps), "naive": r.Naive(),
+		"pipedream": pipedream, "injected": injected,
+	}
+	got := map[string]string{}
+	for name, cfg := range runs {
+		res, err := Train(context.Background(), r.Build, train, test, cfg)
+		require.NoError(t, err, name)
+		got[name] = weightsSHA256(t, res.Plan.Learnables)
+		if !*updateGolden {
+			require.Equal(t, want[name], got[name], "%s: the final weights changed", name)
+		}
+	}
+	if *updateGolden {
+		b, err := json.MarshalIndent(got, "", "  ")
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(goldenFile, append(b, '\n'), 0o644))
+		return
+	}
+	require.Len(t, got, len(want))
+}
+
+func weightsSHA256(t *testing.T, learnables gorgonia.Nodes) string {
+	h := sha256.New()
+	for _, l := range learnables {
+		for _, x := range l.Value().Data().([]float32) {
+			require.NoError(t, binary.Write(h, binary.LittleEndian, math.Float32bits(x)))
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
