@@ -35,10 +35,10 @@ type Row struct {
 	// Correction is T2's velocity δ, one weight-sized buffer: what
 	// PipeMare adds.
 	Correction int64
-	// Stash is what PipeDream adds: the τ_i older versions of the weights
+	// WeightStash is what PipeDream adds: the τ_i older versions of the weights
 	// that forwards in flight read and their backwards must read again
 	// (τ_i + 1 versions with the current one).
-	Stash int64
+	WeightStash int64
 }
 
 // PipeMare is the row's memory under PipeMare with T2: one copy of the
@@ -47,7 +47,7 @@ func (r Row) PipeMare() int64 { return r.Weights + r.Optimizer + r.Correction }
 
 // PipeDream is the row's memory under PipeDream: the weights, the solver's
 // state and the stashed versions.
-func (r Row) PipeDream() int64 { return r.Weights + r.Optimizer + r.Stash }
+func (r Row) PipeDream() int64 { return r.Weights + r.Optimizer + r.WeightStash }
 
 // Of computes the table of plan for n microbatches a minibatch and a solver
 // with solverSlots weight-sized tensors per learnable. It reads the plan's
@@ -67,13 +67,13 @@ func Of(plan *graphsplit.Plan, n, solverSlots int) (*Table, error) {
 			w += int64(l.Shape().TotalSize()) * int64(l.Dtype().Size())
 		}
 		tau := schedule.Delay(p, n, i)
-		r := Row{Stage: i, Delay: tau, Weights: w, Optimizer: int64(solverSlots) * w, Correction: w, Stash: int64(tau) * w}
+		r := Row{Stage: i, Delay: tau, Weights: w, Optimizer: int64(solverSlots) * w, Correction: w, WeightStash: int64(tau) * w}
 		t.Stages = append(t.Stages, r)
 		t.Total.Delay = max(t.Total.Delay, tau)
 		t.Total.Weights += r.Weights
 		t.Total.Optimizer += r.Optimizer
 		t.Total.Correction += r.Correction
-		t.Total.Stash += r.Stash
+		t.Total.WeightStash += r.WeightStash
 	}
 	return t, nil
 }
@@ -95,7 +95,7 @@ func (t *Table) Write(w io.Writer, perStage bool) error {
 	fmt.Fprintf(tw, "stage\tτ\tweights %[1]s\toptimizer %[1]s\tT2 δ %[1]s\tPipeDream stash %[1]s\tPipeMare+T2 %[1]s\tPipeDream %[1]s\t\n", unit)
 	row := func(name string, r Row) {
 		fmt.Fprintf(tw, "%s\t%d", name, r.Delay)
-		for _, b := range []int64{r.Weights, r.Optimizer, r.Correction, r.Stash, r.PipeMare(), r.PipeDream()} {
+		for _, b := range []int64{r.Weights, r.Optimizer, r.Correction, r.WeightStash, r.PipeMare(), r.PipeDream()} {
 			fmt.Fprintf(tw, "\t%.1f", float64(b)/scale)
 		}
 		fmt.Fprint(tw, "\t\n")

@@ -35,14 +35,14 @@ func TestTableFollowsTheDelays(t *testing.T) {
 	for i, r := range tab.Stages {
 		w := int64(8 * plan.Stages[i].NumParams())
 		require.Equal(t, (2*(p-1-i)+1+1)/2, r.Delay, "stage %d", i)
-		require.Equal(t, footprint.Row{Stage: i, Delay: r.Delay, Weights: w, Optimizer: w, Correction: w, Stash: int64(r.Delay) * w}, r)
+		require.Equal(t, footprint.Row{Stage: i, Delay: r.Delay, Weights: w, Optimizer: w, Correction: w, WeightStash: int64(r.Delay) * w}, r)
 		sum.Weights += w
-		sum.Stash += r.Stash
+		sum.WeightStash += r.WeightStash
 	}
 	require.Equal(t, sum.Weights, tab.Total.Weights)
-	require.Equal(t, sum.Stash, tab.Total.Stash)
+	require.Equal(t, sum.WeightStash, tab.Total.WeightStash)
 	require.Equal(t, p, tab.Total.Delay) // stage 0: ceil((2p−1)/2)
-	require.InDelta(t, float64(2*sum.Weights+sum.Stash)/float64(3*sum.Weights), tab.Ratio(), 1e-12)
+	require.InDelta(t, float64(2*sum.Weights+sum.WeightStash)/float64(3*sum.Weights), tab.Ratio(), 1e-12)
 
 	_, err = footprint.Of(plan, 0, 1)
 	require.ErrorContains(t, err, "N ≥ 1")
@@ -83,7 +83,7 @@ func TestStashIsWhatPipeDreamHolds(t *testing.T) {
 	rep := vm.Report()
 	for i, r := range tab.Stages {
 		require.Equal(t, r.Delay+1, rep.PerStage[i].PeakWeightVersions, "stage %d", i)
-		require.Equal(t, r.Stash+r.Weights, rep.PerStage[i].Memory.StashedWeights, "stage %d", i)
+		require.Equal(t, r.WeightStash+r.Weights, rep.PerStage[i].Memory.StashedWeights, "stage %d", i)
 	}
 }
 

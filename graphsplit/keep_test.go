@@ -8,7 +8,7 @@ import (
 	"gorgonia.org/gorgonia"
 )
 
-// TestStashProgramsMatchRecompute runs each stage's Stash programs (forward
+// TestStashProgramsMatchRecompute runs each stage's keeping programs (forward
 // saving tensors, backward reading them) and its Train program
 // (recomputing) on the same inputs and output gradients, for every model, P
 // and dtype, and requires the same gradients. Every stage of the test models

@@ -21,13 +21,13 @@ import (
 // minibatches on real images with the engine (fine-grained stages, the
 // recipe's microbatch and N) under every synchronous schedule and PipeDream
 // — the user's ops re-applied (WithoutOpSubstitution, recomputing), and
-// stage ops recomputing and stashing — and requires every trained weight,
+// stage ops recomputing and keeping activations — and requires every trained weight,
 // every BatchNorm running statistic and the evaluation loss to be
-// bit-identical. (Under PipeMare, stashing and recomputing are two methods:
+// bit-identical. (Under PipeMare, keeping and recomputing are two methods:
 // see asyncvm.Activations.)
 //
 // With another BLAS than gonum's (-tags openblas) the stage ops' GEMMs are
-// cut differently from gorgonia's and round differently, so only stashing
+// cut differently from gorgonia's and round differently, so only keeping
 // against recomputing is compared bit for bit. (The BLAS itself moves more:
 // the ResNet's weights after 3 steps differ by up to 5e-3 of their largest
 // between gonum's BLAS and OpenBLAS, against 9e-4 between the user's ops
@@ -44,7 +44,7 @@ func TestStageOpsTrainTheZooBitForBit(t *testing.T) {
 		require.NoError(t, err)
 		for _, s := range schedules {
 			t.Run(fmt.Sprintf("%s/%s", name, s.Name), func(t *testing.T) {
-				stashed := trainZoo(t, r, s, asyncvm.Keep)
+				kept := trainZoo(t, r, s, asyncvm.Keep)
 				var want []gorgonia.Value
 				switch {
 				case !exact:
@@ -55,7 +55,7 @@ func TestStageOpsTrainTheZooBitForBit(t *testing.T) {
 					want = trainZoo(t, r, s, asyncvm.Recompute, graphsplit.WithoutOpSubstitution())
 					requireAllBits(t, want, trainZoo(t, r, s, asyncvm.Recompute), "stage ops recomputing")
 				}
-				requireAllBits(t, want, stashed, "stage ops stashing")
+				requireAllBits(t, want, kept, "stage ops keeping activations")
 			})
 		}
 	}

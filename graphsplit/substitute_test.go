@@ -15,11 +15,11 @@ import (
 
 // TestOpSubstitutionChangesNoBit runs every test model stage by stage for
 // every P, with the user's ops re-applied (WithoutOpSubstitution) and with
-// stage ops (recomputing, and with Stash programs), and requires the same
+// stage ops (recomputing, and with keeping programs), and requires the same
 // cost, gradients and BatchNorm running statistics bit for bit — and that
 // the stage ops were used. With another BLAS than gonum's (-tags openblas)
 // the stage ops' GEMMs round differently: they agree with the user's ops to
-// the parity tests' tolerance, and stashing with recomputing bit for bit.
+// the parity tests' tolerance, and keeping with recomputing bit for bit.
 func TestOpSubstitutionChangesNoBit(t *testing.T) {
 	_, exact := tensor.WhichBLAS().(gonum.Implementation)
 	for _, nb := range testmodels.All() {
@@ -36,10 +36,10 @@ func TestOpSubstitutionChangesNoBit(t *testing.T) {
 					opts := []Option{FineGrained(), Stages(p)}
 					want := runPlan(t, nb.Build, dt, append(opts, WithoutOpSubstitution()), false)
 					recomputed := runPlan(t, nb.Build, dt, opts, false)
-					stashed := runPlan(t, nb.Build, dt, opts, true)
+					kept := runPlan(t, nb.Build, dt, opts, true)
 					require.Equal(t, len(want), len(recomputed))
 					for i := range want {
-						require.True(t, sameBits(recomputed[i], stashed[i]), "P=%d value %d: stash against recompute", p, i)
+						require.True(t, sameBits(recomputed[i], kept[i]), "P=%d value %d: keeping against recomputing", p, i)
 						if exact {
 							require.True(t, sameBits(want[i], recomputed[i]), "P=%d value %d", p, i)
 							continue
@@ -58,7 +58,7 @@ func TestOpSubstitutionChangesNoBit(t *testing.T) {
 // stage; it returns the cost, the gradients and every BatchNorm's running
 // statistics. With subst it also checks that no stage program holds a
 // BatchNorm, MaxPool, im2col or transpose of gorgonia's.
-func runPlan(t *testing.T, build testmodels.Builder, dt tensor.Dtype, opts []Option, stash bool) []gorgonia.Value {
+func runPlan(t *testing.T, build testmodels.Builder, dt tensor.Dtype, opts []Option, keep bool) []gorgonia.Value {
 	t.Helper()
 	m, err := build(dt, 4, 1)
 	require.NoError(t, err)
@@ -82,19 +82,19 @@ func runPlan(t *testing.T, build testmodels.Builder, dt tensor.Dtype, opts []Opt
 			}
 		}
 	}
-	var stashes []*Keeping
-	if stash {
+	var keepings []*Keeping
+	if keep {
 		for s := range plan.Stages {
 			sh, err := plan.NewKeeping(s)
 			require.NoError(t, err)
-			stashes = append(stashes, sh)
+			keepings = append(keepings, sh)
 		}
 	}
 	feeds := make(map[*gorgonia.Node]gorgonia.Value)
 	for i, v := range m.Batch(rand.New(rand.NewSource(2))) {
 		feeds[m.Inputs[i]] = v
 	}
-	cost, grads, err := stagewiseWith(plan, feeds, stashes)
+	cost, grads, err := stagewiseWith(plan, feeds, keepings)
 	require.NoError(t, err)
 	out := append([]gorgonia.Value{cost}, grads...)
 	for _, st := range plan.Stages {

@@ -6,7 +6,7 @@
 //     outputs of the forward that the backward reads as inputs, instead of
 //     state kept in the op object between its Do and the backward. A stage
 //     made of them can keep what its backward needs per microbatch and skip
-//     the second forward pass (graphsplit's Stash programs);
+//     the second forward pass (graphsplit's keeping programs);
 //   - fused: a BatchNorm with its broadcast scale and bias (and the ReLU that
 //     follows) is one pass over the tensor instead of six; a convolution's
 //     GEMM writes its output straight in NCHW instead of NHWC followed by a
