@@ -38,7 +38,7 @@ import (
 // schedule, against the same work on one tape machine running the whole
 // graph (forward, backward, gradients summed over the N microbatches, one
 // solver step). Both read the same embedded Fashion-MNIST images. The
-// engine runs with recomputation (the default) and with stashed
+// engine runs with recomputation (the default) and with kept
 // activations; the ratio engine ÷ direct is the engine's tax. One op is
 // one minibatch; ns/micro is per microbatch.
 //
@@ -62,7 +62,7 @@ func BenchmarkEngineTax(b *testing.B) {
 // of the zoo's MLP and CNN at batch 16 and 64 — what torch_zoo.py's step
 // times in PyTorch: one tape machine on the whole graph, and the engine
 // (Sequential, one microbatch) on one stage and on the fine-grained stages,
-// stashing. ns/op is one step.
+// keeping activations. ns/op is one step.
 func BenchmarkStep(b *testing.B) {
 	for _, name := range []string{"mlp", "cnn"} {
 		r, err := zoo.RecipeFor(name)
@@ -87,10 +87,10 @@ type engineVariant struct {
 }
 
 // engineVariants are how the engine runs: recomputing (the default) or
-// stashing activations, with the stage ops or the user's ops.
+// keeping activations, with the stage ops or the user's ops.
 var engineVariants = []engineVariant{
 	{"engine-recompute", asyncvm.Recompute, nil},
-	{"engine-stash", asyncvm.Keep, nil},
+	{"engine-keep", asyncvm.Keep, nil},
 	{"engine-recompute-userops", asyncvm.Recompute, []graphsplit.Option{graphsplit.WithoutOpSubstitution()}},
 }
 
