@@ -369,3 +369,18 @@ func TestBiasAddIsGorgonias(t *testing.T) {
 		}
 	}
 }
+
+// TestMaskWithoutBranches: the branchless masks are mask for every kind of
+// value (±0, ±Inf, NaN of either sign, subnormals).
+func TestMaskWithoutBranches(t *testing.T) {
+	for _, v := range []float64{0, math.Copysign(0, -1), 1, -1, math.Inf(1), math.Inf(-1), math.NaN(), -math.NaN(),
+		math.SmallestNonzeroFloat64, -math.SmallestNonzeroFloat64, math.MaxFloat64, -math.MaxFloat64, 1e-310, -1e-310} {
+		require.Equal(t, mask(v), mask64(v), "%v", v)
+		f := float32(v)
+		require.Equal(t, mask(f), mask32(f), "%v", f)
+	}
+	for _, b := range []uint32{0x80000000, 0x00000001, 0x80000001, 0x7f800001, 0xff800001, 0x7fc00000, 0xffc00000, 0x7f7fffff} {
+		f := math.Float32frombits(b)
+		require.Equal(t, mask(f), mask32(f), "%#x", b)
+	}
+}
