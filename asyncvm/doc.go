@@ -46,8 +46,9 @@
 //
 // Every action's start and end, the weight delay every forward saw, and
 // memory by category per stage are in Report; Events gives the raw
-// timeline and Replay the run on one virtual device per stage. Any failure
-// in a stage — an op error or panic, a solver error, a non-finite loss,
-// gradient or weight — stops every stage and comes back as a *StageError
-// naming the stage, action and step.
+// timeline, which WriteTrace writes as a Chrome trace, and Replay replays
+// it on one virtual device per stage. Any failure in a stage — an op error
+// or panic, a solver error, a non-finite loss, gradient or weight — stops
+// every stage and comes back as a *StageError naming the stage, action and
+// step.
 package asyncvm

@@ -63,7 +63,11 @@ func (vm *VM) EvaluateNodes(ctx context.Context, feeds map[*gorgonia.Node]gorgon
 		}
 	}
 	for i := range vm.plan.Stages {
-		order := transport.Message{Kind: transport.Control, To: transport.Peer(i), Body: stage.Evaluate{Count: q, Probes: keys}}
+		var versions []int
+		for _, o := range vm.owners[i] {
+			versions = append(versions, vm.updates[o])
+		}
+		order := transport.Message{Kind: transport.Control, To: transport.Peer(i), Body: stage.Evaluate{Count: q, Probes: keys, Shared: versions}}
 		if err := vm.ep.Send(ctx, order); err != nil {
 			return 0, nil, vm.failWith(errors.Wrapf(err, "asyncvm: ordering stage %d to evaluate", i))
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log"
+	"os"
 
 	"github.com/pipemare/pipemare/asyncvm"
 	"github.com/pipemare/pipemare/graphsplit"
@@ -32,7 +33,7 @@ func fill(r, c int, s float64) *tensor.Dense {
 	return tensor.New(tensor.WithShape(r, c), tensor.WithBacking(d))
 }
 
-// Train an existing model with the asynchronous PipeMare pipeline: cut it in
+// Train an existing model with the asynchronous schedule.PipeMare pipeline: cut it in
 // two stages, run 2 microbatches per minibatch, one Momentum solver
 // per stage.
 func Example() {
@@ -100,4 +101,25 @@ func ExampleGrid() {
 	//     3           B0
 	//     4  B0       B1 U0
 	//     5  B1 U0
+}
+
+// Write the actions a VM ran (vm.Events()) as a Chrome trace for Perfetto
+// or chrome://tracing; here two hand-made events of a one-stage run, and
+// only the last minibatch of 2 microbatches.
+func ExampleWriteTrace() {
+	events := [][]asyncvm.Event{{
+		{Stage: 0, Action: schedule.Forward(0), Schedule: "sequential", Start: 0, End: 1500},
+		{Stage: 0, Action: schedule.Forward(2), Schedule: "sequential", Start: 2000, End: 3000},
+		{Stage: 0, Action: schedule.Update(1), Schedule: "sequential", Start: 3000, End: 3000},
+	}}
+	if err := asyncvm.WriteTrace(os.Stdout, events, asyncvm.TraceLastMinibatches(1, 2)); err != nil {
+		log.Fatal(err)
+	}
+	// Output:
+	// {"displayTimeUnit":"ms","traceEvents":[
+	// {"name":"process_name","ph":"M","ts":0,"pid":1,"tid":0,"args":{"name":"pipeline"}}
+	// ,{"name":"thread_name","ph":"M","ts":0,"pid":1,"tid":0,"args":{"name":"stage 0"}}
+	// ,{"name":"F2","cat":"F","ph":"X","ts":2,"dur":1,"pid":1,"tid":0,"args":{"microbatch":2,"minibatch":1,"schedule":"sequential"}}
+	// ,{"name":"U1","cat":"U","ph":"X","ts":3,"dur":0,"pid":1,"tid":0,"args":{"minibatch":1,"schedule":"sequential"}}
+	// ]}
 }

@@ -2,9 +2,6 @@ package asyncvm_test
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/binary"
-	"encoding/hex"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -145,7 +142,7 @@ func trainForGolden(t *testing.T, build testmodels.Builder, dt tensor.Dtype, r g
 	require.NoError(t, err)
 	defer vm.Close()
 	trainGoldenSteps(t, m, vm)
-	return weightsSHA256(t, plan.Learnables)
+	return planSHA256(t, plan)
 }
 
 // trainGoldenSteps trains vm on goldenSteps minibatches of m's random data
@@ -188,23 +185,10 @@ func concatRows(t *testing.T, in *gorgonia.Node, micro [][]gorgonia.Value, i int
 	return full
 }
 
-// weightsSHA256 hashes the learnables' values in order as raw
-// little-endian bytes.
-func weightsSHA256(t *testing.T, learnables gorgonia.Nodes) string {
-	h := sha256.New()
-	for _, l := range learnables {
-		switch d := l.Value().Data().(type) {
-		case []float64:
-			for _, x := range d {
-				require.NoError(t, binary.Write(h, binary.LittleEndian, math.Float64bits(x)))
-			}
-		case []float32:
-			for _, x := range d {
-				require.NoError(t, binary.Write(h, binary.LittleEndian, math.Float32bits(x)))
-			}
-		default:
-			t.Fatalf("learnable %s: %T", l.Name(), d)
-		}
-	}
-	return hex.EncodeToString(h.Sum(nil))
+// planSHA256 is the plan's Plan.WeightsSHA256.
+func planSHA256(t *testing.T, plan *graphsplit.Plan) string {
+	t.Helper()
+	h, err := plan.WeightsSHA256()
+	require.NoError(t, err)
+	return h
 }

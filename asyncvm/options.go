@@ -147,9 +147,6 @@ func newConfig(plan *graphsplit.Plan, opts []Option) (config, error) {
 	for _, o := range opts {
 		o(&cfg)
 	}
-	if err := refuseShared(plan); err != nil {
-		return cfg, err
-	}
 	if cfg.n < 1 {
 		return cfg, errors.Errorf("asyncvm: WithMicrobatches(%d): need at least one microbatch per minibatch", cfg.n)
 	}

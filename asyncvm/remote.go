@@ -128,6 +128,9 @@ func (vm *VM) Pull(ctx context.Context) error {
 			return vm.failWith(errors.Errorf("asyncvm: stage %d sent %d tensors for %d learnables and %d BatchNorm ops: another model?", i, len(m.Values), len(st.Learnables), len(bns)))
 		}
 		for j, l := range st.Learnables {
+			if st.Replica(j) { // the owner's copy is the user's
+				continue
+			}
 			if err := tensorutil.CopyInto(l.Value().(tensor.Tensor), m.Values[j]); err != nil {
 				return vm.failWith(errors.Wrapf(err, "asyncvm: stage %d: learnable %q", i, l.Name()))
 			}

@@ -28,14 +28,20 @@ import (
 // into 4 stages: its skip connections cross stages, so stages that are not
 // neighbours exchange tensors too.
 
-const stageEnv = "ASYNCVM_STAGE_PROCESS" // "run/stage/addr,addr,…" in a child
+const stageEnv = "ASYNCVM_STAGE_PROCESS" // "[model:]run/stage/addr,addr,…" in a child
 
 const remoteStages = 4
 
-// remotePlan builds the model every process builds alike and cuts it the
-// same way.
-func remotePlan(t *testing.T) (*testmodels.Model, *graphsplit.Plan) {
-	m, err := testmodels.ResNet(tensor.Float64, 4, 1)
+// remotePlan builds the model every process builds alike (the test
+// ResNet, or the model named) and cuts it the same way.
+func remotePlan(t *testing.T, model ...string) (*testmodels.Model, *graphsplit.Plan) {
+	build := testmodels.ResNet
+	if len(model) > 0 && model[0] != "" {
+		var ok bool
+		build, ok = testmodels.ByName(model[0])
+		require.True(t, ok, model[0])
+	}
+	m, err := build(tensor.Float64, 4, 1)
 	require.NoError(t, err)
 	plan, err := graphsplit.Split(m.Graph, m.Cost, m.Learnables, graphsplit.FineGrained(), graphsplit.Stages(remoteStages))
 	require.NoError(t, err)
@@ -68,14 +74,18 @@ func TestStageProcess(t *testing.T) {
 	require.Len(t, parts, 3)
 	i, err := strconv.Atoi(parts[1])
 	require.NoError(t, err)
-	_, plan := remotePlan(t)
+	model, run, _ := strings.Cut(parts[0], ":")
+	if run == "" {
+		model, run = "", model
+	}
+	_, plan := remotePlan(t, model)
 	l, err := net.FileListener(os.NewFile(3, "listener"))
 	require.NoError(t, err)
 	ctx := context.Background()
 	ep, err := grpcnet.Open(ctx, transport.Peer(i), remoteNetwork(plan, strings.Split(parts[2], ",")),
 		grpcnet.WithInsecure(), grpcnet.WithListener(l), grpcnet.WithRecvTimeout(20*time.Second))
 	require.NoError(t, err)
-	if err := asyncvm.ServeStage(ctx, plan, i, ep, runOptions(t, parts[0])...); err != nil {
+	if err := asyncvm.ServeStage(ctx, plan, i, ep, runOptions(t, run)...); err != nil {
 		// A stage whose neighbour was killed ends here: say so and exit,
 		// as a stage process does.
 		fmt.Fprintf(os.Stderr, "stage process %d: %v\n", i, err)
@@ -139,22 +149,28 @@ func waitAll(t *testing.T, cmds []*exec.Cmd, within time.Duration) []error {
 // TestStagesInProcessesTrainLikeTheEngine: every schedule, and PipeMare
 // with T1+T2 and a warm-up, run with each stage in its own process over
 // loopback gRPC, ends with weights bit-identical to the in-process
-// engine's; every process exits cleanly when the driver closes.
+// engine's — also on models whose stages share a learnable (a tied
+// embedding, a recurrence), whose owner and replicas exchange gradients
+// and versions; every process exits cleanly when the driver closes.
 func TestStagesInProcessesTrainLikeTheEngine(t *testing.T) {
 	if testing.Short() || raceEnabled {
 		t.Skip("starts 20 processes")
 	}
-	for _, run := range []string{"sequential", "gpipe", "1f1b", "pipedream", "pipemare-t1t2-warmup"} {
-		t.Run(run, func(t *testing.T) {
-			m, plan := remotePlan(t)
+	for _, spec := range []string{"sequential", "gpipe", "1f1b", "pipedream", "pipemare-t1t2-warmup", "tied:pipemare", "gru:1f1b"} {
+		model, run, _ := strings.Cut(spec, ":")
+		if run == "" {
+			model, run = "", model
+		}
+		t.Run(spec, func(t *testing.T) {
+			m, plan := remotePlan(t, model)
 			vm, err := asyncvm.New(plan, runOptions(t, run)...)
 			require.NoError(t, err)
 			trainGoldenSteps(t, m, vm)
 			require.NoError(t, vm.Close())
-			want := weightsSHA256(t, plan.Learnables)
+			want := planSHA256(t, plan)
 
-			addrs, cmds := stageProcesses(t, run)
-			m, plan = remotePlan(t)
+			addrs, cmds := stageProcesses(t, spec)
+			m, plan = remotePlan(t, model)
 			ctx := context.Background()
 			ep, err := grpcnet.Open(ctx, transport.Driver, remoteNetwork(plan, addrs), grpcnet.WithInsecure(), grpcnet.WithRecvTimeout(20*time.Second))
 			require.NoError(t, err)
@@ -162,7 +178,7 @@ func TestStagesInProcessesTrainLikeTheEngine(t *testing.T) {
 			require.NoError(t, err)
 			trainGoldenSteps(t, m, vm) // Flush pulls the stages' weights into plan
 			require.NoError(t, vm.Close())
-			require.Equal(t, want, weightsSHA256(t, plan.Learnables), "%s: stages in processes train exactly like the in-process engine", run)
+			require.Equal(t, want, planSHA256(t, plan), "%s: stages in processes train exactly like the in-process engine", run)
 			for i, err := range waitAll(t, cmds, 30*time.Second) {
 				require.NoError(t, err, "stage process %d", i)
 			}

@@ -9,27 +9,37 @@ import (
 )
 
 // Report is everything the engine measured, for programs to read and for
-// the command line to print and plot.
+// the command line to print and plot. Its JSON form (the report of
+// pipemare's report.json) uses the snake_case names in the tags; durations
+// are integer nanoseconds (names ending in _ns), memory is bytes.
 type Report struct {
-	Schedule     string `json:"schedule"`
-	Stages       int    `json:"stages"`
-	Microbatches int    `json:"microbatches"`
+	// Schedule is the name of the schedule the VM was built with (a
+	// warm-up's schedule shows in Segments).
+	Schedule string `json:"schedule"`
+	// Stages is P; Microbatches is N, the microbatches per minibatch.
+	Stages       int `json:"stages"`
+	Microbatches int `json:"microbatches"`
 	// Minibatches is the number of optimizer steps supplied so far.
 	Minibatches int `json:"minibatches"`
-	// Samples is the number of training samples run forward.
+	// Samples is the number of training samples run forward through the
+	// last stage.
 	Samples int `json:"samples"`
 	// Wall is the time from the first to the last action.
-	Wall          time.Duration `json:"wall_ns"`
-	SamplesPerSec float64       `json:"samples_per_sec"`
+	Wall time.Duration `json:"wall_ns"`
+	// SamplesPerSec is Samples over Wall (0 before any action ran).
+	SamplesPerSec float64 `json:"samples_per_sec"`
 	// Utilization is the mean over stages of busy time over the steady-state
 	// window (from the moment every stage has started to the moment the
 	// first stage runs out of work); Bubble is 1 − Utilization.
-	Utilization float64       `json:"utilization"`
-	Bubble      float64       `json:"bubble"`
-	PerStage    []StageReport `json:"stages_detail"`
-	Memory      Memory        `json:"memory_total"`
-	// PeakHeap is the process's heap in use when the report was made, and
-	// the largest heap the Go runtime has obtained from the system.
+	Utilization float64 `json:"utilization"`
+	Bubble      float64 `json:"bubble"`
+	// PerStage is each stage's report, in stage order.
+	PerStage []StageReport `json:"stages_detail"`
+	// Memory is the sum of the stages' Memory.
+	Memory Memory `json:"memory_total"`
+	// HeapInUse is the process's heap in use when the report was made, and
+	// HeapSys the largest heap the Go runtime has obtained from the system
+	// (runtime.MemStats.HeapInuse and HeapSys), in bytes.
 	HeapInUse uint64 `json:"heap_in_use_bytes"`
 	HeapSys   uint64 `json:"heap_sys_bytes"`
 	// Segments lists the schedules the run went through (a warm-up shows
@@ -39,45 +49,81 @@ type Report struct {
 
 // SegmentReport is a run of minibatches under one schedule.
 type SegmentReport struct {
-	Schedule string        `json:"schedule"`
-	First    int           `json:"first_minibatch"`
-	Steps    int           `json:"minibatches"`
-	Start    time.Duration `json:"start_ns"`
+	// Schedule is the segment's schedule.
+	Schedule string `json:"schedule"`
+	// First is the segment's first minibatch, Steps how many it ran.
+	First int `json:"first_minibatch"`
+	Steps int `json:"minibatches"`
+	// Start is when the segment began, from the VM's construction.
+	Start time.Duration `json:"start_ns"`
 }
 
-// StageReport is one stage's measurements.
+// StageReport is one stage's measurements. Fields that apply only to some
+// schedules or options are documented as such and left out of the JSON
+// when they do not apply (their Go value is then 0).
 type StageReport struct {
-	Stage       int           `json:"stage"`
-	Forwards    int           `json:"forwards"`
-	Backwards   int           `json:"backwards"`
-	Updates     int           `json:"updates"`
+	// Stage is the stage's index, from 0.
+	Stage int `json:"stage"`
+	// Forwards, Backwards and Updates count the actions the stage ran.
+	Forwards  int `json:"forwards"`
+	Backwards int `json:"backwards"`
+	Updates   int `json:"updates"`
+	// Busy is the stage's time in actions within the steady-state window
+	// Window (see Report.Utilization); Utilization is Busy/Window.
 	Busy        time.Duration `json:"busy_ns"`
 	Window      time.Duration `json:"window_ns"`
 	Utilization float64       `json:"utilization"`
 	// Delays counts forwards by how many updates older than the weights
 	// their gradient was applied to were the weights they read (the
-	// measured τ); BackwardLag the same for the weights backwards read.
+	// measured τ; JSON keys are the delays as strings); BackwardLag the
+	// same for the weights backwards read. Synchronous schedules count
+	// every forward at 0.
 	Delays      map[int]int `json:"delays"`
 	BackwardLag map[int]int `json:"backward_lag"`
-	MeanDelay   float64     `json:"mean_delay"`
+	// SharedDelays counts, for the learnables the stage reads a replica of
+	// (a learnable another stage owns and updates), the forwards by the
+	// delay they saw: the owner's version at the update minus the version
+	// they read. It is absent when the stage replicates nothing.
+	SharedDelays map[int]int `json:"shared_delays,omitempty"`
+	// MeanDelay is the mean of Delays.
+	MeanDelay float64 `json:"mean_delay"`
 	// FormulaDelay is τ_i = ceil((2(P−1−i)+1)/N) for asynchronous
-	// schedules, 0 otherwise.
-	FormulaDelay int    `json:"formula_delay"`
-	Memory       Memory `json:"memory"`
-	// PeakWeightVersions is the most weight copies a PipeDream stage held.
-	PeakWeightVersions int `json:"peak_weight_versions"`
-	// Discrepancy is the mean ‖u_bkwd − u_fwd‖/‖u_fwd‖ over asynchronous
-	// backwards (with WithDiscrepancy; 0 otherwise).
-	Discrepancy float64 `json:"discrepancy"`
+	// schedules; synchronous schedules have none (0, and absent from the
+	// JSON).
+	FormulaDelay int `json:"formula_delay,omitempty"`
+	// Memory is the stage's memory by category.
+	Memory Memory `json:"memory"`
+	// PeakWeightVersions is the most weight copies the stage held at once
+	// under weight stashing (PipeDream); other schedules keep no copies
+	// (0, and absent from the JSON).
+	PeakWeightVersions int `json:"peak_weight_versions,omitempty"`
+	// Discrepancy is the mean ‖u_bkwd − u_fwd‖/‖u_fwd‖ over the stage's
+	// asynchronous backwards: how far the weights a backward read were from
+	// the weights its forward read. It is measured only with
+	// WithDiscrepancy (0, and absent from the JSON, otherwise, and for a
+	// stage with no asynchronous backward).
+	Discrepancy float64 `json:"discrepancy,omitempty"`
 }
 
-// Memory is bytes by category.
+// Memory is bytes by category. For a stage, the stashes are peaks over the
+// run; for Report.Memory, the sums of the stages' peaks.
 type Memory struct {
-	Parameters        int64 `json:"parameters"`
-	OptimizerState    int64 `json:"optimizer_state"`
-	Gradients         int64 `json:"gradient_accumulators"`
-	StashedWeights    int64 `json:"stashed_weights_peak"`
-	Correction        int64 `json:"correction_buffers"`
+	// Parameters is the stage's learnables.
+	Parameters int64 `json:"parameters"`
+	// OptimizerState is the solver's state (Momentum's velocity, Adam's
+	// moments), as reported by a StateSizer or estimated from the solver's
+	// type.
+	OptimizerState int64 `json:"optimizer_state"`
+	// Gradients is the gradient accumulators (one per learnable).
+	Gradients int64 `json:"gradient_accumulators"`
+	// StashedWeights is the peak of the weight versions kept for
+	// PipeDream's backwards.
+	StashedWeights int64 `json:"stashed_weights_peak"`
+	// Correction is T2's buffers (a CorrectionSizer's CorrectionBytes).
+	Correction int64 `json:"correction_buffers"`
+	// StashedActivation is the peak of what the stage keeps between a
+	// forward and its backward: its inputs when it recomputes, its
+	// intermediate values when it keeps them (WithActivations(Keep)).
 	StashedActivation int64 `json:"stashed_activations_peak"`
 }
 
@@ -137,8 +183,11 @@ func (vm *VM) Report() Report {
 	}
 	util := 0.0
 	for i, h := range vm.heard {
-		st := h.stats
-		sr := StageReport{Stage: i, Delays: copyHist(st.Delays), BackwardLag: copyHist(st.BackwardLag), PeakWeightVersions: st.PeakWeightVersions}
+		st := h.stats.Clone()
+		sr := StageReport{Stage: i, Delays: st.Delays, BackwardLag: st.BackwardLag, PeakWeightVersions: st.PeakWeightVersions}
+		if len(st.SharedDelays) > 0 {
+			sr.SharedDelays = st.SharedDelays
+		}
 		if vm.cfg.sched.Async {
 			sr.FormulaDelay = schedule.Delay(vm.p, vm.n, i)
 		}
@@ -195,14 +244,6 @@ func (vm *VM) Report() Report {
 	runtime.ReadMemStats(&ms)
 	r.HeapInUse, r.HeapSys = ms.HeapInuse, ms.HeapSys
 	return r
-}
-
-func copyHist(h map[int]int) map[int]int {
-	out := make(map[int]int, len(h))
-	for k, v := range h {
-		out[k] = v
-	}
-	return out
 }
 
 // SortedKeys returns a histogram's keys in increasing order.

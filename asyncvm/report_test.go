@@ -1,9 +1,11 @@
 package asyncvm
 
 import (
+	"encoding/json"
 	"testing"
 
 	"github.com/pipemare/pipemare/graphsplit"
+	"github.com/pipemare/pipemare/internal/jsonkeys"
 	"github.com/pipemare/pipemare/internal/testmodels"
 	"github.com/pipemare/pipemare/schedule"
 	"github.com/stretchr/testify/require"
@@ -56,5 +58,45 @@ func TestReportMemoryByCategory(t *testing.T) {
 		require.InDelta(t, 1, rep.Utilization+rep.Bubble, 1e-12)
 		require.Positive(t, rep.SamplesPerSec)
 		require.Positive(t, rep.HeapInUse)
+	}
+}
+
+// TestReportJSON: the report and the replay serialise with snake_case keys
+// only, and fields that do not apply are left out rather than shown as 0:
+// formula_delay for synchronous schedules, peak_weight_versions without
+// weight stashing, discrepancy without WithDiscrepancy.
+func TestReportJSON(t *testing.T) {
+	const n, steps = 2, 4
+	for _, c := range []struct {
+		s                       schedule.Schedule
+		opts                    []Option
+		formula, versions, disc bool
+	}{
+		{schedule.GPipe, nil, false, false, false},
+		{schedule.PipeDream, nil, true, true, false},
+		{schedule.PipeMare, nil, true, false, false},
+		{schedule.PipeMare, []Option{WithDiscrepancy()}, true, false, true},
+	} {
+		m, err := testmodels.MLP(tensor.Float64, 2, 1)
+		require.NoError(t, err)
+		opts := append([]Option{WithSchedule(c.s)}, c.opts...)
+		_, vm := pipelineTraining(t, m, makeData(m, n*steps, 1), n, steps, []graphsplit.Option{graphsplit.Stages(3)}, opts...)
+		b, err := json.Marshal(struct {
+			R Report           `json:"report"`
+			V schedule.Virtual `json:"virtual"`
+		}{vm.Report(), vm.Replay()})
+		require.NoError(t, err)
+		require.NoError(t, vm.Close())
+		var doc map[string]any
+		require.NoError(t, json.Unmarshal(b, &doc))
+		require.Empty(t, jsonkeys.NotSnakeCase(doc), "keys that are not snake_case")
+		stage0 := doc["report"].(map[string]any)["stages_detail"].([]any)[0].(map[string]any)
+		_, ok := stage0["formula_delay"]
+		require.Equal(t, c.formula, ok, "%s formula_delay", c.s.Name)
+		_, ok = stage0["peak_weight_versions"]
+		require.Equal(t, c.versions, ok, "%s peak_weight_versions", c.s.Name)
+		_, ok = stage0["discrepancy"]
+		require.Equal(t, c.disc, ok, "%s discrepancy", c.s.Name)
+		require.Contains(t, doc["virtual"], "makespan_ns")
 	}
 }

@@ -4,9 +4,11 @@ import (
 	"context"
 	"testing"
 
+	"github.com/pipemare/pipemare/checkpoint"
 	"github.com/pipemare/pipemare/delay"
 	"github.com/pipemare/pipemare/graphsplit"
 	"github.com/pipemare/pipemare/internal/testmodels"
+	"github.com/pipemare/pipemare/rescheduler"
 	"github.com/pipemare/pipemare/schedule"
 	"github.com/pipemare/pipemare/solvers"
 	"github.com/stretchr/testify/require"
@@ -117,4 +119,114 @@ func TestSaveRefusesHiddenSolverState(t *testing.T) {
 	require.NoError(t, err)
 	defer fresh.Close()
 	require.ErrorContains(t, fresh.Restore(ctx, &State{}), "the state has 0 stages, the plan 3")
+}
+
+// TestCheckpointResumeContinuesExactly: the same as a Save and Restore,
+// through a checkpoint on disk: every stage writes its shard, the driver
+// the manifest; a fresh VM resumed from it continues bit for bit. A
+// checkpoint of another cut is refused, naming what differs.
+func TestCheckpointResumeContinuesExactly(t *testing.T) {
+	const n, first, more = 2, 4, 4
+	sgd := func(int) (gorgonia.Solver, error) {
+		m, err := solvers.NewMomentum(solvers.WithLearnRate(0.05), solvers.WithMomentum(0.9))
+		if err != nil {
+			return nil, err
+		}
+		return rescheduler.PipeMare(m, nil, 6, 0.9)
+	}
+	build := func(opts ...graphsplit.Option) (*testmodels.Model, *VM) {
+		m, err := testmodels.CNN(tensor.Float64, 4, 1)
+		require.NoError(t, err)
+		plan, err := graphsplit.Split(m.Graph, m.Cost, m.Learnables, append([]graphsplit.Option{graphsplit.FineGrained()}, opts...)...)
+		require.NoError(t, err)
+		vm, err := New(plan, WithMicrobatches(n), WithSchedule(schedule.PipeMare), WithSolverFactory(sgd), WithWarmup(2, schedule.OneFOneB))
+		require.NoError(t, err)
+		return m, vm
+	}
+	ctx := context.Background()
+	root := t.TempDir()
+	m, vm := build()
+	defer vm.Close()
+	d := makeData(m, n*(first+more), 4)
+	for k := 0; k < first; k++ {
+		_, err := vm.Step(ctx, d.minibatch(t, m.Inputs, k, n))
+		require.NoError(t, err)
+	}
+	dir, err := vm.Checkpoint(ctx, root, checkpoint.Manifest{Data: checkpoint.DataPosition{Epoch: 1, Index: first, Seed: 4}}, 0)
+	require.NoError(t, err)
+	for k := first; k < first+more; k++ {
+		_, err := vm.Step(ctx, d.minibatch(t, m.Inputs, k, n))
+		require.NoError(t, err)
+	}
+	require.NoError(t, vm.Flush(ctx))
+	want := snapshot(t, m.LearnableValues())
+
+	m2, vm2 := build()
+	defer vm2.Close()
+	man, err := vm2.Resume(ctx, dir)
+	require.NoError(t, err)
+	require.Equal(t, int64(first), man.Data.Index)
+	for k := first; k < first+more; k++ {
+		_, err := vm2.Step(ctx, d.minibatch(t, m2.Inputs, k, n))
+		require.NoError(t, err)
+	}
+	require.NoError(t, vm2.Flush(ctx))
+	require.True(t, bitsEqual(want, m2.LearnableValues()), "resumed from disk, the run continues bit for bit")
+
+	_, other := build(graphsplit.Stages(2))
+	defer other.Close()
+	_, err = other.Resume(ctx, dir)
+	require.ErrorContains(t, err, "fingerprint")
+}
+
+// TestRestoreContinuesTheDelayCounts: the delay histograms a Save took are
+// the ones Restore starts from, whatever the saved run did afterwards — also
+// a replica's (the tied model's last stage) — so the restored run's report
+// equals the uninterrupted run's.
+func TestRestoreContinuesTheDelayCounts(t *testing.T) {
+	const n, first, more = 2, 4, 4
+	ctx := context.Background()
+	build := func() (*testmodels.Model, *VM) {
+		m, err := testmodels.Tied(tensor.Float64, 4, 1)
+		require.NoError(t, err)
+		plan, err := graphsplit.Split(m.Graph, m.Cost, m.Learnables, graphsplit.FineGrained())
+		require.NoError(t, err)
+		vm, err := New(plan, WithMicrobatches(n), WithSchedule(schedule.PipeMare), WithSolverFactory(func(int) (gorgonia.Solver, error) {
+			return solvers.NewMomentum(solvers.WithLearnRate(0.05), solvers.WithMomentum(0.9))
+		}))
+		require.NoError(t, err)
+		return m, vm
+	}
+	m, vm := build()
+	defer vm.Close()
+	d := makeData(m, n*(first+more), 4)
+	for k := 0; k < first; k++ {
+		_, err := vm.Step(ctx, d.minibatch(t, m.Inputs, k, n))
+		require.NoError(t, err)
+	}
+	st, err := vm.Save(ctx)
+	require.NoError(t, err)
+	for k := first; k < first+more; k++ {
+		_, err := vm.Step(ctx, d.minibatch(t, m.Inputs, k, n))
+		require.NoError(t, err)
+	}
+	require.NoError(t, vm.Flush(ctx))
+	want := vm.Report().PerStage
+
+	m2, vm2 := build()
+	defer vm2.Close()
+	require.NoError(t, vm2.Restore(ctx, st))
+	for k := first; k < first+more; k++ {
+		_, err := vm2.Step(ctx, d.minibatch(t, m2.Inputs, k, n))
+		require.NoError(t, err)
+	}
+	require.NoError(t, vm2.Flush(ctx))
+	got := vm2.Report().PerStage
+	shared := 0
+	for i := range want {
+		require.Equal(t, want[i].Delays, got[i].Delays, "stage %d's delays", i)
+		require.Equal(t, want[i].SharedDelays, got[i].SharedDelays, "stage %d's shared reads' delays", i)
+		shared += len(want[i].SharedDelays)
+	}
+	require.Positive(t, shared, "the tied model has a replica")
 }

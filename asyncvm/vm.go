@@ -34,6 +34,8 @@ type VM struct {
 	remote   bool               // stages elsewhere (WithEndpoint)
 	ep       transport.Endpoint // the driver's
 	running  []schedule.Action  // per stage, the first action of its last work
+	owners   [][]int            // per stage, the owners of the learnables it replicates
+	updates  []int              // per stage, the updates it was handed
 	final    []bool             // per stage, it sent its last answer
 	stopped  bool
 	runtimes []*stage.Runtime
@@ -61,6 +63,7 @@ type segment struct {
 	steps     int // steps supplied so far
 	lists     [][]schedule.Action
 	gen       int                // steps the lists were generated for
+	before    [][]int            // before[o][m]: updates stage o runs before its F(m) (updatesBefore)
 	frontier  *schedule.Frontier // what the stages can run with the data supplied
 	done      []int              // actions handed to each stage
 	drained   bool
@@ -82,7 +85,10 @@ func New(plan *graphsplit.Plan, opts ...Option) (*VM, error) {
 func start(plan *graphsplit.Plan, cfg config) (_ *VM, err error) {
 	p := len(plan.Stages)
 	vm := &VM{cfg: cfg, p: p, topo: stage.Topology(plan), heard: make([]stageHeard, p), losses: map[int]float64{},
-		running: make([]schedule.Action, p), final: make([]bool, p)}
+		running: make([]schedule.Action, p), final: make([]bool, p), owners: make([][]int, p), updates: make([]int, p)}
+	for i := range plan.Stages {
+		vm.owners[i] = stage.Owners(plan, i)
+	}
 	vm.feeder = feeder{plan: plan, n: cfg.n, cfg: &vm.cfg}
 	vm.delay = cfg.announce
 	if vm.delay == nil {
@@ -321,14 +327,27 @@ func (vm *VM) dispatch(ctx context.Context, seg *segment, lists [][]schedule.Act
 			continue
 		}
 		acts := make([]schedule.Action, 0, cut[i]-seg.done[i])
+		var shared [][]int
 		for _, a := range lists[i][seg.done[i]:cut[i]] {
+			if len(vm.owners[i]) > 0 {
+				var versions []int
+				if a.Op == schedule.OpForward {
+					for _, o := range vm.owners[i] {
+						versions = append(versions, seg.first+seg.updatesBefore(lists, o, a.Micro))
+					}
+				}
+				shared = append(shared, versions)
+			}
+			if a.Op == schedule.OpUpdate {
+				vm.updates[i]++
+			}
 			a.Micro += seg.first * vm.n
 			a.Step += seg.first
 			acts = append(acts, a)
 		}
 		seg.done[i] = cut[i]
 		vm.running[i] = acts[0]
-		w := stage.Work{Segment: vm.segmentInfo(i, seg.sched), Actions: acts}
+		w := stage.Work{Segment: vm.segmentInfo(i, seg.sched), Actions: acts, Shared: shared}
 		if err := vm.ep.Send(ctx, transport.Message{Kind: transport.Control, To: transport.Peer(i), Body: w}); err != nil {
 			return vm.failWith(errors.Wrapf(err, "asyncvm: ordering stage %d", i))
 		}
@@ -340,6 +359,27 @@ func (vm *VM) dispatch(ctx context.Context, seg *segment, lists [][]schedule.Act
 		}
 	}
 	return nil
+}
+
+// updatesBefore is how many updates stage o runs before its forward of
+// segment microbatch m in lists (which extend the lists of earlier calls).
+func (seg *segment) updatesBefore(lists [][]schedule.Action, o, m int) int {
+	if seg.before == nil {
+		seg.before = make([][]int, len(lists))
+	}
+	if m >= len(seg.before[o]) {
+		seg.before[o] = seg.before[o][:0]
+		u := 0
+		for _, a := range lists[o] {
+			switch a.Op {
+			case schedule.OpUpdate:
+				u++
+			case schedule.OpForward:
+				seg.before[o] = append(seg.before[o], u)
+			}
+		}
+	}
+	return seg.before[o][m]
 }
 
 // segmentInfo is what stage i needs to know of schedule s.

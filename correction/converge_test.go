@@ -29,8 +29,8 @@ func bestSteps(t *testing.T, newSolver func(alpha float64) (gorgonia.Solver, err
 	return best, bestAlpha
 }
 
-// TestStepsToConvergeOnAnIllConditionedQuadratic is the setting the issue
-// quotes (κ = 100, β = 0.9): the fewest steps each method needs, with its
+// TestStepsToConvergeOnAnIllConditionedQuadratic is the ill-conditioned
+// delayed quadratic (κ = 100, β = 0.9): the fewest steps each method needs, with its
 // best constant step, to reach 1e-6 of the start on a two-dimensional
 // quadratic with eigenvalues 1 and 0.01 on axes rotated by 30° (so that
 // per-coordinate scaling cannot undo the conditioning), as the delay

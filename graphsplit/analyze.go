@@ -6,6 +6,7 @@ import (
 
 	"github.com/pkg/errors"
 	"gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
 )
 
 // analysis is what Split learns about the user's graph before cutting it:
@@ -370,4 +371,18 @@ func (a *analysis) explicitCuts(names []string) ([]int, error) {
 	}
 	sort.Ints(cuts)
 	return cuts, nil
+}
+
+// cloneConstant puts constant n into graph g. A tensor constant gets its
+// own copy of the value: gorgonia's constant op returns the tensor it holds
+// and the tape machine writes to it (its engine), so two stages that share
+// one would race.
+func cloneConstant(n *gorgonia.Node, g *gorgonia.ExprGraph) *gorgonia.Node {
+	v := n.Op().(interface{ Value() gorgonia.Value }).Value()
+	t, ok := v.(tensor.Tensor)
+	if !ok { // scalars are immutable
+		return n.CloneTo(g)
+	}
+	c := gorgonia.NewConstant(t.Clone(), gorgonia.WithName(n.Name()))
+	return g.AddNode(c)
 }

@@ -180,7 +180,7 @@ func (b *builder) node(n *gorgonia.Node) (*gorgonia.Node, error) {
 	var err error
 	switch {
 	case isConstant(n):
-		l = n.CloneTo(b.g)
+		l = cloneConstant(n, b.g)
 	case isSizeOf(n):
 		l, err = b.sizeOf(n)
 	case a.replicable[n] || a.stage(n) == b.st.Index:

@@ -134,3 +134,33 @@ func ExampleShared() {
 	// stage 1: learnables [w]
 	// stage 2: learnables [embedding]
 }
+
+// Compare two models' weights for bit-identity: the hash covers every
+// learnable's raw bytes in plan order.
+func ExamplePlan_WeightsSHA256() {
+	build := func(w float64) *graphsplit.Plan {
+		g := G.NewGraph()
+		x := G.NewMatrix(g, tensor.Float64, G.WithShape(2, 2), G.WithName("x"))
+		wt := G.NewMatrix(g, tensor.Float64, G.WithShape(2, 1), G.WithName("w"),
+			G.WithValue(tensor.New(tensor.WithShape(2, 1), tensor.WithBacking([]float64{w, 1}))))
+		cost := G.Must(G.Mean(G.Must(G.Mul(x, wt))))
+		plan, err := graphsplit.Split(g, cost, G.Nodes{wt}, graphsplit.Stages(1))
+		if err != nil {
+			log.Fatal(err)
+		}
+		return plan
+	}
+	a, b, c := build(0.5), build(0.5), build(0.5000000000000001)
+	sum := func(p *graphsplit.Plan) string {
+		defer p.Close()
+		s, err := p.WeightsSHA256()
+		if err != nil {
+			log.Fatal(err)
+		}
+		return s
+	}
+	sa, sb, sc := sum(a), sum(b), sum(c)
+	fmt.Println(sa == sb, sa == sc, len(sa))
+	// Output:
+	// true false 64
+}

@@ -130,7 +130,7 @@ func (p *Program) seal(name string, where map[*gorgonia.Node]string, plain bool)
 			}
 			l = gorgonia.NewUniqueNode(opts...)
 		case isConstant(n):
-			l = n.CloneTo(g)
+			l = cloneConstant(n, g)
 		case isSizeOf(n):
 			l, err = gorgonia.ApplyOp(n.Op(), kids...)
 		default:

@@ -162,7 +162,7 @@ func (p *Plan) NewKeeping(s int) (k *Keeping, err error) {
 			return l, nil
 		}
 		if isConstant(n) {
-			l := n.CloneTo(g)
+			l := cloneConstant(n, g)
 			local[n] = l
 			return l, nil
 		}

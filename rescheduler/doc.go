@@ -17,9 +17,13 @@
 // interpolates between α_k/τ_i and α_k), and τ_i comes from the pipeline
 // engine, which calls SetDelay (solvers.DelayAware).
 //
-//	solver := rescheduler.New(gorgonia.NewMomentum(),
+//	solver, err := rescheduler.New(gorgonia.NewMomentum(),
 //		rescheduler.WithBase(rescheduler.Cosine(0.1, 0, steps)),
 //		rescheduler.WithPhase(1000))
+//
+// WithPhase is required: K is a number of the run's steps (a natural one is
+// every asynchronous step of the run) and has no default that fits every
+// run, and K = 0 (T1 off) is asked for explicitly.
 //
 // Momentum changes the picture: heavy ball with β is stable up to
 // αλ < 2(1+β) without delay but only up to αλ < 1−β with a delay of one step,

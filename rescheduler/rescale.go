@@ -17,7 +17,7 @@ func progress(k, phase int) float64 {
 	return math.Min(float64(k)/float64(phase), 1)
 }
 
-// Power is PipeMare's T1 as the DESIGN states it: τ^(−(1 − min(k/K, 1))),
+// Power is PipeMare's T1 as the paper states it: τ^(−(1 − min(k/K, 1))),
 // a geometric path from 1/τ to 1.
 type Power struct{}
 

@@ -21,6 +21,7 @@ type Solver struct {
 	base     Schedule
 	rescale  Rescale
 	phase    int
+	phaseSet bool
 	tau      float64
 	fixedTau bool
 	measured bool
@@ -40,11 +41,15 @@ func WithBase(s Schedule) Option { return func(r *Solver) { r.base = s } }
 func WithRescale(f Rescale) Option { return func(r *Solver) { r.rescale = f } }
 
 // WithPhase sets K, the number of steps the rescaling lasts (the paper's
-// rescheduling length; 0 turns T1 off). Default 0. Only steps taken with a
-// delay above 1 count towards K: a synchronous warm-up (during which the
-// engine announces τ = 0, counted as 1) runs at the base rate and leaves the whole phase
-// for the asynchronous steps that follow it.
-func WithPhase(k int) Option { return func(r *Solver) { r.phase = k } }
+// rescheduling length): a natural K is the run's asynchronous steps, as the
+// zoo's recipes use. K = 0 turns T1 off and leaves the base schedule alone.
+// There is no default: New fails without WithPhase, since K has no scale of
+// its own (it is a number of steps of the user's run) and a silent 0 would
+// turn T1 off without a word. Only steps taken with a delay above 1 count
+// towards K: a synchronous warm-up (during which the engine announces τ = 0,
+// counted as 1) runs at the base rate and leaves the whole phase for the asynchronous
+// steps that follow it.
+func WithPhase(k int) Option { return func(r *Solver) { r.phase, r.phaseSet = k, true } }
 
 // WithDelay fixes τ_i instead of taking it from the engine.
 func WithDelay(tau float64) Option { return func(r *Solver) { r.tau, r.fixedTau = tau, true } }
@@ -54,10 +59,11 @@ func WithDelay(tau float64) Option { return func(r *Solver) { r.tau, r.fixedTau 
 // formula τ_i = ceil((2(P−1−i)+1)/N) that the engine announces.
 func UseMeasuredDelay() Option { return func(r *Solver) { r.measured = true } }
 
-// New wraps inner. The innermost solver of inner's chain must have a
-// learning rate T1 can set: a solvers.LearnRater (solvers.SGD, Momentum,
-// Adam), or one of gorgonia's solvers whose rate gorgonia.WithLearnRate
-// sets (Vanilla, Momentum, Adam, AdamW, RMSProp, Barzilai-Borwein).
+// New wraps inner. It fails without WithPhase. The innermost solver of
+// inner's chain must have a learning rate T1 can set: a solvers.LearnRater
+// (solvers.SGD, Momentum, Adam, NAdam), or one of gorgonia's solvers whose
+// rate gorgonia.WithLearnRate sets (Vanilla, Momentum, Adam, AdamW,
+// RMSProp, Barzilai-Borwein).
 func New(inner gorgonia.Solver, opts ...Option) (*Solver, error) {
 	if inner == nil {
 		return nil, errors.New("rescheduler: nil solver")
@@ -78,6 +84,9 @@ func New(inner gorgonia.Solver, opts ...Option) (*Solver, error) {
 	}
 	if r.tau < 1 {
 		return nil, errors.Errorf("rescheduler: WithDelay(%g): a delay is at least 1", r.tau)
+	}
+	if !r.phaseSet {
+		return nil, errors.New("rescheduler: WithPhase is required: T1 needs its length K in steps (for example the run's asynchronous steps; WithPhase(0) for the base schedule alone)")
 	}
 	if r.phase < 0 {
 		return nil, errors.Errorf("rescheduler: WithPhase(%d): the phase cannot be negative", r.phase)

@@ -31,18 +31,23 @@ func Grid(s Schedule, p, n, steps int) string {
 			}
 		}
 	}
-	var b strings.Builder
-	header := "clock"
-	for i := 0; i < p; i++ {
-		header += fmt.Sprintf("  %-7s", fmt.Sprintf("stage%d", i))
-	}
-	b.WriteString(strings.TrimRight(header, " ") + "\n")
-	for c, row := range cells {
-		line := fmt.Sprintf("%5d", c)
-		for _, cell := range row {
-			line += fmt.Sprintf("  %-7s", cell)
+	var b, line strings.Builder
+	row := func(first string, cells []string) {
+		line.Reset()
+		line.WriteString(first)
+		for _, cell := range cells {
+			fmt.Fprintf(&line, "  %-7s", cell)
 		}
-		b.WriteString(strings.TrimRight(line, " ") + "\n")
+		b.WriteString(strings.TrimRight(line.String(), " "))
+		b.WriteByte('\n')
+	}
+	header := make([]string, p)
+	for i := range header {
+		header[i] = fmt.Sprintf("stage%d", i)
+	}
+	row("clock", header)
+	for c, cs := range cells {
+		row(fmt.Sprintf("%5d", c), cs)
 	}
 	return b.String()
 }

@@ -11,9 +11,9 @@ type Virtual struct {
 	// Makespan is the replay's time from the first to the last action.
 	Makespan time.Duration `json:"makespan_ns"`
 	// Utilization is the mean over stages of busy time over the makespan;
-	// PerStage the same per stage.
+	// PerStage the same per stage, in stage order.
 	Utilization float64   `json:"utilization"`
-	PerStage    []float64 `json:"utilization_per_stage"`
+	PerStage    []float64 `json:"per_stage_utilization"`
 	// SamplesPerSec is the throughput the virtual devices would reach (0
 	// when the caller does not know the samples).
 	SamplesPerSec float64 `json:"samples_per_sec"`
@@ -23,8 +23,9 @@ type Virtual struct {
 // (in nanoseconds; nil: one nanosecond per forward and backward).
 func Replay(lists [][]Action, topo Topology, dur func(stage int, a Action) float64) Virtual {
 	tl := Simulate(lists, topo, -1, dur)
-	v := Virtual{Makespan: time.Duration(tl.Makespan())}
-	if tl.Makespan() == 0 {
+	makespan := tl.Makespan() // once: it reads every action
+	v := Virtual{Makespan: time.Duration(makespan)}
+	if makespan == 0 {
 		return v
 	}
 	for i := range lists {
@@ -32,7 +33,7 @@ func Replay(lists [][]Action, topo Topology, dur func(stage int, a Action) float
 		for t := 0; t < tl.Done[i]; t++ {
 			busy += tl.End[i][t] - tl.Start[i][t]
 		}
-		u := busy / tl.Makespan()
+		u := busy / makespan
 		v.PerStage = append(v.PerStage, u)
 		v.Utilization += u / float64(len(lists))
 	}

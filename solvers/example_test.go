@@ -72,7 +72,7 @@ func ExampleNewNAdam() {
 		log.Fatal(err)
 	}
 	const steps = 1000
-	solver, err := rescheduler.New(nadam, rescheduler.WithBase(rescheduler.Warmup(rescheduler.Cosine(3e-4, 3e-5, steps), 100)))
+	solver, err := rescheduler.New(nadam, rescheduler.WithBase(rescheduler.Warmup(rescheduler.Cosine(3e-4, 3e-5, steps), 100)), rescheduler.WithPhase(0))
 	if err != nil {
 		log.Fatal(err)
 	}

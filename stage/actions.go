@@ -28,7 +28,7 @@ func (r *Runtime) recv(ctx context.Context, ep transport.Endpoint, peer int, k t
 // data from the driver's Data, runs the forward program on the weights the
 // policy says, keeps what the backward needs and sends its outputs on. It
 // returns when its inputs had arrived.
-func (r *Runtime) forward(ctx context.Context, ep transport.Endpoint, m int) (time.Time, error) {
+func (r *Runtime) forward(ctx context.Context, ep transport.Endpoint, m int, versions []int) (time.Time, error) {
 	byKey := make(map[int64]gorgonia.Value)
 	for _, l := range r.producers {
 		msg, err := r.recv(ctx, ep, l.peer, transport.Activation, m)
@@ -53,18 +53,21 @@ func (r *Runtime) forward(ctx context.Context, ep transport.Endpoint, m int) (ti
 		in[i] = data[src.data]
 	}
 	delete(r.data, m)
+	if err := r.readReplicas(ctx, ep, m, versions, true); err != nil {
+		return began, err
+	}
 	vals, err := r.w.forward(m)
 	if err != nil {
 		return began, err
 	}
 	if vals != nil {
-		if err := r.fwd.BindLearnables(vals); err != nil {
+		if err := r.bind(r.fwd, vals); err != nil {
 			return began, err
 		}
 	}
 	res, err := r.fwd.Run(in, nil)
 	if vals != nil {
-		if err2 := r.fwd.BindLearnables(nil); err == nil {
+		if err2 := r.bind(r.fwd, nil); err == nil {
 			err = err2
 		}
 	}
@@ -142,12 +145,15 @@ func (r *Runtime) backward(ctx context.Context, ep transport.Endpoint, m int) (t
 			outGrads[i] = tensorutil.Zeros(gph.Dtype(), gph.Shape())
 		}
 	}
+	if err := r.readReplicas(ctx, ep, m, nil, false); err != nil {
+		return began, err
+	}
 	vals, err := r.w.backward(m)
 	if err != nil {
 		return began, err
 	}
 	if vals != nil {
-		if err := r.bwd.BindLearnables(vals); err != nil {
+		if err := r.bind(r.bwd, vals); err != nil {
 			return began, err
 		}
 	}
@@ -155,7 +161,7 @@ func (r *Runtime) backward(ctx context.Context, ep transport.Endpoint, m int) (t
 	res, err := r.bwd.Run(in, outGrads)
 	saved.Restore()
 	if vals != nil {
-		if err2 := r.bwd.BindLearnables(nil); err == nil {
+		if err2 := r.bind(r.bwd, nil); err == nil {
 			err = err2
 		}
 	}
@@ -186,22 +192,29 @@ func (r *Runtime) backward(ctx context.Context, ep transport.Endpoint, m int) (t
 	r.log.keptBytes -= valuesBytes(in)
 	delete(r.kept, m)
 	r.w.done(m)
+	r.forget(m)
 	return began, nil
 }
 
 // update runs U(k): the solver steps the learnables with the step's mean
 // gradient, the delays its forwards saw are recorded, and the version
 // advances.
-func (r *Runtime) update(k int) error {
+func (r *Runtime) update(ctx context.Context, ep transport.Endpoint, k int) error {
+	if err := r.sendSums(ctx, ep, k); err != nil {
+		return err
+	}
+	if err := r.addSums(ctx, ep, k); err != nil {
+		return err
+	}
 	if err := r.w.beforeUpdate(); err != nil {
 		return err
 	}
 	if err := r.cfg.Solver.Step(r.model); err != nil {
 		return errors.Wrap(err, "solver")
 	}
-	for i, p := range r.params {
-		if !tensorutil.Finite(p) {
-			return errors.Errorf("learnable %q is not finite after the update; lower the learning rate", r.st.Learnables[i].Name())
+	for _, vg := range r.model {
+		if !tensorutil.Finite(vg.Value()) {
+			return errors.Errorf("learnable %q is not finite after the update; lower the learning rate", vg.(*valueGrad).name)
 		}
 	}
 	for _, a := range r.acc { // gorgonia's solvers zero the gradient; make sure
@@ -217,6 +230,12 @@ func (r *Runtime) update(k int) error {
 		}
 		d := r.version - fv
 		r.stats.Delays[d]++
+		for _, rp := range r.shared.replicas {
+			if v, ok := rp.readAt[m]; ok {
+				r.stats.SharedDelays[r.version-v]++
+				delete(rp.readAt, m)
+			}
+		}
 		if r.cfg.DelayLog {
 			r.log.delays = append(r.log.delays, Delay{Micro: m, Delay: d})
 		}
@@ -226,6 +245,9 @@ func (r *Runtime) update(k int) error {
 	}
 	r.version++
 	r.stats.Version = r.version
+	if err := r.sendVersions(ctx, ep); err != nil {
+		return err
+	}
 	if cnt > 0 && r.seg.Stale {
 		solvers.SetDelay(r.cfg.Solver, float64(sum)/float64(cnt), true)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/pipemare/pipemare/transport"
 	"github.com/pkg/errors"
 	"gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
 )
 
 // evaluation is what the stage keeps for evaluations: their data until the
@@ -39,6 +40,22 @@ func (r *Runtime) evaluate(ctx context.Context, ep transport.Endpoint, e Evaluat
 		if prog, err = r.probeProgram(out.Probes, mine); err != nil {
 			return out, nil, err
 		}
+	}
+	for j := range r.shared.replicas { // the owners' current versions
+		rp := &r.shared.replicas[j]
+		if rp.ownerAt >= len(e.Shared) {
+			return out, nil, errors.Errorf("internal: no version of shared learnable %q to evaluate with", r.st.Learnables[rp.i].Name())
+		}
+		w, err := r.replicaVersion(ctx, ep, rp, e.Shared[rp.ownerAt])
+		if err != nil {
+			return out, nil, err
+		}
+		if err := tensorutil.CopyInto(r.params[rp.i].(tensor.Tensor), w); err != nil {
+			return out, nil, err
+		}
+	}
+	if err := r.bind(prog, nil); err != nil {
+		return out, nil, err
 	}
 	undo, err := bnstate.Infer(r.bns)
 	if err != nil {

@@ -1,6 +1,8 @@
 package stage
 
 import (
+	"slices"
+
 	"github.com/pipemare/pipemare/graphsplit"
 	"github.com/pipemare/pipemare/schedule"
 )
@@ -54,7 +56,36 @@ func Topology(plan *graphsplit.Plan) schedule.Topology {
 			t.Consumers[i] = append(t.Consumers[i], l.peer)
 		}
 	}
+	if len(plan.Shared) > 0 {
+		t.Owners, t.Replicas = make([][]int, p), make([][]int, p)
+		for i := range plan.Stages {
+			t.Owners[i] = Owners(plan, i)
+			for _, sh := range plan.Shared {
+				if sh.Owner == i {
+					for _, r := range sh.Replicas() {
+						if !slices.Contains(t.Replicas[i], r) {
+							t.Replicas[i] = append(t.Replicas[i], r)
+						}
+					}
+				}
+			}
+			slices.Sort(t.Replicas[i])
+		}
+	}
 	return t
+}
+
+// Owners are the stages that own a learnable stage i of plan replicates,
+// ascending: the order of a Work's shared versions.
+func Owners(plan *graphsplit.Plan, i int) []int {
+	var out []int
+	for _, sh := range plan.Shared {
+		if sh.Owner != i && slices.Contains(sh.Readers, i) && !slices.Contains(out, sh.Owner) {
+			out = append(out, sh.Owner)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // DataInputs is the position in plan.Feeds of each of stage i's data

@@ -4,6 +4,7 @@ import (
 	"encoding/gob"
 	"time"
 
+	"github.com/pipemare/pipemare/checkpoint"
 	"github.com/pipemare/pipemare/schedule"
 	"gorgonia.org/tensor"
 )
@@ -37,6 +38,11 @@ type Segment struct {
 type Work struct {
 	Segment Segment
 	Actions []schedule.Action
+	// Shared holds, for each forward of Actions (nil for other actions),
+	// the version of the learnables of each owner the stage replicates
+	// (in increasing owner order) that the forward reads: what the
+	// owner's forward of the same microbatch read.
+	Shared [][]int
 }
 
 // Data gives the stage its data inputs for one microbatch, in the order of
@@ -54,18 +60,30 @@ type Data struct {
 type Evaluate struct {
 	Count  int
 	Probes []int64
+	// Shared is, per owner of a learnable the stage replicates, the
+	// owner's current version, which the evaluation reads.
+	Shared []int
 }
 
 // Stop ends Serve.
 type Stop struct{}
 
 // Save asks for the stage's Snapshot; the stage answers Saved. The
-// pipeline must be drained.
-type Save struct{}
+// pipeline must be drained. With Dir, the stage writes it as its shard of
+// the checkpoint directory Dir (package checkpoint: temporary file, fsync,
+// rename, fsync of the directory) and answers with the file's description
+// instead: what a driver needs to commit the manifest.
+type Save struct {
+	Dir string
+}
 
-// Restore loads a Snapshot into a fresh stage; the stage answers Restored.
+// Restore loads a Snapshot into a fresh stage — or, with Dir, the stage's
+// shard File of the checkpoint directory Dir, verified against it; the
+// stage answers Restored.
 type Restore struct {
 	Snapshot Snapshot
+	Dir      string
+	File     checkpoint.FileInfo
 }
 
 // Pull asks for the stage's current weights and BatchNorm statistics; the
@@ -76,9 +94,10 @@ type Pull struct{}
 // Pulled answers Pull.
 type Pulled struct{}
 
-// Saved answers Save.
+// Saved answers Save: the snapshot, or the shard written.
 type Saved struct {
 	Snapshot Snapshot
+	File     checkpoint.FileInfo
 }
 
 // Restored answers Restore.
@@ -174,11 +193,14 @@ type Stats struct {
 	// buffers) are what the stage's solver keeps; PeakWeightBytes and
 	// PeakWeightVersions what weight stashing kept at most;
 	// PeakActivationBytes the activations kept between forwards and
-	// backwards at most.
+	// backwards at most. SharedDelays counts, for the learnables the stage
+	// replicates, the forwards by the delay they saw (the owner's version
+	// at the update minus the version they read).
 	ParamBytes, StateBytes, CorrectionBytes int64
 	PeakWeightBytes                         int64
 	PeakWeightVersions                      int
 	PeakActivationBytes                     int64
+	SharedDelays                            map[int]int
 	// DiscrepancySum and DiscrepancyCount accumulate
 	// ‖u_bkwd − u_fwd‖/‖u_fwd‖ over stale backwards (Config.Discrepancy).
 	DiscrepancySum   float64

@@ -50,6 +50,7 @@ type Runtime struct {
 	data    map[int][]gorgonia.Value // microbatch → its data inputs
 	kept    map[int][]gorgonia.Value // microbatch → what its backward reads
 	w       weights
+	shared  shared
 	eval    evaluation
 	stats   Stats
 	log     progressLog // what the driver has not heard yet
@@ -83,17 +84,29 @@ func New(plan *graphsplit.Plan, index int, cfg Config) (*Runtime, error) {
 		kept:     make(map[int][]gorgonia.Value),
 		eval:     evaluation{data: map[int][]gorgonia.Value{}, probes: map[string]*graphsplit.Program{}},
 	}
-	r.stats.Delays, r.stats.BackwardLag = map[int]int{}, map[int]int{}
-	for _, l := range st.Learnables {
+	r.stats.Delays, r.stats.BackwardLag, r.stats.SharedDelays = map[int]int{}, map[int]int{}, map[int]int{}
+	for i, l := range st.Learnables {
 		t, ok := l.Value().(tensor.Tensor)
 		if !ok {
 			return nil, errors.Errorf("stage %d: learnable %q holds %T, want a tensor", index, l.Name(), l.Value())
 		}
 		acc := tensorutil.Zeros(t.Dtype(), t.Shape().Clone())
+		if st.Replica(i) { // its own copy: the owner updates the user's tensor
+			c, err := tensorutil.Clone(t)
+			if err != nil {
+				return nil, errors.Wrapf(err, "stage %d", index)
+			}
+			t = c
+		} else { // the solver steps only what the stage owns
+			r.model = append(r.model, &valueGrad{name: l.Name(), value: t, grad: acc})
+		}
 		r.params = append(r.params, t)
 		r.acc = append(r.acc, acc)
-		r.model = append(r.model, &valueGrad{name: l.Name(), value: t, grad: acc})
 		r.stats.ParamBytes += tensorutil.Bytes(t)
+	}
+	var err error
+	if r.shared, err = newShared(r); err != nil {
+		return nil, err
 	}
 	r.bns = bnstate.Of(st.Stateful)
 	for i, o := range st.Outputs {
@@ -119,7 +132,6 @@ func New(plan *graphsplit.Plan, index int, cfg Config) (*Runtime, error) {
 	r.w = newWeights(r)
 	restore := bnstate.Save(r.bns).Restore
 	defer restore()
-	var err error
 	if r.fwd, r.bwd, r.keeping, err = plan.Programs(index, cfg.KeepActivations); err != nil {
 		return nil, err
 	}
@@ -128,8 +140,44 @@ func New(plan *graphsplit.Plan, index int, cfg Config) (*Runtime, error) {
 			r.Close()
 			return nil, err
 		}
+		if err := r.bind(p, nil); err != nil {
+			r.Close()
+			return nil, err
+		}
 	}
 	return r, nil
+}
+
+// bind makes p read vals (parallel to Stage.Learnables), or the stage's
+// own weights for nil: the user's tensors, and the replicas' copies.
+func (r *Runtime) bind(p *graphsplit.Program, vals []gorgonia.Value) error {
+	if vals == nil {
+		if len(r.shared.replicas) == 0 {
+			return p.BindLearnables(nil)
+		}
+		vals = r.params
+	}
+	return p.BindLearnables(vals)
+}
+
+// expand turns values parallel to the solver's model (the learnables the
+// stage owns) into values parallel to Stage.Learnables, the replicas' own
+// copies filled in; nil stays nil.
+func (r *Runtime) expand(vals []gorgonia.Value) []gorgonia.Value {
+	if vals == nil || len(r.shared.replicas) == 0 {
+		return vals
+	}
+	out := make([]gorgonia.Value, len(r.params))
+	k := 0
+	for i := range out {
+		if r.shared.isReplica(i) {
+			out[i] = r.params[i]
+			continue
+		}
+		out[i] = vals[k]
+		k++
+	}
+	return out
 }
 
 // Close releases the programs the runtime compiled. Call it after Serve
@@ -222,13 +270,13 @@ func (r *Runtime) Serve(ctx context.Context, ep transport.Endpoint) error {
 			}
 			r.replyValues(ep, Pulled{}, vals)
 		case Save:
-			if s, err := r.snapshot(); err != nil {
+			if saved, err := r.save(ctx, ep, b.Dir); err != nil {
 				r.reply(ep, Refused{Message: err.Error()})
 			} else {
-				r.reply(ep, Saved{Snapshot: s})
+				r.reply(ep, saved)
 			}
 		case Restore:
-			if err := r.restore(b.Snapshot); err != nil {
+			if err := r.load(b); err != nil {
 				r.reply(ep, Refused{Message: err.Error()})
 			} else {
 				r.reply(ep, Restored{})
@@ -290,8 +338,12 @@ func (r *Runtime) work(ctx context.Context, ep transport.Endpoint, w Work) error
 		solvers.SetDelay(r.cfg.Solver, w.Segment.Delay, false)
 	}
 	r.seg, r.told = w.Segment, true
-	for _, a := range w.Actions {
-		if err := r.do(ctx, ep, a); err != nil {
+	for j, a := range w.Actions {
+		var versions []int
+		if j < len(w.Shared) {
+			versions = w.Shared[j]
+		}
+		if err := r.do(ctx, ep, a, versions); err != nil {
 			return err
 		}
 	}
@@ -299,7 +351,7 @@ func (r *Runtime) work(ctx context.Context, ep transport.Endpoint, w Work) error
 }
 
 // do runs one action, turning errors and panics into an actionError.
-func (r *Runtime) do(ctx context.Context, ep transport.Endpoint, a schedule.Action) (err error) {
+func (r *Runtime) do(ctx context.Context, ep transport.Endpoint, a schedule.Action, versions []int) (err error) {
 	step := a.Step
 	if a.Op == schedule.OpForward || a.Op == schedule.OpBackward {
 		step = a.Micro / r.cfg.Microbatches
@@ -317,12 +369,12 @@ func (r *Runtime) do(ctx context.Context, ep transport.Endpoint, a schedule.Acti
 	}
 	switch a.Op {
 	case schedule.OpForward:
-		began, err = r.forward(ctx, ep, a.Micro)
+		began, err = r.forward(ctx, ep, a.Micro, versions)
 	case schedule.OpBackward:
 		began, err = r.backward(ctx, ep, a.Micro)
 	case schedule.OpUpdate:
 		began = time.Now()
-		err = r.update(a.Step)
+		err = r.update(ctx, ep, a.Step)
 	}
 	if err != nil {
 		return &actionError{a, step, err}

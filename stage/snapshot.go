@@ -1,9 +1,12 @@
 package stage
 
 import (
+	"context"
+
 	"github.com/pipemare/pipemare/internal/bnstate"
 	"github.com/pipemare/pipemare/internal/tensorutil"
 	"github.com/pipemare/pipemare/solvers"
+	"github.com/pipemare/pipemare/transport"
 	"github.com/pkg/errors"
 	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -42,9 +45,19 @@ type Snapshot struct {
 
 // snapshot returns the stage's state. It fails when a microbatch is in
 // flight, or when a solver layer keeps state it cannot save.
-func (r *Runtime) snapshot() (Snapshot, error) {
+func (r *Runtime) snapshot(ctx context.Context, ep transport.Endpoint) (Snapshot, error) {
 	if len(r.kept) > 0 || len(r.w.fwdVersion) > 0 || len(r.data) > 0 {
 		return Snapshot{}, errors.Errorf("stage %d: %d microbatches in flight; a snapshot needs a drained pipeline (Flush)", r.index, max(len(r.kept), len(r.w.fwdVersion), len(r.data)))
+	}
+	for j := range r.shared.replicas { // drained: the owner's version is the stage's
+		rp := &r.shared.replicas[j]
+		w, err := r.replicaVersion(ctx, ep, rp, r.version)
+		if err != nil {
+			return Snapshot{}, err
+		}
+		if err := tensorutil.CopyInto(r.params[rp.i].(tensor.Tensor), w); err != nil {
+			return Snapshot{}, err
+		}
 	}
 	s := Snapshot{Stage: r.index, Version: r.version, Segment: r.seg, Told: r.told, Stats: r.statsNow(), PrevVersion: r.w.prevVersion}
 	for _, p := range r.w.prev {
@@ -142,8 +155,12 @@ func (r *Runtime) restore(s Snapshot) error {
 	for _, p := range s.Prev {
 		r.w.prev = append(r.w.prev, p.Clone().(tensor.Tensor))
 	}
+	for j := range r.shared.replicas {
+		rp := &r.shared.replicas[j]
+		rp.versions = map[int]*tensor.Dense{s.Version: r.params[rp.i].(tensor.Tensor).Clone().(*tensor.Dense)}
+		rp.readAt, rp.last = map[int]int{}, s.Version
+	}
 	r.version, r.seg, r.told = s.Version, s.Segment, s.Told
-	r.stats = s.Stats
-	r.stats.Delays, r.stats.BackwardLag = copyHist(s.Stats.Delays), copyHist(s.Stats.BackwardLag)
+	r.stats = s.Stats.Clone()
 	return nil
 }

@@ -85,6 +85,7 @@ func (w *weights) forward(m int) ([]gorgonia.Value, error) {
 		if vals, err = solvers.ForwardWeights(r.cfg.Solver, int(r.seg.Delay)); err != nil {
 			return nil, err
 		}
+		vals = r.expand(vals)
 	}
 	w.fwdVersion[m] = v
 	if r.seg.StashWeights && r.seg.ForwardDelay == 0 {
@@ -133,6 +134,7 @@ func (w *weights) backward(m int) ([]gorgonia.Value, error) {
 		if err != nil {
 			return nil, err
 		}
+		vals = r.expand(vals)
 		if fwd, ok := w.read[m]; ok {
 			read := vals
 			if read == nil {

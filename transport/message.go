@@ -46,6 +46,10 @@ const (
 	// evaluation between training steps never meets training traffic
 	// still queued.
 	Inference
+	// Shared carries a learnable several stages read: a replica's
+	// gradient sums of a step to the owner, the owner's new versions to
+	// the replicas.
+	Shared
 )
 
 func (k Kind) String() string {
@@ -60,6 +64,8 @@ func (k Kind) String() string {
 		return "reply"
 	case Inference:
 		return "inference"
+	case Shared:
+		return "shared"
 	}
 	return fmt.Sprintf("kind %d", uint8(k))
 }

@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"github.com/pipemare/pipemare"
 	"github.com/pkg/errors"
@@ -59,7 +60,7 @@ func LoadFashionMNIST(dir string) (train, test *Dataset, err error) {
 	name := dir
 	switch {
 	case dir == "embedded":
-		fsys, name = embeddedFashion(), "embedded subset"
+		fsys, name = embeddedFashion(), embeddedName
 	case dir != "":
 		fsys = os.DirFS(dir)
 	case os.Getenv(FashionEnv) != "":
@@ -68,7 +69,7 @@ func LoadFashionMNIST(dir string) (train, test *Dataset, err error) {
 	case exists(filepath.Join(FashionDir, "train-images-idx3-ubyte.gz")):
 		fsys, name = os.DirFS(FashionDir), FashionDir
 	default:
-		fsys, name = embeddedFashion(), "embedded subset"
+		fsys, name = embeddedFashion(), embeddedName
 	}
 	if train, err = loadSplit(fsys, name, "train"); err != nil {
 		return nil, nil, err
@@ -78,6 +79,9 @@ func LoadFashionMNIST(dir string) (train, test *Dataset, err error) {
 	}
 	return train, test, nil
 }
+
+// embeddedName is how errors name the embedded subset.
+const embeddedName = "embedded subset"
 
 func embeddedFashion() fs.FS {
 	sub, err := fs.Sub(pipemare.Data, "testdata/fashion-mnist")
@@ -92,8 +96,19 @@ func exists(path string) bool {
 	return err == nil
 }
 
+// embeddedIDX keeps the embedded subset's files decompressed once read, for
+// the process's life (7.9 MB): decompressing them is most of a load's time
+// (2 s under the race detector), and a command or a test suite loads them
+// many times. The bytes are never modified: every load builds its own
+// Dataset from them.
+var embeddedIDX sync.Map // file name → *IDX
+
 func loadSplit(fsys fs.FS, where, split string) (*Dataset, error) {
 	read := func(file string) (*IDX, error) {
+		embedded := where == embeddedName
+		if idx, ok := embeddedIDX.Load(file); ok && embedded {
+			return idx.(*IDX), nil
+		}
 		f, err := fsys.Open(file)
 		if err != nil {
 			return nil, errors.Wrapf(err, "fashion-mnist (%s): %s is missing; install dataset-fashion-mnist or set %s", where, file, FashionEnv)
@@ -102,6 +117,9 @@ func loadSplit(fsys fs.FS, where, split string) (*Dataset, error) {
 		idx, err := ReadIDX(f.(io.Reader))
 		if err != nil {
 			return nil, errors.Wrapf(err, "fashion-mnist (%s): %s", where, file)
+		}
+		if embedded {
+			embeddedIDX.Store(file, idx)
 		}
 		return idx, nil
 	}

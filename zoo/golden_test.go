@@ -2,19 +2,15 @@ package zoo
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/binary"
-	"encoding/hex"
 	"encoding/json"
 	"flag"
-	"math"
 	"os"
 	"testing"
 
 	"github.com/pipemare/pipemare/delay"
+	"github.com/pipemare/pipemare/graphsplit"
 	"github.com/pipemare/pipemare/schedule"
 	"github.com/stretchr/testify/require"
-	"gorgonia.org/gorgonia"
 )
 
 var updateGolden = flag.Bool("update-golden", false, "rewrite testdata/weights_sha256.json (only when a change is meant to change results)")
@@ -55,7 +51,7 @@ func TestMLPWeightsAreUnchanged(t *testing.T) {
 	for name, cfg := range runs {
 		res, err := Train(context.Background(), r.Build, train, test, cfg)
 		require.NoError(t, err, name)
-		got[name] = weightsSHA256(t, res.Plan.Learnables)
+		got[name] = planSHA256(t, res.Plan)
 		if !*updateGolden {
 			require.Equal(t, want[name], got[name], "%s: the final weights changed", name)
 		}
@@ -69,12 +65,10 @@ func TestMLPWeightsAreUnchanged(t *testing.T) {
 	require.Len(t, got, len(want))
 }
 
-func weightsSHA256(t *testing.T, learnables gorgonia.Nodes) string {
-	h := sha256.New()
-	for _, l := range learnables {
-		for _, x := range l.Value().Data().([]float32) {
-			require.NoError(t, binary.Write(h, binary.LittleEndian, math.Float32bits(x)))
-		}
-	}
-	return hex.EncodeToString(h.Sum(nil))
+// planSHA256 is the plan's Plan.WeightsSHA256.
+func planSHA256(t *testing.T, plan *graphsplit.Plan) string {
+	t.Helper()
+	h, err := plan.WeightsSHA256()
+	require.NoError(t, err)
+	return h
 }

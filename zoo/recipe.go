@@ -66,6 +66,10 @@ var recipes = []Recipe{
 	// setting, and a third faster than recomputing).
 	{Model: "transformer", Build: Transformer, Warmup: 4, load: loadCMUdict,
 		Run: Config{Microbatch: 2, Microbatches: 16, Epochs: 16, LR: 0.25, NoMomentum: true, Cosine: true, Seed: 1, Activations: asyncvm.Keep}},
+	// The same with tied input and output embeddings: the first stage and
+	// the last share the embedding.
+	{Model: "transformer-tied", Build: TiedTransformer, Warmup: 4, load: loadCMUdict,
+		Run: Config{Microbatch: 2, Microbatches: 16, Epochs: 16, LR: 0.25, NoMomentum: true, Cosine: true, Seed: 1, Activations: asyncvm.Keep}},
 }
 
 // Recipes returns every zoo model's recipe.

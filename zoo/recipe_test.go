@@ -9,7 +9,7 @@ import (
 
 func TestRecipes(t *testing.T) {
 	_, err := RecipeFor("gpt")
-	require.ErrorContains(t, err, `no model "gpt" (one of mlp, cnn, resnet, transformer)`)
+	require.ErrorContains(t, err, `no model "gpt" (one of mlp, cnn, resnet, transformer, transformer-tied)`)
 	for _, r := range Recipes() {
 		got, err := RecipeFor(r.Model)
 		require.NoError(t, err)

@@ -2,6 +2,7 @@ package zoo
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/pipemare/pipemare/rescheduler"
 	"github.com/pipemare/pipemare/schedule"
 	"github.com/pipemare/pipemare/solvers"
+	"github.com/pipemare/pipemare/transport"
 	"github.com/pkg/errors"
 	"gorgonia.org/gorgonia"
 )
@@ -43,9 +45,23 @@ type Config struct {
 	// Activations is what stages keep between forward and backward.
 	Activations asyncvm.Activations
 	Seed        int64
-	// Delays, when set, trains with injected delays (asyncvm.Injected)
+	// Delays, when set, trains with injected delays (asyncvm.NewInjected)
 	// instead of running the pipeline.
 	Delays delay.Source
+	// CheckpointEvery, with CheckpointDir, drains the pipeline every
+	// CheckpointEvery steps and writes a checkpoint of the run under
+	// CheckpointDir (asyncvm.VM.Checkpoint), keeping the last
+	// CheckpointKeep (0: the checkpoint package's default).
+	CheckpointEvery int
+	CheckpointDir   string
+	CheckpointKeep  int
+	// Resume, when set, is a checkpoint directory (or a directory with a
+	// LATEST pointer) of a run with the same configuration: the run goes on
+	// from it, and ends bit-identical to the uninterrupted run.
+	Resume string
+	// Endpoint, when set, is the driver's end of a network transport to
+	// stages in other processes (asyncvm.WithEndpoint).
+	Endpoint transport.Endpoint
 	// Progress, when set, is called after every epoch.
 	Progress func(EpochResult)
 	// Steps, when set, is called every ProgressEvery steps within an epoch
@@ -54,35 +70,92 @@ type Config struct {
 	ProgressEvery int
 }
 
-// EpochResult is what one epoch measured.
+// EpochResult is what one epoch measured. Its JSON form uses the names in
+// the tags; durations are integer nanoseconds.
 type EpochResult struct {
-	Epoch    int     `json:"epoch"`
-	Loss     float64 `json:"loss"`
+	// Epoch counts from 1.
+	Epoch int `json:"epoch"`
+	// Loss is the mean of Losses.
+	Loss float64 `json:"loss"`
+	// Accuracy is the test accuracy after the epoch (Evaluator.Accuracy);
+	// an interrupted epoch has none (0, and absent from the JSON).
 	Accuracy float64 `json:"test_accuracy"`
 	// Wall is the epoch's training time (evaluation excluded).
-	Wall          time.Duration `json:"wall_ns"`
-	SamplesPerSec float64       `json:"samples_per_sec"`
+	Wall time.Duration `json:"wall_ns"`
+	// SamplesPerSec is the training samples of the steps that ran over
+	// Wall.
+	SamplesPerSec float64 `json:"samples_per_sec"`
 	// Utilization is the pipeline's measured utilization over the run so
 	// far (asyncvm.Report.Utilization; 0 with injected delays).
 	Utilization float64 `json:"utilization"`
-	// Losses are the minibatch losses of the epoch.
+	// Losses are the minibatch losses of the epoch, one per step that ran.
 	Losses []float64 `json:"losses"`
+	// Interrupted marks an epoch the run stopped inside (the context was
+	// cancelled, or training failed: Train's error says which). Its Loss
+	// and SamplesPerSec cover the steps that ran; it has no Accuracy.
+	Interrupted bool `json:"interrupted,omitempty"`
 }
 
-// Result is a whole run.
+// MarshalJSON leaves test_accuracy out of an interrupted epoch.
+func (e EpochResult) MarshalJSON() ([]byte, error) {
+	type plain EpochResult
+	out := struct {
+		plain
+		Accuracy *float64 `json:"test_accuracy,omitempty"`
+	}{plain: plain(e)}
+	if !e.Interrupted {
+		out.Accuracy = &e.Accuracy
+	}
+	return json.Marshal(out)
+}
+
+// Result is a whole run, as far as it went. Its JSON form uses the names
+// in the tags; durations are integer nanoseconds.
 type Result struct {
-	Config Config         `json:"-"`
-	Model  string         `json:"model"`
-	Stages int            `json:"stages"`
-	Epochs []EpochResult  `json:"epochs"`
+	// Config is the run's configuration (not serialised).
+	Config Config `json:"-"`
+	// Model is the model's name; Schedule the name of the schedule it ran
+	// with (a warm-up shows in Report.Segments).
+	Model    string `json:"model"`
+	Schedule string `json:"schedule"`
+	// Stages is the number of stages of the plan, P.
+	Stages int `json:"stages"`
+	// Epochs are the epochs that ran, the last one marked Interrupted if
+	// the run stopped inside it.
+	Epochs []EpochResult `json:"epochs"`
+	// Report is what the engine measured.
 	Report asyncvm.Report `json:"report"`
-	// Virtual is the run replayed on one virtual device per stage (none
-	// with injected delays).
-	Virtual  schedule.Virtual  `json:"virtual_devices"`
-	Events   [][]asyncvm.Event `json:"-"`
-	Plan     *graphsplit.Plan  `json:"-"`
-	Wall     time.Duration     `json:"wall_ns"`
-	Accuracy float64           `json:"final_accuracy"`
+	// Virtual is the run replayed on one virtual device per stage (none,
+	// and absent from the JSON, with injected delays).
+	Virtual schedule.Virtual  `json:"virtual_devices,omitzero"`
+	Events  [][]asyncvm.Event `json:"-"`
+	Plan    *graphsplit.Plan  `json:"-"`
+	// Wall is the run's time, evaluation included.
+	Wall time.Duration `json:"wall_ns"`
+	// Accuracy is the test accuracy after the last complete epoch (0, and
+	// absent from the JSON, if none completed).
+	Accuracy float64 `json:"final_accuracy"`
+	// Interrupted is set when the run stopped before its last epoch ended.
+	Interrupted bool `json:"interrupted,omitempty"`
+	// WeightsSHA256 is graphsplit.Plan.WeightsSHA256 of the trained
+	// weights: two runs with the same hash trained bit-identical weights.
+	// It is set only when the run finished (and its pipeline flushed).
+	WeightsSHA256 string `json:"weights_sha256,omitempty"`
+}
+
+// MarshalJSON leaves final_accuracy out when no epoch completed.
+func (r Result) MarshalJSON() ([]byte, error) {
+	type plain Result
+	out := struct {
+		plain
+		Accuracy *float64 `json:"final_accuracy,omitempty"`
+	}{plain: plain(r)}
+	for _, e := range r.Epochs {
+		if !e.Interrupted {
+			out.Accuracy = &r.Accuracy
+		}
+	}
+	return json.Marshal(out)
 }
 
 // StepsAfterWarmup is the number of asynchronous steps of a run with
@@ -165,8 +238,17 @@ func Train(ctx context.Context, build Builder, train, test Data, cfg Config) (*R
 	}
 	defer eval.Close()
 	stepsPerEpoch := train.Len() / (cfg.Microbatch * cfg.Microbatches)
+	if stepsPerEpoch == 0 {
+		return nil, errors.Errorf("zoo: %d training examples make no minibatch of %d microbatches × %d", train.Len(), cfg.Microbatches, cfg.Microbatch)
+	}
 	common := []asyncvm.Option{
 		asyncvm.WithMicrobatches(cfg.Microbatches), asyncvm.WithSolverFactory(cfg.Solver(stepsPerEpoch)), asyncvm.WithSeed(cfg.Seed),
+	}
+	if cfg.Endpoint != nil {
+		common = append(common, asyncvm.WithEndpoint(cfg.Endpoint))
+	}
+	if cfg.CheckpointEvery < 0 || (cfg.CheckpointEvery > 0) != (cfg.CheckpointDir != "") {
+		return nil, errors.Errorf("zoo: checkpoint every %d steps into %q: give both a positive interval and a directory, or neither", cfg.CheckpointEvery, cfg.CheckpointDir)
 	}
 	var vm *asyncvm.VM
 	if cfg.Delays != nil {
@@ -186,7 +268,7 @@ func Train(ctx context.Context, build Builder, train, test Data, cfg Config) (*R
 	}
 	defer vm.Close()
 
-	res := &Result{Config: cfg, Model: m.Name, Stages: len(plan.Stages), Plan: plan}
+	res := &Result{Config: cfg, Model: m.Name, Schedule: cfg.Schedule.Name, Stages: len(plan.Stages), Plan: plan}
 	start := time.Now()
 	// Whatever happens, the result holds what ran.
 	defer func() {
@@ -196,35 +278,77 @@ func Train(ctx context.Context, build Builder, train, test Data, cfg Config) (*R
 			res.Events = vm.Events()
 			res.Virtual = vm.Replay()
 		}
-		if len(res.Epochs) > 0 {
-			res.Accuracy = res.Epochs[len(res.Epochs)-1].Accuracy
+		for _, e := range res.Epochs {
+			if !e.Interrupted {
+				res.Accuracy = e.Accuracy
+			}
 		}
+		res.Interrupted = len(res.Epochs) < cfg.Epochs || res.Epochs[len(res.Epochs)-1].Interrupted
 	}()
+	rc := cfg.savedConfig(m.Name, train.Len())
+	firstEpoch, firstIndex := 1, 0
+	if cfg.Resume != "" {
+		dir, err := checkpointDir(cfg.Resume)
+		if err != nil {
+			return nil, err
+		}
+		man, err := vm.Resume(ctx, dir)
+		if err != nil {
+			return nil, err
+		}
+		if res.Epochs, firstEpoch, firstIndex, err = resumed(man, rc); err != nil {
+			return nil, err
+		}
+	}
 	rng := rand.New(rand.NewSource(cfg.Seed))
 	every := max(cfg.ProgressEvery, 1)
 	for epoch := 1; epoch <= cfg.Epochs; epoch++ {
-		batches := Minibatches(train, m, cfg.Microbatches, rng)
+		batches := Minibatches(train, m, cfg.Microbatches, rng) // every epoch draws its order, resumed or not
+		if epoch < firstEpoch {
+			continue
+		}
 		er := EpochResult{Epoch: epoch}
-		began := time.Now()
-		for done := 0; done < len(batches); {
-			chunk := batches[done:min(done+every, len(batches))]
+		done := 0
+		if epoch == firstEpoch && firstIndex > 0 { // a checkpoint inside this epoch
+			last := res.Epochs[len(res.Epochs)-1]
+			er, res.Epochs, done = last, res.Epochs[:len(res.Epochs)-1], firstIndex
+			er.Interrupted = false
+		}
+		began := time.Now().Add(-er.Wall)
+		for done < len(batches) {
+			end := min(done+every, len(batches))
+			if k := cfg.CheckpointEvery; k > 0 { // chunks end at the checkpoints
+				step := (epoch-1)*len(batches) + done
+				end = min(end, done+k-step%k)
+			}
+			chunk := batches[done:end]
 			losses, err := vm.Run(ctx, chunk)
 			if err != nil { // keep what ran of the epoch, without accuracy
-				er.Wall = time.Since(began)
+				er.Losses = append(er.Losses, losses...)
+				er.measure(time.Since(began), cfg)
+				er.Interrupted = true
 				res.Epochs = append(res.Epochs, er)
 				return res, err
 			}
 			er.Losses = append(er.Losses, losses...)
 			done += len(chunk)
+			if k := cfg.CheckpointEvery; k > 0 && ((epoch-1)*len(batches)+done)%k == 0 {
+				er.measure(time.Since(began), cfg)
+				saved := append(append([]EpochResult(nil), res.Epochs...), er)
+				saved[len(saved)-1].Interrupted = done < len(batches)
+				nextEpoch, nextIndex := epoch, done
+				if done == len(batches) {
+					nextEpoch, nextIndex = epoch+1, 0
+				}
+				if err := saveCheckpoint(ctx, vm, cfg, rc, saved, nextEpoch, nextIndex); err != nil {
+					return res, err
+				}
+			}
 			if cfg.Steps != nil {
 				cfg.Steps(done, len(batches))
 			}
 		}
-		er.Wall = time.Since(began)
-		for _, l := range er.Losses {
-			er.Loss += l / float64(len(er.Losses))
-		}
-		er.SamplesPerSec = float64(len(batches)*cfg.Microbatch*cfg.Microbatches) / er.Wall.Seconds()
+		er.measure(time.Since(began), cfg)
 		if cfg.Delays == nil {
 			er.Utilization = vm.Report().Utilization
 		}
@@ -242,5 +366,21 @@ func Train(ctx context.Context, build Builder, train, test Data, cfg Config) (*R
 	if err := vm.Flush(ctx); err != nil {
 		return res, err
 	}
+	if res.WeightsSHA256, err = plan.WeightsSHA256(); err != nil {
+		return res, err
+	}
 	return res, nil
+}
+
+// measure sets the epoch's Wall, Loss and SamplesPerSec from the losses of
+// the steps that ran.
+func (e *EpochResult) measure(wall time.Duration, cfg Config) {
+	e.Wall = wall
+	e.Loss = 0
+	for _, l := range e.Losses {
+		e.Loss += l / float64(len(e.Losses))
+	}
+	if wall > 0 {
+		e.SamplesPerSec = float64(len(e.Losses)*cfg.Microbatch*cfg.Microbatches) / wall.Seconds()
+	}
 }

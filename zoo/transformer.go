@@ -24,10 +24,21 @@ const (
 // linear read-out to the token vocabulary. Inputs are one-hot tokens
 // (batch·G2PLen, G2PVocab); the cost is the mean cross-entropy over the
 // target positions. float32.
-func Transformer(batch int, seed int64) (*Model, error) {
+func Transformer(batch int, seed int64) (*Model, error) { return transformer(batch, seed, false) }
+
+// TiedTransformer is Transformer with tied input and output embeddings, as
+// language models are built: the read-out is h·Eᵀ + b with the embedding E
+// itself, so the first stage and the last read one learnable (a pipeline
+// shares it between them: package stage's owner and replica).
+func TiedTransformer(batch int, seed int64) (*Model, error) { return transformer(batch, seed, true) }
+
+func transformer(batch int, seed int64, tied bool) (*Model, error) {
 	g := gorgonia.NewGraph()
 	in := initializer{rand.New(rand.NewSource(seed))}
 	m := &Model{Name: "transformer", Graph: g, Batch: batch}
+	if tied {
+		m.Name = "transformer-tied"
+	}
 	rows := batch * G2PLen
 	m.X = gorgonia.NewMatrix(g, tensor.Float32, gorgonia.WithShape(rows, G2PVocab), gorgonia.WithName("tokens"))
 	m.Y = gorgonia.NewMatrix(g, tensor.Float32, gorgonia.WithShape(rows, G2PVocab), gorgonia.WithName("next"))
@@ -48,8 +59,24 @@ func Transformer(batch int, seed int64) (*Model, error) {
 			return nil, err
 		}
 	}
-	if m.Logits, err = linear(g, in, "readout", h, tfWidth, G2PVocab, &m.Learnables); err != nil {
-		return nil, err
+	if !tied {
+		if m.Logits, err = linear(g, in, "readout", h, tfWidth, G2PVocab, &m.Learnables); err != nil {
+			return nil, err
+		}
+	} else {
+		et, err := gorgonia.Transpose(emb)
+		if err != nil {
+			return nil, err
+		}
+		b := param(g, "readout.b", constant(0, 1, G2PVocab))
+		m.Learnables = append(m.Learnables, b)
+		hw, err := gorgonia.Mul(h, et)
+		if err != nil {
+			return nil, err
+		}
+		if m.Logits, err = gorgonia.BroadcastAdd(hw, b, nil, []byte{0}); err != nil {
+			return nil, err
+		}
 	}
 	logp, err := gorgonia.LogSoftMax(m.Logits, 1)
 	if err != nil {

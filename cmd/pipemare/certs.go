@@ -17,11 +17,11 @@ func certsCmd(_ context.Context, args []string, stdout, stderr io.Writer) error 
 	fs := flag.NewFlagSet("pipemare certs", flag.ContinueOnError)
 	out := fs.String("out", "certs", "directory to write the CA and the certificates to (must not hold them already)")
 	hosts := fs.String("hosts", "", "the stages' hosts in stage order, comma-separated: names or IP addresses, one per stage (e.g. pipemare-stage-0-0.pipemare,pipemare-stage-0-1.pipemare)")
-	if err := parse(fs, args, stderr); err != nil {
+	if err := parse(fs, args, stdout, stderr); err != nil {
 		return err
 	}
 	if *hosts == "" {
-		return bad(fs, stderr, "-hosts is required: one host per stage")
+		return usageError(fs, "-hosts is required: one host per stage")
 	}
 	list := strings.Split(*hosts, ",")
 	for i := range list {

@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -12,78 +14,147 @@ import (
 	"github.com/pipemare/pipemare/zoo"
 )
 
+// labelledRun is one labelled training run of compare (or train's only one).
+type labelledRun struct {
+	label string
+	cfg   zoo.Config
+	res   *zoo.Result
+}
+
+// runLabel names a run by its schedule and the techniques it has on:
+// "pipemare +T1+T2+W", "gpipe".
+func runLabel(cfg zoo.Config) string {
+	label := ""
+	for _, t := range []struct {
+		on   bool
+		name string
+	}{{cfg.T1 > 0, "+T1"}, {cfg.T2 > 0, "+T2"}, {cfg.Warmup > 0, "+W"}} {
+		if t.on {
+			label += t.name
+		}
+	}
+	if label == "" {
+		return cfg.Schedule.Name
+	}
+	return cfg.Schedule.Name + " " + label
+}
+
+// traceFile is the name of a compare run's trace.
+func (r labelledRun) traceFile() string {
+	slug := strings.NewReplacer(" ", "-", "+", "", "(", "", ")", "").Replace(strings.ToLower(r.label))
+	return "trace-" + slug + ".json"
+}
+
+// compareRuns are compare's runs: every schedule from the same settings,
+// PipeMare twice (naive, and with the techniques the settings turn on,
+// named by them), the techniques off for the other schedules.
+func compareRuns(o *options, trainLen int) ([]labelledRun, error) {
+	var runs []labelledRun
+	for _, s := range schedule.All() {
+		cfg, err := o.config(s, trainLen)
+		if err != nil {
+			return nil, err
+		}
+		if s.StashWeights { // PipeMare's techniques are for PipeMare
+			cfg.T1, cfg.T2, cfg.Warmup = 0, 0, 0
+		}
+		if s.Name != schedule.PipeMare.Name {
+			runs = append(runs, labelledRun{label: s.Name, cfg: cfg})
+			continue
+		}
+		naive := cfg
+		naive.T1, naive.T2, naive.Warmup = 0, 0, 0
+		runs = append(runs, labelledRun{label: "pipemare (naive)", cfg: naive})
+		if label := runLabel(cfg); label != s.Name {
+			runs = append(runs, labelledRun{label: label, cfg: cfg})
+		}
+	}
+	return runs, nil
+}
+
 func compareCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("pipemare compare", flag.ContinueOnError)
 	var o options
 	o.register(fs)
 	target := fs.Float64("target", 0.8, "test accuracy to time")
-	if err := parse(fs, args, stderr); err != nil {
+	if err := parse(fs, args, stdout, stderr); err != nil {
 		return err
 	}
-	build, train, test, err := o.builder()
+	r, train, test, err := o.load()
 	if err != nil {
-		return bad(fs, stderr, "%v", err)
+		return err
 	}
-	type run struct {
-		label string
-		cfg   zoo.Config
+	runs, err := compareRuns(&o, train.Len())
+	if err != nil {
+		return usageError(fs, "%v", err)
 	}
-	var runs []run
-	for _, s := range schedule.All() {
-		cfg, err := o.config(s, train.Len())
-		if err != nil {
-			return bad(fs, stderr, "%v", err)
-		}
-		if s.StashWeights { // PipeMare's techniques are for PipeMare
-			cfg.T1, cfg.T2, cfg.Warmup = 0, 0, 0
-		}
-		if s.Name == "pipemare" {
-			naive := cfg
-			naive.T1, naive.T2, naive.Warmup = 0, 0, 0
-			runs = append(runs, run{"pipemare (naive)", naive})
-			runs = append(runs, run{"pipemare +T1+T2+W", cfg})
-			continue
-		}
-		runs = append(runs, run{s.Name, cfg})
+	out := outputs{dir: o.out, files: append([]string{"report.json"}, plotFiles...)}
+	for _, r := range runs {
+		out.files = append(out.files, r.traceFile())
 	}
-	var results []*zoo.Result
+	if err := out.prepare(); err != nil {
+		return err
+	}
+	report := compareReport{Model: o.model, TargetAccuracy: *target}
+	var done []labelledRun
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "schedule\taccuracy\tsamples/s\tutilization\tvirtual util.\tvirtual samples/s\tmemory KiB\tweights KiB\tactivations KiB\ttime to %.2f\t\n", *target)
-	for _, r := range runs {
-		fmt.Fprintf(stdout, "running %s…\n", r.label)
-		res, err := trainWithProgress(ctx, build, train, test, r.cfg, stdout)
-		if err != nil && (res == nil || len(res.Epochs) == 0) {
-			return fmt.Errorf("%s: %w", r.label, err)
-		}
+	var trainErr error
+	for _, ru := range runs {
+		fmt.Fprintf(stdout, "running %s…\n", ru.label)
+		res, err := trainWithProgress(ctx, r.Build, ru.cfg, train, test, stdout, stderr)
 		if err != nil {
-			fmt.Fprintf(stdout, "%s stopped: %v\n", r.label, err)
+			trainErr = fmt.Errorf("%s: %w", ru.label, err)
 		}
-		results = append(results, res)
-		v := res.Virtual
-		mem := res.Report.Memory
+		if res == nil || len(res.Epochs) == 0 {
+			break
+		}
+		ru.res = res
+		done = append(done, ru)
+		rr := runReport{Label: ru.label, Settings: newSettings(&o, ru.cfg, train, test), Result: res}
 		tta := "—"
 		elapsed := time.Duration(0)
 		for _, e := range res.Epochs {
 			elapsed += e.Wall
-			if e.Accuracy >= *target {
+			if !e.Interrupted && e.Accuracy >= *target {
+				rr.TimeToTarget = elapsed
 				tta = elapsed.Round(10 * time.Millisecond).String()
 				break
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%.4f\t%.0f\t%.3f\t%.3f\t%.0f\t%.0f\t%.0f\t%.0f\t%s\t\n", r.label, res.Accuracy,
+		report.Runs = append(report.Runs, rr)
+		v, mem := res.Virtual, res.Report.Memory
+		fmt.Fprintf(tw, "%s\t%.4f\t%.0f\t%.3f\t%.3f\t%.0f\t%.0f\t%.0f\t%.0f\t%s\t\n", ru.label, res.Accuracy,
 			res.Epochs[len(res.Epochs)-1].SamplesPerSec, res.Report.Utilization, v.Utilization, v.SamplesPerSec,
 			float64(mem.Total())/1024, float64(mem.StashedWeights)/1024, float64(mem.StashedActivation)/1024, tta)
-		if ctx.Err() != nil {
+		if err != nil {
 			break
 		}
+	}
+	if len(done) == 0 {
+		return trainErr
 	}
 	fmt.Fprintln(stdout)
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	if err := writeOutputs(o.out, results); err != nil {
+	werr := writeCompare(out, report, done, o.traceSteps)
+	if werr == nil {
+		fmt.Fprintf(stdout, "wrote %s/report.json, a trace per schedule and plots\n", o.out)
+	}
+	return errors.Join(trainErr, werr)
+}
+
+// writeCompare writes compare's outputs: report.json, a trace per run and
+// the plots of every run.
+func writeCompare(out outputs, report compareReport, runs []labelledRun, traceSteps int) error {
+	if err := out.writeJSON("report.json", report); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "wrote %s/report.json, trace.json and plots\n", o.out)
-	return ctx.Err()
+	for _, r := range runs {
+		if err := out.writeTrace(r.traceFile(), r.res, traceSteps); err != nil {
+			return err
+		}
+	}
+	return writePlots(out.dir, runs)
 }

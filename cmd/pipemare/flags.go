@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"flag"
 	"fmt"
@@ -13,8 +14,14 @@ import (
 	"github.com/pipemare/pipemare/zoo"
 )
 
-// errUsage means the flags were wrong and the usage was printed.
-var errUsage = errors.New("usage")
+var (
+	// errUsage means the command line was wrong: the error and the usage
+	// were printed on stderr. The exit code is 2.
+	errUsage = errors.New("usage")
+	// errHelp means -h was asked for: the usage was printed on stdout. The
+	// exit code is 0, as for pipemare -h.
+	errHelp = errors.New("help")
+)
 
 // options are the flags train and compare share.
 type options struct {
@@ -24,7 +31,7 @@ type options struct {
 	t1, warmup                         int
 	cosine, stash                      bool
 	seed                               int64
-	limit                              int
+	limit, traceSteps                  int
 	fs                                 *flag.FlagSet
 }
 
@@ -42,39 +49,62 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.BoolVar(&o.cosine, "cosine", true, "anneal the learning rate with a cosine to lr/100 (every recipe does)")
 	fs.IntVar(&o.t1, "t1", -1, "T1 rescheduling length K in asynchronous steps (-1: all the run after the warm-up, 0: off)")
 	fs.Float64Var(&o.t2, "t2", 0.9, "T2 correction γ (0: off)")
-	fs.IntVar(&o.warmup, "warmup", -1, "synchronous warm-up steps, T3 (-1: the model's recipe, 0: off)")
+	fs.IntVar(&o.warmup, "warmup", -1, "synchronous warm-up steps, T3 (-1: the model's recipe, 0: off); must leave asynchronous steps")
 	fs.BoolVar(&o.stash, "stash", false, "stash activations in stateless stages instead of recomputing (default: the model's recipe; the transformer's stashes)")
 	fs.Int64Var(&o.seed, "seed", 1, "seed of the initial weights and the data order")
 	fs.IntVar(&o.limit, "limit", 0, "use only the first n training examples (0: all)")
+	fs.IntVar(&o.traceSteps, "trace-steps", 20, "trace.json holds the actions of the last k minibatches (0: the whole run)")
 	fs.StringVar(&o.out, "out", "out", "output directory")
 }
 
-// parse parses args into fs, printing a one-line error and the usage on
-// failure.
-func parse(fs *flag.FlagSet, args []string, stderr io.Writer) error {
+// parse parses args into fs. On -h it prints the usage on stdout and
+// returns errHelp; on a bad flag it prints the error and the usage on
+// stderr and returns errUsage.
+func parse(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) error {
+	var msg bytes.Buffer
+	fs.SetOutput(&msg)
+	err := fs.Parse(args)
 	fs.SetOutput(stderr)
-	if err := fs.Parse(args); err != nil {
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		_, _ = stdout.Write(msg.Bytes())
+		return errHelp
+	case err != nil:
+		_, _ = stderr.Write(msg.Bytes())
 		return errUsage
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "unexpected argument %q\n", fs.Arg(0))
-		fs.Usage()
-		return errUsage
+	case fs.NArg() > 0:
+		return usageError(fs, "unexpected argument %q", fs.Arg(0))
 	}
 	return nil
 }
 
-func bad(fs *flag.FlagSet, stderr io.Writer, format string, args ...interface{}) error {
-	fmt.Fprintf(stderr, format+"\n", args...)
+// usageError prints a one-line error and the usage on fs's output (stderr)
+// and returns errUsage. It is for errors in the command line only.
+func usageError(fs *flag.FlagSet, format string, args ...any) error {
+	fmt.Fprintf(fs.Output(), format+"\n", args...)
 	fs.Usage()
 	return errUsage
 }
 
-// builder returns the zoo model and its data.
-func (o *options) builder() (zoo.Builder, zoo.Data, zoo.Data, error) {
+// set reports which flags the command line gave.
+func (o *options) set() map[string]bool {
+	set := map[string]bool{}
+	if o.fs != nil {
+		o.fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	}
+	return set
+}
+
+// load returns the model's recipe and its data, after checking the flags
+// that need no data. An unknown model or a value out of range is an error
+// of the command line (usage); data that cannot be read is not.
+func (o *options) load() (zoo.Recipe, zoo.Data, zoo.Data, error) {
 	r, err := zoo.RecipeFor(o.model)
 	if err != nil {
-		return nil, nil, nil, err
+		return r, nil, nil, usageError(o.fs, "-model %q: %v", o.model, err)
+	}
+	if err := o.check(); err != nil {
+		return r, nil, nil, usageError(o.fs, "%v", err)
 	}
 	dir := o.data
 	if dir == "auto" {
@@ -82,37 +112,62 @@ func (o *options) builder() (zoo.Builder, zoo.Data, zoo.Data, error) {
 	}
 	train, test, err := r.Load(dir, o.limit)
 	if err != nil {
-		return nil, nil, nil, err
+		return r, nil, nil, fmt.Errorf("-data %s: %w", o.data, err)
 	}
-	return r.Build, train, test, nil
+	return r, train, test, nil
 }
 
-// config turns the flags into a zoo.Config for schedule s, starting from
-// the model's recipe (zoo.RecipeFor): flags left at their defaults keep the
-// recipe's values.
-func (o *options) config(s schedule.Schedule, trainLen int) (zoo.Config, error) {
-	r, err := zoo.RecipeFor(o.model)
-	if err != nil {
-		return zoo.Config{}, err
-	}
+// check refuses flag values outside their range, naming the flag: the
+// checks that need no data, made before any is loaded.
+func (o *options) check() error {
 	for _, f := range []struct {
 		name string
 		v    float64
 	}{{"microbatch", float64(o.microbatch)}, {"microbatches", float64(o.microbatches)}, {"epochs", float64(o.epochs)}, {"lr", o.lr}} {
 		if !(f.v >= 0) { // NaN too
-			return zoo.Config{}, fmt.Errorf("-%s %g: must be positive (or 0 for the recipe's)", f.name, f.v)
+			return fmt.Errorf("-%s %g: must be positive (or 0 for the recipe's)", f.name, f.v)
 		}
 	}
 	if o.momentum != -1 && !(o.momentum >= 0 && o.momentum < 1) {
-		return zoo.Config{}, fmt.Errorf("-momentum %g: must be in [0, 1) (or -1 for the recipe's)", o.momentum)
+		return fmt.Errorf("-momentum %g: must be in [0, 1) (or -1 for the recipe's)", o.momentum)
 	}
-	if o.warmup < -1 || o.t1 < -1 {
-		return zoo.Config{}, fmt.Errorf("-warmup %d, -t1 %d: a number of steps, or -1 for the default", o.warmup, o.t1)
+	if o.warmup < -1 {
+		return fmt.Errorf("-warmup %d: a number of steps, or -1 for the recipe's", o.warmup)
 	}
-	set := map[string]bool{}
-	if o.fs != nil {
-		o.fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if o.t1 < -1 {
+		return fmt.Errorf("-t1 %d: a number of steps, or -1 for the steps after the warm-up", o.t1)
 	}
+	if !(o.t2 >= 0 && o.t2 < 1) {
+		return fmt.Errorf("-t2 %g: must be in [0, 1) (0: off)", o.t2)
+	}
+	if o.stages != "fine" {
+		if p, err := strconv.Atoi(o.stages); err != nil || p < 1 {
+			return fmt.Errorf("-stages %q: a positive number or fine", o.stages)
+		}
+	}
+	if o.limit < 0 {
+		return fmt.Errorf("-limit %d: must be positive (or 0 for all)", o.limit)
+	}
+	if o.traceSteps < 0 {
+		return fmt.Errorf("-trace-steps %d: must be positive (or 0 for the whole run)", o.traceSteps)
+	}
+	return nil
+}
+
+// config turns the flags into a zoo.Config for schedule s on a training
+// set of trainLen examples, starting from the model's recipe
+// (zoo.RecipeFor): flags left at their defaults keep the recipe's values.
+// It refuses, naming the flag, any run that would not train what it
+// names: no step at all, or a warm-up that leaves no asynchronous step.
+func (o *options) config(s schedule.Schedule, trainLen int) (zoo.Config, error) {
+	r, err := zoo.RecipeFor(o.model)
+	if err != nil {
+		return zoo.Config{}, err
+	}
+	if err := o.check(); err != nil {
+		return zoo.Config{}, err
+	}
+	set := o.set()
 	c := r.Run
 	c.Schedule, c.T2 = s, o.t2
 	if set["cosine"] {
@@ -137,11 +192,7 @@ func (o *options) config(s schedule.Schedule, trainLen int) (zoo.Config, error) 
 		c.Momentum, c.NoMomentum = o.momentum, o.momentum == 0
 	}
 	if o.stages != "fine" {
-		p, err := strconv.Atoi(o.stages)
-		if err != nil || p < 1 {
-			return c, fmt.Errorf("-stages %q: a positive number or fine", o.stages)
-		}
-		c.Stages = p
+		c.Stages, _ = strconv.Atoi(o.stages) // check made sure
 	}
 	if set["stash"] {
 		c.Activations = asyncvm.Recompute
@@ -149,10 +200,25 @@ func (o *options) config(s schedule.Schedule, trainLen int) (zoo.Config, error) 
 			c.Activations = asyncvm.Keep
 		}
 	}
-	steps := trainLen / (c.Microbatch * c.Microbatches)
+	rows := c.Microbatch * c.Microbatches
+	steps := trainLen / rows
+	if steps == 0 {
+		return c, noMinibatch(set, o, trainLen, c)
+	}
 	c.Warmup = o.warmup
 	if o.warmup < 0 {
 		c.Warmup = r.Warmup * steps
+	}
+	total := c.Epochs * steps
+	if s.Async && c.Warmup >= total {
+		if set["warmup"] {
+			return c, fmt.Errorf("-warmup %d: the synchronous warm-up covers the whole run of %d steps (%d epochs × %d), which would train no asynchronous step; give fewer steps, or 0 for none", o.warmup, total, c.Epochs, steps)
+		}
+		epochs := "epochs"
+		if r.Warmup == 1 {
+			epochs = "epoch"
+		}
+		return c, fmt.Errorf("-epochs %d: the %s recipe's warm-up of %d %s (%d steps) covers the whole run, which would train no asynchronous step; give -epochs %d or more, or -warmup with fewer than %d steps (0: none)", c.Epochs, r.Model, r.Warmup, epochs, c.Warmup, r.Warmup+1, total)
 	}
 	c.T1 = o.t1
 	if o.t1 < 0 {
@@ -164,6 +230,21 @@ func (o *options) config(s schedule.Schedule, trainLen int) (zoo.Config, error) 
 	return c, nil
 }
 
+// noMinibatch is the error of a run whose training set makes no minibatch,
+// naming the flag that made it so.
+func noMinibatch(set map[string]bool, o *options, trainLen int, c zoo.Config) error {
+	rows := c.Microbatch * c.Microbatches
+	switch {
+	case set["limit"]:
+		return fmt.Errorf("-limit %d: %d training examples make no minibatch of %d microbatches × %d rows; give -limit %d or more", o.limit, trainLen, c.Microbatches, c.Microbatch, rows)
+	case set["microbatches"]:
+		return fmt.Errorf("-microbatches %d: a minibatch of %d × %d rows is more than the %d training examples", o.microbatches, c.Microbatches, c.Microbatch, trainLen)
+	case set["microbatch"]:
+		return fmt.Errorf("-microbatch %d: a minibatch of %d × %d rows is more than the %d training examples", o.microbatch, c.Microbatches, c.Microbatch, trainLen)
+	}
+	return fmt.Errorf("-data %s: %d training examples make no minibatch of %d microbatches × %d rows", o.data, trainLen, c.Microbatches, c.Microbatch)
+}
+
 func scheduleNamed(name string) (schedule.Schedule, error) {
 	s, ok := schedule.ByName(name)
 	if !ok {
@@ -171,7 +252,7 @@ func scheduleNamed(name string) (schedule.Schedule, error) {
 		for _, s := range schedule.All() {
 			names = append(names, s.Name)
 		}
-		return s, fmt.Errorf("unknown schedule %q (one of %s)", name, strings.Join(names, ", "))
+		return s, fmt.Errorf("-schedule %q: unknown schedule (one of %s)", name, strings.Join(names, ", "))
 	}
 	return s, nil
 }

@@ -7,7 +7,9 @@
 //	pipemare plan      the stage table (and Graphviz) of a model
 //	pipemare schedule  the clock × stage grid of a schedule
 //
-// Each command's -h lists its flags.
+// Each command's -h lists its flags (on stdout, exit code 0). A wrong command
+// line prints one line naming the flag and the usage (exit code 2); any
+// other failure prints one line (exit code 1).
 package main
 
 import (
@@ -56,7 +58,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if err := cmd(ctx, args[1:], stdout, stderr); err != nil {
-		if err == errUsage {
+		switch err {
+		case errHelp:
+			return 0
+		case errUsage:
 			return 2
 		}
 		fmt.Fprintf(stderr, "pipemare %s: %v\n", args[0], err)

@@ -5,16 +5,28 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"image/png"
+	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pipemare/pipemare/asyncvm"
+	"github.com/pipemare/pipemare/internal/jsonkeys"
 	"github.com/pipemare/pipemare/schedule"
 	"github.com/pipemare/pipemare/zoo"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 )
+
+// TestMain fails the package's tests if any goroutine outlives them: every
+// training the commands run stops its pipeline.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
 
 func runCLI(ctx context.Context, args ...string) (int, string, string) {
 	var out, errb bytes.Buffer
@@ -22,8 +34,9 @@ func runCLI(ctx context.Context, args ...string) (int, string, string) {
 	return code, out.String(), errb.String()
 }
 
-// TestBadValues: values outside a flag's range are usage errors that say
-// which flag and why.
+// TestBadValues: values outside a flag's range, and runs that would not
+// train what they name, are usage errors whose first line names the flag
+// and why, before anything trains.
 func TestBadValues(t *testing.T) {
 	for _, c := range []struct {
 		args []string
@@ -33,13 +46,43 @@ func TestBadValues(t *testing.T) {
 		{[]string{"train", "-lr", "NaN"}, "-lr NaN: must be positive"},
 		{[]string{"train", "-momentum", "1.5"}, "-momentum 1.5: must be in [0, 1)"},
 		{[]string{"train", "-momentum", "NaN"}, "-momentum NaN: must be in [0, 1)"},
-		{[]string{"train", "-warmup", "-5"}, "-warmup -5, -t1 -1: a number of steps"},
+		{[]string{"train", "-warmup", "-5"}, "-warmup -5: a number of steps"},
+		{[]string{"train", "-t1", "-2"}, "-t1 -2: a number of steps"},
+		{[]string{"train", "-t2", "1"}, "-t2 1: must be in [0, 1)"},
 		{[]string{"compare", "-lr", "-0.1"}, "-lr -0.1: must be positive"},
+		{[]string{"train", "-microbatch", "-5"}, "-microbatch -5: must be positive"},
+		{[]string{"compare", "-microbatches", "-1"}, "-microbatches -1: must be positive"},
+		{[]string{"train", "-model", "gpt"}, `-model "gpt": zoo: no model "gpt"`},
+		{[]string{"train", "-schedule", "zigzag"}, `-schedule "zigzag": unknown schedule`},
+		{[]string{"train", "-stages", "zero"}, `-stages "zero": a positive number or fine`},
+		{[]string{"train", "-trace-steps", "-1"}, "-trace-steps -1: must be positive"},
+		// Runs of zero steps.
+		{[]string{"train", "-model", "mlp", "-limit", "-5"}, "-limit -5: must be positive (or 0 for all)"},
+		{[]string{"train", "-model", "mlp", "-limit", "10"}, "-limit 10: 10 training examples make no minibatch of 4 microbatches × 16 rows; give -limit 64 or more"},
+		{[]string{"train", "-model", "mlp", "-microbatches", "1000"}, "-microbatches 1000: a minibatch of 1000 × 16 rows is more than the 8000 training examples"},
+		{[]string{"compare", "-model", "cnn", "-microbatch", "4000"}, "-microbatch 4000: a minibatch of 4 × 4000 rows is more than the 8000 training examples"},
+		// A warm-up that covers the run would silently be another method.
+		{[]string{"compare", "-model", "mlp", "-epochs", "1"}, "-epochs 1: the mlp recipe's warm-up of 1 epoch (125 steps) covers the whole run, which would train no asynchronous step; give -epochs 2 or more"},
+		{[]string{"train", "-model", "mlp", "-warmup", "100000"}, "-warmup 100000: the synchronous warm-up covers the whole run of 500 steps (4 epochs × 125)"},
+		{[]string{"train", "-model", "mlp", "-warmup", "500"}, "-warmup 500: the synchronous warm-up covers the whole run"},
+		// plan and schedule.
+		{[]string{"plan", "-model", "mlp", "-microbatch", "0"}, "-microbatch 0: must be positive"},
+		{[]string{"plan", "-model", "mlp", "-microbatch", "-5"}, "-microbatch -5: must be positive"},
+		{[]string{"plan", "-model", "gpt"}, `-model "gpt"`},
+		{[]string{"plan", "-stages", "0"}, `-stages "0": a positive number or fine`},
+		{[]string{"schedule", "-stages", "0"}, "-stages 0: must be positive"},
+		{[]string{"schedule", "-microbatches", "0"}, "-microbatches 0: must be positive"},
+		{[]string{"schedule", "-minibatches", "-1"}, "-minibatches -1: must be positive"},
+		{[]string{"schedule", "-stages", "100000", "-microbatches", "100", "-grid=false"}, "-stages 100000 × -minibatches 2 × (2·-microbatches 100 + 2) = 40400000 actions: more than the 5000000 this command simulates"},
+		{[]string{"schedule", "-stages", "2000", "-microbatches", "1", "-minibatches", "1"}, "cells, more than the 1000000 a printed grid holds; -grid=false gives the utilization and delays"},
+		{[]string{"train", "extra"}, `unexpected argument "extra"`},
 	} {
-		code, _, stderr := runCLI(context.Background(), c.args...)
+		code, stdout, stderr := runCLI(context.Background(), c.args...)
 		require.Equal(t, 2, code, "%v", c.args)
-		require.Contains(t, stderr, c.msg, "%v", c.args)
-		require.Contains(t, stderr, "Usage of pipemare", "%v", c.args)
+		first, rest, _ := strings.Cut(stderr, "\n")
+		require.Contains(t, first, c.msg, "%v: the first line names the flag", c.args)
+		require.True(t, strings.HasPrefix(rest, "Usage of pipemare"), "%v: then the usage:\n%s", c.args, stderr)
+		require.Empty(t, stdout, "%v: nothing ran", c.args)
 	}
 }
 
@@ -80,58 +123,114 @@ func TestUsageErrors(t *testing.T) {
 	code, _, stderr = runCLI(context.Background(), "fly")
 	require.Equal(t, 2, code)
 	require.Contains(t, stderr, `unknown command "fly"`)
-	for _, args := range [][]string{
-		{"train", "-model", "gpt"},
-		{"train", "-schedule", "zigzag"},
-		{"train", "-stages", "zero"},
-		{"train", "-epochs", "x"},
-		{"schedule", "-stages", "0"},
-		{"plan", "-model", "gpt"},
-		{"train", "extra"},
-	} {
-		code, _, stderr := runCLI(context.Background(), args...)
-		require.Equal(t, 2, code, "%v", args)
-		require.Contains(t, stderr, "Usage of pipemare", "%v: %s", args, stderr)
+	code, _, stderr = runCLI(context.Background(), "train", "-epochs", "x")
+	require.Equal(t, 2, code)
+	require.Contains(t, stderr, `invalid value "x" for flag -epochs`)
+	require.Contains(t, stderr, "Usage of pipemare train")
+}
+
+// TestHelpExitsZero: -h asks for the usage, on stdout, with exit code 0,
+// for pipemare and every command alike.
+func TestHelpExitsZero(t *testing.T) {
+	for _, args := range [][]string{{"-h"}, {"help"}, {"train", "-h"}, {"compare", "-h"}, {"plan", "-h"}, {"schedule", "-h"}, {"train", "--help"}} {
+		code, stdout, stderr := runCLI(context.Background(), args...)
+		require.Equal(t, 0, code, "%v", args)
+		require.Regexp(t, "usage: pipemare|Usage of pipemare", stdout, "%v", args)
+		require.Empty(t, stderr, "%v", args)
 	}
 }
 
-func TestSchedule(t *testing.T) {
-	code, out, _ := runCLI(context.Background(), "schedule", "-schedule", "gpipe", "-stages", "2", "-microbatches", "2", "-minibatches", "1")
-	require.Equal(t, 0, code)
-	require.Contains(t, out, "    1  F1       F0\n")
-	require.Contains(t, out, "utilization with equal action times: 0.667")
-}
-
-func TestPlan(t *testing.T) {
-	dot := filepath.Join(t.TempDir(), "cnn.dot")
-	code, out, stderr := runCLI(context.Background(), "plan", "-model", "cnn", "-dot", dot)
-	require.Equal(t, 0, code, stderr)
-	require.Contains(t, out, "cnn at microbatch 16: 4 stages")
-	b, err := os.ReadFile(dot)
+// TestOtherErrorsPrintNoUsage: data that cannot be read and outputs that
+// cannot be written are not usage errors: one line, exit code 1, no usage,
+// and no training.
+func TestOtherErrorsPrintNoUsage(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "afile")
+	require.NoError(t, os.WriteFile(file, []byte("x"), 0o644))
+	readOnly := t.TempDir()
+	if os.Geteuid() == 0 { // root writes anywhere a mode allows nothing
+		readOnly = "/proc"
+	} else {
+		require.NoError(t, os.Chmod(readOnly, 0o555))
+		defer os.Chmod(readOnly, 0o755)
+	}
+	for _, c := range []struct {
+		args []string
+		msg  string
+	}{
+		{[]string{"train", "-model", "mlp", "-data", "/nonexistent"}, "pipemare train: -data /nonexistent:"},
+		{[]string{"train", "-model", "mlp", "-out", file}, "pipemare train: -out " + file + ": mkdir " + file + ": not a directory"},
+		{[]string{"compare", "-model", "mlp", "-out", filepath.Join(file, "sub")}, "pipemare compare: -out " + filepath.Join(file, "sub") + ":"},
+		{[]string{"train", "-model", "mlp", "-out", readOnly}, "pipemare train: -out " + readOnly + ": cannot write report.json"},
+		{[]string{"plan", "-model", "mlp", "-dot", filepath.Join(file, "x.dot")}, "pipemare plan: -dot:"},
+	} {
+		code, stdout, stderr := runCLI(context.Background(), c.args...)
+		require.Equal(t, 1, code, "%v: %s", c.args, stderr)
+		require.True(t, strings.HasPrefix(stderr, c.msg), "%v: %s", c.args, stderr)
+		require.Equal(t, 1, strings.Count(stderr, "\n"), "%v: one line: %s", c.args, stderr)
+		require.NotContains(t, stdout, "epoch", "%v: nothing trained", c.args)
+	}
+	entries, err := os.ReadDir(filepath.Dir(file))
 	require.NoError(t, err)
-	require.True(t, strings.HasPrefix(string(b), "digraph plan {"))
+	require.Len(t, entries, 1, "the checks leave nothing behind")
 }
 
-// TestTrainWritesItsOutputs trains the MLP for one short epoch on the
-// embedded subset and checks report.json, trace.json and the plots.
+// TestWriteFailureExitsNonZero: an output directory that becomes
+// unwritable during training is an error, not a success.
+func TestWriteFailureExitsNonZero(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "out")
+	onSteps = func(int) { // the directory turns into a file
+		if st, err := os.Stat(dir); err == nil && st.IsDir() {
+			require.NoError(t, os.RemoveAll(dir))
+			require.NoError(t, os.WriteFile(dir, nil, 0o644))
+		}
+	}
+	defer func() { onSteps = nil }()
+	code, stdout, stderr := runCLI(context.Background(), "train", "-model", "mlp", "-epochs", "2", "-limit", "192", "-out", dir)
+	require.Equal(t, 1, code, stderr)
+	require.Contains(t, stdout, "epoch 2:")
+	require.Contains(t, stderr, "report.json: not a directory")
+	require.NotContains(t, stdout, "wrote")
+}
+
+// TestTrainWritesItsOutputs trains the MLP for two epochs of 5 steps on the
+// embedded subset and checks report.json (one object, snake_case keys, the
+// weights hash), trace.json (every action of the last minibatches, each
+// with a duration) and the plots; nothing but the epoch lines reaches
+// stdout, no progress bar reaches a stderr that is not a terminal.
 func TestTrainWritesItsOutputs(t *testing.T) {
 	dir := t.TempDir()
-	code, out, stderr := runCLI(context.Background(), "train", "-model", "mlp", "-data", "embedded", "-epochs", "1", "-limit", "640", "-out", dir)
+	code, out, stderr := runCLI(context.Background(), "train", "-model", "mlp", "-data", "embedded", "-epochs", "2", "-limit", "320", "-trace-steps", "3", "-out", dir)
 	require.Equal(t, 0, code, stderr)
-	require.Regexp(t, `epoch 1: loss [0-9.]+, test accuracy 0\.[0-9]+, [0-9]+ samples/s, utilization 0\.[0-9]+`, out)
-	var report []map[string]any
+	require.Empty(t, stderr)
+	require.NotContains(t, out, "\r", "no progress bar frames")
+	require.Regexp(t, `epoch 2: loss [0-9.]+, test accuracy 0\.[0-9]+, [0-9]+ samples/s, utilization 0\.[0-9]+`, out)
+	var report map[string]any
 	b, err := os.ReadFile(filepath.Join(dir, "report.json"))
 	require.NoError(t, err)
-	require.NoError(t, json.Unmarshal(b, &report))
-	require.Len(t, report, 1)
-	require.Equal(t, "pipemare", report[0]["schedule"])
-	virtual := report[0]["virtual_devices"].(map[string]any)
-	require.Positive(t, virtual["samples_per_sec"])
-	require.Positive(t, virtual["utilization"])
+	require.NoError(t, json.Unmarshal(b, &report), "one object")
+	require.Empty(t, jsonkeys.NotSnakeCase(report), "keys that are not snake_case")
+	settings := report["settings"].(map[string]any)
+	require.Equal(t, "pipemare", settings["schedule"])
+	require.Equal(t, 5.0, settings["warmup_steps"])
+	require.Equal(t, 5.0, settings["t1_steps"])
+	result := report["result"].(map[string]any)
+	require.Equal(t, "pipemare", result["schedule"])
+	require.Regexp(t, "^[0-9a-f]{64}$", result["weights_sha256"])
+	require.Contains(t, result, "final_accuracy")
+	require.NotContains(t, result, "interrupted")
+	for _, e := range result["epochs"].([]any) {
+		require.Contains(t, e, "test_accuracy")
+	}
+	stage := result["report"].(map[string]any)["stages_detail"].([]any)[0].(map[string]any)
+	require.NotContains(t, stage, "discrepancy", "not measured")
+	require.NotContains(t, stage, "peak_weight_versions", "no weight stashing")
+	require.Contains(t, result["virtual_devices"], "makespan_ns")
+
 	var trace struct {
 		TraceEvents []struct {
 			Name string         `json:"name"`
 			Ph   string         `json:"ph"`
+			Dur  *float64       `json:"dur"`
 			Tid  int            `json:"tid"`
 			Args map[string]any `json:"args"`
 		} `json:"traceEvents"`
@@ -144,24 +243,32 @@ func TestTrainWritesItsOutputs(t *testing.T) {
 	for _, e := range trace.TraceEvents {
 		if e.Ph == "X" {
 			stages[e.Tid] = true
+			require.NotNil(t, e.Dur, e.Name)
+			require.GreaterOrEqual(t, e.Args["minibatch"], 10.0-3, "only the last 3 of 10 minibatches")
 			if strings.HasPrefix(e.Name, "F") {
 				forwards++
-				require.Contains(t, e.Args, "microbatch")
 			}
 		}
 	}
 	require.Len(t, stages, 3, "one thread per stage")
-	require.Equal(t, 3*640/16, forwards, "every stage's forward of every microbatch")
-	for _, png := range []string{"loss.png", "gantt.png", "utilization.png", "memory.png"} {
-		st, err := os.Stat(filepath.Join(dir, png))
-		require.NoError(t, err, png)
-		require.Positive(t, st.Size())
+	require.Equal(t, 3*3*4, forwards, "every stage's forward of every microbatch of the last 3 minibatches")
+	for _, name := range plotFiles {
+		f, err := os.Open(filepath.Join(dir, name))
+		require.NoError(t, err, name)
+		_, err = png.DecodeConfig(f)
+		f.Close()
+		require.NoError(t, err, name)
 	}
 }
 
 // TestInterruptStillWritesTheReport: an interrupted run (Ctrl-C cancels
-// the context) stops its workers and still writes the report of what ran.
+// the context) stops its workers and still writes the report of what ran,
+// its last epoch marked interrupted and without accuracy; the progress bar,
+// on a terminal, is drawn on stderr only, and cleared before the summary,
+// a line of its own.
 func TestInterruptStillWritesTheReport(t *testing.T) {
+	defer func(f func(io.Writer) bool, d time.Duration) { isTerminal, barThrottle = f, d }(isTerminal, barThrottle)
+	isTerminal, barThrottle = func(io.Writer) bool { return true }, 0
 	dir := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -171,13 +278,165 @@ func TestInterruptStillWritesTheReport(t *testing.T) {
 		}
 	}
 	defer func() { onSteps = nil }()
-	code, _, stderr := runCLI(ctx, "train", "-model", "mlp", "-data", "embedded", "-epochs", "3", "-out", dir)
+	code, stdout, stderr := runCLI(ctx, "train", "-model", "mlp", "-data", "embedded", "-epochs", "3", "-out", dir)
 	require.Equal(t, 1, code)
 	require.Contains(t, stderr, "context canceled")
+	require.Contains(t, stderr, "epoch 1", "the bar")
+	require.NotContains(t, stdout, "\r", "no bar on stdout")
+	require.Regexp(t, `(?m)^epoch 1 interrupted after 1[05] steps: loss [0-9.]+$`, stdout)
+	require.Regexp(t, `(?m)^3 stages, measured utilization`, stdout)
+	require.True(t, strings.HasSuffix(strings.Split(stderr, "pipemare train:")[0], "\r"), "the bar is cleared before the summary: %q", stderr)
 	b, err := os.ReadFile(filepath.Join(dir, "report.json"))
 	require.NoError(t, err, "the report of what ran")
-	var report []map[string]any
+	var report struct {
+		Result map[string]any `json:"result"`
+	}
 	require.NoError(t, json.Unmarshal(b, &report))
-	epochs := report[0]["epochs"].([]any)
-	require.NotEmpty(t, epochs[0].(map[string]any)["losses"], "the steps that ran")
+	require.Equal(t, true, report.Result["interrupted"])
+	require.NotContains(t, report.Result, "final_accuracy", "no epoch finished")
+	require.NotContains(t, report.Result, "weights_sha256")
+	epochs := report.Result["epochs"].([]any)
+	require.Len(t, epochs, 1)
+	e := epochs[0].(map[string]any)
+	require.NotEmpty(t, e["losses"], "the steps that ran")
+	require.Equal(t, true, e["interrupted"])
+	require.NotContains(t, e, "test_accuracy")
+	require.Positive(t, e["loss"])
+}
+
+// TestCompare runs every schedule on a small MLP run: report.json holds
+// the runs, labelled by what they ran; every run has its trace; the
+// Gantt, utilization and memory figures have a panel per run.
+func TestCompare(t *testing.T) {
+	if testing.Short() {
+		t.Skip("seven trainings and their figures (a minute under the race detector)")
+	}
+	dir := t.TempDir()
+	code, out, stderr := runCLI(context.Background(), "compare", "-model", "mlp", "-epochs", "2", "-limit", "192", "-t1", "0", "-out", dir)
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, out, "pipemare +T2+W")
+	var report struct {
+		Model string `json:"model"`
+		Runs  []struct {
+			Label    string         `json:"label"`
+			Settings map[string]any `json:"settings"`
+			Result   map[string]any `json:"result"`
+		} `json:"runs"`
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "report.json"))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(b, &report))
+	require.Equal(t, "mlp", report.Model)
+	var labels []string
+	for _, r := range report.Runs {
+		labels = append(labels, r.Label)
+		require.Equal(t, r.Settings["schedule"], r.Result["schedule"])
+		_, err := os.Stat(filepath.Join(dir, labelledRun{label: r.Label}.traceFile()))
+		require.NoError(t, err, r.Label)
+	}
+	require.Equal(t, []string{"sequential", "gpipe", "1f1b", "pipedream", "pipemare (naive)", "pipemare +T2+W"}, labels)
+	require.Equal(t, 0.0, report.Runs[5].Settings["t1_steps"])
+	require.Equal(t, 3.0, report.Runs[5].Settings["warmup_steps"])
+	one := t.TempDir()
+	code, _, stderr = runCLI(context.Background(), "train", "-model", "mlp", "-epochs", "2", "-limit", "192", "-out", one)
+	require.Equal(t, 0, code, stderr)
+	for _, name := range []string{"gantt.png", "utilization.png", "memory.png"} {
+		require.InDelta(t, 6*pngHeight(t, filepath.Join(one, name)), pngHeight(t, filepath.Join(dir, name)), 6, "%s: a panel per run", name)
+	}
+}
+
+func pngHeight(t *testing.T, path string) int {
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	c, err := png.DecodeConfig(f)
+	require.NoError(t, err)
+	return c.Height
+}
+
+func TestSchedule(t *testing.T) {
+	code, out, _ := runCLI(context.Background(), "schedule", "-schedule", "gpipe", "-stages", "2", "-microbatches", "2", "-minibatches", "1")
+	require.Equal(t, 0, code)
+	require.Contains(t, out, "    1  F1       F0\n")
+	require.Contains(t, out, "utilization with equal action times: 0.667")
+}
+
+// TestScheduleAnswersInSeconds: 20,000 stages took 98 s (the replay was
+// quadratic in P); the bound here is 60 times what a loaded machine takes.
+func TestScheduleAnswersInSeconds(t *testing.T) {
+	done := make(chan string, 1)
+	go func() {
+		_, out, _ := runCLI(context.Background(), "schedule", "-stages", "20000", "-grid=false")
+		done <- out
+	}()
+	select {
+	case out := <-done:
+		require.True(t, strings.HasPrefix(out, "utilization with equal action times: 0.0"), "%.80s…", out)
+	case <-time.After(60 * time.Second):
+		t.Fatal("pipemare schedule -stages 20000 -grid=false runs for more than a minute")
+	}
+}
+
+func TestPlan(t *testing.T) {
+	dot := filepath.Join(t.TempDir(), "cnn.dot")
+	code, out, stderr := runCLI(context.Background(), "plan", "-model", "cnn", "-dot", dot)
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, out, "cnn at microbatch 16: 4 stages")
+	b, err := os.ReadFile(dot)
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(string(b), "digraph plan {"))
+}
+
+// TestGanttWindowIsTheSteadyState: the Gantt shows three minibatches where
+// the stages are busiest, not a pause (evaluation between epochs) nor the
+// final drain.
+func TestGanttWindowIsTheSteadyState(t *testing.T) {
+	const s = time.Second
+	var events [][]asyncvm.Event
+	for stage := 0; stage < 2; stage++ {
+		var evs []asyncvm.Event
+		add := func(a schedule.Action, from, to time.Duration) {
+			evs = append(evs, asyncvm.Event{Stage: stage, Action: a, Start: from, End: to})
+		}
+		m := 0
+		for sec := 0; sec < 20; sec++ { // one minibatch of two microbatches a second
+			at := time.Duration(sec) * s
+			switch {
+			case sec >= 8 && sec < 11: // a pause: evaluation
+				continue
+			case sec >= 17: // the drain: stage 1 idles
+				if stage == 1 {
+					continue
+				}
+			}
+			add(schedule.Forward(m), at, at+s/4)
+			add(schedule.Backward(m), at+s/4, at+s/2)
+			add(schedule.Forward(m+1), at+s/2, at+3*s/4)
+			add(schedule.Backward(m+1), at+3*s/4, at+s)
+			add(schedule.Update(sec), at+s, at+s)
+			m += 2
+		}
+		events = append(events, evs)
+	}
+	from, to := steadyWindow(&zoo.Result{Events: events})
+	require.Equal(t, 3*s, to-from, "three minibatches")
+	require.True(t, to <= 8*s || (from >= 11*s && to <= 17*s), "window %v–%v overlaps the pause or the drain", from, to)
+}
+
+// TestSecondTicksAreDistinct: a window of a third of a second gets labels
+// that are its ticks' values, with the decimals they need.
+func TestSecondTicksAreDistinct(t *testing.T) {
+	for _, w := range [][2]float64{{24.32, 24.59}, {19.71, 20.09}, {1.62, 1.99}, {0, 50}} {
+		seen := map[string]bool{}
+		for _, tick := range (secondTicks{}).Ticks(w[0], w[1]) {
+			if tick.Label != "" {
+				require.False(t, seen[tick.Label], "%v: %q twice", w, tick.Label)
+				seen[tick.Label] = true
+				v, err := strconv.ParseFloat(tick.Label, 64)
+				require.NoError(t, err)
+				require.InDelta(t, tick.Value, v, 1e-9, "%v: the label is the tick's value", w)
+			}
+		}
+		require.GreaterOrEqual(t, len(seen), 2, "%v", w)
+	}
 }

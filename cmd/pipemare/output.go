@@ -6,74 +6,78 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/pipemare/pipemare/schedule"
+	"github.com/pipemare/pipemare/asyncvm"
 	"github.com/pipemare/pipemare/zoo"
 )
 
-// writeOutputs writes report.json, trace.json (of the first run) and the
-// plots of runs into dir.
-func writeOutputs(dir string, runs []*zoo.Result) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	type runReport struct {
-		*zoo.Result
-		Schedule string `json:"schedule"`
-	}
-	var reports []runReport
-	for _, r := range runs {
-		reports = append(reports, runReport{Result: r, Schedule: r.Report.Schedule})
-	}
-	b, err := json.MarshalIndent(reports, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(dir, "report.json"), b, 0o644); err != nil {
-		return err
-	}
-	if err := writeTrace(filepath.Join(dir, "trace.json"), runs[0]); err != nil {
-		return err
-	}
-	return writePlots(dir, runs)
+// outputs is the -out directory of a command and the files it writes there.
+type outputs struct {
+	dir   string
+	files []string
 }
 
-// writeTrace writes Chrome trace events (Perfetto, chrome://tracing): one
-// thread per stage, one complete event per action, microbatch and step in
-// the arguments.
-func writeTrace(path string, r *zoo.Result) error {
-	type event struct {
-		Name string         `json:"name"`
-		Cat  string         `json:"cat"`
-		Ph   string         `json:"ph"`
-		Ts   float64        `json:"ts"`
-		Dur  float64        `json:"dur,omitempty"`
-		Pid  int            `json:"pid"`
-		Tid  int            `json:"tid"`
-		Args map[string]any `json:"args,omitempty"`
+// plotFiles are the plots every training command writes.
+var plotFiles = []string{"loss.png", "gantt.png", "utilization.png", "memory.png"}
+
+// prepare creates the directory and checks that every file can be written
+// there, before anything trains: a run is never lost to an output path
+// that cannot be written. It leaves existing files as they are and removes
+// the empty files it created to check.
+func (o outputs) prepare() error {
+	if err := os.MkdirAll(o.dir, 0o755); err != nil {
+		return fmt.Errorf("-out %s: %w", o.dir, err)
 	}
-	var evs []event
-	for i := range r.Events {
-		evs = append(evs, event{Name: "thread_name", Ph: "M", Pid: 1, Tid: i, Args: map[string]any{"name": fmt.Sprintf("stage %d", i)}})
-	}
-	for _, stage := range r.Events {
-		for _, e := range stage {
-			args := map[string]any{"schedule": e.Schedule}
-			switch e.Action.Op {
-			case schedule.OpForward, schedule.OpBackward:
-				args["microbatch"] = e.Action.Micro
-			default:
-				args["step"] = e.Action.Step
+	for _, name := range o.files {
+		path := filepath.Join(o.dir, name)
+		_, statErr := os.Stat(path)
+		existed := statErr == nil
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o644)
+		if err != nil {
+			return fmt.Errorf("-out %s: cannot write %s: %w", o.dir, name, err)
+		}
+		if err := f.Close(); err != nil {
+			return fmt.Errorf("-out %s: cannot write %s: %w", o.dir, name, err)
+		}
+		if !existed {
+			if err := os.Remove(path); err != nil {
+				return fmt.Errorf("-out %s: %w", o.dir, err)
 			}
-			evs = append(evs, event{
-				Name: e.Action.String(), Cat: e.Action.Op.String(), Ph: "X",
-				Ts: float64(e.Start) / 1e3, Dur: float64(e.End-e.Start) / 1e3,
-				Pid: 1, Tid: e.Stage, Args: args,
-			})
 		}
 	}
-	b, err := json.Marshal(map[string]any{"traceEvents": evs, "displayTimeUnit": "ms"})
+	return nil
+}
+
+// writeJSON writes v, indented, to the file name in the directory.
+func (o outputs) writeJSON(name string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	return o.write(name, func(f *os.File) error { _, err := f.Write(append(b, '\n')); return err })
+}
+
+// writeTrace writes the Chrome trace of a run's last k minibatches (k = 0:
+// all) to the file name (asyncvm.WriteTrace).
+func (o outputs) writeTrace(name string, r *zoo.Result, k int) error {
+	return o.write(name, func(f *os.File) error {
+		return asyncvm.WriteTrace(f, r.Events, asyncvm.TraceLastMinibatches(k, r.Report.Microbatches))
+	})
+}
+
+// write creates the file name in the directory and fills it with fill; any
+// failure, closing included, is an error naming the file.
+func (o outputs) write(name string, fill func(*os.File) error) error {
+	path := filepath.Join(o.dir, name)
+	f, err := os.Create(path)
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(path, b, 0o644)
+	if err := fill(f); err != nil {
+		f.Close()
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return nil
 }

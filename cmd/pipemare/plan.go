@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/pipemare/pipemare/graphsplit"
+	"github.com/pipemare/pipemare/zoo"
 )
 
 func planCmd(_ context.Context, args []string, stdout, stderr io.Writer) error {
@@ -17,23 +18,25 @@ func planCmd(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	stages := fs.String("stages", "fine", "number of stages, or fine for one per layer")
 	microbatch := fs.Int("microbatch", 16, "rows per microbatch")
 	dot := fs.String("dot", "", "also write the cut graph in Graphviz DOT to this file")
-	if err := parse(fs, args, stderr); err != nil {
+	if err := parse(fs, args, stdout, stderr); err != nil {
 		return err
 	}
-	o := options{model: *model, stages: *stages, microbatch: *microbatch, microbatches: 1, data: "embedded"}
-	build, _, _, err := o.builder()
+	r, err := zoo.RecipeFor(*model)
 	if err != nil {
-		return bad(fs, stderr, "%v", err)
+		return usageError(fs, "-model %q: %v", *model, err)
+	}
+	if *microbatch < 1 {
+		return usageError(fs, "-microbatch %d: must be positive", *microbatch)
 	}
 	opts := []graphsplit.Option{graphsplit.FineGrained()}
 	if *stages != "fine" {
 		p, err := strconv.Atoi(*stages)
 		if err != nil || p < 1 {
-			return bad(fs, stderr, "-stages %q: a positive number or fine", *stages)
+			return usageError(fs, "-stages %q: a positive number or fine", *stages)
 		}
 		opts = append(opts, graphsplit.Stages(p))
 	}
-	m, err := build(*microbatch, 1)
+	m, err := r.Build(*microbatch, 1)
 	if err != nil {
 		return err
 	}
@@ -41,20 +44,27 @@ func planCmd(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	defer plan.Close()
+	var f *os.File
+	if *dot != "" { // before printing anything: a path that cannot be written fails first
+		if f, err = os.Create(*dot); err != nil {
+			return fmt.Errorf("-dot: %w", err)
+		}
+	}
 	fmt.Fprintf(stdout, "%s at microbatch %d: %d stages\n", m.Name, *microbatch, len(plan.Stages))
 	if err := plan.WriteTable(stdout); err != nil {
 		return err
 	}
-	if *dot != "" {
-		f, err := os.Create(*dot)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		if err := plan.WriteDOT(f); err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "wrote %s (render with dot -Tsvg)\n", *dot)
+	if f == nil {
+		return nil
 	}
+	if err := plan.WriteDOT(f); err != nil {
+		f.Close()
+		return fmt.Errorf("writing %s: %w", *dot, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("writing %s: %w", *dot, err)
+	}
+	fmt.Fprintf(stdout, "wrote %s (render with dot -Tsvg)\n", *dot)
 	return nil
 }

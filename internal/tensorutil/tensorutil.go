@@ -1,6 +1,8 @@
 package tensorutil
 
 import (
+	"encoding/binary"
+	"io"
 	"math"
 
 	"github.com/pkg/errors"
@@ -266,4 +268,19 @@ func Concat(vals []gorgonia.Value) (*tensor.Dense, error) {
 		}
 	}
 	return out, nil
+}
+
+// WriteLittleEndian writes v's elements in row-major order to w as raw
+// little-endian IEEE 754 bytes: 4 per float32, 8 per float64 (other dtypes
+// are refused). It is the byte image weight hashes are computed over.
+func WriteLittleEndian(w io.Writer, v gorgonia.Value) error {
+	s, err := flat(v)
+	if err != nil {
+		return err
+	}
+	switch s.(type) {
+	case []float32, []float64:
+		return binary.Write(w, binary.LittleEndian, s)
+	}
+	return errors.Errorf("dtype %v is not a float", v.Dtype())
 }

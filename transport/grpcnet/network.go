@@ -116,9 +116,16 @@ func linksString(links []Link) string {
 // plan): each pair of stages that exchange tensors, once.
 func Links(t schedule.Topology) []Link {
 	var out []Link
-	for i, cons := range t.Consumers {
-		for _, c := range cons {
-			out = append(out, Link{transport.Peer(i), transport.Peer(c)})
+	for i := range t.Consumers {
+		for _, peers := range [][][]int{t.Consumers, t.Replicas} {
+			if peers == nil {
+				continue
+			}
+			for _, c := range peers[i] {
+				if l := (Link{transport.Peer(i), transport.Peer(c)}); !slices.Contains(out, l) {
+					out = append(out, l)
+				}
+			}
 		}
 	}
 	return out

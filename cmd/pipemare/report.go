@@ -1,0 +1,89 @@
+package main
+
+import (
+	"time"
+
+	"github.com/pipemare/pipemare/asyncvm"
+	"github.com/pipemare/pipemare/zoo"
+)
+
+// runReport is report.json of pipemare train, and one run of compare's:
+// the settings the run trained with and what it measured. Every key is
+// snake_case; durations are integer nanoseconds (keys ending in _ns).
+type runReport struct {
+	// Label names the run in compare's table ("pipemare (naive)"); train
+	// leaves it out.
+	Label string `json:"label,omitempty"`
+	// Settings are the run's settings: the model's recipe with the flags
+	// given on top.
+	Settings settings `json:"settings"`
+	// TimeToTarget is compare's training time (evaluation excluded) until
+	// the first epoch whose test accuracy reached -target; absent when no
+	// epoch did, and from train's report.
+	TimeToTarget time.Duration `json:"time_to_target_ns,omitempty"`
+	// Result is the run as zoo.Result serialises it: epochs (losses, test
+	// accuracy, an interrupted epoch marked), the engine's asyncvm.Report,
+	// the virtual-device replay, the final accuracy and weights_sha256.
+	Result *zoo.Result `json:"result"`
+}
+
+// compareReport is report.json of pipemare compare.
+type compareReport struct {
+	// Model is the model every run trained.
+	Model string `json:"model"`
+	// TargetAccuracy is -target, the accuracy TimeToTarget times.
+	TargetAccuracy float64 `json:"target_accuracy"`
+	// Runs are the schedules in the order of the table (runs an interrupt
+	// left out are missing).
+	Runs []runReport `json:"runs"`
+}
+
+// settings are a run's settings as report.json records them.
+type settings struct {
+	// Model is the zoo model; Data the -data flag; TrainingExamples and
+	// TestExamples the sizes of the data used (after -limit).
+	Model            string `json:"model"`
+	Data             string `json:"data"`
+	TrainingExamples int    `json:"training_examples"`
+	TestExamples     int    `json:"test_examples"`
+	// Schedule is the pipeline schedule; Stages the -stages flag ("fine":
+	// one per layer; the plan's count is result.stages).
+	Schedule string `json:"schedule"`
+	Stages   string `json:"stages"`
+	// MicrobatchRows is the rows of a microbatch, Microbatches N, and
+	// StepsPerEpoch the minibatches of N × MicrobatchRows an epoch trains.
+	MicrobatchRows int `json:"microbatch_rows"`
+	Microbatches   int `json:"microbatches"`
+	StepsPerEpoch  int `json:"steps_per_epoch"`
+	Epochs         int `json:"epochs"`
+	// LR is the base learning rate, cosine-annealed to LR/100 when Cosine
+	// is set; Solver is "Momentum(β)" or "SGD".
+	LR     float64 `json:"lr"`
+	Cosine bool    `json:"cosine"`
+	Solver string  `json:"solver"`
+	// T1Steps is T1's rescheduling length K in asynchronous steps, T2Gamma
+	// T2's γ, WarmupSteps the synchronous warm-up (0: off, each).
+	T1Steps     int     `json:"t1_steps"`
+	T2Gamma     float64 `json:"t2_gamma"`
+	WarmupSteps int     `json:"warmup_steps"`
+	// Activations is what stages keep between forward and backward:
+	// "recompute" or "keep".
+	Activations string `json:"activations"`
+	Seed        int64  `json:"seed"`
+}
+
+func newSettings(o *options, cfg zoo.Config, train, test zoo.Data) settings {
+	acts := "recompute"
+	if cfg.Activations == asyncvm.Keep {
+		acts = "keep"
+	}
+	return settings{
+		Model: o.model, Data: o.data, TrainingExamples: train.Len(), TestExamples: test.Len(),
+		Schedule: cfg.Schedule.Name, Stages: o.stages,
+		MicrobatchRows: cfg.Microbatch, Microbatches: cfg.Microbatches,
+		StepsPerEpoch: train.Len() / (cfg.Microbatch * cfg.Microbatches), Epochs: cfg.Epochs,
+		LR: cfg.LR, Cosine: cfg.Cosine, Solver: cfg.SolverName(),
+		T1Steps: cfg.T1, T2Gamma: cfg.T2, WarmupSteps: cfg.Warmup,
+		Activations: acts, Seed: cfg.Seed,
+	}
+}

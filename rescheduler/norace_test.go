@@ -1,0 +1,5 @@
+//go:build !race
+
+package rescheduler
+
+const raceEnabled = false

@@ -1,0 +1,116 @@
+package zoo
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/pipemare/pipemare/asyncvm"
+	"github.com/pipemare/pipemare/checkpoint"
+	"github.com/pkg/errors"
+)
+
+// savedConfig is what of a Config decides a run's results: a checkpoint
+// records it, and a resumed run must have the same.
+type savedConfig struct {
+	Model           string  `json:"model"`
+	Schedule        string  `json:"schedule"`
+	Stages          int     `json:"stages"`
+	Microbatch      int     `json:"microbatch"`
+	Microbatches    int     `json:"microbatches"`
+	Epochs          int     `json:"epochs"`
+	LR              float64 `json:"lr"`
+	Cosine          bool    `json:"cosine"`
+	Momentum        float64 `json:"momentum"`
+	T1              int     `json:"t1"`
+	T2              float64 `json:"t2"`
+	Warmup          int     `json:"warmup"`
+	Keep            bool    `json:"keep_activations"`
+	Seed            int64   `json:"seed"`
+	CheckpointEvery int     `json:"checkpoint_every"`
+	Examples        int     `json:"training_examples"`
+}
+
+func (c Config) savedConfig(model string, examples int) savedConfig {
+	return savedConfig{
+		Model: model, Schedule: c.Schedule.Name, Stages: c.Stages, Microbatch: c.Microbatch, Microbatches: c.Microbatches,
+		Epochs: c.Epochs, LR: c.LR, Cosine: c.Cosine, Momentum: c.beta(), T1: c.T1, T2: c.T2, Warmup: c.Warmup,
+		Keep: c.Activations != 0, Seed: c.Seed, CheckpointEvery: c.CheckpointEvery, Examples: examples,
+	}
+}
+
+// savedRun is what a checkpoint's manifest carries of a run besides its
+// stages (in Manifest.Config): the configuration, and the epochs so far,
+// so that a resumed run reports the whole run.
+type savedRun struct {
+	Config savedConfig   `json:"config"`
+	Epochs []EpochResult `json:"epochs"`
+}
+
+// manifest is the checkpoint manifest of a run at the start of minibatch
+// index (from 0) of epoch (from 1), epochs holding the epochs so far.
+func manifest(rc savedConfig, epochs []EpochResult, epoch, index int) (checkpoint.Manifest, error) {
+	b, err := json.Marshal(savedRun{Config: rc, Epochs: epochs})
+	if err != nil {
+		return checkpoint.Manifest{}, errors.Wrap(err, "zoo: checkpoint")
+	}
+	return checkpoint.Manifest{Config: b, Data: checkpoint.DataPosition{Epoch: int64(epoch), Index: int64(index), Seed: rc.Seed}}, nil
+}
+
+// resumed reads a run's position back from a manifest, refusing one whose
+// configuration differs from rc (say which).
+func resumed(m *checkpoint.Manifest, rc savedConfig) (epochs []EpochResult, epoch, index int, err error) {
+	var s savedRun
+	if err := json.Unmarshal(m.Config, &s); err != nil {
+		return nil, 0, 0, errors.Wrap(err, "zoo: the checkpoint's configuration")
+	}
+	if s.Config != rc {
+		return nil, 0, 0, errors.Errorf("zoo: the checkpoint was taken by another run: %s; resume with the same flags", diff(s.Config, rc))
+	}
+	return s.Epochs, int(m.Data.Epoch), int(m.Data.Index), nil
+}
+
+// diff names the fields where two configurations differ.
+func diff(saved, now savedConfig) string {
+	var a, b map[string]any
+	ja, _ := json.Marshal(saved)
+	jb, _ := json.Marshal(now)
+	_ = json.Unmarshal(ja, &a)
+	_ = json.Unmarshal(jb, &b)
+	out := ""
+	for k, v := range a {
+		if fmt.Sprint(v) != fmt.Sprint(b[k]) {
+			if out != "" {
+				out += ", "
+			}
+			out += fmt.Sprintf("%s %v there, %v here", k, v, b[k])
+		}
+	}
+	return out
+}
+
+// saveCheckpoint writes a checkpoint of the run, whose next minibatch is
+// number index of epoch.
+func saveCheckpoint(ctx context.Context, vm *asyncvm.VM, cfg Config, rc savedConfig, epochs []EpochResult, epoch, index int) error {
+	m, err := manifest(rc, epochs, epoch, index)
+	if err != nil {
+		return err
+	}
+	_, err = vm.Checkpoint(ctx, cfg.CheckpointDir, m, cfg.CheckpointKeep)
+	return errors.Wrap(err, "zoo: checkpoint")
+}
+
+// checkpointDir is dir itself when it holds a checkpoint, or the one its
+// LATEST names.
+func checkpointDir(dir string) (string, error) {
+	if _, err := os.Stat(filepath.Join(dir, "LATEST")); err == nil {
+		c, err := checkpoint.Latest(dir)
+		if err != nil {
+			return "", err
+		}
+		return c.Dir, nil
+	}
+	return dir, nil
+}

@@ -1,0 +1,72 @@
+package zoo
+
+import (
+	"context"
+	"testing"
+
+	"github.com/pipemare/pipemare/schedule"
+	"github.com/stretchr/testify/require"
+)
+
+// TestResumedRunIsExact: a run that checkpoints every 7 steps, stopped
+// after 12 and resumed from its last checkpoint (step 7), ends with the
+// same weights, bit for bit, as the same run left alone — PipeMare with
+// T1, T2 and a warm-up, and PipeDream, on the MLP and on the CNN
+// (BatchNorm) — and its report holds every epoch. A resume with another
+// configuration is refused, naming what differs.
+func TestResumedRunIsExact(t *testing.T) {
+	if raceEnabled {
+		t.Skip("training runs are skipped under the race detector")
+	}
+	for _, model := range []string{"mlp", "cnn"} {
+		if testing.Short() && model == "cnn" {
+			continue
+		}
+		r, err := RecipeFor(model)
+		require.NoError(t, err)
+		train, test, err := r.Load("embedded", 640)
+		require.NoError(t, err)
+		test = test.(*Dataset).Head(64)
+		r.Run.Epochs = 2
+		steps := train.Len() / (r.Run.Microbatch * r.Run.Microbatches)
+		pipedream := r.Naive()
+		pipedream.Schedule = schedule.PipeDream
+		for name, cfg := range map[string]Config{"pipemare": r.PipeMare(steps), "pipedream": pipedream} {
+			t.Run(model+"/"+name, func(t *testing.T) {
+				cfg.CheckpointEvery, cfg.CheckpointDir = 7, t.TempDir()
+				whole, err := Train(context.Background(), r.Build, train, test, cfg)
+				require.NoError(t, err)
+
+				cfg.CheckpointDir = t.TempDir()
+				ctx, cancel := context.WithCancel(context.Background())
+				stop := cfg
+				stop.ProgressEvery = 1
+				epochs := 0
+				stop.Progress = func(EpochResult) { epochs++ }
+				stop.Steps = func(done, _ int) {
+					if epochs == 1 && done == 2 { // step 12: the second epoch's second step
+						cancel()
+					}
+				}
+				cut, err := Train(ctx, r.Build, train, test, stop)
+				cancel()
+				require.Error(t, err)
+				require.True(t, cut.Interrupted)
+
+				resumeCfg := cfg
+				resumeCfg.Resume = cfg.CheckpointDir
+				res, err := Train(context.Background(), r.Build, train, test, resumeCfg)
+				require.NoError(t, err)
+				require.Equal(t, whole.WeightsSHA256, res.WeightsSHA256, "the resumed run is the whole run")
+				require.Len(t, res.Epochs, 2)
+				require.Equal(t, whole.Accuracy, res.Accuracy)
+				require.Equal(t, len(whole.Epochs[0].Losses), len(res.Epochs[0].Losses), "the report holds the steps before the checkpoint")
+
+				other := resumeCfg
+				other.LR *= 2
+				_, err = Train(context.Background(), r.Build, train, test, other)
+				require.ErrorContains(t, err, "the checkpoint was taken by another run: lr")
+			})
+		}
+	}
+}

@@ -1,0 +1,164 @@
+package zoo
+
+import (
+	"context"
+	"encoding/json"
+	"runtime"
+	"sync"
+	"testing"
+
+	"github.com/pipemare/pipemare/graphsplit"
+	"github.com/pipemare/pipemare/schedule"
+	"github.com/stretchr/testify/require"
+)
+
+// shortRun trains the MLP with PipeMare and T1+T2 on the first 192 images
+// for two epochs (3 steps each), calling steps after every step.
+func shortRun(t *testing.T, ctx context.Context, seed int64, steps func(done int)) (*Result, error) {
+	train, test, err := testFashion()
+	require.NoError(t, err)
+	cfg := Config{
+		Schedule: schedule.PipeMare, Microbatch: 16, Microbatches: 4, Epochs: 2,
+		LR: 0.03, T1: 6, T2: 0.9, Seed: seed, ProgressEvery: 1,
+	}
+	if steps != nil {
+		cfg.Steps = func(done, _ int) { steps(done) }
+	}
+	return Train(ctx, MLP, train.Head(192), test.Head(64), cfg)
+}
+
+// testFashion loads the embedded Fashion-MNIST subset once for the
+// package's tests (8 s under the race detector).
+func testFashion() (train, test *Dataset, err error) {
+	fashionOnce.Do(func() { fashion.train, fashion.test, fashion.err = LoadFashionMNIST("embedded") })
+	return fashion.train, fashion.test, fashion.err
+}
+
+var (
+	fashionOnce sync.Once
+	fashion     struct {
+		train, test *Dataset
+		err         error
+	}
+)
+
+func jsonOf(t *testing.T, v any) map[string]any {
+	b, err := json.Marshal(v)
+	require.NoError(t, err)
+	var doc map[string]any
+	require.NoError(t, json.Unmarshal(b, &doc))
+	return doc
+}
+
+// TestWeightsSHA256OfARun: the same run twice trains bit-identical weights
+// (the same hash), which differ from the initial weights; the hash is in
+// the JSON.
+func TestWeightsSHA256OfARun(t *testing.T) {
+	a, err := shortRun(t, context.Background(), 1, nil)
+	require.NoError(t, err)
+	b, err := shortRun(t, context.Background(), 1, nil)
+	require.NoError(t, err)
+	m, err := MLP(16, 1)
+	require.NoError(t, err)
+	initial, err := (&graphsplit.Plan{Learnables: m.Learnables}).WeightsSHA256()
+	require.NoError(t, err)
+	require.Len(t, a.WeightsSHA256, 64)
+	want, err := a.Plan.WeightsSHA256()
+	require.NoError(t, err)
+	require.Equal(t, want, a.WeightsSHA256, "the hash of the trained learnables")
+	require.Equal(t, a.WeightsSHA256, b.WeightsSHA256, "the same seed trains the same weights")
+	require.NotEqual(t, initial, a.WeightsSHA256, "training changed the weights")
+	doc := jsonOf(t, a)
+	require.Equal(t, a.WeightsSHA256, doc["weights_sha256"])
+	require.Equal(t, "pipemare", doc["schedule"])
+	require.Equal(t, a.Accuracy, doc["final_accuracy"])
+	require.NotContains(t, doc, "interrupted")
+}
+
+// TestInterruptedEpoch: a run cancelled inside its second epoch keeps the
+// first epoch whole and marks the second interrupted, with the loss of the
+// steps that ran and no test accuracy; a run cancelled inside its first
+// epoch has no final accuracy. Neither has a weights hash.
+func TestInterruptedEpoch(t *testing.T) {
+	for _, c := range []struct {
+		stopAt     int // steps into the run
+		epochsDone int
+	}{{5, 1}, {2, 0}} {
+		ctx, cancel := context.WithCancel(context.Background())
+		total := 0
+		res, err := shortRun(t, ctx, 1, func(int) {
+			if total++; total == c.stopAt {
+				cancel()
+			}
+		})
+		cancel()
+		require.ErrorIs(t, err, context.Canceled)
+		require.Len(t, res.Epochs, c.epochsDone+1)
+		require.True(t, res.Interrupted)
+		require.Empty(t, res.WeightsSHA256)
+		last := res.Epochs[c.epochsDone]
+		require.True(t, last.Interrupted)
+		require.NotEmpty(t, last.Losses)
+		require.Less(t, len(last.Losses), 3)
+		mean := 0.0
+		for _, l := range last.Losses {
+			mean += l / float64(len(last.Losses))
+		}
+		require.Equal(t, mean, last.Loss, "the mean of the steps that ran")
+		require.Positive(t, last.SamplesPerSec)
+
+		doc := jsonOf(t, res)
+		require.Equal(t, true, doc["interrupted"])
+		epochs := doc["epochs"].([]any)
+		require.NotContains(t, epochs[c.epochsDone], "test_accuracy", "an interrupted epoch has no accuracy")
+		require.Equal(t, true, epochs[c.epochsDone].(map[string]any)["interrupted"])
+		if c.epochsDone == 0 {
+			require.NotContains(t, doc, "final_accuracy")
+			continue
+		}
+		require.Contains(t, epochs[0], "test_accuracy")
+		require.NotContains(t, epochs[0], "interrupted")
+		require.Equal(t, res.Epochs[0].Accuracy, res.Accuracy, "the last complete epoch's")
+		require.Equal(t, res.Accuracy, doc["final_accuracy"])
+	}
+}
+
+// TestTrainRefusesZeroSteps: a training set smaller than one minibatch
+// would train nothing.
+func TestTrainRefusesZeroSteps(t *testing.T) {
+	train, test, err := testFashion()
+	require.NoError(t, err)
+	_, err = Train(context.Background(), MLP, train.Head(10), test.Head(200), Config{Microbatch: 16, Microbatches: 4, Epochs: 1, LR: 0.03})
+	require.ErrorContains(t, err, "10 training examples make no minibatch of 4 microbatches × 16")
+}
+
+// TestTrainingIsBitIdentical pins the weights two short CNN runs train
+// (BatchNorm, PipeMare with a warm-up, T1 and T2; the sequential
+// schedule) to their SHA-256 as measured before the changes that were not
+// meant to change results (the command line's, the report's, T1's
+// required WithPhase). A change that moves one bit of one weight fails it;
+// one meant to change results updates the hashes and says why. The hashes
+// are amd64's (other architectures may fuse multiply-adds).
+func TestTrainingIsBitIdentical(t *testing.T) {
+	if runtime.GOARCH != "amd64" {
+		t.Skip("the hashes are amd64's")
+	}
+	if raceEnabled {
+		t.Skip("results do not depend on the race detector; it only makes this slow")
+	}
+	train, test, err := testFashion()
+	require.NoError(t, err)
+	for _, c := range []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{Schedule: schedule.PipeMare, Microbatch: 16, Microbatches: 4, Epochs: 2, LR: 0.03, T1: 3, T2: 0.9, Warmup: 3, Cosine: true, Seed: 1},
+			"30959429dc322b4947ae4c557f4731e8061f9bf2b98e897fb2ae555beee1a55c"},
+		{Config{Schedule: schedule.Sequential, Microbatch: 16, Microbatches: 4, Epochs: 2, LR: 0.03, Cosine: true, Seed: 1},
+			"9fc069263ca1e4f2c08f32231f84315fb5d99f7cd3a920a1d2d358715f33418e"},
+	} {
+		res, err := Train(context.Background(), CNN, train.Head(192), test.Head(64), c.cfg)
+		require.NoError(t, err)
+		require.Equal(t, c.want, res.WeightsSHA256, c.cfg.Schedule.Name)
+	}
+}
