@@ -13,7 +13,6 @@ import (
 	"github.com/pipemare/pipemare/rescheduler"
 	"github.com/pipemare/pipemare/schedule"
 	"github.com/pipemare/pipemare/solvers"
-	"github.com/pipemare/pipemare/transport"
 	"github.com/pkg/errors"
 	"gorgonia.org/gorgonia"
 )
@@ -59,9 +58,10 @@ type Config struct {
 	// LATEST pointer) of a run with the same configuration: the run goes on
 	// from it, and ends bit-identical to the uninterrupted run.
 	Resume string
-	// Endpoint, when set, is the driver's end of a network transport to
-	// stages in other processes (asyncvm.WithEndpoint).
-	Endpoint transport.Endpoint
+	// Connect, when set, opens the driver's end of a network transport to
+	// stages in other processes (asyncvm.WithEndpoint), each running
+	// ServeStage with the same configuration; Train closes the endpoint.
+	Connect Connector
 	// Progress, when set, is called after every epoch.
 	Progress func(EpochResult)
 	// Steps, when set, is called every ProgressEvery steps within an epoch
@@ -211,24 +211,11 @@ func (c Config) Solver(stepsPerEpoch int) func(stage int) (gorgonia.Solver, erro
 // with the pipeline (or with injected delays) and measures test accuracy
 // after every epoch.
 func Train(ctx context.Context, build Builder, train, test Data, cfg Config) (*Result, error) {
-	if cfg.Schedule.Actions == nil {
-		cfg.Schedule = schedule.PipeMare
-	}
-	if cfg.Microbatch <= 0 || cfg.Microbatches <= 0 || cfg.Epochs <= 0 || cfg.LR <= 0 {
-		return nil, errors.Errorf("zoo: microbatch %d, microbatches %d, epochs %d and learning rate %g must be positive", cfg.Microbatch, cfg.Microbatches, cfg.Epochs, cfg.LR)
-	}
-	if cfg.T2 < 0 || cfg.T2 >= 1 {
-		return nil, errors.Errorf("zoo: T2 γ = %g must be in [0, 1)", cfg.T2)
-	}
-	m, err := build(cfg.Microbatch, cfg.Seed)
+	cfg, err := cfg.normalized()
 	if err != nil {
 		return nil, err
 	}
-	opts := []graphsplit.Option{graphsplit.FineGrained()}
-	if cfg.Stages > 0 {
-		opts = append(opts, graphsplit.Stages(cfg.Stages))
-	}
-	plan, err := graphsplit.Split(m.Graph, m.Cost, m.Learnables, opts...)
+	m, plan, err := cfg.split(build)
 	if err != nil {
 		return nil, err
 	}
@@ -237,30 +224,31 @@ func Train(ctx context.Context, build Builder, train, test Data, cfg Config) (*R
 		return nil, err
 	}
 	defer eval.Close()
-	stepsPerEpoch := train.Len() / (cfg.Microbatch * cfg.Microbatches)
-	if stepsPerEpoch == 0 {
-		return nil, errors.Errorf("zoo: %d training examples make no minibatch of %d microbatches × %d", train.Len(), cfg.Microbatches, cfg.Microbatch)
-	}
-	common := []asyncvm.Option{
-		asyncvm.WithMicrobatches(cfg.Microbatches), asyncvm.WithSolverFactory(cfg.Solver(stepsPerEpoch)), asyncvm.WithSeed(cfg.Seed),
-	}
-	if cfg.Endpoint != nil {
-		common = append(common, asyncvm.WithEndpoint(cfg.Endpoint))
+	stepsPerEpoch, err := cfg.stepsPerEpoch(train)
+	if err != nil {
+		return nil, err
 	}
 	if cfg.CheckpointEvery < 0 || (cfg.CheckpointEvery > 0) != (cfg.CheckpointDir != "") {
 		return nil, errors.Errorf("zoo: checkpoint every %d steps into %q: give both a positive interval and a directory, or neither", cfg.CheckpointEvery, cfg.CheckpointDir)
 	}
+	opts := cfg.engine(stepsPerEpoch)
 	var vm *asyncvm.VM
-	if cfg.Delays != nil {
-		if cfg.Warmup > 0 {
-			return nil, errors.Errorf("zoo: injected delays start at the first step; a warm-up of %d steps cannot be combined with them", cfg.Warmup)
+	switch {
+	case cfg.Delays != nil && cfg.Connect != nil:
+		return nil, errors.New("zoo: injected delays train in one process; they cannot drive stages elsewhere (Connect)")
+	case cfg.Delays != nil && cfg.Warmup > 0:
+		return nil, errors.Errorf("zoo: injected delays start at the first step; a warm-up of %d steps cannot be combined with them", cfg.Warmup)
+	case cfg.Delays != nil:
+		vm, err = asyncvm.NewInjected(plan, cfg.Delays, opts...)
+	case cfg.Connect != nil:
+		ep, cerr := cfg.Connect(ctx, plan)
+		if cerr != nil {
+			return nil, cerr
 		}
-		vm, err = asyncvm.NewInjected(plan, cfg.Delays, common...)
-	} else {
-		opts := append(common, asyncvm.WithSchedule(cfg.Schedule), asyncvm.WithActivations(cfg.Activations))
-		if cfg.Warmup > 0 {
-			opts = append(opts, asyncvm.WithWarmup(cfg.Warmup, schedule.OneFOneB))
+		if vm, err = asyncvm.New(plan, append(opts, asyncvm.WithEndpoint(ep))...); err != nil {
+			_ = ep.Close()
 		}
+	default:
 		vm, err = asyncvm.New(plan, opts...)
 	}
 	if err != nil {
