@@ -34,8 +34,15 @@ func TestResumedRunIsExact(t *testing.T) {
 		for name, cfg := range map[string]Config{"pipemare": r.PipeMare(steps), "pipedream": pipedream} {
 			t.Run(model+"/"+name, func(t *testing.T) {
 				cfg.CheckpointEvery, cfg.CheckpointDir = 7, t.TempDir()
-				whole, err := Train(context.Background(), r.Build, train, test, cfg)
+				var committed []int
+				every := cfg
+				every.Checkpointed = func(step int, dir string) {
+					committed = append(committed, step)
+					require.DirExists(t, dir)
+				}
+				whole, err := Train(context.Background(), r.Build, train, test, every)
 				require.NoError(t, err)
+				require.Equal(t, []int{7, 14}, committed, "told of every checkpoint")
 
 				cfg.CheckpointDir = t.TempDir()
 				ctx, cancel := context.WithCancel(context.Background())

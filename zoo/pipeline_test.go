@@ -49,3 +49,33 @@ func TestServeStageTrainsLikeTrain(t *testing.T) {
 	err = ServeStage(context.Background(), MLP, data, cfg, stages, nil)
 	require.ErrorContains(t, err, "zoo: stage 3: the plan has stages 0..2")
 }
+
+// TestPredictionsAreWhatAccuracyCounts: one prediction per test example,
+// in order, the padded rows of the last chunk left out, and Accuracy is
+// the fraction of them that are right.
+func TestPredictionsAreWhatAccuracyCounts(t *testing.T) {
+	_, test, err := testFashion()
+	require.NoError(t, err)
+	m, err := MLP(16, 3)
+	require.NoError(t, err)
+	e, err := NewEvaluator(m)
+	require.NoError(t, err)
+	defer e.Close()
+	d := test.Head(50) // 3 chunks of 16 and a padded one
+	ps, err := e.Predictions(d)
+	require.NoError(t, err)
+	require.Len(t, ps, 50)
+	right := 0
+	for i, p := range ps {
+		require.Equal(t, i, p.Example)
+		require.Zero(t, p.Position)
+		_, y := d.Batch(m, []int{i})
+		require.Equal(t, float32(1), y.Data().([]float32)[p.Target], "example %d: the target is its label", i)
+		if p.Predicted == p.Target {
+			right++
+		}
+	}
+	acc, err := e.Accuracy(d)
+	require.NoError(t, err)
+	require.Equal(t, float64(right)/50, acc)
+}

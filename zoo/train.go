@@ -54,6 +54,9 @@ type Config struct {
 	CheckpointEvery int
 	CheckpointDir   string
 	CheckpointKeep  int
+	// Checkpointed, when set, is called after each checkpoint is
+	// committed, with the steps it holds and its directory.
+	Checkpointed func(step int, dir string)
 	// Resume, when set, is a checkpoint directory (or a directory with a
 	// LATEST pointer) of a run with the same configuration: the run goes on
 	// from it, and ends bit-identical to the uninterrupted run.
@@ -320,7 +323,7 @@ func Train(ctx context.Context, build Builder, train, test Data, cfg Config) (*R
 			}
 			er.Losses = append(er.Losses, losses...)
 			done += len(chunk)
-			if k := cfg.CheckpointEvery; k > 0 && ((epoch-1)*len(batches)+done)%k == 0 {
+			if k, step := cfg.CheckpointEvery, (epoch-1)*len(batches)+done; k > 0 && step%k == 0 {
 				er.measure(time.Since(began), cfg)
 				saved := append(append([]EpochResult(nil), res.Epochs...), er)
 				saved[len(saved)-1].Interrupted = done < len(batches)
@@ -328,7 +331,7 @@ func Train(ctx context.Context, build Builder, train, test Data, cfg Config) (*R
 				if done == len(batches) {
 					nextEpoch, nextIndex = epoch+1, 0
 				}
-				if err := saveCheckpoint(ctx, vm, cfg, rc, saved, nextEpoch, nextIndex); err != nil {
+				if err := saveCheckpoint(ctx, vm, cfg, rc, saved, step, nextEpoch, nextIndex); err != nil {
 					return res, err
 				}
 			}
