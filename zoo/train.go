@@ -144,6 +144,13 @@ type Result struct {
 	// weights: two runs with the same hash trained bit-identical weights.
 	// It is set only when the run finished (and its pipeline flushed).
 	WeightsSHA256 string `json:"weights_sha256,omitempty"`
+	// ModelAccuracy is the test accuracy of those weights, the model the
+	// run ends with (set, like WeightsSHA256, when the run finished). An
+	// asynchronous schedule's last epoch measured Accuracy with its last
+	// updates still in flight; the final flush applies them, so the two
+	// differ. A synchronous schedule flushes at every step: the two are
+	// equal.
+	ModelAccuracy float64 `json:"model_test_accuracy,omitempty"`
 }
 
 // MarshalJSON leaves final_accuracy out when no epoch completed.
@@ -323,20 +330,25 @@ func Train(ctx context.Context, build Builder, train, test Data, cfg Config) (*R
 			}
 			er.Losses = append(er.Losses, losses...)
 			done += len(chunk)
-			if k, step := cfg.CheckpointEvery, (epoch-1)*len(batches)+done; k > 0 && step%k == 0 {
+			if k, step := cfg.CheckpointEvery, (epoch-1)*len(batches)+done; k > 0 && step%k == 0 && done < len(batches) {
 				er.measure(time.Since(began), cfg)
 				saved := append(append([]EpochResult(nil), res.Epochs...), er)
-				saved[len(saved)-1].Interrupted = done < len(batches)
-				nextEpoch, nextIndex := epoch, done
-				if done == len(batches) {
-					nextEpoch, nextIndex = epoch+1, 0
-				}
-				if err := saveCheckpoint(ctx, vm, cfg, rc, saved, step, nextEpoch, nextIndex); err != nil {
+				saved[len(saved)-1].Interrupted = true // the rest of the epoch is to come
+				if err := saveCheckpoint(ctx, vm, cfg, rc, saved, step, epoch, done); err != nil {
 					return res, err
 				}
 			}
 			if cfg.Steps != nil {
 				cfg.Steps(done, len(batches))
+			}
+		}
+		// A checkpoint at the end of the epoch drains first and is written
+		// after the epoch's accuracy is measured, so that it holds it.
+		step := epoch * len(batches)
+		atCheckpoint := cfg.CheckpointEvery > 0 && step%cfg.CheckpointEvery == 0
+		if atCheckpoint {
+			if err := vm.Flush(ctx); err != nil {
+				return res, err
 			}
 		}
 		er.measure(time.Since(began), cfg)
@@ -350,6 +362,11 @@ func Train(ctx context.Context, build Builder, train, test Data, cfg Config) (*R
 			return res, err
 		}
 		res.Epochs = append(res.Epochs, er)
+		if atCheckpoint {
+			if err := saveCheckpoint(ctx, vm, cfg, rc, res.Epochs, step, epoch+1, 0); err != nil {
+				return res, err
+			}
+		}
 		if cfg.Progress != nil {
 			cfg.Progress(er)
 		}
@@ -359,6 +376,12 @@ func Train(ctx context.Context, build Builder, train, test Data, cfg Config) (*R
 	}
 	if res.WeightsSHA256, err = plan.WeightsSHA256(); err != nil {
 		return res, err
+	}
+	res.ModelAccuracy = res.Epochs[len(res.Epochs)-1].Accuracy
+	if cfg.Schedule.Async { // the flush applied the updates in flight
+		if res.ModelAccuracy, err = eval.Accuracy(test); err != nil {
+			return res, err
+		}
 	}
 	return res, nil
 }
