@@ -31,11 +31,22 @@ type options struct {
 	t1, warmup                         int
 	cosine, stash                      bool
 	seed                               int64
-	limit, traceSteps                  int
+	limit, testLimit, traceSteps       int
 	fs                                 *flag.FlagSet
 }
 
+// register adds the flags of a training command to fs: those of the run
+// (registerRun) and of its outputs.
 func (o *options) register(fs *flag.FlagSet) {
+	o.registerRun(fs)
+	fs.IntVar(&o.traceSteps, "trace-steps", 20, "trace.json holds the actions of the last k minibatches (0: the whole run)")
+	fs.StringVar(&o.out, "out", "out", "output directory")
+}
+
+// registerRun adds the flags that decide what a run trains — the model,
+// its data, the cut, the schedule and the solver — to fs: every process
+// of a run (train, and each stage) is given the same.
+func (o *options) registerRun(fs *flag.FlagSet) {
 	o.fs = fs
 	fs.StringVar(&o.model, "model", "resnet", "model: mlp, cnn, resnet or transformer")
 	fs.StringVar(&o.data, "data", "embedded", "data: embedded (the subsets in the binary), auto ($PIPEMARE_FASHION_DIR, else Debian's dataset-fashion-mnist, else embedded), or a directory")
@@ -53,8 +64,7 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.BoolVar(&o.stash, "stash", false, "stash activations in stateless stages instead of recomputing (default: the model's recipe; the transformer's stashes)")
 	fs.Int64Var(&o.seed, "seed", 1, "seed of the initial weights and the data order")
 	fs.IntVar(&o.limit, "limit", 0, "use only the first n training examples (0: all)")
-	fs.IntVar(&o.traceSteps, "trace-steps", 20, "trace.json holds the actions of the last k minibatches (0: the whole run)")
-	fs.StringVar(&o.out, "out", "out", "output directory")
+	fs.IntVar(&o.testLimit, "test-limit", 0, "measure test accuracy on only the first n test examples (0: all)")
 }
 
 // parse parses args into fs. On -h it prints the usage on stdout and
@@ -114,6 +124,9 @@ func (o *options) load() (zoo.Recipe, zoo.Data, zoo.Data, error) {
 	if err != nil {
 		return r, nil, nil, fmt.Errorf("-data %s: %w", o.data, err)
 	}
+	if o.testLimit > 0 && o.testLimit < test.Len() {
+		test = head{test, o.testLimit}
+	}
 	return r, train, test, nil
 }
 
@@ -147,6 +160,9 @@ func (o *options) check() error {
 	}
 	if o.limit < 0 {
 		return fmt.Errorf("-limit %d: must be positive (or 0 for all)", o.limit)
+	}
+	if o.testLimit < 0 {
+		return fmt.Errorf("-test-limit %d: must be positive (or 0 for all)", o.testLimit)
 	}
 	if o.traceSteps < 0 {
 		return fmt.Errorf("-trace-steps %d: must be positive (or 0 for the whole run)", o.traceSteps)
@@ -256,3 +272,11 @@ func scheduleNamed(name string) (schedule.Schedule, error) {
 	}
 	return s, nil
 }
+
+// head is the first n examples of a data set.
+type head struct {
+	zoo.Data
+	n int
+}
+
+func (h head) Len() int { return h.n }

@@ -6,6 +6,8 @@
 //	pipemare compare   every schedule on the same model, data and seed, as a table
 //	pipemare plan      the stage table (and Graphviz) of a model
 //	pipemare schedule  the clock × stage grid of a schedule
+//	pipemare stage     serve one stage of a pipeline whose driver is train
+//	pipemare certs     a CA and certificates for stages on several hosts
 //
 // Each command's -h lists its flags (on stdout, exit code 0). A wrong command
 // line prints one line naming the flag and the usage (exit code 2); any
@@ -18,6 +20,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"syscall"
 )
 
 const usage = `usage: pipemare <command> [flags]
@@ -27,15 +30,21 @@ commands:
   compare   run every schedule on the same model and data, print one table
   plan      print the stage table (and write Graphviz) for a model
   schedule  print the clock × stage grid of a schedule
+  stage     serve one stage of a pipeline driven by train -stage-addrs
   certs     write a CA and per-stage certificates for mutual TLS
 
 pipemare <command> -h lists the command's flags.
 `
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+func main() { os.Exit(mainCode()) }
+
+// mainCode is the program: the command line of os.Args, stopped cleanly
+// by SIGINT or SIGTERM (a training still writes the report of what ran,
+// and stops its stage processes). It returns the exit code.
+func mainCode() int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
+	return run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 }
 
 // run is the command line without the process: it returns the exit code.
@@ -46,7 +55,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	cmds := map[string]func(context.Context, []string, io.Writer, io.Writer) error{
 		"train": trainCmd, "compare": compareCmd, "plan": planCmd, "schedule": scheduleCmd,
-		"certs": certsCmd,
+		"certs": certsCmd, "stage": stageCmd,
 	}
 	if args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		fmt.Fprint(stdout, usage)

@@ -21,10 +21,29 @@ type runReport struct {
 	// the first epoch whose test accuracy reached -target; absent when no
 	// epoch did, and from train's report.
 	TimeToTarget time.Duration `json:"time_to_target_ns,omitempty"`
+	// Placement is where train's stages ran; compare leaves it out.
+	Placement *placement `json:"placement,omitempty"`
 	// Result is the run as zoo.Result serialises it: epochs (losses, test
 	// accuracy, an interrupted epoch marked), the engine's asyncvm.Report,
 	// the virtual-device replay, the final accuracy and weights_sha256.
 	Result *zoo.Result `json:"result"`
+}
+
+// placement is where a run's stages ran.
+type placement struct {
+	// Where is "in-process" (goroutines of the driver), "processes"
+	// (train -procs: child processes on this host) or "remote" (stages
+	// started elsewhere: -stage-addrs, or a launcher's environment).
+	Where string `json:"where"`
+	// Launcher is "torchrun" or "jobset" when a launcher started the
+	// processes.
+	Launcher string `json:"launcher,omitempty"`
+	// Transport is "grpc+mtls" or "grpc (plaintext)" between processes.
+	Transport string `json:"transport,omitempty"`
+	// Addresses are the stages' addresses, in stage order; PIDs the
+	// processes train -procs started.
+	Addresses []string `json:"addresses,omitempty"`
+	PIDs      []int    `json:"pids,omitempty"`
 }
 
 // compareReport is report.json of pipemare compare.

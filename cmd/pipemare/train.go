@@ -18,12 +18,21 @@ func trainCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs := flag.NewFlagSet("pipemare train", flag.ContinueOnError)
 	var o options
 	o.register(fs)
+	var t trainFlags
+	t.register(fs)
 	if err := parse(fs, args, stdout, stderr); err != nil {
 		return err
 	}
 	s, err := scheduleNamed(o.schedule)
 	if err != nil {
 		return usageError(fs, "%v", err)
+	}
+	where, pl, err := t.place()
+	var ue usageErr
+	if errors.As(err, &ue) {
+		return usageError(fs, "%v", err)
+	} else if err != nil {
+		return err
 	}
 	r, train, test, err := o.load()
 	if err != nil {
@@ -33,18 +42,28 @@ func trainCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return usageError(fs, "%v", err)
 	}
+	if where == launchedStage { // a stage of a launched pipeline: no outputs of its own
+		return serveStage(ctx, r, train, cfg, &t.net, pl, stdout)
+	}
 	out := outputs{dir: o.out, files: append([]string{"report.json", "trace.json"}, plotFiles...)}
 	if err := out.prepare(); err != nil {
 		return err
 	}
+	rep := runReport{Settings: newSettings(&o, cfg, train, test), Placement: t.placement(where, pl)}
 	fmt.Fprintf(stdout, "training %s (%d examples) with %s, %s stages, N=%d × %d rows, %d epochs, lr %g (%s), T1 K=%d, T2 γ=%g, warm-up %d steps\n",
 		o.model, train.Len(), s.Name, o.stages, cfg.Microbatches, cfg.Microbatch, cfg.Epochs, cfg.LR, cfg.SolverName(), cfg.T1, cfg.T2, cfg.Warmup)
+	stop, err := t.connect(ctx, &cfg, &o, where, pl, rep.Placement, r, train, stdout, stderr)
+	if err != nil {
+		return err
+	}
 	res, err := trainWithProgress(ctx, r.Build, cfg, train, test, stdout, stderr)
+	err = errors.Join(err, stop(err))
 	if res == nil || len(res.Epochs) == 0 {
 		return err
 	}
 	// Interrupted runs too: the report of what ran.
-	werr := writeRun(out, runReport{Settings: newSettings(&o, cfg, train, test), Result: res}, o.traceSteps)
+	rep.Result = res
+	werr := writeRun(out, rep, o.traceSteps)
 	if werr == nil {
 		fmt.Fprintf(stdout, "wrote %s/report.json, trace.json and plots\n", o.out)
 	}
@@ -114,6 +133,9 @@ func trainWithProgress(ctx context.Context, build zoo.Builder, cfg zoo.Config, t
 		}
 		rep := res.Report
 		fmt.Fprintf(stdout, "%d stages, measured utilization %.3f (bubble %.3f), wall %v\n", res.Stages, rep.Utilization, rep.Bubble, res.Wall.Round(time.Millisecond))
+		if res.WeightsSHA256 != "" {
+			fmt.Fprintf(stdout, "trained model: test accuracy %.4f, weights_sha256 %s\n", res.ModelAccuracy, res.WeightsSHA256)
+		}
 	}
 	return res, err
 }
