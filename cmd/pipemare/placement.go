@@ -16,14 +16,17 @@ import (
 )
 
 // trainFlags are train's flags beyond those of the run and its outputs:
-// where the stages run.
+// where the stages run, and checkpoints.
 type trainFlags struct {
-	procs int
-	net   netFlags
+	procs, checkpointEvery int
+	resume                 string
+	net                    netFlags
 }
 
 func (t *trainFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&t.procs, "procs", 0, "run the stages in this many processes of this program on this host (pipemare stage over loopback, mutual TLS with throw-away certificates unless -insecure); one per stage: the plan must have as many (-stages)")
+	fs.IntVar(&t.checkpointEvery, "checkpoint-every", 0, "drain the pipeline and write a checkpoint every n minibatches to the checkpoints directory of -out (0: none)")
+	fs.StringVar(&t.resume, "resume", "", "continue the run whose -out was this directory, from its latest checkpoint (or from the checkpoint directory given: DIR/checkpoints/step-…), with the flags it was started with; a directory without a checkpoint yet starts the run there")
 	t.net.register(fs)
 }
 

@@ -9,12 +9,16 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/pipemare/pipemare/internal/faultpoint"
 )
 
 // The tests that run pipemare as processes run this test binary as the
@@ -24,8 +28,35 @@ import (
 // inherit the environment.
 const asMainEnv = "PIPEMARE_TEST_AS_MAIN"
 
-// asMain is the test binary as the pipemare command.
+// killAtEnv makes a process run so SIGKILL itself when it reaches a
+// fault point of the checkpoint package: "<point>:<step>" (any stage) or
+// "<point>:<step>:<stage>", with the names of package faultpoint. With
+// train -procs each stage process reaches the shard points of its own
+// stage, and the driver the others.
+const killAtEnv = "PIPEMARE_TEST_KILL_AT"
+
+// asMain is the test binary as the pipemare command, with the kill hook
+// killAtEnv asks for installed.
 func asMain() int {
+	if spec := os.Getenv(killAtEnv); spec != "" {
+		parts := strings.Split(spec, ":")
+		step, err := strconv.ParseInt(parts[1], 10, 64)
+		stage := -1
+		if err == nil && len(parts) > 2 {
+			stage, err = strconv.Atoi(parts[2])
+		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "%s=%s: %v\n", killAtEnv, spec, err)
+			return 3
+		}
+		faultpoint.Set(func(p faultpoint.Point) {
+			if p.Name == parts[0] && p.Step == step && (stage < 0 || p.Stage == stage) {
+				fmt.Fprintf(os.Stderr, "test hook: SIGKILL at %s of step %d (stage %d)\n", p.Name, p.Step, p.Stage)
+				_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+				select {} // the signal is on its way
+			}
+		})
+	}
 	return mainCode()
 }
 
@@ -159,6 +190,10 @@ type runReportJSON struct {
 		Addresses []string `json:"addresses"`
 		PIDs      []int    `json:"pids"`
 	} `json:"placement"`
+	Resumed *struct {
+		Checkpoint string `json:"checkpoint"`
+		Step       int64  `json:"step"`
+	} `json:"resumed"`
 	Result struct {
 		Epochs []struct {
 			Losses   []float64 `json:"losses"`

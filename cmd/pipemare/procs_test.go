@@ -81,7 +81,9 @@ func TestProcsRefusals(t *testing.T) {
 		{[]string{"-stage-addrs", "127.0.0.1:7000"}, 2, "-certs DIR or -insecure: the links between processes need mutual TLS"},
 		{[]string{"-stage-addrs", "127.0.0.1"}, 2, `-stage-addrs: "127.0.0.1" is not host:port`},
 		{[]string{"-insecure"}, 2, "-certs and -insecure secure the links to stages in other processes: give -procs or -stage-addrs"},
+		{[]string{"-checkpoint-every", "-3"}, 2, "-checkpoint-every -3: a number of minibatches"},
 		{[]string{"-test-limit", "-3"}, 2, "-test-limit -3: must be positive"},
+		{[]string{"-out", "a", "-resume", "b"}, 2, "-out a and -resume b: a resumed run writes to the directory it resumes (b)"},
 		{[]string{"-procs", "2", "-test-limit", "64", "-out", filepath.Join(t.TempDir(), "out")}, 1, "-procs 2: the plan has 3 stages (-stages fine): give -stages 2, or -procs 3"},
 	} {
 		args := append([]string{"train", "-model", "mlp", "-limit", "64", "-epochs", "2"}, c.args...)
