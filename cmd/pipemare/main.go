@@ -7,6 +7,7 @@
 //	pipemare plan      the stage table (and Graphviz) of a model
 //	pipemare schedule  the clock × stage grid of a schedule
 //	pipemare stage     serve one stage of a pipeline whose driver is train
+//	pipemare eval      the test accuracy of a trained model (model.safetensors)
 //	pipemare certs     a CA and certificates for stages on several hosts
 //
 // Each command's -h lists its flags (on stdout, exit code 0). A wrong command
@@ -31,6 +32,7 @@ commands:
   plan      print the stage table (and write Graphviz) for a model
   schedule  print the clock × stage grid of a schedule
   stage     serve one stage of a pipeline driven by train -stage-addrs
+  eval      measure the test accuracy of a trained model (and its predictions)
   certs     write a CA and per-stage certificates for mutual TLS
 
 pipemare <command> -h lists the command's flags.
@@ -55,7 +57,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	cmds := map[string]func(context.Context, []string, io.Writer, io.Writer) error{
 		"train": trainCmd, "compare": compareCmd, "plan": planCmd, "schedule": scheduleCmd,
-		"certs": certsCmd, "stage": stageCmd,
+		"certs": certsCmd, "stage": stageCmd, "eval": evalCmd,
 	}
 	if args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		fmt.Fprint(stdout, usage)
