@@ -111,7 +111,7 @@ func TestStagesStartedByHand(t *testing.T) {
 	code, out, stderr := runCLI(context.Background(), "certs", "-out", certs, "-hosts", "127.0.0.1,localhost")
 	require.Equal(t, 0, code, stderr)
 	require.Contains(t, out, "wrote a CA and certificates for the driver and 2 stages")
-	stages := func() ([]*proc, string) {
+	stages := func(args []string) ([]*proc, string) {
 		var ls []net.Listener
 		var addrs []string
 		for i := 0; i < 2; i++ {
@@ -132,7 +132,7 @@ func TestStagesStartedByHand(t *testing.T) {
 		}
 		return ps, strings.Join(addrs, ",")
 	}
-	ps, addrs := stages()
+	ps, addrs := stages(args)
 	dir := t.TempDir()
 	out = pipemareRun(t, nil, append([]string{"train", "-stage-addrs", addrs, "-certs", certs, "-out", dir}, args...)...)
 	got := reportOf(t, dir)
@@ -146,8 +146,9 @@ func TestStagesStartedByHand(t *testing.T) {
 		require.Contains(t, out, fmt.Sprintf("stage %d: stopped by the driver", i))
 	}
 
-	ps, addrs = stages()
-	driver := start(t, nil, append([]string{"train", "-stage-addrs", addrs, "-certs", certs, "-out", t.TempDir()}, args...)...)
+	long := append(append([]string(nil), args...), "-epochs", "100") // still running when killed, however loaded the machine
+	ps, addrs = stages(long)
+	driver := start(t, nil, append([]string{"train", "-stage-addrs", addrs, "-certs", certs, "-out", t.TempDir()}, long...)...)
 	driver.until(t, regexp.MustCompile(`^epoch 1:`), time.Minute)
 	require.NoError(t, driver.cmd.Process.Kill())
 	for i, p := range ps {
@@ -172,7 +173,7 @@ func startWithFiles(t *testing.T, files []*os.File, args ...string) *proc {
 func TestProcsStageKilled(t *testing.T) {
 	skipProcesses(t)
 	tmp := t.TempDir()
-	p := start(t, []string{"TMPDIR=" + tmp}, append([]string{"train", "-procs", "3", "-epochs", "20", "-out", t.TempDir()}, mlpArgs[:4]...)...)
+	p := start(t, []string{"TMPDIR=" + tmp}, append([]string{"train", "-procs", "3", "-epochs", "100", "-out", t.TempDir()}, mlpArgs[:4]...)...)
 	m := p.until(t, regexp.MustCompile(`^started 3 stage processes on .* \(pids (\d+) (\d+) (\d+)\)`), time.Minute)
 	p.until(t, regexp.MustCompile(`^epoch 1:`), time.Minute)
 	victim, _ := strconv.Atoi(m[2])
