@@ -192,3 +192,63 @@ func TestProcsStageKilled(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, entries, "the throw-away certificates are removed")
 }
+
+// TestTorchrunEnvironment: three pipemare train processes with the same
+// flags and torchrun's environment (RANK, WORLD_SIZE, LOCAL_WORLD_SIZE,
+// MASTER_ADDR, MASTER_PORT; package launch), started in reverse order,
+// train as the in-process engine does: rank 0 drives and serves stage 0
+// and writes the report, saying torchrun placed it; ranks 1 and 2 serve
+// their stages until the driver stops them.
+func TestTorchrunEnvironment(t *testing.T) {
+	skipProcesses(t)
+	alone := t.TempDir()
+	pipemareRun(t, nil, append([]string{"train", "-out", alone}, mlpArgs...)...)
+	want := reportOf(t, alone).Result.WeightsSHA256
+
+	master := freePorts(t, 4) // MASTER_PORT, then stage i listens on MASTER_PORT+1+i
+	dir := t.TempDir()
+	ps := make([]*proc, 3)
+	for i := 2; i >= 0; i-- {
+		env := []string{"RANK=" + strconv.Itoa(i), "WORLD_SIZE=3", "LOCAL_WORLD_SIZE=3", "MASTER_ADDR=127.0.0.1", "MASTER_PORT=" + strconv.Itoa(master)}
+		ps[i] = start(t, env, append([]string{"train", "-insecure", "-out", dir}, mlpArgs...)...)
+	}
+	for i, p := range ps {
+		code, out, stderr := p.wait(t, 5*time.Minute)
+		require.Equal(t, 0, code, "rank %d:\n%s\n%s", i, out, stderr)
+		if i > 0 {
+			require.Contains(t, out, fmt.Sprintf("stage %d: stopped by the driver", i))
+		}
+	}
+	got := reportOf(t, dir)
+	require.Equal(t, want, got.Result.WeightsSHA256, "torchrun's processes train like the engine")
+	require.Equal(t, "torchrun", got.Placement.Launcher)
+	require.Equal(t, []string{fmt.Sprintf("127.0.0.1:%d", master+1), fmt.Sprintf("127.0.0.1:%d", master+2), fmt.Sprintf("127.0.0.1:%d", master+3)}, got.Placement.Addresses)
+}
+
+// freePorts is the first of n consecutive loopback ports that are free
+// now (another process could take one before the test listens on it: it
+// would fail saying so, not pass).
+func freePorts(t *testing.T, n int) int {
+	t.Helper()
+	for range 100 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		first := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		if first+n > 65535 {
+			continue
+		}
+		ok := true
+		for p := first; p < first+n && ok; p++ {
+			l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
+			if ok = err == nil; ok {
+				l.Close()
+			}
+		}
+		if ok {
+			return first
+		}
+	}
+	t.Fatal("no free consecutive ports")
+	return 0
+}
