@@ -16,12 +16,20 @@ import (
 	"golang.org/x/term"
 )
 
-func trainCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+// trainFlagSet is train's command line: the flags of the run and its
+// outputs (options), and where the stages run and checkpoints
+// (trainFlags).
+func trainFlagSet() (*flag.FlagSet, *options, *trainFlags) {
 	fs := flag.NewFlagSet("pipemare train", flag.ContinueOnError)
 	var o options
 	o.register(fs)
 	var t trainFlags
 	t.register(fs)
+	return fs, &o, &t
+}
+
+func trainCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs, o, t := trainFlagSet()
 	if err := parse(fs, args, stdout, stderr); err != nil {
 		return err
 	}
@@ -63,7 +71,7 @@ func trainCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := out.prepare(); err != nil {
 		return err
 	}
-	st := newSettings(&o, cfg, train, test)
+	st := newSettings(o, cfg, train, test)
 	c, err := startPoint(o.out, from, t.resume != "", st)
 	if err != nil {
 		return err
@@ -88,7 +96,7 @@ func trainCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	fmt.Fprintf(stdout, "training %s (%d examples) with %s, %s stages, N=%d × %d rows, %d epochs, lr %g (%s), T1 K=%d, T2 γ=%g, warm-up %d steps\n",
 		o.model, train.Len(), s.Name, o.stages, cfg.Microbatches, cfg.Microbatch, cfg.Epochs, cfg.LR, cfg.SolverName(), cfg.T1, cfg.T2, cfg.Warmup)
-	stop, err := t.connect(ctx, &cfg, &o, where, pl, rep.Placement, r, train, stdout, stderr)
+	stop, err := t.connect(ctx, &cfg, o, where, pl, rep.Placement, r, train, stdout, stderr)
 	if err != nil {
 		return err
 	}
