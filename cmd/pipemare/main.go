@@ -10,6 +10,17 @@
 //	pipemare eval      the test accuracy of a trained model (model.safetensors)
 //	pipemare certs     a CA and certificates for stages on several hosts
 //
+// Stages in other processes, checkpoints and the trained model:
+//
+//	pipemare train -model mlp -procs 3              3 stage processes over loopback, mTLS
+//	pipemare certs -out certs -hosts h0,h1,h2       then on host i: pipemare stage -stage i …
+//	pipemare train -stage-addrs h0:7000,h1:7000,h2:7000 -certs certs …
+//	pipemare train -checkpoint-every 50 -out run …  after a crash, the same flags with -resume run
+//	pipemare eval -model mlp -weights run/model.safetensors
+//
+// Under torchrun or a Kubernetes JobSet every process runs the same train
+// command line: the process of stage 0 drives, the others serve a stage.
+//
 // Each command's -h lists its flags (on stdout, exit code 0). A wrong command
 // line prints one line naming the flag and the usage (exit code 2); any
 // other failure prints one line (exit code 1).
@@ -34,6 +45,12 @@ commands:
   stage     serve one stage of a pipeline driven by train -stage-addrs
   eval      measure the test accuracy of a trained model (and its predictions)
   certs     write a CA and per-stage certificates for mutual TLS
+
+examples:
+  pipemare train -model mlp -procs 3                   stages in 3 processes of this host
+  pipemare train -model mlp -checkpoint-every 50 -out run
+  pipemare train -model mlp -checkpoint-every 50 -resume run    continue it after a crash
+  pipemare eval -model mlp -weights run/model.safetensors
 
 pipemare <command> -h lists the command's flags.
 `

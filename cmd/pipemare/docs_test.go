@@ -1,5 +1,8 @@
 package main
 
+// The command lines the documentation shows (the Kubernetes manifest,
+// pipemare -h) are ones pipemare accepts.
+
 import (
 	"os"
 	"strconv"
@@ -89,5 +92,34 @@ func TestJobSetManifestArgs(t *testing.T) {
 		n, err := stageCount(r, o.stages)
 		require.NoError(t, err)
 		require.Equal(t, stages, n, "one stage per pod")
+	}
+}
+
+// TestUsageExamples: the command lines under "examples:" in pipemare -h
+// are ones the commands accept: train's parse with its flag set and say
+// where the stages run; eval's fails only for want of the model file.
+func TestUsageExamples(t *testing.T) {
+	_, ex, ok := strings.Cut(usage, "\nexamples:\n")
+	require.True(t, ok)
+	ex, _, _ = strings.Cut(ex, "\n\n")
+	lines := strings.Split(ex, "\n")
+	require.Len(t, lines, 4)
+	for _, line := range lines {
+		cmdline, _, _ := strings.Cut(strings.TrimSpace(line), "   ") // then the comment
+		args := strings.Fields(cmdline)
+		require.Equal(t, "pipemare", args[0])
+		switch args[1] {
+		case "train":
+			fs, _, tf := trainFlagSet()
+			require.NoError(t, fs.Parse(args[2:]), line)
+			_, _, err := tf.place()
+			require.NoError(t, err, line)
+		case "eval":
+			code, _, stderr := runCLI(t.Context(), args[1:]...)
+			require.Equal(t, 1, code, "%s: the flags are right (%s)", line, stderr)
+			require.Contains(t, stderr, "run/model.safetensors: no such file")
+		default:
+			t.Fatalf("%s: no check for pipemare %s", line, args[1])
+		}
 	}
 }
