@@ -84,7 +84,7 @@ type proc struct {
 }
 
 // start runs pipemare args with env added to the environment.
-func start(t *testing.T, env []string, args ...string) *proc {
+func start(t testing.TB, env []string, args ...string) *proc {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], args...)
 	cmd.Env = append(append(os.Environ(), asMainEnv+"=1"), env...)
@@ -117,7 +117,7 @@ func start(t *testing.T, env []string, args ...string) *proc {
 
 // wait waits for p to exit, at most within, and returns its exit code (−1
 // for a signal) and its standard output and error.
-func (p *proc) wait(t *testing.T, within time.Duration) (int, string, string) {
+func (p *proc) wait(t testing.TB, within time.Duration) (int, string, string) {
 	t.Helper()
 	go func() { // nobody reads the lines after this
 		for range p.lines {
