@@ -68,16 +68,9 @@ func evalCmd(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	if *microbatch > 0 {
 		rows = *microbatch
 	}
-	dir := *data
-	if dir == "auto" {
-		dir = ""
-	}
-	_, test, err := r.Load(dir, 0)
+	_, test, err := loadData(r, *data, 0, *testLimit)
 	if err != nil {
-		return fmt.Errorf("-data %s: %w", *data, err)
-	}
-	if *testLimit > 0 && *testLimit < test.Len() {
-		test = head{test, *testLimit}
+		return err
 	}
 	m, err := r.Build(rows, 1)
 	if err != nil {

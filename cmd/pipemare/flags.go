@@ -116,18 +116,40 @@ func (o *options) load() (zoo.Recipe, zoo.Data, zoo.Data, error) {
 	if err := o.check(); err != nil {
 		return r, nil, nil, usageError(o.fs, "%v", err)
 	}
-	dir := o.data
+	train, test, err := loadData(r, o.data, o.limit, o.testLimit)
+	return r, train, test, err
+}
+
+// loadData loads r's data as -data names it, the first limit training
+// and testLimit test examples (0: all).
+func loadData(r zoo.Recipe, data string, limit, testLimit int) (zoo.Data, zoo.Data, error) {
+	dir := data
 	if dir == "auto" {
 		dir = ""
 	}
-	train, test, err := r.Load(dir, o.limit)
+	train, test, err := r.Load(dir, limit)
 	if err != nil {
-		return r, nil, nil, fmt.Errorf("-data %s: %w", o.data, err)
+		return nil, nil, fmt.Errorf("-data %s: %w", data, err)
 	}
-	if o.testLimit > 0 && o.testLimit < test.Len() {
-		test = head{test, o.testLimit}
+	if testLimit > 0 && testLimit < test.Len() {
+		test = head{test, testLimit}
 	}
-	return r, train, test, nil
+	return train, test, nil
+}
+
+// run is what the flags train with schedule s: the model's recipe, its
+// data (load) and the run's zoo.Config (config, whose errors are of the
+// command line).
+func (o *options) run(s schedule.Schedule) (zoo.Recipe, zoo.Data, zoo.Data, zoo.Config, error) {
+	r, train, test, err := o.load()
+	if err != nil {
+		return r, nil, nil, zoo.Config{}, err
+	}
+	cfg, err := o.config(s, train.Len())
+	if err != nil {
+		return r, nil, nil, cfg, usageError(o.fs, "%v", err)
+	}
+	return r, train, test, cfg, nil
 }
 
 // check refuses flag values outside their range, naming the flag: the

@@ -38,13 +38,9 @@ func stageCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return usageError(fs, "%v", err)
 	}
-	r, train, _, err := o.load()
+	r, train, _, cfg, err := o.run(s)
 	if err != nil {
 		return err
-	}
-	cfg, err := o.config(s, train.Len())
-	if err != nil {
-		return usageError(fs, "%v", err)
 	}
 	return serveStage(ctx, r, train, cfg, &n, pl, stdout)
 }

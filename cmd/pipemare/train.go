@@ -55,13 +55,9 @@ func trainCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	} else if err != nil {
 		return err
 	}
-	r, train, test, err := o.load()
+	r, train, test, cfg, err := o.run(s)
 	if err != nil {
 		return err
-	}
-	cfg, err := o.config(s, train.Len())
-	if err != nil {
-		return usageError(fs, "%v", err)
 	}
 	if where == launchedStage { // a stage of a launched pipeline: no outputs of its own
 		return serveStage(ctx, r, train, cfg, &t.net, pl, stdout)
