@@ -252,3 +252,29 @@ func freePorts(t *testing.T, n int) int {
 	t.Fatal("no free consecutive ports")
 	return 0
 }
+
+// TestProcsInterrupted: train -procs 3 stopped by SIGTERM (or Ctrl-C)
+// mid-run stops its stage processes, removes its certificates and still
+// writes the report of what ran, its last epoch marked interrupted.
+func TestProcsInterrupted(t *testing.T) {
+	skipProcesses(t)
+	tmp, dir := t.TempDir(), t.TempDir()
+	p := start(t, []string{"TMPDIR=" + tmp}, append([]string{"train", "-procs", "3", "-epochs", "100", "-out", dir}, mlpArgs[:4]...)...)
+	m := p.until(t, regexp.MustCompile(`^started 3 stage processes on .* \(pids (\d+) (\d+) (\d+)\)`), time.Minute)
+	p.until(t, regexp.MustCompile(`^epoch 1:`), time.Minute)
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
+	code, out, stderr := p.wait(t, time.Minute)
+	require.Equal(t, 1, code, "%s\n%s", out, stderr)
+	require.Contains(t, stderr, "context canceled")
+	require.Regexp(t, `(?m)^epoch \d+ interrupted after \d+ steps`, out)
+	for _, s := range m[1:] {
+		pid, _ := strconv.Atoi(s)
+		require.True(t, gone(pid), "stage process %d has exited", pid)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "report.json"))
+	require.NoError(t, err, "the report of what ran")
+	require.Contains(t, string(b), `"interrupted": true`)
+	entries, err := os.ReadDir(tmp)
+	require.NoError(t, err)
+	require.Empty(t, entries, "the throw-away certificates are removed")
+}
