@@ -9,6 +9,7 @@ require (
 	github.com/schollz/progressbar/v3 v3.14.1
 	github.com/stretchr/testify v1.12.1
 	go.uber.org/goleak v1.3.0
+	go.yaml.in/yaml/v3 v3.0.5
 	golang.org/x/term v0.32.0
 	gonum.org/v1/gonum v0.11.0
 	gonum.org/v1/netlib v0.0.0-20220323200511-14de99971b2d
@@ -37,7 +38,6 @@ require (
 	github.com/mitchellh/colorstring v0.0.0-20190213212951-d06e56a500db // indirect
 	github.com/rivo/uniseg v0.4.4 // indirect
 	github.com/xtgo/set v1.0.0 // indirect
-	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	go4.org/unsafe/assume-no-moving-gc v0.0.0-20231121144256-b99613f794b6 // indirect
 	golang.org/x/image v0.0.0-20220302094943-723b81ca9867 // indirect
 	golang.org/x/net v0.40.0 // indirect

@@ -15,8 +15,9 @@ import (
 // driver stops it or the pipeline fails: what a stage process does. plan
 // and opts must be the driver's (every process builds the same model and
 // splits it the same way; the transport's handshake compares the plans'
-// fingerprints). It closes ep, and returns nil when the driver stopped it,
-// the stage's own failure otherwise.
+// fingerprints). It closes ep, and returns nil when the driver stopped it;
+// otherwise the stage's own failure, or why it lost its driver (the link
+// broke, ctx ended), naming the stage.
 func ServeStage(ctx context.Context, plan *graphsplit.Plan, i int, ep transport.Endpoint, opts ...Option) error {
 	defer ep.Close()
 	cfg, err := newConfig(plan, opts)

@@ -116,3 +116,15 @@ func removeTemps(dir string) error {
 	}
 	return nil
 }
+
+// WriteFile writes data to path as the checkpoint writes its own files:
+// to a temporary name in path's directory, fsynced, renamed to path, the
+// directory fsynced. After a crash at any instant path holds its old
+// content (or nothing) or all of data, never a part.
+func WriteFile(path string, data []byte) error {
+	_, _, err := writeAtomic(filepath.Dir(path), filepath.Base(path), func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
+	return err
+}

@@ -400,3 +400,19 @@ func TestLatestNamesItsTrouble(t *testing.T) {
 	_, err = Latest(root)
 	require.ErrorContains(t, err, "(step 1) is unusable, and there is no earlier complete one")
 }
+
+// TestWriteFile: WriteFile replaces a file whole and leaves no temporary
+// file behind.
+func TestWriteFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "settings.json")
+	require.NoError(t, WriteFile(path, []byte("old")))
+	require.NoError(t, WriteFile(path, []byte("new content")))
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.Equal(t, "new content", string(b))
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	require.Len(t, entries, 1)
+	require.ErrorContains(t, WriteFile(filepath.Join(dir, "missing", "x"), nil), filepath.Join(dir, "missing", "x"))
+}

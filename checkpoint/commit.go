@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/pipemare/pipemare/internal/faultpoint"
 	"github.com/pkg/errors"
 )
 
@@ -114,6 +115,7 @@ func Commit(root string, m Manifest, opts ...CommitOption) (string, error) {
 			return "", err
 		}
 	}
+	faultpoint.Reach(faultpoint.Point{Name: faultpoint.BeforeManifest, Step: m.Step, Stage: -1})
 	b, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
 		return "", errors.Wrap(err, "checkpoint: encoding the manifest")
@@ -124,6 +126,7 @@ func Commit(root string, m Manifest, opts ...CommitOption) (string, error) {
 	}); err != nil {
 		return "", err
 	}
+	faultpoint.Reach(faultpoint.Point{Name: faultpoint.BeforeLatest, Step: m.Step, Stage: -1})
 	if err := writeLatest(root, name); err != nil {
 		return "", err
 	}

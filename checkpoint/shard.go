@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/nlpodyssey/safetensors"
+	"github.com/pipemare/pipemare/internal/faultpoint"
 	"github.com/pkg/errors"
 	"gorgonia.org/tensor"
 )
@@ -368,7 +369,12 @@ func WriteShard(dir string, stage int, s Shard) (FileInfo, error) {
 	if stage < 0 {
 		return FileInfo{}, errors.Errorf("checkpoint: stage %d", stage)
 	}
-	return writeTensors(dir, shardName(stage), shardFormat, stage, s)
+	fi, err := writeTensors(dir, shardName(stage), shardFormat, stage, s)
+	if err == nil {
+		step, _ := parseStepName(filepath.Base(filepath.Clean(dir)))
+		faultpoint.Reach(faultpoint.Point{Name: faultpoint.ShardWritten, Step: step, Stage: stage})
+	}
+	return fi, err
 }
 
 // ReadShard reads the shard fi describes from the checkpoint directory

@@ -206,9 +206,11 @@ func (v *valueGrad) Name() string                  { return v.name }
 // fails. It takes the driver's orders in order — Data, Work, Evaluate — and
 // answers each Work with Parked and each Evaluate with Evaluated. On a
 // failure of its own it answers Failed and returns the error; otherwise its
-// last message is Stopped and it returns nil.
-func (r *Runtime) Serve(ctx context.Context, ep transport.Endpoint) error {
-	ctx, cancel := context.WithCancel(ctx)
+// last message is Stopped. It returns nil only when the driver stopped it:
+// a link to the driver that broke, or ctx ending, is an error naming the
+// stage (a stage process exits non-zero when its driver vanished).
+func (r *Runtime) Serve(parent context.Context, ep transport.Endpoint) error {
+	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
 	// The driver's orders are read as they come, so that a Stop ends the
 	// stage even while an action waits for a peer.
@@ -240,7 +242,7 @@ func (r *Runtime) Serve(ctx context.Context, ep transport.Endpoint) error {
 		m, err := orders.Take(ctx, transport.Driver, transport.Control)
 		if err != nil {
 			r.reply(ep, Stopped{Report: r.progress()})
-			return nil
+			return r.ended(parent, orders)
 		}
 		switch b := m.Body.(type) {
 		case Data:
@@ -251,13 +253,13 @@ func (r *Runtime) Serve(ctx context.Context, ep transport.Endpoint) error {
 			}
 		case Work:
 			if err := r.work(ctx, ep, b); err != nil {
-				return r.failed(ctx, ep, err)
+				return r.failed(ctx, ep, err, r.ended(parent, orders))
 			}
 			r.reply(ep, Parked{Report: r.progress()})
 		case Evaluate:
 			out, vals, err := r.evaluate(ctx, ep, b)
 			if err != nil {
-				return r.failed(ctx, ep, err)
+				return r.failed(ctx, ep, err, r.ended(parent, orders))
 			}
 			r.replyValues(ep, out, vals)
 		case Pull:
@@ -282,17 +284,18 @@ func (r *Runtime) Serve(ctx context.Context, ep transport.Endpoint) error {
 				r.reply(ep, Restored{})
 			}
 		default:
-			return r.failed(ctx, ep, errors.Errorf("stage %d: unknown order %T from the driver", r.index, m.Body))
+			return r.failed(ctx, ep, errors.Errorf("stage %d: unknown order %T from the driver", r.index, m.Body), nil)
 		}
 	}
 }
 
 // failed answers Failed for an error of the stage's own, or Stopped when
-// the error only says that the stage was stopped.
-func (r *Runtime) failed(ctx context.Context, ep transport.Endpoint, err error) error {
+// the error only says that the stage was stopped (ctx ended), returning
+// then why it was stopped, stopped.
+func (r *Runtime) failed(ctx context.Context, ep transport.Endpoint, err, stopped error) error {
 	if ctx.Err() != nil {
 		r.reply(ep, Stopped{Report: r.progress()})
-		return nil
+		return stopped
 	}
 	f := Failed{Message: err.Error(), Report: r.progress(), Peer: -1}
 	var le *transport.LinkError
@@ -309,6 +312,20 @@ func (r *Runtime) failed(ctx context.Context, ep transport.Endpoint, err error) 
 	}
 	r.reply(ep, f)
 	return err
+}
+
+// ended is why the driver's orders stopped coming: nil for a Stop, else
+// the broken link to the driver or the end of the caller's context.
+func (r *Runtime) ended(parent context.Context, orders *transport.Mailbox) error {
+	switch err := orders.Err(); {
+	case errors.Is(err, transport.ErrClosed):
+		return nil
+	case err != nil:
+		return errors.Wrapf(err, "stage %d: lost the driver", r.index)
+	case parent.Err() != nil:
+		return errors.Wrapf(parent.Err(), "stage %d", r.index)
+	}
+	return nil
 }
 
 func (r *Runtime) reply(ep transport.Endpoint, body any) { r.replyValues(ep, body, nil) }

@@ -113,3 +113,28 @@ func TestHookPanicIsAFailure(t *testing.T) {
 	require.Len(t, f.Report.Events, 1, "the forward that ran is reported")
 	require.Error(t, <-done)
 }
+
+// TestServeEndsWithAnErrorWithoutAStop: a stage whose orders stop coming
+// without a Stop — its caller's context ended, as when its driver
+// vanished — answers Stopped but returns an error naming the stage.
+func TestServeEndsWithAnErrorWithoutAStop(t *testing.T) {
+	m, err := testmodels.MLP(tensor.Float64, 4, 1)
+	require.NoError(t, err)
+	plan, err := graphsplit.Split(m.Graph, m.Cost, m.Learnables)
+	require.NoError(t, err)
+	rt, err := New(plan, 0, Config{Microbatches: 1, Solver: gorgonia.NewVanillaSolver()})
+	require.NoError(t, err)
+	defer rt.Close()
+	net := transport.NewLocal(1)
+	defer net.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- rt.Serve(ctx, net.Endpoint(0)) }()
+	cancel()
+	last, err := net.Endpoint(transport.Driver).Recv(context.Background(), 0, transport.Reply)
+	require.NoError(t, err)
+	require.IsType(t, Stopped{}, last.Body)
+	err = <-done
+	require.ErrorIs(t, err, context.Canceled)
+	require.ErrorContains(t, err, "stage 0")
+}

@@ -42,13 +42,48 @@ func NewEvaluator(m *Model) (*Evaluator, error) {
 // counted). For images that is classification accuracy; for sequences,
 // per-token accuracy.
 func (e *Evaluator) Accuracy(d Data) (float64, error) {
+	right, total := 0, 0
+	err := e.each(d, func(p Prediction) {
+		total++
+		if p.Predicted == p.Target {
+			right++
+		}
+	})
+	if err != nil {
+		return 0, err
+	}
+	return float64(right) / float64(total), nil
+}
+
+// Prediction is the model's answer for one target of a data set: example
+// Example's Position-th target row (0 for an image; a token's position for
+// a sequence), the class it should have (Target) and the class with the
+// largest logit (Predicted).
+type Prediction struct {
+	Example   int `json:"example"`
+	Position  int `json:"position"`
+	Target    int `json:"target"`
+	Predicted int `json:"predicted"`
+}
+
+// Predictions are the model's answers for every target of d, in order:
+// the ones Accuracy counts.
+func (e *Evaluator) Predictions(d Data) ([]Prediction, error) {
+	var out []Prediction
+	err := e.each(d, func(p Prediction) { out = append(out, p) })
+	return out, err
+}
+
+// each runs the model over d in chunks of its batch size and calls fn for
+// every target, in order.
+func (e *Evaluator) each(d Data, fn func(Prediction)) error {
 	m := e.m
 	restore, err := bnstate.Infer(m.BatchNorms)
 	if err != nil {
-		return 0, errors.Wrap(err, "zoo: evaluation")
+		return errors.Wrap(err, "zoo: evaluation")
 	}
 	defer restore()
-	right, total := 0, 0
+	total := 0
 	for start := 0; start < d.Len(); start += m.Batch {
 		idx := make([]int, m.Batch)
 		for i := range idx {
@@ -56,15 +91,15 @@ func (e *Evaluator) Accuracy(d Data) (float64, error) {
 		}
 		x, y := d.Batch(m, idx)
 		if err := gorgonia.Let(m.X, x); err != nil {
-			return 0, errors.Wrap(err, "zoo: evaluation")
+			return errors.Wrap(err, "zoo: evaluation")
 		}
 		if err := gorgonia.Let(m.Y, y); err != nil {
-			return 0, errors.Wrap(err, "zoo: evaluation")
+			return errors.Wrap(err, "zoo: evaluation")
 		}
 		e.logits = nil
 		e.vm.Reset()
 		if err := e.vm.RunAll(); err != nil {
-			return 0, errors.Wrap(err, "zoo: evaluation")
+			return errors.Wrap(err, "zoo: evaluation")
 		}
 		logits := e.logits.Data().([]float32)
 		labels := y.Data().([]float32)
@@ -89,15 +124,13 @@ func (e *Evaluator) Accuracy(d Data) (float64, error) {
 				}
 			}
 			total++
-			if best == target {
-				right++
-			}
+			fn(Prediction{Example: start + r/rowsPer, Position: r % rowsPer, Target: target, Predicted: best})
 		}
 	}
 	if total == 0 {
-		return 0, errors.New("zoo: no targets to evaluate")
+		return errors.New("zoo: no targets to evaluate")
 	}
-	return float64(right) / float64(total), nil
+	return nil
 }
 
 // Close releases the evaluator's machine.

@@ -92,13 +92,16 @@ func diff(saved, now savedConfig) string {
 }
 
 // saveCheckpoint writes a checkpoint of the run, whose next minibatch is
-// number index of epoch.
-func saveCheckpoint(ctx context.Context, vm *asyncvm.VM, cfg Config, rc savedConfig, epochs []EpochResult, epoch, index int) error {
+// number index of epoch after step steps, and tells cfg.Checkpointed.
+func saveCheckpoint(ctx context.Context, vm *asyncvm.VM, cfg Config, rc savedConfig, epochs []EpochResult, step, epoch, index int) error {
 	m, err := manifest(rc, epochs, epoch, index)
 	if err != nil {
 		return err
 	}
-	_, err = vm.Checkpoint(ctx, cfg.CheckpointDir, m, cfg.CheckpointKeep)
+	dir, err := vm.Checkpoint(ctx, cfg.CheckpointDir, m, cfg.CheckpointKeep)
+	if dir != "" && cfg.Checkpointed != nil { // committed, even if pruning failed
+		cfg.Checkpointed(step, dir)
+	}
 	return errors.Wrap(err, "zoo: checkpoint")
 }
 

@@ -34,8 +34,15 @@ func TestResumedRunIsExact(t *testing.T) {
 		for name, cfg := range map[string]Config{"pipemare": r.PipeMare(steps), "pipedream": pipedream} {
 			t.Run(model+"/"+name, func(t *testing.T) {
 				cfg.CheckpointEvery, cfg.CheckpointDir = 7, t.TempDir()
-				whole, err := Train(context.Background(), r.Build, train, test, cfg)
+				var committed []int
+				every := cfg
+				every.Checkpointed = func(step int, dir string) {
+					committed = append(committed, step)
+					require.DirExists(t, dir)
+				}
+				whole, err := Train(context.Background(), r.Build, train, test, every)
 				require.NoError(t, err)
+				require.Equal(t, []int{7, 14}, committed, "told of every checkpoint")
 
 				cfg.CheckpointDir = t.TempDir()
 				ctx, cancel := context.WithCancel(context.Background())
@@ -60,6 +67,10 @@ func TestResumedRunIsExact(t *testing.T) {
 				require.Equal(t, whole.WeightsSHA256, res.WeightsSHA256, "the resumed run is the whole run")
 				require.Len(t, res.Epochs, 2)
 				require.Equal(t, whole.Accuracy, res.Accuracy)
+				require.Equal(t, whole.ModelAccuracy, res.ModelAccuracy)
+				for e := range whole.Epochs {
+					require.Equal(t, whole.Epochs[e].Accuracy, res.Epochs[e].Accuracy, "epoch %d", e+1)
+				}
 				require.Equal(t, len(whole.Epochs[0].Losses), len(res.Epochs[0].Losses), "the report holds the steps before the checkpoint")
 
 				other := resumeCfg
@@ -69,4 +80,39 @@ func TestResumedRunIsExact(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestResumeFromAnEpochEnd: a checkpoint at the end of an epoch holds the
+// epoch's test accuracy (measured on the drained pipeline, as the run left
+// alone measures it), so a run resumed from it reports the whole run.
+func TestResumeFromAnEpochEnd(t *testing.T) {
+	if raceEnabled {
+		t.Skip("training runs are skipped under the race detector")
+	}
+	r, err := RecipeFor("mlp")
+	require.NoError(t, err)
+	train, test, err := r.Load("embedded", 320)
+	require.NoError(t, err)
+	test = test.(*Dataset).Head(64)
+	r.Run.Epochs = 2
+	cfg := r.PipeMare(5)
+	cfg.CheckpointEvery, cfg.CheckpointDir = 5, t.TempDir()
+	whole, err := Train(context.Background(), r.Build, train, test, cfg)
+	require.NoError(t, err)
+
+	cfg.CheckpointDir = t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	stop := cfg
+	stop.Progress = func(EpochResult) { cancel() } // after epoch 1 and its checkpoint
+	_, err = Train(ctx, r.Build, train, test, stop)
+	cancel()
+	require.Error(t, err)
+	cfg.Resume = cfg.CheckpointDir
+	res, err := Train(context.Background(), r.Build, train, test, cfg)
+	require.NoError(t, err)
+	require.Equal(t, whole.WeightsSHA256, res.WeightsSHA256)
+	require.Len(t, res.Epochs, 2)
+	require.Positive(t, res.Epochs[0].Accuracy)
+	require.Equal(t, whole.Epochs[0].Accuracy, res.Epochs[0].Accuracy, "the checkpoint kept epoch 1's accuracy")
+	require.Equal(t, whole.Accuracy, res.Accuracy)
 }

@@ -13,7 +13,6 @@ import (
 	"github.com/pipemare/pipemare/rescheduler"
 	"github.com/pipemare/pipemare/schedule"
 	"github.com/pipemare/pipemare/solvers"
-	"github.com/pipemare/pipemare/transport"
 	"github.com/pkg/errors"
 	"gorgonia.org/gorgonia"
 )
@@ -55,13 +54,17 @@ type Config struct {
 	CheckpointEvery int
 	CheckpointDir   string
 	CheckpointKeep  int
+	// Checkpointed, when set, is called after each checkpoint is
+	// committed, with the steps it holds and its directory.
+	Checkpointed func(step int, dir string)
 	// Resume, when set, is a checkpoint directory (or a directory with a
 	// LATEST pointer) of a run with the same configuration: the run goes on
 	// from it, and ends bit-identical to the uninterrupted run.
 	Resume string
-	// Endpoint, when set, is the driver's end of a network transport to
-	// stages in other processes (asyncvm.WithEndpoint).
-	Endpoint transport.Endpoint
+	// Connect, when set, opens the driver's end of a network transport to
+	// stages in other processes (asyncvm.WithEndpoint), each running
+	// ServeStage with the same configuration; Train closes the endpoint.
+	Connect Connector
 	// Progress, when set, is called after every epoch.
 	Progress func(EpochResult)
 	// Steps, when set, is called every ProgressEvery steps within an epoch
@@ -141,6 +144,13 @@ type Result struct {
 	// weights: two runs with the same hash trained bit-identical weights.
 	// It is set only when the run finished (and its pipeline flushed).
 	WeightsSHA256 string `json:"weights_sha256,omitempty"`
+	// ModelAccuracy is the test accuracy of those weights, the model the
+	// run ends with (set, like WeightsSHA256, when the run finished). An
+	// asynchronous schedule's last epoch measured Accuracy with its last
+	// updates still in flight; the final flush applies them, so the two
+	// differ. A synchronous schedule flushes at every step: the two are
+	// equal.
+	ModelAccuracy float64 `json:"model_test_accuracy,omitempty"`
 }
 
 // MarshalJSON leaves final_accuracy out when no epoch completed.
@@ -211,24 +221,11 @@ func (c Config) Solver(stepsPerEpoch int) func(stage int) (gorgonia.Solver, erro
 // with the pipeline (or with injected delays) and measures test accuracy
 // after every epoch.
 func Train(ctx context.Context, build Builder, train, test Data, cfg Config) (*Result, error) {
-	if cfg.Schedule.Actions == nil {
-		cfg.Schedule = schedule.PipeMare
-	}
-	if cfg.Microbatch <= 0 || cfg.Microbatches <= 0 || cfg.Epochs <= 0 || cfg.LR <= 0 {
-		return nil, errors.Errorf("zoo: microbatch %d, microbatches %d, epochs %d and learning rate %g must be positive", cfg.Microbatch, cfg.Microbatches, cfg.Epochs, cfg.LR)
-	}
-	if cfg.T2 < 0 || cfg.T2 >= 1 {
-		return nil, errors.Errorf("zoo: T2 γ = %g must be in [0, 1)", cfg.T2)
-	}
-	m, err := build(cfg.Microbatch, cfg.Seed)
+	cfg, err := cfg.normalized()
 	if err != nil {
 		return nil, err
 	}
-	opts := []graphsplit.Option{graphsplit.FineGrained()}
-	if cfg.Stages > 0 {
-		opts = append(opts, graphsplit.Stages(cfg.Stages))
-	}
-	plan, err := graphsplit.Split(m.Graph, m.Cost, m.Learnables, opts...)
+	m, plan, err := cfg.split(build)
 	if err != nil {
 		return nil, err
 	}
@@ -237,30 +234,31 @@ func Train(ctx context.Context, build Builder, train, test Data, cfg Config) (*R
 		return nil, err
 	}
 	defer eval.Close()
-	stepsPerEpoch := train.Len() / (cfg.Microbatch * cfg.Microbatches)
-	if stepsPerEpoch == 0 {
-		return nil, errors.Errorf("zoo: %d training examples make no minibatch of %d microbatches × %d", train.Len(), cfg.Microbatches, cfg.Microbatch)
-	}
-	common := []asyncvm.Option{
-		asyncvm.WithMicrobatches(cfg.Microbatches), asyncvm.WithSolverFactory(cfg.Solver(stepsPerEpoch)), asyncvm.WithSeed(cfg.Seed),
-	}
-	if cfg.Endpoint != nil {
-		common = append(common, asyncvm.WithEndpoint(cfg.Endpoint))
+	stepsPerEpoch, err := cfg.stepsPerEpoch(train)
+	if err != nil {
+		return nil, err
 	}
 	if cfg.CheckpointEvery < 0 || (cfg.CheckpointEvery > 0) != (cfg.CheckpointDir != "") {
 		return nil, errors.Errorf("zoo: checkpoint every %d steps into %q: give both a positive interval and a directory, or neither", cfg.CheckpointEvery, cfg.CheckpointDir)
 	}
+	opts := cfg.engine(stepsPerEpoch)
 	var vm *asyncvm.VM
-	if cfg.Delays != nil {
-		if cfg.Warmup > 0 {
-			return nil, errors.Errorf("zoo: injected delays start at the first step; a warm-up of %d steps cannot be combined with them", cfg.Warmup)
+	switch {
+	case cfg.Delays != nil && cfg.Connect != nil:
+		return nil, errors.New("zoo: injected delays train in one process; they cannot drive stages elsewhere (Connect)")
+	case cfg.Delays != nil && cfg.Warmup > 0:
+		return nil, errors.Errorf("zoo: injected delays start at the first step; a warm-up of %d steps cannot be combined with them", cfg.Warmup)
+	case cfg.Delays != nil:
+		vm, err = asyncvm.NewInjected(plan, cfg.Delays, opts...)
+	case cfg.Connect != nil:
+		ep, cerr := cfg.Connect(ctx, plan)
+		if cerr != nil {
+			return nil, cerr
 		}
-		vm, err = asyncvm.NewInjected(plan, cfg.Delays, common...)
-	} else {
-		opts := append(common, asyncvm.WithSchedule(cfg.Schedule), asyncvm.WithActivations(cfg.Activations))
-		if cfg.Warmup > 0 {
-			opts = append(opts, asyncvm.WithWarmup(cfg.Warmup, schedule.OneFOneB))
+		if vm, err = asyncvm.New(plan, append(opts, asyncvm.WithEndpoint(ep))...); err != nil {
+			_ = ep.Close()
 		}
+	default:
 		vm, err = asyncvm.New(plan, opts...)
 	}
 	if err != nil {
@@ -332,20 +330,25 @@ func Train(ctx context.Context, build Builder, train, test Data, cfg Config) (*R
 			}
 			er.Losses = append(er.Losses, losses...)
 			done += len(chunk)
-			if k := cfg.CheckpointEvery; k > 0 && ((epoch-1)*len(batches)+done)%k == 0 {
+			if k, step := cfg.CheckpointEvery, (epoch-1)*len(batches)+done; k > 0 && step%k == 0 && done < len(batches) {
 				er.measure(time.Since(began), cfg)
 				saved := append(append([]EpochResult(nil), res.Epochs...), er)
-				saved[len(saved)-1].Interrupted = done < len(batches)
-				nextEpoch, nextIndex := epoch, done
-				if done == len(batches) {
-					nextEpoch, nextIndex = epoch+1, 0
-				}
-				if err := saveCheckpoint(ctx, vm, cfg, rc, saved, nextEpoch, nextIndex); err != nil {
+				saved[len(saved)-1].Interrupted = true // the rest of the epoch is to come
+				if err := saveCheckpoint(ctx, vm, cfg, rc, saved, step, epoch, done); err != nil {
 					return res, err
 				}
 			}
 			if cfg.Steps != nil {
 				cfg.Steps(done, len(batches))
+			}
+		}
+		// A checkpoint at the end of the epoch drains first and is written
+		// after the epoch's accuracy is measured, so that it holds it.
+		step := epoch * len(batches)
+		atCheckpoint := cfg.CheckpointEvery > 0 && step%cfg.CheckpointEvery == 0
+		if atCheckpoint {
+			if err := vm.Flush(ctx); err != nil {
+				return res, err
 			}
 		}
 		er.measure(time.Since(began), cfg)
@@ -359,6 +362,11 @@ func Train(ctx context.Context, build Builder, train, test Data, cfg Config) (*R
 			return res, err
 		}
 		res.Epochs = append(res.Epochs, er)
+		if atCheckpoint {
+			if err := saveCheckpoint(ctx, vm, cfg, rc, res.Epochs, step, epoch+1, 0); err != nil {
+				return res, err
+			}
+		}
 		if cfg.Progress != nil {
 			cfg.Progress(er)
 		}
@@ -368,6 +376,12 @@ func Train(ctx context.Context, build Builder, train, test Data, cfg Config) (*R
 	}
 	if res.WeightsSHA256, err = plan.WeightsSHA256(); err != nil {
 		return res, err
+	}
+	res.ModelAccuracy = res.Epochs[len(res.Epochs)-1].Accuracy
+	if cfg.Schedule.Async { // the flush applied the updates in flight
+		if res.ModelAccuracy, err = eval.Accuracy(test); err != nil {
+			return res, err
+		}
 	}
 	return res, nil
 }

@@ -31,11 +31,22 @@ type options struct {
 	t1, warmup                         int
 	cosine, stash                      bool
 	seed                               int64
-	limit, traceSteps                  int
+	limit, testLimit, traceSteps       int
 	fs                                 *flag.FlagSet
 }
 
+// register adds the flags of a training command to fs: those of the run
+// (registerRun) and of its outputs.
 func (o *options) register(fs *flag.FlagSet) {
+	o.registerRun(fs)
+	fs.IntVar(&o.traceSteps, "trace-steps", 20, "trace.json holds the actions of the last k minibatches (0: the whole run)")
+	fs.StringVar(&o.out, "out", "out", "output directory")
+}
+
+// registerRun adds the flags that decide what a run trains — the model,
+// its data, the cut, the schedule and the solver — to fs: every process
+// of a run (train, and each stage) is given the same.
+func (o *options) registerRun(fs *flag.FlagSet) {
 	o.fs = fs
 	fs.StringVar(&o.model, "model", "resnet", "model: mlp, cnn, resnet or transformer")
 	fs.StringVar(&o.data, "data", "embedded", "data: embedded (the subsets in the binary), auto ($PIPEMARE_FASHION_DIR, else Debian's dataset-fashion-mnist, else embedded), or a directory")
@@ -53,8 +64,7 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.BoolVar(&o.stash, "stash", false, "keep the forward's activations for the backward instead of recomputing them, in every stage that can (default: the model's recipe; the transformer's keeps)")
 	fs.Int64Var(&o.seed, "seed", 1, "seed of the initial weights and the data order")
 	fs.IntVar(&o.limit, "limit", 0, "use only the first n training examples (0: all)")
-	fs.IntVar(&o.traceSteps, "trace-steps", 20, "trace.json holds the actions of the last k minibatches (0: the whole run)")
-	fs.StringVar(&o.out, "out", "out", "output directory")
+	fs.IntVar(&o.testLimit, "test-limit", 0, "measure test accuracy on only the first n test examples (0: all)")
 }
 
 // parse parses args into fs. On -h it prints the usage on stdout and
@@ -106,15 +116,40 @@ func (o *options) load() (zoo.Recipe, zoo.Data, zoo.Data, error) {
 	if err := o.check(); err != nil {
 		return r, nil, nil, usageError(o.fs, "%v", err)
 	}
-	dir := o.data
+	train, test, err := loadData(r, o.data, o.limit, o.testLimit)
+	return r, train, test, err
+}
+
+// loadData loads r's data as -data names it, the first limit training
+// and testLimit test examples (0: all).
+func loadData(r zoo.Recipe, data string, limit, testLimit int) (zoo.Data, zoo.Data, error) {
+	dir := data
 	if dir == "auto" {
 		dir = ""
 	}
-	train, test, err := r.Load(dir, o.limit)
+	train, test, err := r.Load(dir, limit)
 	if err != nil {
-		return r, nil, nil, fmt.Errorf("-data %s: %w", o.data, err)
+		return nil, nil, fmt.Errorf("-data %s: %w", data, err)
 	}
-	return r, train, test, nil
+	if testLimit > 0 && testLimit < test.Len() {
+		test = head{test, testLimit}
+	}
+	return train, test, nil
+}
+
+// run is what the flags train with schedule s: the model's recipe, its
+// data (load) and the run's zoo.Config (config, whose errors are of the
+// command line).
+func (o *options) run(s schedule.Schedule) (zoo.Recipe, zoo.Data, zoo.Data, zoo.Config, error) {
+	r, train, test, err := o.load()
+	if err != nil {
+		return r, nil, nil, zoo.Config{}, err
+	}
+	cfg, err := o.config(s, train.Len())
+	if err != nil {
+		return r, nil, nil, cfg, usageError(o.fs, "%v", err)
+	}
+	return r, train, test, cfg, nil
 }
 
 // check refuses flag values outside their range, naming the flag: the
@@ -147,6 +182,9 @@ func (o *options) check() error {
 	}
 	if o.limit < 0 {
 		return fmt.Errorf("-limit %d: must be positive (or 0 for all)", o.limit)
+	}
+	if o.testLimit < 0 {
+		return fmt.Errorf("-test-limit %d: must be positive (or 0 for all)", o.testLimit)
 	}
 	if o.traceSteps < 0 {
 		return fmt.Errorf("-trace-steps %d: must be positive (or 0 for the whole run)", o.traceSteps)
@@ -256,3 +294,11 @@ func scheduleNamed(name string) (schedule.Schedule, error) {
 	}
 	return s, nil
 }
+
+// head is the first n examples of a data set.
+type head struct {
+	zoo.Data
+	n int
+}
+
+func (h head) Len() int { return h.n }

@@ -6,6 +6,20 @@
 //	pipemare compare   every schedule on the same model, data and seed, as a table
 //	pipemare plan      the stage table (and Graphviz) of a model
 //	pipemare schedule  the clock × stage grid of a schedule
+//	pipemare stage     serve one stage of a pipeline whose driver is train
+//	pipemare eval      the test accuracy of a trained model (model.safetensors)
+//	pipemare certs     a CA and certificates for stages on several hosts
+//
+// Stages in other processes, checkpoints and the trained model:
+//
+//	pipemare train -model mlp -procs 3              3 stage processes over loopback, mTLS
+//	pipemare certs -out certs -hosts h0,h1,h2       then on host i: pipemare stage -stage i …
+//	pipemare train -stage-addrs h0:7000,h1:7000,h2:7000 -certs certs …
+//	pipemare train -checkpoint-every 50 -out run …  after a crash, the same flags with -resume run
+//	pipemare eval -model mlp -weights run/model.safetensors
+//
+// Under torchrun or a Kubernetes JobSet every process runs the same train
+// command line: the process of stage 0 drives, the others serve a stage.
 //
 // Each command's -h lists its flags (on stdout, exit code 0). A wrong command
 // line prints one line naming the flag and the usage (exit code 2); any
@@ -18,6 +32,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"syscall"
 )
 
 const usage = `usage: pipemare <command> [flags]
@@ -27,15 +42,28 @@ commands:
   compare   run every schedule on the same model and data, print one table
   plan      print the stage table (and write Graphviz) for a model
   schedule  print the clock × stage grid of a schedule
+  stage     serve one stage of a pipeline driven by train -stage-addrs
+  eval      measure the test accuracy of a trained model (and its predictions)
   certs     write a CA and per-stage certificates for mutual TLS
+
+examples:
+  pipemare train -model mlp -procs 3                   stages in 3 processes of this host
+  pipemare train -model mlp -checkpoint-every 50 -out run
+  pipemare train -model mlp -checkpoint-every 50 -resume run    continue it after a crash
+  pipemare eval -model mlp -weights run/model.safetensors
 
 pipemare <command> -h lists the command's flags.
 `
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+func main() { os.Exit(mainCode()) }
+
+// mainCode is the program: the command line of os.Args, stopped cleanly
+// by SIGINT or SIGTERM (a training still writes the report of what ran,
+// and stops its stage processes). It returns the exit code.
+func mainCode() int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
+	return run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 }
 
 // run is the command line without the process: it returns the exit code.
@@ -46,7 +74,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	cmds := map[string]func(context.Context, []string, io.Writer, io.Writer) error{
 		"train": trainCmd, "compare": compareCmd, "plan": planCmd, "schedule": scheduleCmd,
-		"certs": certsCmd,
+		"certs": certsCmd, "stage": stageCmd, "eval": evalCmd,
 	}
 	if args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		fmt.Fprint(stdout, usage)

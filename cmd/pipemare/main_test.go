@@ -23,8 +23,12 @@ import (
 )
 
 // TestMain fails the package's tests if any goroutine outlives them: every
-// training the commands run stops its pipeline.
+// training the commands run stops its pipeline. Run with asMainEnv set,
+// the test binary is the pipemare command instead (process_test.go).
 func TestMain(m *testing.M) {
+	if os.Getenv(asMainEnv) != "" {
+		os.Exit(asMain())
+	}
 	goleak.VerifyTestMain(m)
 }
 

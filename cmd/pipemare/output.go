@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/pipemare/pipemare/asyncvm"
+	"github.com/pipemare/pipemare/checkpoint"
 	"github.com/pipemare/pipemare/zoo"
 )
 
@@ -54,6 +55,16 @@ func (o outputs) writeJSON(name string, v any) error {
 		return fmt.Errorf("%s: %w", name, err)
 	}
 	return o.write(name, func(f *os.File) error { _, err := f.Write(append(b, '\n')); return err })
+}
+
+// writeSettings writes the run's settings to settingsFile, atomically
+// (checkpoint.WriteFile): a crash leaves the old ones or the new.
+func (o outputs) writeSettings(s settings) error {
+	b, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return fmt.Errorf("%s: %w", settingsFile, err)
+	}
+	return checkpoint.WriteFile(filepath.Join(o.dir, settingsFile), append(b, '\n'))
 }
 
 // writeTrace writes the Chrome trace of a run's last k minibatches (k = 0:

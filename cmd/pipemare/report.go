@@ -21,10 +21,39 @@ type runReport struct {
 	// the first epoch whose test accuracy reached -target; absent when no
 	// epoch did, and from train's report.
 	TimeToTarget time.Duration `json:"time_to_target_ns,omitempty"`
+	// Placement is where train's stages ran; compare leaves it out.
+	Placement *placement `json:"placement,omitempty"`
+	// Resumed is the checkpoint a resumed run went on from; absent for a
+	// run that started afresh.
+	Resumed *resumed `json:"resumed,omitempty"`
 	// Result is the run as zoo.Result serialises it: epochs (losses, test
 	// accuracy, an interrupted epoch marked), the engine's asyncvm.Report,
 	// the virtual-device replay, the final accuracy and weights_sha256.
 	Result *zoo.Result `json:"result"`
+}
+
+// placement is where a run's stages ran.
+type placement struct {
+	// Where is "in-process" (goroutines of the driver), "processes"
+	// (train -procs: child processes on this host) or "remote" (stages
+	// started elsewhere: -stage-addrs, or a launcher's environment).
+	Where string `json:"where"`
+	// Launcher is "torchrun" or "jobset" when a launcher started the
+	// processes.
+	Launcher string `json:"launcher,omitempty"`
+	// Transport is "grpc+mtls" or "grpc (plaintext)" between processes.
+	Transport string `json:"transport,omitempty"`
+	// Addresses are the stages' addresses, in stage order; PIDs the
+	// processes train -procs started.
+	Addresses []string `json:"addresses,omitempty"`
+	PIDs      []int    `json:"pids,omitempty"`
+}
+
+// resumed is the checkpoint a run was resumed from.
+type resumed struct {
+	// Checkpoint is its directory; Step the minibatches it held.
+	Checkpoint string `json:"checkpoint"`
+	Step       int64  `json:"step"`
 }
 
 // compareReport is report.json of pipemare compare.
@@ -70,6 +99,9 @@ type settings struct {
 	// "recompute" or "keep".
 	Activations string `json:"activations"`
 	Seed        int64  `json:"seed"`
+	// CheckpointEvery is train's -checkpoint-every: a checkpoint every so
+	// many minibatches (0, and absent: none).
+	CheckpointEvery int `json:"checkpoint_every,omitempty"`
 }
 
 func newSettings(o *options, cfg zoo.Config, train, test zoo.Data) settings {
@@ -84,6 +116,6 @@ func newSettings(o *options, cfg zoo.Config, train, test zoo.Data) settings {
 		StepsPerEpoch: train.Len() / (cfg.Microbatch * cfg.Microbatches), Epochs: cfg.Epochs,
 		LR: cfg.LR, Cosine: cfg.Cosine, Solver: cfg.SolverName(),
 		T1Steps: cfg.T1, T2Gamma: cfg.T2, WarmupSteps: cfg.Warmup,
-		Activations: acts, Seed: cfg.Seed,
+		Activations: acts, Seed: cfg.Seed, CheckpointEvery: cfg.CheckpointEvery,
 	}
 }

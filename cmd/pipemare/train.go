@@ -7,17 +7,29 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"time"
 
+	"github.com/pipemare/pipemare/checkpoint"
 	"github.com/pipemare/pipemare/zoo"
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
 )
 
-func trainCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+// trainFlagSet is train's command line: the flags of the run and its
+// outputs (options), and where the stages run and checkpoints
+// (trainFlags).
+func trainFlagSet() (*flag.FlagSet, *options, *trainFlags) {
 	fs := flag.NewFlagSet("pipemare train", flag.ContinueOnError)
 	var o options
 	o.register(fs)
+	var t trainFlags
+	t.register(fs)
+	return fs, &o, &t
+}
+
+func trainCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs, o, t := trainFlagSet()
 	if err := parse(fs, args, stdout, stderr); err != nil {
 		return err
 	}
@@ -25,28 +37,82 @@ func trainCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return usageError(fs, "%v", err)
 	}
-	r, train, test, err := o.load()
+	if t.checkpointEvery < 0 {
+		return usageError(fs, "-checkpoint-every %d: a number of minibatches (0: no checkpoints)", t.checkpointEvery)
+	}
+	from := ""
+	if t.resume != "" { // the run's output directory
+		out, f := resumeTarget(t.resume)
+		if o.set()["out"] && filepath.Clean(o.out) != out {
+			return usageError(fs, "-out %s and -resume %s: a resumed run writes to the directory it resumes (%s)", o.out, t.resume, out)
+		}
+		o.out, from = out, f
+	}
+	where, pl, err := t.place()
+	var ue usageErr
+	if errors.As(err, &ue) {
+		return usageError(fs, "%v", err)
+	} else if err != nil {
+		return err
+	}
+	r, train, test, cfg, err := o.run(s)
 	if err != nil {
 		return err
 	}
-	cfg, err := o.config(s, train.Len())
-	if err != nil {
-		return usageError(fs, "%v", err)
+	if where == launchedStage { // a stage of a launched pipeline: no outputs of its own
+		return serveStage(ctx, r, train, cfg, &t.net, pl, stdout)
 	}
-	out := outputs{dir: o.out, files: append([]string{"report.json", "trace.json"}, plotFiles...)}
+	cfg.CheckpointEvery = t.checkpointEvery
+	out := outputs{dir: o.out, files: append([]string{"report.json", "trace.json", settingsFile, modelFile}, plotFiles...)}
 	if err := out.prepare(); err != nil {
 		return err
 	}
+	st := newSettings(o, cfg, train, test)
+	c, err := startPoint(o.out, from, t.resume != "", st)
+	if err != nil {
+		return err
+	}
+	rep := runReport{Settings: st, Placement: t.placement(where, pl)}
+	if err := out.writeSettings(st); err != nil {
+		return err
+	}
+	if cfg.CheckpointEvery > 0 {
+		if cfg.CheckpointDir, err = filepath.Abs(filepath.Join(o.out, checkpointsDir)); err != nil { // the same path for stages in other processes
+			return err
+		}
+		cfg.Checkpointed = func(step int, dir string) { fmt.Fprintf(stdout, "checkpoint at step %d: %s\n", step, dir) }
+	}
+	switch {
+	case c != nil:
+		cfg.Resume = c.Dir
+		rep.Resumed = &resumed{Checkpoint: c.Dir, Step: c.Manifest.Step}
+		fmt.Fprintf(stdout, "resuming from %s: step %d (epoch %d, minibatch %d)\n", c.Dir, c.Manifest.Step, c.Manifest.Data.Epoch, c.Manifest.Data.Index)
+	case t.resume != "":
+		fmt.Fprintf(stdout, "no checkpoint in %s yet: starting the run there\n", o.out)
+	}
 	fmt.Fprintf(stdout, "training %s (%d examples) with %s, %s stages, N=%d × %d rows, %d epochs, lr %g (%s), T1 K=%d, T2 γ=%g, warm-up %d steps\n",
 		o.model, train.Len(), s.Name, o.stages, cfg.Microbatches, cfg.Microbatch, cfg.Epochs, cfg.LR, cfg.SolverName(), cfg.T1, cfg.T2, cfg.Warmup)
+	stop, err := t.connect(ctx, &cfg, o, where, pl, rep.Placement, r, train, stdout, stderr)
+	if err != nil {
+		return err
+	}
 	res, err := trainWithProgress(ctx, r.Build, cfg, train, test, stdout, stderr)
+	err = errors.Join(err, stop(err))
 	if res == nil || len(res.Epochs) == 0 {
 		return err
 	}
 	// Interrupted runs too: the report of what ran.
-	werr := writeRun(out, runReport{Settings: newSettings(&o, cfg, train, test), Result: res}, o.traceSteps)
+	rep.Result = res
+	werr := writeRun(out, rep, o.traceSteps)
+	if werr == nil && res.WeightsSHA256 != "" { // a finished run: its model
+		werr = checkpoint.SaveModel(filepath.Join(o.out, modelFile), res.Plan.Learnables)
+	}
 	if werr == nil {
-		fmt.Fprintf(stdout, "wrote %s/report.json, trace.json and plots\n", o.out)
+		model := ""
+		if res.WeightsSHA256 != "" {
+			model = " " + modelFile + ","
+		}
+		fmt.Fprintf(stdout, "wrote %s/report.json,%s trace.json and plots\n", o.out, model)
 	}
 	return errors.Join(err, werr)
 }
@@ -114,6 +180,9 @@ func trainWithProgress(ctx context.Context, build zoo.Builder, cfg zoo.Config, t
 		}
 		rep := res.Report
 		fmt.Fprintf(stdout, "%d stages, measured utilization %.3f (bubble %.3f), wall %v\n", res.Stages, rep.Utilization, rep.Bubble, res.Wall.Round(time.Millisecond))
+		if res.WeightsSHA256 != "" {
+			fmt.Fprintf(stdout, "trained model: test accuracy %.4f, weights_sha256 %s\n", res.ModelAccuracy, res.WeightsSHA256)
+		}
 	}
 	return res, err
 }

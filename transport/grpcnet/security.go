@@ -52,6 +52,13 @@ func checkInsecure(addrs []string) error {
 	return nil
 }
 
+// Loopback reports whether addr (host:port) is a loopback address: one
+// WithInsecure allows.
+func Loopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	return err == nil && isLoopback(host)
+}
+
 func isLoopback(host string) bool {
 	if strings.EqualFold(host, "localhost") {
 		return true

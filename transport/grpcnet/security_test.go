@@ -163,3 +163,13 @@ func TestPlaintextOnlyOnLoopback(t *testing.T) {
 		require.NoError(t, checkInsecure([]string{a}), a)
 	}
 }
+
+// TestLoopback: the addresses WithInsecure allows.
+func TestLoopback(t *testing.T) {
+	for addr, want := range map[string]bool{
+		"127.0.0.1:7000": true, "127.3.2.1:1": true, "[::1]:7000": true, "localhost:7000": true, "LocalHost:1": true,
+		"10.0.0.1:7000": false, "example.com:7000": false, "[::]:7000": false, ":7000": false, "127.0.0.1": false,
+	} {
+		require.Equal(t, want, Loopback(addr), addr)
+	}
+}

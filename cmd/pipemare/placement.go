@@ -1,0 +1,198 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/pipemare/pipemare/graphsplit"
+	"github.com/pipemare/pipemare/transport"
+	"github.com/pipemare/pipemare/zoo"
+)
+
+// trainFlags are train's flags beyond those of the run and its outputs:
+// where the stages run, and checkpoints.
+type trainFlags struct {
+	procs, checkpointEvery int
+	resume                 string
+	net                    netFlags
+}
+
+func (t *trainFlags) register(fs *flag.FlagSet) {
+	fs.IntVar(&t.procs, "procs", 0, "run the stages in this many processes of this program on this host (pipemare stage over loopback, mutual TLS with throw-away certificates unless -insecure); one per stage: the plan must have as many (-stages)")
+	fs.IntVar(&t.checkpointEvery, "checkpoint-every", 0, "drain the pipeline and write a checkpoint every n minibatches to the checkpoints directory of -out (0: none)")
+	fs.StringVar(&t.resume, "resume", "", "continue the run whose -out was this directory, from its latest checkpoint (or from the checkpoint directory given: DIR/checkpoints/step-…), with the flags it was started with; a directory without a checkpoint yet starts the run there")
+	t.net.register(fs)
+}
+
+// where is where train's stages run.
+type where int
+
+const (
+	inProcess     where = iota // goroutines of this process
+	localProcs                 // -procs: child processes
+	remote                     // -stage-addrs: stages started elsewhere
+	launchedFirst              // under a launcher, stage 0: the driver, and stage 0 beside it
+	launchedStage              // under a launcher, another stage: pipemare stage
+)
+
+// usageErr is an error of the command line.
+type usageErr struct{ error }
+
+// place decides where the stages run from -procs, -stage-addrs and a
+// launcher's environment (torchrun, a JobSet: the process of stage 0
+// drives and serves stage 0; every other process serves its stage). Errors
+// of the command line are usageErr.
+func (t *trainFlags) place() (where, place, error) {
+	env, found, err := launched()
+	if err != nil {
+		return 0, place{}, err
+	}
+	n := &t.net
+	switch {
+	case t.procs < 0:
+		return 0, place{}, usageErr{fmt.Errorf("-procs %d: a number of stage processes (0: stages in this process)", t.procs)}
+	case t.procs > 0 && n.stageAddrs != "":
+		return 0, place{}, usageErr{fmt.Errorf("-procs %d and -stage-addrs: -procs starts the stages here, -stage-addrs names stages started elsewhere; choose one", t.procs)}
+	case t.procs > 0 && found:
+		return 0, place{}, usageErr{fmt.Errorf("-procs %d: the %s environment has started the stages already", t.procs, env.Launcher)}
+	case t.procs > 0 && n.certs != "":
+		return 0, place{}, usageErr{fmt.Errorf("-procs %d and -certs: -procs makes throw-away certificates (or runs plaintext with -insecure)", t.procs)}
+	case t.procs > 0:
+		return localProcs, place{stage: -1}, nil
+	case found:
+		pl, err := stagePlace(n, -1, "", env, true)
+		if err != nil {
+			return 0, pl, usageErr{err}
+		}
+		if pl.stage == 0 {
+			return launchedFirst, pl, nil
+		}
+		return launchedStage, pl, nil
+	case n.stageAddrs != "":
+		addrs, err := parseAddrs(n.stageAddrs)
+		if err == nil {
+			err = n.checkCredentials(addrs)
+		}
+		if err != nil {
+			return 0, place{}, usageErr{err}
+		}
+		return remote, place{addrs: addrs, stage: -1}, nil
+	case n.certs != "" || n.insecure:
+		return 0, place{}, usageErr{errors.New("-certs and -insecure secure the links to stages in other processes: give -procs or -stage-addrs with them")}
+	}
+	return inProcess, place{stage: -1}, nil
+}
+
+// placement is what report.json says of where the stages ran (the
+// addresses and processes of -procs are filled in once they start).
+func (t *trainFlags) placement(w where, pl place) *placement {
+	p := &placement{Where: "in-process"}
+	switch w {
+	case localProcs:
+		p.Where = "processes"
+	case remote, launchedFirst:
+		p.Where, p.Launcher, p.Addresses = "remote", pl.launcher, pl.addrs
+	}
+	if w != inProcess {
+		p.Transport = "grpc+mtls"
+		if t.net.insecure {
+			p.Transport = "grpc (plaintext)"
+		}
+	}
+	return p
+}
+
+// stopGrace is how long train waits for its stage processes to exit once
+// the driver has stopped them, before it kills them.
+const stopGrace = 10 * time.Second
+
+// connect sets cfg.Connect to reach the stages where w says, starting
+// them first when train runs them itself (-procs; under a launcher, stage
+// 0). It returns stop, which the caller calls once training returned
+// (with its error): it ends and waits for what connect started and
+// returns how that ended.
+func (t *trainFlags) connect(ctx context.Context, cfg *zoo.Config, o *options, w where, pl place, rep *placement, r zoo.Recipe, train zoo.Data, stdout, stderr io.Writer) (stop func(error) error, err error) {
+	switch w {
+	case remote:
+		cfg.Connect = t.net.connector(transport.Driver, pl)
+	case launchedFirst: // stage 0 beside the driver, as a stage process would serve it
+		sctx, cancel := context.WithCancel(ctx)
+		served := make(chan error, 1)
+		first, scfg := pl, *cfg
+		go func() { served <- serveStage(sctx, r, train, scfg, &t.net, first, io.Discard) }()
+		pl.stage = -1
+		cfg.Connect = t.net.connector(transport.Driver, pl)
+		return func(trainErr error) error {
+			if trainErr != nil { // the driver may never have reached stage 0
+				cancel()
+			}
+			select {
+			case err := <-served:
+				cancel()
+				return err
+			case <-time.After(stopGrace):
+				cancel()
+				return <-served
+			}
+		}, nil
+	case localProcs:
+		var stages *localStages
+		cfg.Connect = func(ctx context.Context, plan *graphsplit.Plan) (transport.Endpoint, error) {
+			if len(plan.Stages) != t.procs {
+				return nil, fmt.Errorf("-procs %d: the plan has %d stages (-stages %s): give -stages %d, or -procs %d", t.procs, len(plan.Stages), o.stages, t.procs, len(plan.Stages))
+			}
+			ctx, cancel := context.WithCancelCause(ctx)
+			defer cancel(nil)
+			var err error
+			stages, err = startLocalStages(t.procs, t.net.insecure, func(i int, addrs []string, certs string) []string {
+				return stageArgs(o, i, addrs, certs)
+			}, stderr, func(i int, err error) {
+				cancel(fmt.Errorf("stage %d exited before the pipeline was up (%v); its error is above", i, err))
+			})
+			if err != nil {
+				return nil, err
+			}
+			rep.Addresses, rep.PIDs = stages.addrs, stages.pids
+			fmt.Fprintf(stdout, "started %d stage processes on %s (pids %s)\n", t.procs, strings.Join(stages.addrs, ", "), strings.Trim(fmt.Sprint(stages.pids), "[]"))
+			n := t.net
+			n.certs = stages.certs
+			ep, err := n.connector(transport.Driver, place{addrs: stages.addrs, stage: -1})(ctx, plan)
+			if cause := context.Cause(ctx); err != nil && cause != nil && !errors.Is(cause, context.Canceled) {
+				err = cause
+			}
+			return ep, err
+		}
+		return func(error) error {
+			if stages == nil {
+				return nil
+			}
+			return stages.stop(stopGrace)
+		}, nil
+	}
+	return func(error) error { return nil }, nil
+}
+
+// stageArgs are the arguments of stage i of train -procs: pipemare stage
+// with the run's flags as given to train, the stages' addresses, the
+// listener it inherits as file descriptor 3 and its credentials.
+func stageArgs(o *options, i int, addrs []string, certs string) []string {
+	args := []string{"stage"}
+	run := flag.NewFlagSet("", flag.ContinueOnError)
+	(&options{}).registerRun(run)
+	o.fs.Visit(func(f *flag.Flag) {
+		if run.Lookup(f.Name) != nil {
+			args = append(args, "-"+f.Name+"="+f.Value.String())
+		}
+	})
+	args = append(args, "-stage="+strconv.Itoa(i), "-stage-addrs="+strings.Join(addrs, ","), "-listen=fd:3")
+	if certs == "" {
+		return append(args, "-insecure")
+	}
+	return append(args, "-certs="+certs)
+}

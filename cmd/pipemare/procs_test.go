@@ -1,0 +1,280 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// mlpArgs is a short MLP run: 5 minibatches an epoch, 3 epochs (the
+// first a synchronous warm-up, then PipeMare with T1 and T2), accuracy on
+// 200 test images.
+var mlpArgs = []string{"-model", "mlp", "-limit", "320", "-epochs", "3", "-test-limit", "200"}
+
+// TestProcsTrainLikeInProcess: train -procs 3 (three stage processes of
+// this program over loopback, mutual TLS with throw-away certificates)
+// trains the MLP exactly as the in-process engine does — the same
+// weights_sha256 in report.json — says where its stages ran, and leaves
+// no process, goroutine or certificate behind; -insecure likewise in
+// plaintext.
+func TestProcsTrainLikeInProcess(t *testing.T) {
+	skipProcesses(t)
+	t.Setenv(asMainEnv, "1") // the stage processes are this test binary
+	alone := t.TempDir()
+	code, _, stderr := runCLI(context.Background(), append([]string{"train", "-out", alone}, mlpArgs...)...)
+	require.Equal(t, 0, code, stderr)
+	want := reportOf(t, alone)
+	require.Equal(t, "in-process", want.Placement.Where)
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp) // where the throw-away certificates go
+	for _, extra := range [][]string{nil, {"-insecure"}} {
+		dir := t.TempDir()
+		args := append(append([]string{"train", "-procs", "3", "-out", dir}, mlpArgs...), extra...)
+		code, out, stderr := runCLI(context.Background(), args...)
+		require.Equal(t, 0, code, "%v\n%s\n%s", args, out, stderr)
+		require.Empty(t, stderr, "the stages said nothing")
+		require.Regexp(t, `started 3 stage processes on 127\.0\.0\.1:\d+, 127\.0\.0\.1:\d+, 127\.0\.0\.1:\d+ \(pids \d+ \d+ \d+\)`, out)
+		got := reportOf(t, dir)
+		require.Equal(t, want.Result.WeightsSHA256, got.Result.WeightsSHA256, "%v: stage processes train exactly like the in-process engine", extra)
+		require.Equal(t, want.Result.Epochs, got.Result.Epochs[:len(want.Result.Epochs)], "the same losses and accuracies")
+		require.Equal(t, "processes", got.Placement.Where)
+		require.Len(t, got.Placement.Addresses, 3)
+		require.Len(t, got.Placement.PIDs, 3)
+		if extra == nil {
+			require.Equal(t, "grpc+mtls", got.Placement.Transport)
+		} else {
+			require.Equal(t, "grpc (plaintext)", got.Placement.Transport)
+		}
+		for _, pid := range got.Placement.PIDs {
+			require.True(t, gone(pid), "stage process %d is gone", pid)
+		}
+		entries, err := os.ReadDir(tmp)
+		require.NoError(t, err)
+		require.Empty(t, entries, "the throw-away certificates are removed")
+	}
+}
+
+// TestProcsRefusals: -procs with a plan of another size, or beside
+// -stage-addrs or -certs, and plaintext to a host that is not loopback,
+// are refused naming the flags, before anything starts.
+func TestProcsRefusals(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		code int
+		msg  string
+	}{
+		{[]string{"-procs", "-1"}, 2, "-procs -1: a number of stage processes"},
+		{[]string{"-procs", "2", "-stage-addrs", "127.0.0.1:1,127.0.0.1:2"}, 2, "-procs 2 and -stage-addrs: "},
+		{[]string{"-procs", "2", "-certs", "x"}, 2, "-procs 2 and -certs: -procs makes throw-away certificates"},
+		{[]string{"-stage-addrs", "10.0.0.1:7000", "-insecure"}, 2, "-insecure: plaintext refused: 10.0.0.1:7000 is not a loopback address; give -certs DIR"},
+		{[]string{"-stage-addrs", "127.0.0.1:7000"}, 2, "-certs DIR or -insecure: the links between processes need mutual TLS"},
+		{[]string{"-stage-addrs", "127.0.0.1"}, 2, `-stage-addrs: "127.0.0.1" is not host:port`},
+		{[]string{"-insecure"}, 2, "-certs and -insecure secure the links to stages in other processes: give -procs or -stage-addrs"},
+		{[]string{"-checkpoint-every", "-3"}, 2, "-checkpoint-every -3: a number of minibatches"},
+		{[]string{"-test-limit", "-3"}, 2, "-test-limit -3: must be positive"},
+		{[]string{"-out", "a", "-resume", "b"}, 2, "-out a and -resume b: a resumed run writes to the directory it resumes (b)"},
+		{[]string{"-procs", "2", "-test-limit", "64", "-out", filepath.Join(t.TempDir(), "out")}, 1, "-procs 2: the plan has 3 stages (-stages fine): give -stages 2, or -procs 3"},
+	} {
+		args := append([]string{"train", "-model", "mlp", "-limit", "64", "-epochs", "2"}, c.args...)
+		code, stdout, stderr := runCLI(context.Background(), args...)
+		require.Equal(t, c.code, code, "%v: %s", c.args, stderr)
+		first, _, _ := strings.Cut(stderr, "\n")
+		require.Contains(t, first, c.msg, "%v", c.args)
+		require.NotRegexp(t, `(?m)^epoch \d+:`, stdout, "%v: nothing trained", c.args)
+	}
+}
+
+// TestStagesStartedByHand: the walkthrough of the README — pipemare certs,
+// one pipemare stage per stage, train -stage-addrs with the driver's
+// certificate — trains as the in-process engine does; each stage exits 0,
+// saying the driver stopped it. Then the driver is killed mid-run: every
+// stage exits non-zero with an error naming its stage.
+func TestStagesStartedByHand(t *testing.T) {
+	skipProcesses(t)
+	args := []string{"-model", "mlp", "-stages", "2", "-limit", "320", "-epochs", "3", "-test-limit", "200"}
+	alone := t.TempDir()
+	pipemareRun(t, nil, append([]string{"train", "-out", alone}, args...)...)
+	want := reportOf(t, alone).Result.WeightsSHA256
+
+	certs := filepath.Join(t.TempDir(), "certs")
+	code, out, stderr := runCLI(context.Background(), "certs", "-out", certs, "-hosts", "127.0.0.1,localhost")
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, out, "wrote a CA and certificates for the driver and 2 stages")
+	stages := func(args []string) ([]*proc, string) {
+		var ls []net.Listener
+		var addrs []string
+		for i := 0; i < 2; i++ {
+			l, err := net.Listen("tcp", "127.0.0.1:0")
+			require.NoError(t, err)
+			ls = append(ls, l)
+			_, port, _ := net.SplitHostPort(l.Addr().String())
+			addrs = append(addrs, []string{"127.0.0.1", "localhost"}[i]+":"+port) // the hosts the certificates name
+		}
+		var ps []*proc
+		for i, l := range ls {
+			f, err := l.(*net.TCPListener).File()
+			require.NoError(t, err)
+			l.Close()
+			p := startWithFiles(t, []*os.File{f}, append([]string{"stage", "-stage", strconv.Itoa(i), "-stage-addrs", strings.Join(addrs, ","), "-listen", "fd:3", "-certs", certs}, args...)...)
+			f.Close()
+			ps = append(ps, p)
+		}
+		return ps, strings.Join(addrs, ",")
+	}
+	ps, addrs := stages(args)
+	dir := t.TempDir()
+	out = pipemareRun(t, nil, append([]string{"train", "-stage-addrs", addrs, "-certs", certs, "-out", dir}, args...)...)
+	got := reportOf(t, dir)
+	require.Equal(t, want, got.Result.WeightsSHA256, "stages started by hand train like the engine")
+	require.Equal(t, "remote", got.Placement.Where)
+	require.Equal(t, strings.Split(addrs, ","), got.Placement.Addresses)
+	for i, p := range ps {
+		code, out, stderr := p.wait(t, 30*time.Second)
+		require.Equal(t, 0, code, "stage %d: %s", i, stderr)
+		require.Contains(t, out, fmt.Sprintf("stage %d of 2: connected", i))
+		require.Contains(t, out, fmt.Sprintf("stage %d: stopped by the driver", i))
+	}
+
+	long := append(append([]string(nil), args...), "-epochs", "100") // still running when killed, however loaded the machine
+	ps, addrs = stages(long)
+	driver := start(t, nil, append([]string{"train", "-stage-addrs", addrs, "-certs", certs, "-out", t.TempDir()}, long...)...)
+	driver.until(t, regexp.MustCompile(`^epoch 1:`), time.Minute)
+	require.NoError(t, driver.cmd.Process.Kill())
+	for i, p := range ps {
+		code, _, stderr := p.wait(t, 30*time.Second)
+		require.NotEqual(t, 0, code, "stage %d lost its driver", i)
+		require.Regexp(t, fmt.Sprintf(`(?m)^pipemare stage: .*stage %d`, i), stderr)
+	}
+}
+
+// startWithFiles is start with files inherited from file descriptor 3 on.
+func startWithFiles(t *testing.T, files []*os.File, args ...string) *proc {
+	t.Helper()
+	defer func(f func(*exec.Cmd)) { beforeStart = f }(beforeStart)
+	beforeStart = func(c *exec.Cmd) { c.ExtraFiles = files }
+	return start(t, nil, args...)
+}
+
+// TestProcsStageKilled: a stage process of train -procs 3 SIGKILLed while
+// the pipeline trains makes the driver fail within seconds, naming the
+// stage and how its process ended; the other stage processes exit and no
+// certificate is left behind.
+func TestProcsStageKilled(t *testing.T) {
+	skipProcesses(t)
+	tmp := t.TempDir()
+	p := start(t, []string{"TMPDIR=" + tmp}, append([]string{"train", "-procs", "3", "-epochs", "100", "-out", t.TempDir()}, mlpArgs[:4]...)...)
+	m := p.until(t, regexp.MustCompile(`^started 3 stage processes on .* \(pids (\d+) (\d+) (\d+)\)`), time.Minute)
+	p.until(t, regexp.MustCompile(`^epoch 1:`), time.Minute)
+	victim, _ := strconv.Atoi(m[2])
+	require.NoError(t, syscall.Kill(victim, syscall.SIGKILL))
+	killed := time.Now()
+	code, out, stderr := p.wait(t, time.Minute)
+	require.Equal(t, 1, code, "%s\n%s", out, stderr)
+	require.Less(t, time.Since(killed), 30*time.Second, "the driver notices within the receive deadline")
+	require.Regexp(t, `(?m)^pipemare train: .*stage 1`, stderr, "the driver names the stage")
+	require.Contains(t, stderr, fmt.Sprintf("stage 1 (pid %d): signal: killed", victim), "and how its process ended")
+	for _, s := range m[1:] {
+		pid, _ := strconv.Atoi(s)
+		require.True(t, gone(pid), "stage process %d has exited", pid)
+	}
+	entries, err := os.ReadDir(tmp)
+	require.NoError(t, err)
+	require.Empty(t, entries, "the throw-away certificates are removed")
+}
+
+// TestTorchrunEnvironment: three pipemare train processes with the same
+// flags and torchrun's environment (RANK, WORLD_SIZE, LOCAL_WORLD_SIZE,
+// MASTER_ADDR, MASTER_PORT; package launch), started in reverse order,
+// train as the in-process engine does: rank 0 drives and serves stage 0
+// and writes the report, saying torchrun placed it; ranks 1 and 2 serve
+// their stages until the driver stops them.
+func TestTorchrunEnvironment(t *testing.T) {
+	skipProcesses(t)
+	alone := t.TempDir()
+	pipemareRun(t, nil, append([]string{"train", "-out", alone}, mlpArgs...)...)
+	want := reportOf(t, alone).Result.WeightsSHA256
+
+	master := freePorts(t, 4) // MASTER_PORT, then stage i listens on MASTER_PORT+1+i
+	dir := t.TempDir()
+	ps := make([]*proc, 3)
+	for i := 2; i >= 0; i-- {
+		env := []string{"RANK=" + strconv.Itoa(i), "WORLD_SIZE=3", "LOCAL_WORLD_SIZE=3", "MASTER_ADDR=127.0.0.1", "MASTER_PORT=" + strconv.Itoa(master)}
+		ps[i] = start(t, env, append([]string{"train", "-insecure", "-out", dir}, mlpArgs...)...)
+	}
+	for i, p := range ps {
+		code, out, stderr := p.wait(t, 5*time.Minute)
+		require.Equal(t, 0, code, "rank %d:\n%s\n%s", i, out, stderr)
+		if i > 0 {
+			require.Contains(t, out, fmt.Sprintf("stage %d: stopped by the driver", i))
+		}
+	}
+	got := reportOf(t, dir)
+	require.Equal(t, want, got.Result.WeightsSHA256, "torchrun's processes train like the engine")
+	require.Equal(t, "torchrun", got.Placement.Launcher)
+	require.Equal(t, []string{fmt.Sprintf("127.0.0.1:%d", master+1), fmt.Sprintf("127.0.0.1:%d", master+2), fmt.Sprintf("127.0.0.1:%d", master+3)}, got.Placement.Addresses)
+}
+
+// freePorts is the first of n consecutive loopback ports that are free
+// now (another process could take one before the test listens on it: it
+// would fail saying so, not pass).
+func freePorts(t *testing.T, n int) int {
+	t.Helper()
+	for range 100 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		first := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		if first+n > 65535 {
+			continue
+		}
+		ok := true
+		for p := first; p < first+n && ok; p++ {
+			l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
+			if ok = err == nil; ok {
+				l.Close()
+			}
+		}
+		if ok {
+			return first
+		}
+	}
+	t.Fatal("no free consecutive ports")
+	return 0
+}
+
+// TestProcsInterrupted: train -procs 3 stopped by SIGTERM (or Ctrl-C)
+// mid-run stops its stage processes, removes its certificates and still
+// writes the report of what ran, its last epoch marked interrupted.
+func TestProcsInterrupted(t *testing.T) {
+	skipProcesses(t)
+	tmp, dir := t.TempDir(), t.TempDir()
+	p := start(t, []string{"TMPDIR=" + tmp}, append([]string{"train", "-procs", "3", "-epochs", "100", "-out", dir}, mlpArgs[:4]...)...)
+	m := p.until(t, regexp.MustCompile(`^started 3 stage processes on .* \(pids (\d+) (\d+) (\d+)\)`), time.Minute)
+	p.until(t, regexp.MustCompile(`^epoch 1:`), time.Minute)
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
+	code, out, stderr := p.wait(t, time.Minute)
+	require.Equal(t, 1, code, "%s\n%s", out, stderr)
+	require.Contains(t, stderr, "context canceled")
+	require.Regexp(t, `(?m)^epoch \d+ interrupted after \d+ steps`, out)
+	for _, s := range m[1:] {
+		pid, _ := strconv.Atoi(s)
+		require.True(t, gone(pid), "stage process %d has exited", pid)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "report.json"))
+	require.NoError(t, err, "the report of what ran")
+	require.Contains(t, string(b), `"interrupted": true`)
+	entries, err := os.ReadDir(tmp)
+	require.NoError(t, err)
+	require.Empty(t, entries, "the throw-away certificates are removed")
+}

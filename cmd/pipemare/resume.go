@@ -1,0 +1,164 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+
+	"github.com/pipemare/pipemare/checkpoint"
+)
+
+// The files of a run in its output directory besides its results.
+const (
+	// checkpointsDir holds the run's checkpoints (package checkpoint's
+	// layout: LATEST and step-… directories).
+	checkpointsDir = "checkpoints"
+	// settingsFile holds the run's settings, written before it trains:
+	// -resume compares them with its own.
+	settingsFile = "settings.json"
+	// modelFile is the trained model (checkpoint.SaveModel).
+	modelFile = "model" + checkpoint.ModelExt
+)
+
+// resumeTarget splits -resume DIR into the run's output directory and the
+// checkpoint to continue from: DIR's latest (DIR/checkpoints), or, when
+// DIR is one checkpoint of a run (OUT/checkpoints/step-…), that one.
+func resumeTarget(dir string) (out, from string) {
+	dir = filepath.Clean(dir)
+	if strings.HasPrefix(filepath.Base(dir), "step-") && filepath.Base(filepath.Dir(dir)) == checkpointsDir {
+		return filepath.Dir(filepath.Dir(dir)), dir
+	}
+	return dir, filepath.Join(dir, checkpointsDir)
+}
+
+// startPoint checks the output directory out against the run about to
+// start there with settings now, and returns the checkpoint it continues
+// from (nil: it starts afresh). Resuming, out's settings must be now's
+// (the error names the flags that differ), and from is a checkpoint
+// directory or a root whose LATEST to take; a root with no checkpoint yet
+// is a fresh start (a restarted job that never reached its first
+// checkpoint). Not resuming, out must not hold checkpoints: they would be
+// replaced.
+func startPoint(out, from string, resuming bool, now settings) (*checkpoint.Checkpoint, error) {
+	if !resuming {
+		root := filepath.Join(out, checkpointsDir)
+		if c, err := checkpoint.Latest(root); !errors.Is(err, checkpoint.ErrNoCheckpoint) {
+			step := "an unusable one"
+			if err == nil {
+				step = fmt.Sprintf("step %d", c.Manifest.Step)
+			}
+			return nil, fmt.Errorf("-out %s holds the checkpoints of an earlier run (%s, latest %s): continue it with -resume %s, or give another -out", out, root, step, out)
+		}
+		return nil, nil
+	}
+	b, err := os.ReadFile(filepath.Join(out, settingsFile))
+	switch {
+	case err == nil:
+		var then settings
+		if err := json.Unmarshal(b, &then); err != nil {
+			return nil, fmt.Errorf("-resume: %s: %w", filepath.Join(out, settingsFile), err)
+		}
+		if d := settingsDiff(then, now); d != "" {
+			return nil, fmt.Errorf("-resume %s: the run was started with other flags: %s; resume with the flags it was started with", out, d)
+		}
+	case !os.IsNotExist(err):
+		return nil, fmt.Errorf("-resume: %w", err)
+	}
+	if filepath.Base(from) != checkpointsDir { // one checkpoint, named
+		c, err := checkpoint.Open(from)
+		if err != nil {
+			return nil, fmt.Errorf("-resume %s: %w", from, err)
+		}
+		return c, nil
+	}
+	c, err := checkpoint.Latest(from)
+	switch {
+	case errors.Is(err, checkpoint.ErrNoCheckpoint):
+		return nil, nil
+	case err != nil:
+		return nil, unusableLatest(out, from, err)
+	}
+	return newerComplete(from, c), nil
+}
+
+// newerComplete is the newest complete checkpoint under root newer than
+// latest, the one LATEST names, if one verifies: a run killed after it
+// wrote a checkpoint's manifest but before it moved LATEST loses nothing.
+// It is a state of this very run (its settings are these, and a run is
+// deterministic), and it was never committed, so one that does not verify
+// is passed over for latest.
+func newerComplete(root string, latest *checkpoint.Checkpoint) *checkpoint.Checkpoint {
+	entries, err := checkpoint.List(root)
+	if err != nil {
+		return latest
+	}
+	for i := len(entries) - 1; i >= 0; i-- {
+		e := entries[i]
+		if e.Step <= latest.Manifest.Step {
+			break
+		}
+		if e.Complete {
+			if c, err := checkpoint.Open(e.Dir); err == nil {
+				return c
+			}
+		}
+	}
+	return latest
+}
+
+// unusableLatest is the error of a root whose latest checkpoint does not
+// verify: what is wrong with it, and the previous complete checkpoint to
+// continue from instead.
+func unusableLatest(out, root string, err error) error {
+	b, rerr := os.ReadFile(filepath.Join(root, "LATEST"))
+	if rerr != nil {
+		return fmt.Errorf("-resume %s: %w", out, err)
+	}
+	latest := filepath.Join(root, strings.TrimSpace(string(b)))
+	if _, oerr := checkpoint.Open(latest); oerr != nil {
+		err = oerr
+	}
+	msg := fmt.Sprintf("-resume %s: its latest checkpoint %s is unusable: %v", out, latest, err)
+	entries, lerr := checkpoint.List(root)
+	if lerr != nil {
+		return errors.New(msg)
+	}
+	for i := len(entries) - 1; i >= 0; i-- {
+		if e := entries[i]; e.Complete && e.Dir < latest {
+			if _, err := checkpoint.Open(e.Dir); err == nil {
+				return fmt.Errorf("%s; the previous complete checkpoint is %s: continue from it with -resume %s", msg, e.Dir, e.Dir)
+			}
+		}
+	}
+	return fmt.Errorf("%s; there is no earlier complete checkpoint: start afresh in another -out", msg)
+}
+
+// settingFlags names the flag behind each setting of report.json's
+// settings (and settings.json); steps_per_epoch follows from others.
+var settingFlags = map[string]string{
+	"model": "-model", "data": "-data", "training_examples": "-limit", "test_examples": "-test-limit",
+	"schedule": "-schedule", "stages": "-stages", "microbatch_rows": "-microbatch", "microbatches": "-microbatches",
+	"epochs": "-epochs", "lr": "-lr", "cosine": "-cosine", "solver": "-momentum", "t1_steps": "-t1",
+	"t2_gamma": "-t2", "warmup_steps": "-warmup", "activations": "-stash", "seed": "-seed",
+	"checkpoint_every": "-checkpoint-every",
+}
+
+// settingsDiff names, in the settings' order, each flag whose setting
+// differs between then and now, with both values; "" when none does.
+func settingsDiff(then, now settings) string {
+	var out []string
+	a, b := reflect.ValueOf(then), reflect.ValueOf(now)
+	for i := range a.NumField() {
+		key, _, _ := strings.Cut(a.Type().Field(i).Tag.Get("json"), ",")
+		flag, ok := settingFlags[key]
+		if !ok || reflect.DeepEqual(a.Field(i).Interface(), b.Field(i).Interface()) {
+			continue
+		}
+		out = append(out, fmt.Sprintf("%s (%s) %v there, %v here", flag, key, a.Field(i).Interface(), b.Field(i).Interface()))
+	}
+	return strings.Join(out, "; ")
+}

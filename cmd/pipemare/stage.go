@@ -1,0 +1,109 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/pipemare/pipemare/graphsplit"
+	"github.com/pipemare/pipemare/launch"
+	"github.com/pipemare/pipemare/transport"
+	"github.com/pipemare/pipemare/zoo"
+)
+
+// stageCmd serves one stage of a pipeline whose driver is pipemare train
+// -stage-addrs (or -procs, which starts this command itself).
+func stageCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("pipemare stage", flag.ContinueOnError)
+	var o options
+	o.registerRun(fs)
+	var n netFlags
+	n.register(fs)
+	index := fs.Int("stage", -1, "the stage this process serves, from 0 (-1: the launcher's RANK or JOB_COMPLETION_INDEX)")
+	listen := fs.String("listen", "", "address to listen on (default: this stage's own in -stage-addrs; :7000 for port 7000 of every interface; fd:N for a listening socket inherited as file descriptor N)")
+	if err := parse(fs, args, stdout, stderr); err != nil {
+		return err
+	}
+	s, err := scheduleNamed(o.schedule)
+	if err != nil {
+		return usageError(fs, "%v", err)
+	}
+	env, found, err := launched()
+	if err != nil {
+		return err
+	}
+	pl, err := stagePlace(&n, *index, *listen, env, found)
+	if err != nil {
+		return usageError(fs, "%v", err)
+	}
+	r, train, _, cfg, err := o.run(s)
+	if err != nil {
+		return err
+	}
+	return serveStage(ctx, r, train, cfg, &n, pl, stdout)
+}
+
+// stagePlace is where a stage process stands: its index from -stage or
+// the launcher's environment, the stages' addresses from -stage-addrs or
+// the environment, and where it listens. Errors name the flag.
+func stagePlace(n *netFlags, index int, listen string, env launch.Config, found bool) (place, error) {
+	pl := place{stage: index, listen: listen}
+	if found {
+		pl.launcher = env.Launcher
+		switch {
+		case index < 0:
+			pl.stage = env.Stage
+		case index != env.Stage:
+			return pl, fmt.Errorf("-stage %d, but the %s environment makes this process stage %d", index, env.Launcher, env.Stage)
+		}
+		if listen == "" {
+			pl.listen = env.Listen
+		}
+	}
+	if pl.stage < 0 {
+		return pl, fmt.Errorf("-stage: which stage this process serves (or run it under torchrun or a JobSet, which say)")
+	}
+	switch {
+	case n.stageAddrs != "":
+		addrs, err := parseAddrs(n.stageAddrs)
+		if err != nil {
+			return pl, err
+		}
+		pl.addrs = addrs
+	case found && env.Addrs != nil:
+		pl.addrs = env.Addrs
+	default:
+		return pl, fmt.Errorf("-stage-addrs: the stages' addresses, host:port, in stage order")
+	}
+	if found && len(pl.addrs) != env.Stages {
+		return pl, fmt.Errorf("-stage-addrs gives %d addresses, the %s environment %d stages", len(pl.addrs), env.Launcher, env.Stages)
+	}
+	if pl.stage >= len(pl.addrs) {
+		return pl, fmt.Errorf("-stage %d: -stage-addrs gives the addresses of stages 0..%d", pl.stage, len(pl.addrs)-1)
+	}
+	served := append([]string(nil), pl.addrs...)
+	if pl.listen != "" && !strings.HasPrefix(pl.listen, "fd:") {
+		served = append(served, pl.listen)
+	}
+	return pl, n.checkCredentials(served)
+}
+
+// serveStage serves stage pl.stage of the run cfg describes until the
+// driver stops it, saying so on stdout.
+func serveStage(ctx context.Context, r zoo.Recipe, train zoo.Data, cfg zoo.Config, n *netFlags, pl place, stdout io.Writer) error {
+	connect := n.connector(transport.Peer(pl.stage), pl)
+	err := zoo.ServeStage(ctx, r.Build, train, cfg, pl.stage, func(ctx context.Context, plan *graphsplit.Plan) (transport.Endpoint, error) {
+		ep, err := connect(ctx, plan)
+		if err == nil {
+			fmt.Fprintf(stdout, "stage %d of %d: connected to the driver and the stages it exchanges tensors with\n", pl.stage, len(pl.addrs))
+		}
+		return ep, err
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "stage %d: stopped by the driver\n", pl.stage)
+	return nil
+}

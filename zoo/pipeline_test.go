@@ -1,0 +1,81 @@
+package zoo
+
+import (
+	"context"
+	"testing"
+
+	"github.com/pipemare/pipemare/graphsplit"
+	"github.com/pipemare/pipemare/schedule"
+	"github.com/pipemare/pipemare/transport"
+	"github.com/stretchr/testify/require"
+)
+
+// TestServeStageTrainsLikeTrain: a driver (Train with Connect) and one
+// ServeStage per stage, each building the model and the plan on its own
+// as separate processes do, here joined by the in-process transport,
+// train the same weights as Train alone — with a warm-up, T1 and T2 —
+// and every stage returns nil once the driver stopped it.
+func TestServeStageTrainsLikeTrain(t *testing.T) {
+	train, test, err := testFashion()
+	require.NoError(t, err)
+	data, eval := train.Head(192), test.Head(64)
+	cfg := Config{Schedule: schedule.PipeMare, Microbatch: 16, Microbatches: 4, Epochs: 2, LR: 0.03, T1: 3, T2: 0.9, Warmup: 3, Seed: 1}
+	alone, err := Train(context.Background(), MLP, data, eval, cfg)
+	require.NoError(t, err)
+
+	const stages = 3
+	net := transport.NewLocal(stages)
+	defer net.Close()
+	served := make(chan error, stages)
+	for i := 0; i < stages; i++ {
+		go func() {
+			served <- ServeStage(context.Background(), MLP, data, cfg, i, func(_ context.Context, plan *graphsplit.Plan) (transport.Endpoint, error) {
+				require.Len(t, plan.Stages, stages)
+				return net.Endpoint(transport.Peer(i)), nil
+			})
+		}()
+	}
+	driven := cfg
+	driven.Connect = func(context.Context, *graphsplit.Plan) (transport.Endpoint, error) {
+		return net.Endpoint(transport.Driver), nil
+	}
+	res, err := Train(context.Background(), MLP, data, eval, driven)
+	require.NoError(t, err)
+	require.Equal(t, alone.WeightsSHA256, res.WeightsSHA256)
+	require.Equal(t, alone.Accuracy, res.Accuracy)
+	for range stages {
+		require.NoError(t, <-served)
+	}
+	err = ServeStage(context.Background(), MLP, data, cfg, stages, nil)
+	require.ErrorContains(t, err, "zoo: stage 3: the plan has stages 0..2")
+}
+
+// TestPredictionsAreWhatAccuracyCounts: one prediction per test example,
+// in order, the padded rows of the last chunk left out, and Accuracy is
+// the fraction of them that are right.
+func TestPredictionsAreWhatAccuracyCounts(t *testing.T) {
+	_, test, err := testFashion()
+	require.NoError(t, err)
+	m, err := MLP(16, 3)
+	require.NoError(t, err)
+	e, err := NewEvaluator(m)
+	require.NoError(t, err)
+	defer e.Close()
+	d := test.Head(50) // 3 chunks of 16 and a padded one
+	ps, err := e.Predictions(d)
+	require.NoError(t, err)
+	require.Len(t, ps, 50)
+	right := 0
+	for i, p := range ps {
+		require.Equal(t, i, p.Example)
+		require.Zero(t, p.Position)
+		_, y := d.Batch(m, []int{i})
+		require.Equal(t, float32(1), y.Data().([]float32)[p.Target], "example %d: the target is its label", i)
+		if p.Predicted == p.Target {
+			right++
+		}
+	}
+	acc, err := e.Accuracy(d)
+	require.NoError(t, err)
+	require.Equal(t, float64(right)/50, acc)
+}
