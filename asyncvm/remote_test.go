@@ -18,6 +18,7 @@ import (
 	"github.com/pipemare/pipemare/stage"
 	"github.com/pipemare/pipemare/transport"
 	"github.com/pipemare/pipemare/transport/grpcnet"
+	"github.com/pipemare/pipemare/transport/pki"
 	"github.com/stretchr/testify/require"
 	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -28,7 +29,10 @@ import (
 // into 4 stages: its skip connections cross stages, so stages that are not
 // neighbours exchange tensors too.
 
-const stageEnv = "ASYNCVM_STAGE_PROCESS" // "[model:]run/stage/addr,addr,…" in a child
+const (
+	stageEnv      = "ASYNCVM_STAGE_PROCESS" // "[model:]run/stage/addr,addr,…" in a child
+	stageCertsEnv = "ASYNCVM_STAGE_CERTS"   // the certificates' directory of a child in a network namespace
+)
 
 const remoteStages = 4
 
@@ -79,11 +83,23 @@ func TestStageProcess(t *testing.T) {
 		model, run = "", model
 	}
 	_, plan := remotePlan(t, model)
-	l, err := net.FileListener(os.NewFile(3, "listener"))
-	require.NoError(t, err)
+	// On loopback the stage inherits its listener (file descriptor 3) and
+	// talks plaintext; in a network namespace of its own
+	// (TestStagesInNetworkNamespacesTrainLikeTheEngine) it listens on its
+	// address there and talks mutual TLS with the certificates named.
+	security := []grpcnet.Option{grpcnet.WithInsecure()}
+	if dir := os.Getenv(stageCertsEnv); dir != "" {
+		roots, cert, err := pki.Load(dir, transport.Peer(i))
+		require.NoError(t, err)
+		security = []grpcnet.Option{grpcnet.WithTLS(roots, cert)}
+	} else {
+		l, err := net.FileListener(os.NewFile(3, "listener"))
+		require.NoError(t, err)
+		security = append(security, grpcnet.WithListener(l))
+	}
 	ctx := context.Background()
 	ep, err := grpcnet.Open(ctx, transport.Peer(i), remoteNetwork(plan, strings.Split(parts[2], ",")),
-		grpcnet.WithInsecure(), grpcnet.WithListener(l), grpcnet.WithRecvTimeout(20*time.Second))
+		append(security, grpcnet.WithRecvTimeout(20*time.Second))...)
 	require.NoError(t, err)
 	if err := asyncvm.ServeStage(ctx, plan, i, ep, runOptions(t, run)...); err != nil {
 		// A stage whose neighbour was killed ends here: say so and exit,
