@@ -41,11 +41,11 @@ var runKinds = []string{"sequential", "pipemare", "naive"}
 func runConfig(r Recipe, kind string, stepsPerEpoch int) (Config, error) {
 	switch kind {
 	case "sequential":
-		return r.Synchronous(), nil
+		return r.Config(MethodSequential, stepsPerEpoch)
 	case "pipemare":
-		return r.PipeMare(stepsPerEpoch), nil
+		return r.Config(r.Method, stepsPerEpoch)
 	case "naive":
-		return r.Naive(), nil
+		return r.Config(MethodNaive, stepsPerEpoch)
 	}
 	return Config{}, fmt.Errorf("no run %q (one of %v)", kind, runKinds)
 }

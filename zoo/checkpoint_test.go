@@ -29,9 +29,9 @@ func TestResumedRunIsExact(t *testing.T) {
 		test = test.(*Dataset).Head(64)
 		r.Run.Epochs = 2
 		steps := train.Len() / (r.Run.Microbatch * r.Run.Microbatches)
-		pipedream := r.Naive()
+		pipedream := recipeConfig(t, r, MethodNaive, steps)
 		pipedream.Schedule = schedule.PipeDream
-		for name, cfg := range map[string]Config{"pipemare": r.PipeMare(steps), "pipedream": pipedream} {
+		for name, cfg := range map[string]Config{"pipemare": recipeConfig(t, r, MethodPipeMare, steps), "pipedream": pipedream} {
 			t.Run(model+"/"+name, func(t *testing.T) {
 				cfg.CheckpointEvery, cfg.CheckpointDir = 7, t.TempDir()
 				whole, err := Train(context.Background(), r.Build, train, test, cfg)

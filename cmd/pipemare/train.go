@@ -9,6 +9,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/pipemare/pipemare/schedule"
 	"github.com/pipemare/pipemare/zoo"
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
@@ -21,9 +22,12 @@ func trainCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := parse(fs, args, stdout, stderr); err != nil {
 		return err
 	}
-	s, err := scheduleNamed(o.schedule)
-	if err != nil {
-		return usageError(fs, "%v", err)
+	var s schedule.Schedule // the method's unless -schedule
+	if o.schedule != "" {
+		var err error
+		if s, err = scheduleNamed(o.schedule); err != nil {
+			return usageError(fs, "%v", err)
+		}
 	}
 	r, train, test, err := o.load()
 	if err != nil {
@@ -38,7 +42,7 @@ func trainCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	fmt.Fprintf(stdout, "training %s (%d examples) with %s, %s stages, N=%d × %d rows, %d epochs, lr %g (%s), T1 K=%d, T2 γ=%g, warm-up %d steps\n",
-		o.model, train.Len(), s.Name, o.stages, cfg.Microbatches, cfg.Microbatch, cfg.Epochs, cfg.LR, cfg.SolverName(), cfg.T1, cfg.T2, cfg.Warmup)
+		o.model, train.Len(), runLabel(cfg), o.stages, cfg.Microbatches, cfg.Microbatch, cfg.Epochs, cfg.LR, cfg.SolverName(), cfg.T1, cfg.T2, cfg.Warmup)
 	res, err := trainWithProgress(ctx, r.Build, cfg, train, test, stdout, stderr)
 	if res == nil || len(res.Epochs) == 0 {
 		return err
