@@ -111,14 +111,8 @@ func compareCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		done = append(done, ru)
 		rr := runReport{Label: ru.label, Settings: newSettings(&o, ru.cfg, train, test), Result: res}
 		tta := "—"
-		elapsed := time.Duration(0)
-		for _, e := range res.Epochs {
-			elapsed += e.Wall
-			if !e.Interrupted && e.Accuracy >= *target {
-				rr.TimeToTarget = elapsed
-				tta = elapsed.Round(10 * time.Millisecond).String()
-				break
-			}
+		if rr.TimeToTarget = timeToTarget(res, *target); rr.TimeToTarget > 0 {
+			tta = rr.TimeToTarget.Round(10 * time.Millisecond).String()
 		}
 		report.Runs = append(report.Runs, rr)
 		v, mem := res.Virtual, res.Report.Memory
