@@ -86,6 +86,19 @@ func compareCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return usageError(fs, "%v", err)
 	}
+	p, err := stageCount(r, o.stages)
+	if err != nil {
+		return err
+	}
+	runnable := runs[:0]
+	for _, ru := range runs { // PipeDream-2BW needs N ≥ 2P−1
+		if min := schedule.MinN(ru.cfg.Schedule, p); ru.cfg.Microbatches < min {
+			fmt.Fprintf(stdout, "leaving out %s: it needs N ≥ %d microbatches on %d stages, and -microbatches is %d\n", ru.label, min, p, ru.cfg.Microbatches)
+			continue
+		}
+		runnable = append(runnable, ru)
+	}
+	runs = runnable
 	out := outputs{dir: o.out, files: append([]string{"report.json"}, plotFiles...)}
 	for _, r := range runs {
 		out.files = append(out.files, r.traceFile())

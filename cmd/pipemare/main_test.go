@@ -320,6 +320,7 @@ func TestCompare(t *testing.T) {
 	code, out, stderr := runCLI(context.Background(), "compare", "-model", "mlp", "-epochs", "2", "-limit", "192", "-t1", "0", "-out", dir)
 	require.Equal(t, 0, code, stderr)
 	require.Contains(t, out, "pipemare +T2+W")
+	require.Contains(t, out, "leaving out pipedream-2bw: it needs N ≥ 5 microbatches on 3 stages, and -microbatches is 4")
 	var report struct {
 		Model string `json:"model"`
 		Runs  []struct {
