@@ -11,6 +11,7 @@ require (
 	go.uber.org/goleak v1.3.0
 	golang.org/x/term v0.32.0
 	gonum.org/v1/gonum v0.11.0
+	gonum.org/v1/netlib v0.0.0-20220323200511-14de99971b2d
 	gonum.org/v1/plot v0.11.0
 	google.golang.org/grpc v1.74.3
 	google.golang.org/protobuf v1.36.6

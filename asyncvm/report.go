@@ -183,10 +183,10 @@ func (vm *VM) Report() Report {
 	}
 	util := 0.0
 	for i, h := range vm.heard {
-		st := h.stats
-		sr := StageReport{Stage: i, Delays: copyHist(st.Delays), BackwardLag: copyHist(st.BackwardLag), PeakWeightVersions: st.PeakWeightVersions}
+		st := h.stats.Clone()
+		sr := StageReport{Stage: i, Delays: st.Delays, BackwardLag: st.BackwardLag, PeakWeightVersions: st.PeakWeightVersions}
 		if len(st.SharedDelays) > 0 {
-			sr.SharedDelays = copyHist(st.SharedDelays)
+			sr.SharedDelays = st.SharedDelays
 		}
 		if vm.cfg.sched.Async {
 			sr.FormulaDelay = schedule.Delay(vm.p, vm.n, i)
@@ -244,14 +244,6 @@ func (vm *VM) Report() Report {
 	runtime.ReadMemStats(&ms)
 	r.HeapInUse, r.HeapSys = ms.HeapInuse, ms.HeapSys
 	return r
-}
-
-func copyHist(h map[int]int) map[int]int {
-	out := make(map[int]int, len(h))
-	for k, v := range h {
-		out[k] = v
-	}
-	return out
 }
 
 // SortedKeys returns a histogram's keys in increasing order.

@@ -53,7 +53,8 @@ func TestSharedWeightsTrainLikePlainGorgonia(t *testing.T) {
 
 // TestSharedWeightsAsyncIsDeterministic: PipeMare and PipeDream on the
 // shared-weight models give bit-identical weights across runs and
-// GOMAXPROCS, and each replica stage reports the delay its reads saw.
+// GOMAXPROCS, and each replica stage reports the delay its reads saw: the
+// owner's.
 func TestSharedWeightsAsyncIsDeterministic(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
 	for _, nb := range testmodels.SharedWeights() {
@@ -75,7 +76,13 @@ func TestSharedWeightsAsyncIsDeterministic(t *testing.T) {
 						for i := range st.Learnables {
 							if st.Replica(i) {
 								replicas++
+								// A replica's forward reads the version its owner's
+								// forward of the same microbatch read, so the summed
+								// gradient has one delay, the owner's: the delay T1
+								// and T2 at the owner are told.
+								owner := st.Shared[i].Owner
 								require.NotEmpty(t, rep.PerStage[st.Index].SharedDelays, "%s %s: stage %d reports its shared reads' delays", nb.Name, s.Name, st.Index)
+								require.Equal(t, rep.PerStage[owner].Delays, rep.PerStage[st.Index].SharedDelays, "%s %s: stage %d's reads of stage %d's learnable %s are as delayed as the owner's", nb.Name, s.Name, st.Index, owner, st.Learnables[i].Name())
 							}
 						}
 					}

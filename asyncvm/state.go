@@ -78,16 +78,18 @@ func (vm *VM) ask(ctx context.Context, body func(i int) any) ([]transport.Messag
 		}
 	}
 	out := make([]transport.Message, vm.p)
-	var refused []string
 	for range vm.p {
 		m, err := vm.await(ctx)
 		if err != nil {
 			return nil, err
 		}
+		out[m.From] = m
+	}
+	var refused []string // in stage order, whatever order the answers came in
+	for _, m := range out {
 		if r, ok := m.Body.(stage.Refused); ok {
 			refused = append(refused, r.Message)
 		}
-		out[m.From] = m
 	}
 	if len(refused) > 0 {
 		return nil, errors.Errorf("asyncvm: %s", strings.Join(refused, "; "))

@@ -178,3 +178,55 @@ func TestCheckpointResumeContinuesExactly(t *testing.T) {
 	_, err = other.Resume(ctx, dir)
 	require.ErrorContains(t, err, "fingerprint")
 }
+
+// TestRestoreContinuesTheDelayCounts: the delay histograms a Save took are
+// the ones Restore starts from, whatever the saved run did afterwards — also
+// a replica's (the tied model's last stage) — so the restored run's report
+// equals the uninterrupted run's.
+func TestRestoreContinuesTheDelayCounts(t *testing.T) {
+	const n, first, more = 2, 4, 4
+	ctx := context.Background()
+	build := func() (*testmodels.Model, *VM) {
+		m, err := testmodels.Tied(tensor.Float64, 4, 1)
+		require.NoError(t, err)
+		plan, err := graphsplit.Split(m.Graph, m.Cost, m.Learnables, graphsplit.FineGrained())
+		require.NoError(t, err)
+		vm, err := New(plan, WithMicrobatches(n), WithSchedule(schedule.PipeMare), WithSolverFactory(func(int) (gorgonia.Solver, error) {
+			return solvers.NewMomentum(solvers.WithLearnRate(0.05), solvers.WithMomentum(0.9))
+		}))
+		require.NoError(t, err)
+		return m, vm
+	}
+	m, vm := build()
+	defer vm.Close()
+	d := makeData(m, n*(first+more), 4)
+	for k := 0; k < first; k++ {
+		_, err := vm.Step(ctx, d.minibatch(t, m.Inputs, k, n))
+		require.NoError(t, err)
+	}
+	st, err := vm.Save(ctx)
+	require.NoError(t, err)
+	for k := first; k < first+more; k++ {
+		_, err := vm.Step(ctx, d.minibatch(t, m.Inputs, k, n))
+		require.NoError(t, err)
+	}
+	require.NoError(t, vm.Flush(ctx))
+	want := vm.Report().PerStage
+
+	m2, vm2 := build()
+	defer vm2.Close()
+	require.NoError(t, vm2.Restore(ctx, st))
+	for k := first; k < first+more; k++ {
+		_, err := vm2.Step(ctx, d.minibatch(t, m2.Inputs, k, n))
+		require.NoError(t, err)
+	}
+	require.NoError(t, vm2.Flush(ctx))
+	got := vm2.Report().PerStage
+	shared := 0
+	for i := range want {
+		require.Equal(t, want[i].Delays, got[i].Delays, "stage %d's delays", i)
+		require.Equal(t, want[i].SharedDelays, got[i].SharedDelays, "stage %d's shared reads' delays", i)
+		shared += len(want[i].SharedDelays)
+	}
+	require.Positive(t, shared, "the tied model has a replica")
+}

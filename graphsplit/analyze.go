@@ -34,6 +34,9 @@ type analysis struct {
 	dataDep map[*gorgonia.Node]bool
 	// unguarded leaves the programs' ops unguarded (see seal).
 	unguarded bool
+	// substitute lets stages compute some ops with stage ops
+	// (substitute.go).
+	substitute bool
 }
 
 func (a *analysis) children(n *gorgonia.Node) gorgonia.Nodes {

@@ -19,6 +19,10 @@ type builder struct {
 	// stubOnly makes SizeOf read a stub even for nodes of the stage (the
 	// graph being built holds shape expressions only).
 	stubOnly bool
+	// subs and aux are the stage's substitutions and the extra nodes they
+	// built, by original node (substitute.go).
+	subs map[*gorgonia.Node]*substitution
+	aux  map[*gorgonia.Node]gorgonia.Nodes
 }
 
 // newProgram rebuilds stage st; with train it adds the symbolic backward.
@@ -116,7 +120,7 @@ func buildProgram(a *analysis, st *Stage, train bool, skip dropped, gradShapes m
 	for _, o := range st.Outputs {
 		p.Outputs = append(p.Outputs, b.local[o.Node])
 	}
-	p.local = b.local
+	p.local, p.aux = b.local, b.aux
 	p.fwdCount = len(b.g.AllNodes())
 	if train {
 		if err := b.backward(p, skip, gradShapes); err != nil {
@@ -167,6 +171,9 @@ func (p *Program) finish(where map[*gorgonia.Node]string, unguarded bool) error 
 func (b *builder) node(n *gorgonia.Node) (*gorgonia.Node, error) {
 	if l, ok := b.local[n]; ok {
 		return l, nil
+	}
+	if l, done, err := b.substitute(n); done { // a stage op in place of the user's (substitute.go)
+		return l, err
 	}
 	a := b.a
 	var l *gorgonia.Node

@@ -22,8 +22,24 @@
 //     gradient placeholders for the outputs, gradients for the inputs and the
 //     learnables;
 //   - the list of stateful ops (BatchNorm, MaxPool, GroupNorm, AvgPool)
-//     whose op objects keep state between Do and the backward, so a runtime
-//     knows where only recomputation is exact.
+//     whose op objects keep state between Do and the backward;
+//   - optionally (NewKeeping, where CanKeep holds) a forward that also
+//     returns what the backward reads, and a backward that reads it instead
+//     of recomputing the forward.
+//
+// Where a stage re-applies a BatchNorm, a MaxPool2D, a Conv2d, a Rectify or
+// a broadcast bias, it computes it with its own ops (internal/stageops),
+// bit-identical to gorgonia's with its default BLAS: BatchNorm's statistics
+// and MaxPool's argmax become nodes the backward reads, so those ops keep no
+// state and their stages can keep their activations; BatchNorm's scale,
+// bias and Rectify run in one pass; a convolution writes its output in NCHW
+// without a transpose. WithoutOpSubstitution turns this off.
+//
+// Built with -tags openblas (cgo; Debian: apt-get install libopenblas-dev),
+// gorgonia's matrix products — the user's graph's and every stage's — run on
+// OpenBLAS (gorgonia.Use with gonum's netlib binding) instead of gonum's
+// pure Go BLAS; results then agree with the default build's to float
+// rounding.
 //
 // Where to cut is chosen by options: P stages balanced by a cost model
 // (estimated FLOPs and bytes, or measured time per op), one stage per

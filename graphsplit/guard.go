@@ -161,6 +161,11 @@ func (p *Program) seal(name string, where map[*gorgonia.Node]string, plain bool)
 	for o, l := range p.local {
 		p.local[o] = to[l]
 	}
+	for _, aux := range p.aux { // the stage ops' extra nodes (substitute.go)
+		for i, l := range aux {
+			aux[i] = to[l]
+		}
+	}
 	p.Graph = g
 	return nil
 }

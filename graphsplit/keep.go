@@ -16,9 +16,12 @@ import (
 // trades memory (the saved tensors of every microbatch in flight) for the
 // time of a second forward pass.
 //
-// Only stages without stateful ops have one: BatchNorm, MaxPool and the
-// like keep state in their op objects between forward and backward, so with
-// several microbatches in flight only recomputation is exact for them.
+// Only the stages for which CanKeep holds have one: an op that keeps state
+// in its object between forward and backward (GroupNorm, AvgPool; BatchNorm
+// and MaxPool with WithoutOpSubstitution) is exact with several
+// microbatches in flight only when recomputed. A stage's BatchNorms and
+// MaxPools are stage ops without state (WithoutOpSubstitution), whose
+// statistics and argmax are among the kept tensors.
 type Keeping struct {
 	// Forward is the stage's forward program with Kept outputs.
 	Forward *Program
@@ -29,15 +32,15 @@ type Keeping struct {
 	Backward *Program
 }
 
-// NewKeeping builds the keeping programs of stage s. It refuses stages with
-// stateful ops. The programs are new: they share nothing with the stage's
+// NewKeeping builds the keeping programs of stage s. It refuses stages for
+// which CanKeep is false. The programs are new: they share nothing with the stage's
 // Forward and Train programs but the learnables' tensors.
 func (p *Plan) NewKeeping(s int) (k *Keeping, err error) {
 	if s < 0 || s >= len(p.Stages) {
 		return nil, errors.Errorf("graphsplit: NewKeeping(%d): the plan has %d stages", s, len(p.Stages))
 	}
 	st := p.Stages[s]
-	if len(st.Stateful) > 0 {
+	if !p.CanKeep(s) {
 		return nil, errors.Errorf("graphsplit: stage %d has stateful ops (%s): only recomputation gives exact gradients there", s, statefulKinds(st))
 	}
 	defer func() {
@@ -60,10 +63,7 @@ func (p *Plan) NewKeeping(s int) (k *Keeping, err error) {
 	for i, n := range all {
 		index[n] = i
 	}
-	orig := make(map[*gorgonia.Node]*gorgonia.Node, len(train.local))
-	for o, l := range train.local {
-		orig[l] = o
-	}
+	orig := train.nodeOrigins()
 	isParam := make(map[*gorgonia.Node]int)
 	for i, l := range train.Learnables {
 		isParam[l] = i
@@ -104,11 +104,11 @@ func (p *Plan) NewKeeping(s int) (k *Keeping, err error) {
 	}
 	var savedList, rebuilt, bwdList gorgonia.Nodes
 	for n := range saved {
-		o := orig[n]
+		o, ok := orig[n]
 		switch {
-		case o == nil:
+		case !ok:
 			return nil, errors.Errorf("graphsplit: stage %d: the backward reads forward node %q that no original node maps to", s, n.Name())
-		case p.a.replicable[o]:
+		case o.aux < 0 && p.a.replicable[o.node]:
 			// Shape-only expressions (SizeOf …) are rebuilt, not saved:
 			// ops read them as dimensions when they are built.
 			rebuilt = append(rebuilt, n)
@@ -131,7 +131,7 @@ func (p *Plan) NewKeeping(s int) (k *Keeping, err error) {
 	back := &Program{Stage: s, Graph: g, kind: "backward"}
 	local := make(map[*gorgonia.Node]*gorgonia.Node)
 	for i, n := range savedList {
-		ph := newInput(g, n.Dtype(), n.Shape(), fmt.Sprintf("stage%d/saved%d/%s", s, i, orig[n].Name()))
+		ph := newInput(g, n.Dtype(), n.Shape(), fmt.Sprintf("stage%d/saved%d/%s", s, i, orig[n].name()))
 		local[n] = ph
 		back.Inputs = append(back.Inputs, ph)
 	}
@@ -151,7 +151,7 @@ func (p *Plan) NewKeeping(s int) (k *Keeping, err error) {
 	}
 	shapes := &builder{a: p.a, st: st, g: g, local: make(map[*gorgonia.Node]*gorgonia.Node), stubOnly: true}
 	for _, n := range rebuilt {
-		l, err := shapes.node(orig[n])
+		l, err := shapes.node(orig[n].node)
 		if err != nil {
 			return nil, err
 		}
@@ -216,9 +216,9 @@ func (p *Plan) NewKeeping(s int) (k *Keeping, err error) {
 		return nil, err
 	}
 	for _, n := range savedList {
-		l, ok := fwd.local[orig[n]]
+		l, ok := fwd.at(orig[n])
 		if !ok {
-			return nil, errors.Errorf("graphsplit: stage %d: saved node %q is not in the forward program", s, orig[n].Name())
+			return nil, errors.Errorf("graphsplit: stage %d: saved node %q is not in the forward program", s, orig[n].name())
 		}
 		fwd.Kept = append(fwd.Kept, l)
 	}
@@ -229,7 +229,7 @@ func (p *Plan) NewKeeping(s int) (k *Keeping, err error) {
 }
 
 // Programs returns the pair of programs stage s runs for a forward and a
-// backward: with keep and a stage without stateful ops, its keeping
+// backward: with keep and a stage for which CanKeep holds, its keeping
 // programs (a new pair; kept is true); otherwise its Forward and Train
 // (the backward recomputes the forward from the stage's inputs).
 func (p *Plan) Programs(s int, keep bool) (fwd, bwd *Program, kept bool, err error) {
@@ -237,7 +237,7 @@ func (p *Plan) Programs(s int, keep bool) (fwd, bwd *Program, kept bool, err err
 		return nil, nil, false, errors.Errorf("graphsplit: Programs(%d): the plan has %d stages", s, len(p.Stages))
 	}
 	st := p.Stages[s]
-	if !keep || len(st.Stateful) > 0 {
+	if !keep || !p.CanKeep(s) {
 		return st.Forward, st.Train, false, nil
 	}
 	k, err := p.NewKeeping(s)

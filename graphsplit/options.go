@@ -14,6 +14,9 @@ type config struct {
 	modelSet    bool
 	profileFeed map[*gorgonia.Node]gorgonia.Value
 	unguarded   bool // programs run the ops unguarded (tests compare)
+	// noSubstitution: stages re-apply the user's ops as they are
+	// (substitute.go).
+	noSubstitution bool
 }
 
 // Stages asks for p stages, balanced by the cost model so that the most

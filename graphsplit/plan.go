@@ -55,8 +55,10 @@ type Stage struct {
 	Shared []*Shared
 	// Stateful are the original nodes of this stage whose op keeps state
 	// between its forward and its backward (BatchNorm, MaxPool, GroupNorm,
-	// AvgPool). A stage with stateful ops gives exact gradients only when
-	// its backward recomputes its forward (Train does).
+	// AvgPool). The stage computes BatchNorm and MaxPool with stage ops that
+	// keep none (WithoutOpSubstitution); with any other stateful op its
+	// gradients are exact only when its backward recomputes its forward
+	// (Train does), and Plan.CanKeep is false.
 	Stateful gorgonia.Nodes
 	// Cost is the stage's estimated work and traffic.
 	Cost StageCost

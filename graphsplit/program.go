@@ -58,6 +58,7 @@ type Program struct {
 	probeSlot []gorgonia.Value
 
 	local    map[*gorgonia.Node]*gorgonia.Node // original → this graph
+	aux      map[*gorgonia.Node]gorgonia.Nodes // original → extra nodes its stage op built
 	fwdCount int                               // nodes of the forward pass
 	caught   *caught                           // an op's panic in the current Run
 }

@@ -48,6 +48,7 @@ func Split(g *gorgonia.ExprGraph, cost *gorgonia.Node, learnables gorgonia.Nodes
 		return nil, err
 	}
 	a.unguarded = cfg.unguarded
+	a.substitute = !cfg.noSubstitution
 	model := cfg.model
 	if cfg.profileFeed != nil {
 		if cfg.modelSet {

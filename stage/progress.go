@@ -20,11 +20,17 @@ func (r *Runtime) progress() Progress {
 
 // statsNow is a copy of the stage's cumulative statistics.
 func (r *Runtime) statsNow() Stats {
-	s := r.stats
-	s.Delays = copyHist(r.stats.Delays)
-	s.BackwardLag = copyHist(r.stats.BackwardLag)
+	s := r.stats.Clone()
 	s.StateBytes = solvers.StateBytes(r.cfg.Solver, r.stats.ParamBytes)
 	s.CorrectionBytes = solvers.CorrectionBytes(r.cfg.Solver)
+	return s
+}
+
+// Clone returns a copy of s that shares no map with it; its histograms
+// are never nil (a stage counts into them, and a decoded message may carry
+// none).
+func (s Stats) Clone() Stats {
+	s.Delays, s.BackwardLag, s.SharedDelays = copyHist(s.Delays), copyHist(s.BackwardLag), copyHist(s.SharedDelays)
 	return s
 }
 

@@ -161,7 +161,6 @@ func (r *Runtime) restore(s Snapshot) error {
 		rp.readAt, rp.last = map[int]int{}, s.Version
 	}
 	r.version, r.seg, r.told = s.Version, s.Segment, s.Told
-	r.stats = s.Stats
-	r.stats.Delays, r.stats.BackwardLag = copyHist(s.Stats.Delays), copyHist(s.Stats.BackwardLag)
+	r.stats = s.Stats.Clone()
 	return nil
 }

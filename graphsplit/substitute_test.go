@@ -1,0 +1,135 @@
+package graphsplit
+
+import (
+	"fmt"
+	"math"
+	"math/rand"
+	"testing"
+
+	"github.com/pipemare/pipemare/internal/testmodels"
+	"github.com/stretchr/testify/require"
+	"gonum.org/v1/gonum/blas/gonum"
+	"gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+)
+
+// TestOpSubstitutionChangesNoBit runs every test model stage by stage for
+// every P, with the user's ops re-applied (WithoutOpSubstitution) and with
+// stage ops (recomputing, and with keeping programs), and requires the same
+// cost, gradients and BatchNorm running statistics bit for bit — and that
+// the stage ops were used. With another BLAS than gonum's (-tags openblas)
+// the stage ops' GEMMs round differently: they agree with the user's ops to
+// the parity tests' tolerance, and keeping with recomputing bit for bit.
+func TestOpSubstitutionChangesNoBit(t *testing.T) {
+	_, exact := tensor.WhichBLAS().(gonum.Implementation)
+	for _, nb := range testmodels.All() {
+		for _, dt := range []tensor.Dtype{tensor.Float64, tensor.Float32} {
+			t.Run(fmt.Sprintf("%s/%v", nb.Name, dt), func(t *testing.T) {
+				probe, err := nb.Build(dt, 4, 1)
+				require.NoError(t, err)
+				fine, err := Split(probe.Graph, probe.Cost, probe.Learnables, FineGrained())
+				require.NoError(t, err)
+				for p := 1; p <= len(fine.Stages); p++ {
+					if testing.Short() && p != 1 && p != len(fine.Stages) {
+						continue
+					}
+					opts := []Option{FineGrained(), Stages(p)}
+					want := runPlan(t, nb.Build, dt, append(opts, WithoutOpSubstitution()), false)
+					recomputed := runPlan(t, nb.Build, dt, opts, false)
+					kept := runPlan(t, nb.Build, dt, opts, true)
+					require.Equal(t, len(want), len(recomputed))
+					for i := range want {
+						require.True(t, sameBits(recomputed[i], kept[i]), "P=%d value %d: keeping against recomputing", p, i)
+						if exact {
+							require.True(t, sameBits(want[i], recomputed[i]), "P=%d value %d", p, i)
+							continue
+						}
+						e, err := relErr(recomputed[i], want[i])
+						require.NoError(t, err)
+						require.LessOrEqual(t, e, tolerance(dt), "P=%d value %d", p, i)
+					}
+				}
+			})
+		}
+	}
+}
+
+// runPlan builds a fresh model, splits it and runs one microbatch stage by
+// stage; it returns the cost, the gradients and every BatchNorm's running
+// statistics. With subst it also checks that no stage program holds a
+// BatchNorm, MaxPool, im2col or transpose of gorgonia's.
+func runPlan(t *testing.T, build testmodels.Builder, dt tensor.Dtype, opts []Option, keep bool) []gorgonia.Value {
+	t.Helper()
+	m, err := build(dt, 4, 1)
+	require.NoError(t, err)
+	plan, err := Split(m.Graph, m.Cost, m.Learnables, opts...)
+	require.NoError(t, err)
+	defer plan.Close()
+	if plan.a.substitute {
+		for _, st := range plan.Stages {
+			for _, prog := range []*Program{st.Forward, st.Train} {
+				for _, n := range prog.Graph.AllNodes() {
+					if n.Op() == nil || isConstant(n) || isSizeOf(n) || opTypeName(n.Op()) == "readOp" {
+						continue
+					}
+					g, ok := n.Op().(guardedOp)
+					require.True(t, ok, "stage %d %s: op %v is not guarded", st.Index, prog.kind, n.Op())
+					switch opTypeName(g.Op) {
+					case "BatchNormOp", "maxPoolOp", "im2colOp", "transposeOp":
+						t.Fatalf("stage %d program %s still holds gorgonia's %v", st.Index, prog.kind, g.Op)
+					}
+				}
+			}
+		}
+	}
+	var keepings []*Keeping
+	if keep {
+		for s := range plan.Stages {
+			sh, err := plan.NewKeeping(s)
+			require.NoError(t, err)
+			keepings = append(keepings, sh)
+		}
+	}
+	feeds := make(map[*gorgonia.Node]gorgonia.Value)
+	for i, v := range m.Batch(rand.New(rand.NewSource(2))) {
+		feeds[m.Inputs[i]] = v
+	}
+	cost, grads, err := stagewiseWith(plan, feeds, keepings)
+	require.NoError(t, err)
+	out := append([]gorgonia.Value{cost}, grads...)
+	for _, st := range plan.Stages {
+		for _, n := range st.Stateful {
+			if bn, ok := n.Op().(*gorgonia.BatchNormOp); ok {
+				mean, vari := bn.Stats()
+				out = append(out, mean.Clone().(gorgonia.Value), vari.Clone().(gorgonia.Value))
+			}
+		}
+	}
+	return out
+}
+
+func sameBits(a, b gorgonia.Value) bool {
+	switch x := a.Data().(type) {
+	case float64:
+		return math.Float64bits(x) == math.Float64bits(b.Data().(float64))
+	case float32:
+		return math.Float32bits(x) == math.Float32bits(b.Data().(float32))
+	case []float64:
+		y := b.Data().([]float64)
+		for i := range x {
+			if math.Float64bits(x[i]) != math.Float64bits(y[i]) {
+				return false
+			}
+		}
+		return len(x) == len(y)
+	case []float32:
+		y := b.Data().([]float32)
+		for i := range x {
+			if math.Float32bits(x[i]) != math.Float32bits(y[i]) {
+				return false
+			}
+		}
+		return len(x) == len(y)
+	}
+	return false
+}

@@ -1,0 +1,386 @@
+package stageops
+
+import (
+	"fmt"
+	"math"
+	"reflect"
+
+	"github.com/chewxy/hm"
+	"github.com/pkg/errors"
+	"gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+)
+
+// BatchNorm describes one of the user's BatchNorms as a stage computes it:
+// the op (whose running statistics, momentum, epsilon and training mode it
+// reads), and what follows it that the stage fuses into the same pass.
+type BatchNorm struct {
+	Op *gorgonia.BatchNormOp
+	// Scale and Bias, when set, are the per-channel learnables that
+	// gorgonia.BatchNorm multiplies and adds by broadcasting (any shape of C
+	// elements). ScaleAxes and BiasAxes are the axes of x the broadcast
+	// repeated them along, in the order the repeats were applied: the
+	// gradient sums along them in reverse, as gorgonia does.
+	Scale, Bias         *gorgonia.Node
+	ScaleAxes, BiasAxes []int
+	// ReLU applies gorgonia.Rectify to the result.
+	ReLU bool
+}
+
+// Apply builds the stage's BatchNorm on x: a statistics node (the batch
+// mean and inverse standard deviation per channel in training mode, the
+// running ones in inference mode; it updates the running statistics of
+// bn.Op as gorgonia's op does) and the normalised output, whose gradient
+// reads x, the statistics and the output gradient. It replaces gorgonia's
+// BatchNormOp node — and, with Scale and Bias, the broadcast ⊙ and + that
+// follow it; with ReLU, the Rectify after them — with results bit-identical
+// to gorgonia's.
+func (bn BatchNorm) Apply(x *gorgonia.Node) (y, stats *gorgonia.Node, err error) {
+	p, err := newBNParams(bn.Op, x.Shape())
+	if err != nil {
+		return nil, nil, err
+	}
+	if (bn.Scale == nil) != (bn.Bias == nil) {
+		return nil, nil, errors.New("stageops: BatchNorm: scale and bias go together")
+	}
+	if bn.Scale != nil {
+		for _, l := range []*gorgonia.Node{bn.Scale, bn.Bias} {
+			if l.Shape().TotalSize() != p.c {
+				return nil, nil, errors.Errorf("stageops: BatchNorm: %q has %d elements, want %d channels", l.Name(), l.Shape().TotalSize(), p.c)
+			}
+		}
+		for _, axes := range [][]int{bn.ScaleAxes, bn.BiasAxes} {
+			if err := checkAxes(axes, x.Shape()); err != nil {
+				return nil, nil, err
+			}
+		}
+	}
+	if stats, err = gorgonia.ApplyOp(&bnStats{named: named{fmt.Sprintf("bnstats-%p", bn.Op)}, bnParams: p}, x); err != nil {
+		return nil, nil, err
+	}
+	ap := &bnApply{named: named{fmt.Sprintf("bnapply-%p-%v-%v", bn.Op, bn.Scale != nil, bn.ReLU)}, bnParams: p, fused: bn}
+	in := gorgonia.Nodes{x, stats}
+	if bn.Scale != nil {
+		in = append(in, bn.Scale, bn.Bias)
+	}
+	if y, err = gorgonia.ApplyOp(ap, in...); err != nil {
+		return nil, nil, err
+	}
+	return y, stats, nil
+}
+
+// checkAxes accepts increasing axes of shape other than the channel axis 1.
+func checkAxes(axes []int, shape tensor.Shape) error {
+	for i, a := range axes {
+		if a < 0 || a >= len(shape) || a == 1 || (i > 0 && a <= axes[i-1]) {
+			return errors.Errorf("stageops: BatchNorm: broadcast axes %v of %v: want increasing axes other than the channels'", axes, shape)
+		}
+	}
+	return nil
+}
+
+// bnParams is what the BatchNorm kernels need to know of x and the op.
+type bnParams struct {
+	op            *gorgonia.BatchNormOp
+	momentum, eps float64
+	shape         tensor.Shape // x's
+	b, c, s       int          // batch, channels, spatial size (1 for a matrix)
+}
+
+func newBNParams(op *gorgonia.BatchNormOp, shape tensor.Shape) (bnParams, error) {
+	if op == nil {
+		return bnParams{}, errors.New("stageops: BatchNorm: nil op")
+	}
+	if d := shape.Dims(); d != 2 && d != 4 {
+		return bnParams{}, errors.Errorf("stageops: BatchNorm of shape %v: want (B, C) or (B, C, H, W)", shape)
+	}
+	v := reflect.ValueOf(op).Elem()
+	m, e := v.FieldByName("momentum"), v.FieldByName("epsilon")
+	if !m.IsValid() || !e.IsValid() || !v.FieldByName("training").IsValid() {
+		return bnParams{}, errors.New("stageops: BatchNorm: cannot read gorgonia's BatchNormOp (momentum, epsilon, training)")
+	}
+	mean, _ := op.Stats()
+	if mean.Shape().TotalSize() != shape[1] {
+		return bnParams{}, errors.Errorf("stageops: BatchNorm: op has %d channels, x is %v", mean.Shape().TotalSize(), shape)
+	}
+	p := bnParams{op: op, momentum: m.Float(), eps: e.Float(), shape: shape.Clone(), b: shape[0], c: shape[1]}
+	p.s = shape.TotalSize() / (p.b * p.c)
+	return p, nil
+}
+
+// training reads the op's mode: gorgonia's SetTraining on the user's op (as
+// evaluation does) switches it.
+func (p bnParams) training() bool {
+	return reflect.ValueOf(p.op).Elem().FieldByName("training").Bool()
+}
+
+// bnStats computes what gorgonia's BatchNormOp keeps in saveMean and
+// saveVariance: stats (2, C), row 0 the mean, row 1 the inverse standard
+// deviation its normalisation multiplies by. In training mode it updates
+// the op's running statistics exactly as gorgonia does, with one
+// accumulator per channel in a register (gorgonia's per-channel goroutines
+// accumulate in adjacent memory and share cache lines).
+type bnStats struct {
+	named
+	bnParams
+}
+
+func (op *bnStats) Arity() int    { return 1 }
+func (op *bnStats) Type() hm.Type { return fnType(2, op.shape.Dims()) }
+func (op *bnStats) InferShape(...gorgonia.DimSizer) (tensor.Shape, error) {
+	return tensor.Shape{2, op.c}, nil
+}
+func (op *bnStats) DiffWRT(int) []bool { return []bool{false} }
+func (op *bnStats) SymDiff(gorgonia.Nodes, *gorgonia.Node, *gorgonia.Node) (gorgonia.Nodes, error) {
+	return nil, op.errorf("statistics are not differentiated (the normalisation's gradient includes them)")
+}
+
+// SetTraining is how a tape machine announces its mode when it is compiled.
+// Like gorgonia's BatchNormOp, true resets the running statistics (which
+// training then starts from) — except while the model is in inference mode
+// (the user's op switched off), where a program compiled during an
+// evaluation stays in inference mode and leaves the statistics alone.
+func (op *bnStats) SetTraining(training bool) error {
+	if training && !op.training() {
+		return nil
+	}
+	return op.op.SetTraining(training)
+}
+
+func (op *bnStats) Do(vals ...gorgonia.Value) (gorgonia.Value, error) {
+	return op.safely(func() (gorgonia.Value, error) {
+		if len(vals) != 1 {
+			return nil, op.errorf("takes 1 input, got %d", len(vals))
+		}
+		x, err := dense(op.desc, vals[0], op.shape)
+		if err != nil {
+			return nil, err
+		}
+		rm, rv := op.op.Stats()
+		out := newLike(x, tensor.Shape{2, op.c})
+		training := op.training()
+		switch x.Dtype() {
+		case tensor.Float32:
+			bnStatsKernel(x.Float32s(), out.Float32s(), rm.Data().([]float32), rv.Data().([]float32), op.bnParams, training)
+		default:
+			bnStatsKernel(x.Float64s(), out.Float64s(), rm.Data().([]float64), rv.Data().([]float64), op.bnParams, training)
+		}
+		return out, nil
+	})
+}
+
+func sqrt[T float](x T) T { return T(math.Sqrt(float64(x))) }
+
+// bnStatsKernel is gorgonia's updateStats and calculateAlphaAndBeta
+// (op_nn.go), per channel in the same order.
+func bnStatsKernel[T float](x, out, rm, rv []T, p bnParams, training bool) {
+	mean, inv := out[:p.c], out[p.c:]
+	eps := T(p.eps)
+	if !training {
+		for c := range mean {
+			mean[c] = rm[c]
+			inv[c] = 1 / sqrt(rv[c]+eps)
+		}
+		return
+	}
+	n := p.b * p.s
+	mom := T(p.momentum)
+	parallel(p.c, n, func(lo, hi int) {
+		for c := lo; c < hi; c++ {
+			var sum T
+			for b := 0; b < p.b; b++ {
+				for _, v := range x[(b*p.c+c)*p.s : (b*p.c+c+1)*p.s] {
+					sum += v
+				}
+			}
+			m := sum / T(n)
+			var sq T
+			for b := 0; b < p.b; b++ {
+				for _, v := range x[(b*p.c+c)*p.s : (b*p.c+c+1)*p.s] {
+					sq += (v - m) * (v - m)
+				}
+			}
+			rm[c] = mom*m + (1-mom)*rm[c]
+			unbiased := sq / T(n-1)
+			rv[c] = mom*unbiased + (1-mom)*rv[c]
+			mean[c] = m
+			inv[c] = 1 / sqrt(sq/T(n)+eps)
+		}
+	})
+}
+
+// bnApply normalises x with the statistics: x·α + β with α the inverse
+// standard deviation and β = −mean·α, as gorgonia's BatchNormOp does; then,
+// fused, scale·y + bias and Rectify (y·(y ≥ 0)), each rounded as gorgonia's
+// separate ops round. Inputs: x, stats[, scale, bias].
+type bnApply struct {
+	named
+	bnParams
+	fused BatchNorm
+}
+
+func (op *bnApply) Arity() int {
+	if op.fused.Scale != nil {
+		return 4
+	}
+	return 2
+}
+func (op *bnApply) Type() hm.Type {
+	d := op.shape.Dims()
+	if op.fused.Scale != nil {
+		return fnType(d, d, 2, op.fused.Scale.Dims(), op.fused.Bias.Dims())
+	}
+	return fnType(d, d, 2)
+}
+func (op *bnApply) InferShape(...gorgonia.DimSizer) (tensor.Shape, error) {
+	return op.shape.Clone(), nil
+}
+func (op *bnApply) DiffWRT(n int) []bool {
+	if n == 4 {
+		return []bool{true, false, true, true}
+	}
+	return []bool{true, false}
+}
+
+// SymDiff returns the gradients of x (the whole BatchNorm gradient: the
+// statistics depend on x) and of scale and bias.
+func (op *bnApply) SymDiff(inputs gorgonia.Nodes, _, grad *gorgonia.Node) (gorgonia.Nodes, error) {
+	in := append(gorgonia.Nodes{inputs[0], inputs[1], grad}, inputs[2:]...)
+	g := &bnGrad{named: named{"bngrad-x-" + op.desc}, bnApply: op, what: gradX}
+	dx, err := gorgonia.ApplyOp(g, in...)
+	if err != nil {
+		return nil, err
+	}
+	out := gorgonia.Nodes{dx, nil}
+	if op.fused.Scale == nil {
+		return out, nil
+	}
+	for _, w := range []gradOf{gradScale, gradBias} {
+		g := &bnGrad{named: named{fmt.Sprintf("bngrad-%d-%s", w, op.desc)}, bnApply: op, what: w}
+		d, err := gorgonia.ApplyOp(g, in...)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+func (op *bnApply) Do(vals ...gorgonia.Value) (gorgonia.Value, error) {
+	return op.safely(func() (gorgonia.Value, error) {
+		ts, err := op.inputs(vals, false)
+		if err != nil {
+			return nil, err
+		}
+		y := newLike(ts[0], op.shape)
+		switch ts[0].Dtype() {
+		case tensor.Float32:
+			bnApplyKernel(y.Float32s(), floats[float32](ts), op)
+		default:
+			bnApplyKernel(y.Float64s(), floats[float64](ts), op)
+		}
+		return y, nil
+	})
+}
+
+// inputs checks x, stats[, dy][, scale, bias].
+func (op *bnApply) inputs(vals []gorgonia.Value, withGrad bool) ([]*tensor.Dense, error) {
+	want := []tensor.Shape{op.shape, {2, op.c}}
+	if withGrad {
+		want = append(want, op.shape)
+	}
+	if op.fused.Scale != nil {
+		want = append(want, tensor.Shape{op.c}, tensor.Shape{op.c})
+	}
+	if len(vals) != len(want) {
+		return nil, op.errorf("takes %d inputs, got %d", len(want), len(vals))
+	}
+	ts := make([]*tensor.Dense, len(vals))
+	for i, v := range vals {
+		t, err := dense(fmt.Sprintf("%s input %d", op.desc, i), v, want[i])
+		if err != nil {
+			return nil, err
+		}
+		ts[i] = t
+	}
+	return ts, sameDtype(op.desc, ts...)
+}
+
+func floats[T float](ts []*tensor.Dense) [][]T {
+	out := make([][]T, len(ts))
+	for i, t := range ts {
+		out[i] = t.Data().([]T)
+	}
+	return out
+}
+
+// gradOf says which gradient a bnGrad computes.
+type gradOf int
+
+const (
+	gradX gradOf = iota
+	gradScale
+	gradBias
+)
+
+// bnGrad is the gradient of a bnApply with respect to x, scale or bias.
+// Inputs: x, stats, dy[, scale, bias]. The gradient of x is gorgonia's
+// batchnormDiffOp applied to the gradient of the normalised values (dy
+// through the Rectify mask and times scale, each rounded as gorgonia's ops
+// round); those of scale and bias are the sums, along the broadcast axes in
+// the order gorgonia's Repeat gradients sum, of dy·x̂ and dy (through the
+// mask).
+type bnGrad struct {
+	named
+	*bnApply
+	what gradOf
+}
+
+func (op *bnGrad) Arity() int { return op.bnApply.Arity() + 1 }
+func (op *bnGrad) Type() hm.Type {
+	d := op.shape.Dims()
+	in := []int{d, 2, d}
+	if s := op.fused.Scale; s != nil {
+		in = append(in, s.Dims(), op.fused.Bias.Dims())
+	}
+	out := d
+	switch op.what {
+	case gradScale:
+		out = op.fused.Scale.Dims()
+	case gradBias:
+		out = op.fused.Bias.Dims()
+	}
+	return fnType(out, in...)
+}
+func (op *bnGrad) InferShape(...gorgonia.DimSizer) (tensor.Shape, error) {
+	switch op.what {
+	case gradScale:
+		return op.fused.Scale.Shape().Clone(), nil
+	case gradBias:
+		return op.fused.Bias.Shape().Clone(), nil
+	}
+	return op.shape.Clone(), nil
+}
+func (op *bnGrad) DiffWRT(n int) []bool { return make([]bool, n) }
+func (op *bnGrad) SymDiff(gorgonia.Nodes, *gorgonia.Node, *gorgonia.Node) (gorgonia.Nodes, error) {
+	return nil, op.errorf("no second derivative")
+}
+
+func (op *bnGrad) Do(vals ...gorgonia.Value) (gorgonia.Value, error) {
+	return op.safely(func() (gorgonia.Value, error) {
+		ts, err := op.inputs(vals, true)
+		if err != nil {
+			return nil, err
+		}
+		shape, _ := op.InferShape()
+		out := newLike(ts[0], shape)
+		training := op.training()
+		switch ts[0].Dtype() {
+		case tensor.Float32:
+			bnGradKernel(out.Float32s(), floats[float32](ts), op, training)
+		default:
+			bnGradKernel(out.Float64s(), floats[float64](ts), op, training)
+		}
+		return out, nil
+	})
+}

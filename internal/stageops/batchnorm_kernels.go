@@ -1,0 +1,259 @@
+package stageops
+
+import "gorgonia.org/tensor"
+
+// The BatchNorm kernels compute, channel by channel, what gorgonia's ops
+// compute element by element: its BatchNormOp (x̂ = x·α + β), the broadcast
+// ⊙ scale and + bias gorgonia.BatchNorm adds, Rectify (v·(v ≥ 0)), and their
+// gradients — each product and sum rounded where gorgonia's separate ops
+// round (the explicit T(…) conversions keep a compiler that fuses
+// multiply-adds from fusing across those ops), the reductions in gorgonia's
+// order.
+
+// bnChannel is one channel's constants.
+type bnChannel[T float] struct {
+	alpha, beta, scale, bias T
+	affine, relu             bool
+}
+
+// channel reads channel c's constants from in = x, stats[, scale, bias].
+func channel[T float](in [][]T, op *bnApply, c int) bnChannel[T] {
+	stats := in[1]
+	alpha := stats[op.c+c]
+	ch := bnChannel[T]{alpha: alpha, beta: -stats[c] * alpha, affine: op.fused.Scale != nil, relu: op.fused.ReLU}
+	if ch.affine {
+		ch.scale, ch.bias = in[len(in)-2][c], in[len(in)-1][c]
+	}
+	return ch
+}
+
+// forward writes the outputs of one image's plane x of the channel into y.
+func (ch bnChannel[T]) forward(y, x []T) {
+	a, b, s, c := ch.alpha, ch.beta, ch.scale, ch.bias
+	switch {
+	case !ch.affine:
+		for i, v := range x {
+			y[i] = v*a + b
+		}
+	case !ch.relu:
+		for i, v := range x {
+			y[i] = T(s*(v*a+b)) + c
+		}
+	default:
+		for i, v := range x {
+			t := T(s*(v*a+b)) + c
+			if t >= 0 {
+				y[i] = t
+			} else {
+				y[i] = t * 0 // gorgonia's t·0: −0, or NaN
+			}
+		}
+	}
+}
+
+// upstream writes into g, for one plane, the gradient that reaches the
+// normalised values: dy through the Rectify mask (recomputed from x) and
+// times scale.
+func (ch bnChannel[T]) upstream(g, x, dy []T) {
+	a, b, s, c := ch.alpha, ch.beta, ch.scale, ch.bias
+	switch {
+	case !ch.affine:
+		copy(g, dy)
+	case !ch.relu:
+		for i, d := range dy {
+			g[i] = d * s
+		}
+	default:
+		for i, v := range x {
+			d := dy[i]
+			if !(T(s*(v*a+b))+c >= 0) {
+				d *= 0
+			}
+			g[i] = d * s
+		}
+	}
+}
+
+// rowSum is, for one row, the sum from 0 of the gradient that reaches the
+// bias (dy through the Rectify mask) or, timesXhat, the scale (that times
+// x̂).
+func (ch bnChannel[T]) rowSum(x, dy []T, timesXhat bool) T {
+	a, b := ch.alpha, ch.beta
+	var acc T
+	switch {
+	case !ch.relu && !timesXhat:
+		for _, d := range dy {
+			acc += d
+		}
+	case !ch.relu:
+		for i, v := range x {
+			acc += T(dy[i] * (v*a + b))
+		}
+	default:
+		for i, v := range x {
+			acc += ch.elem(v, dy[i], timesXhat)
+		}
+	}
+	return acc
+}
+
+// elem is one element of what rowSum adds up.
+func (ch bnChannel[T]) elem(x, dy T, timesXhat bool) T {
+	xhat := x*ch.alpha + ch.beta
+	if ch.relu && !(T(ch.scale*xhat)+ch.bias >= 0) {
+		dy *= 0
+	}
+	if timesXhat {
+		return T(dy * xhat)
+	}
+	return dy
+}
+
+func bnApplyKernel[T float](y []T, in [][]T, op *bnApply) {
+	x := in[0]
+	parallel(op.c, op.b*op.s, func(lo, hi int) {
+		for c := lo; c < hi; c++ {
+			ch := channel(in, op, c)
+			for b := 0; b < op.b; b++ {
+				at := (b*op.c + c) * op.s
+				ch.forward(y[at:at+op.s], x[at:at+op.s])
+			}
+		}
+	})
+}
+
+func bnGradKernel[T float](out []T, in [][]T, op *bnGrad, training bool) {
+	x, stats, dy := in[0], in[1], in[2]
+	fwd := append([][]T{x, stats}, in[3:]...) // as channel reads them
+	if op.what != gradX {
+		bnSumKernel(out, x, dy, fwd, op)
+		return
+	}
+	n := op.b * op.s
+	parallel(op.c, n, func(lo, hi int) {
+		for c := lo; c < hi; c++ {
+			ch := channel(fwd, op.bnApply, c)
+			mean, invstd := stats[c], stats[op.c+c]
+			// gorgonia's batchnormDiffOp on g, the gradient of x̂.
+			var sum, dotp T
+			for b := 0; b < op.b; b++ {
+				at := (b*op.c + c) * op.s
+				g, xs := out[at:at+op.s], x[at:at+op.s]
+				ch.upstream(g, xs, dy[at:at+op.s])
+				if op.s == 1 {
+					for i, v := range g {
+						sum += v
+						dotp += (xs[i] - mean) * v
+					}
+				} else {
+					for i, v := range g {
+						sum += v
+						dotp += xs[i]*v - mean*v
+					}
+				}
+			}
+			for b := 0; b < op.b; b++ {
+				at := (b*op.c + c) * op.s
+				g, xs := out[at:at+op.s], x[at:at+op.s]
+				switch {
+				case !training:
+					for i := range g {
+						g[i] *= invstd
+					}
+				case op.s == 1:
+					k, gradMean := dotp*invstd*invstd/T(n), sum/T(n)
+					for i, v := range xs {
+						g[i] = (g[i] - (v-mean)*k - gradMean) * invstd
+					}
+				default:
+					k, gradMean := dotp*invstd*invstd/T(n), sum/T(n)
+					for i, v := range xs {
+						g[i] = (g[i] - gradMean - (v-mean)*k) * invstd
+					}
+				}
+			}
+		}
+	})
+}
+
+// bnSumKernel is the gradient of scale or bias: the sum along the broadcast
+// axes. For gorgonia.BatchNorm's own broadcast of a (1, C, 1, 1) tensor
+// over (B, C, H, W) — Repeats along 0, 2 and 3, so sums along 3 and 2 from
+// 0 and along 0 from the first image — channel by channel without a
+// temporary; any other broadcast through sumAlong.
+func bnSumKernel[T float](out, x, dy []T, fwd [][]T, op *bnGrad) {
+	timesXhat := op.what == gradScale
+	axes := op.fused.ScaleAxes
+	if !timesXhat {
+		axes = op.fused.BiasAxes
+	}
+	if op.shape.Dims() == 4 && len(axes) == 3 && axes[0] == 0 && axes[1] == 2 && axes[2] == 3 {
+		w := op.shape[3]
+		parallel(op.c, op.b*op.s, func(lo, hi int) {
+			for c := lo; c < hi; c++ {
+				ch := channel(fwd, op.bnApply, c)
+				var total T
+				for b := 0; b < op.b; b++ {
+					var acc T
+					for at := (b*op.c + c) * op.s; at < (b*op.c+c+1)*op.s; at += w {
+						acc += ch.rowSum(x[at:at+w], dy[at:at+w], timesXhat)
+					}
+					if b == 0 {
+						total = acc
+					} else {
+						total += acc
+					}
+				}
+				out[c] = total
+			}
+		})
+		return
+	}
+	g := make([]T, len(x))
+	for c := 0; c < op.c; c++ {
+		ch := channel(fwd, op.bnApply, c)
+		for b := 0; b < op.b; b++ {
+			for at := (b*op.c + c) * op.s; at < (b*op.c+c+1)*op.s; at++ {
+				g[at] = ch.elem(x[at], dy[at], timesXhat)
+			}
+		}
+	}
+	copy(out, sumAlong(g, op.shape, axes))
+}
+
+// sumAlong sums g (of shape) along axes, the last first, as gorgonia's
+// Repeat gradients do: one tensor.Sum per axis, each adding in index order,
+// starting from 0 along the tensor's last axis and from the first element
+// along any other.
+func sumAlong[T float](g []T, shape tensor.Shape, axes []int) []T {
+	cur := append([]int(nil), shape...)
+	for k := len(axes) - 1; k >= 0; k-- {
+		a := axes[k]
+		outer, inner := 1, 1
+		for i := 0; i < a; i++ {
+			outer *= cur[i]
+		}
+		for i := a + 1; i < len(cur); i++ {
+			inner *= cur[i]
+		}
+		n := cur[a]
+		last := a == len(cur)-1
+		red := make([]T, outer*inner)
+		for o := 0; o < outer; o++ {
+			for in := 0; in < inner; in++ {
+				var acc T
+				start := 0
+				if !last {
+					acc, start = g[o*n*inner+in], 1
+				}
+				for j := start; j < n; j++ {
+					acc += g[(o*n+j)*inner+in]
+				}
+				red[o*inner+in] = acc
+			}
+		}
+		g = red
+		cur = append(cur[:a], cur[a+1:]...)
+	}
+	return g
+}

@@ -1,0 +1,386 @@
+package stageops
+
+import (
+	"fmt"
+	"math"
+	"math/rand"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"gonum.org/v1/gonum/blas/gonum"
+	"gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+)
+
+// The tests build each op twice — with gorgonia's own ops and with this
+// package's — on the same values, run forward and backward (the cost is
+// Σ y⊙R for a random R, so the output gradient is R), and require every
+// output and every gradient bit for bit.
+
+func randTensor(rng *rand.Rand, dt tensor.Dtype, shape tensor.Shape, quantize bool) *tensor.Dense {
+	t := tensor.New(tensor.Of(dt), tensor.WithShape(shape...))
+	for i := 0; i < shape.TotalSize(); i++ {
+		v := rng.NormFloat64()
+		if quantize { // ties and exact zeros
+			v = math.Round(v*2) / 2
+		}
+		if dt == tensor.Float32 {
+			t.Float32s()[i] = float32(v)
+		} else {
+			t.Float64s()[i] = v
+		}
+	}
+	return t
+}
+
+// side is one of the two graphs: its inputs (with values), its output and
+// what its run gives.
+type side struct {
+	g      *gorgonia.ExprGraph
+	inputs gorgonia.Nodes
+	out    *gorgonia.Node
+}
+
+// run computes out and the gradients of Σ out⊙r with respect to the inputs.
+func (s side) run(t *testing.T, r *tensor.Dense) []gorgonia.Value {
+	t.Helper()
+	rn := gorgonia.NewConstant(r.Clone(), gorgonia.WithName("r"))
+	cost := gorgonia.Must(gorgonia.Sum(gorgonia.Must(gorgonia.HadamardProd(s.out, s.g.AddNode(rn)))))
+	grads, err := gorgonia.Grad(cost, s.inputs...)
+	require.NoError(t, err)
+	vals := make([]gorgonia.Value, len(grads)+1)
+	gorgonia.Read(s.out, &vals[0])
+	for i, g := range grads {
+		gorgonia.Read(g, &vals[i+1])
+	}
+	vm := gorgonia.NewTapeMachine(s.g)
+	defer vm.Close()
+	require.NoError(t, vm.RunAll())
+	return vals
+}
+
+func requireBits(t *testing.T, want, got gorgonia.Value, what string) {
+	t.Helper()
+	require.Equal(t, want.Shape().TotalSize(), got.Shape().TotalSize(), what)
+	switch w := want.Data().(type) {
+	case []float32:
+		g := got.Data().([]float32)
+		for i := range w {
+			if math.Float32bits(w[i]) != math.Float32bits(g[i]) {
+				t.Fatalf("%s: element %d: gorgonia %v, stage op %v", what, i, w[i], g[i])
+			}
+		}
+	case []float64:
+		g := got.Data().([]float64)
+		for i := range w {
+			if math.Float64bits(w[i]) != math.Float64bits(g[i]) {
+				t.Fatalf("%s: element %d: gorgonia %v, stage op %v", what, i, w[i], g[i])
+			}
+		}
+	}
+}
+
+func requireSame(t *testing.T, want, got []gorgonia.Value, names ...string) {
+	t.Helper()
+	require.Len(t, got, len(want))
+	for i := range want {
+		what := "output"
+		if i > 0 {
+			what = "gradient of " + names[i-1]
+		}
+		requireBits(t, want[i], got[i], what)
+	}
+}
+
+// requireClose is requireSame for ops computed through a BLAS other than
+// gonum's, which cuts and orders the stage ops' GEMMs differently from
+// gorgonia's: every value within a few units of rounding of the largest
+// (relative 1e-5 in float32, 1e-12 in float64).
+func requireClose(t *testing.T, want, got []gorgonia.Value, names ...string) {
+	t.Helper()
+	if _, exact := tensor.WhichBLAS().(gonum.Implementation); exact {
+		requireSame(t, want, got, names...)
+		return
+	}
+	require.Len(t, got, len(want))
+	for i := range want {
+		tol := 1e-12
+		if want[i].Dtype() == tensor.Float32 {
+			tol = 1e-5
+		}
+		w, g := asFloat64s(want[i]), asFloat64s(got[i])
+		diff, scale := 0.0, 1e-30
+		for j := range w {
+			diff, scale = math.Max(diff, math.Abs(w[j]-g[j])), math.Max(scale, math.Abs(w[j]))
+		}
+		require.LessOrEqual(t, diff/scale, tol, "value %d", i)
+	}
+}
+
+func asFloat64s(v gorgonia.Value) []float64 {
+	if d, ok := v.Data().([]float64); ok {
+		return d
+	}
+	var out []float64
+	for _, x := range v.Data().([]float32) {
+		out = append(out, float64(x))
+	}
+	return out
+}
+
+func input(g *gorgonia.ExprGraph, name string, v *tensor.Dense) *gorgonia.Node {
+	return gorgonia.NewTensor(g, v.Dtype(), v.Dims(), gorgonia.WithShape(v.Shape()...), gorgonia.WithName(name), gorgonia.WithValue(v.Clone()))
+}
+
+var dtypes = []tensor.Dtype{tensor.Float32, tensor.Float64}
+
+func TestBatchNormIsGorgonias(t *testing.T) {
+	for _, dt := range dtypes {
+		for _, shape := range []tensor.Shape{{4, 3, 5, 5}, {2, 8, 7, 3}, {16, 6}} {
+			for _, affine := range []bool{false, true} {
+				for _, relu := range []bool{false, true} {
+					if relu && !affine {
+						continue
+					}
+					t.Run(fmt.Sprintf("%v/%v/affine=%v/relu=%v", dt, shape, affine, relu), func(t *testing.T) {
+						testBatchNorm(t, dt, shape, affine, relu)
+					})
+				}
+			}
+		}
+	}
+}
+
+func testBatchNorm(t *testing.T, dt tensor.Dtype, shape tensor.Shape, affine, relu bool) {
+	rng := rand.New(rand.NewSource(1))
+	c := shape[1]
+	pshape := tensor.Shape{1, c, 1, 1}
+	axes := []int{0, 2, 3}
+	if shape.Dims() == 2 {
+		pshape, axes = tensor.Shape{1, c}, []int{0}
+	}
+	xv := randTensor(rng, dt, shape, false)
+	sv, bv := randTensor(rng, dt, pshape, false), randTensor(rng, dt, pshape, false)
+
+	build := func(ours bool) (side, *gorgonia.BatchNormOp) {
+		g := gorgonia.NewGraph()
+		x := input(g, "x", xv)
+		s := side{g: g, inputs: gorgonia.Nodes{x}}
+		var scale, bias *gorgonia.Node
+		if affine {
+			scale, bias = input(g, "scale", sv), input(g, "bias", bv)
+			s.inputs = append(s.inputs, scale, bias)
+		}
+		// gorgonia.BatchNorm always builds its scale and bias; without
+		// affine, the reference reads its op's output directly.
+		y, _, _, op, err := gorgonia.BatchNorm(x, scale, bias, 0.1, 1e-5)
+		require.NoError(t, err)
+		if !affine {
+			y = nil
+			for _, n := range g.AllNodes() {
+				if n.Op() == op {
+					y = n
+				}
+			}
+		}
+		if ours {
+			g2 := gorgonia.NewGraph()
+			x2 := input(g2, "x", xv)
+			s = side{g: g2, inputs: gorgonia.Nodes{x2}}
+			bn := BatchNorm{Op: op, ReLU: relu}
+			if affine {
+				bn.Scale, bn.Bias = input(g2, "scale", sv), input(g2, "bias", bv)
+				bn.ScaleAxes, bn.BiasAxes = axes, axes
+				s.inputs = append(s.inputs, bn.Scale, bn.Bias)
+			}
+			y2, _, err := bn.Apply(x2)
+			require.NoError(t, err)
+			s.out = y2
+			return s, op
+		}
+		if relu {
+			var err error
+			y, err = gorgonia.Rectify(y)
+			require.NoError(t, err)
+		}
+		s.out = y
+		return s, op
+	}
+	ref, refOp := build(false)
+	ours, ourOp := build(true)
+	r := randTensor(rng, dt, shape, false)
+	names := []string{"x", "scale", "bias"}
+	for run := 0; run < 2; run++ { // the running statistics carry over
+		want, got := ref.run(t, r), ours.run(t, r)
+		requireSame(t, want, got, names...)
+		wm, wv := refOp.Stats()
+		gm, gv := ourOp.Stats()
+		requireBits(t, wm, gm, "running mean")
+		requireBits(t, wv, gv, "running variance")
+	}
+	// Inference mode: the forward uses the running statistics.
+	require.NoError(t, refOp.SetTraining(false))
+	require.NoError(t, ourOp.SetTraining(false))
+	refVals, ourVals := forward(t, ref), forward(t, ours)
+	requireBits(t, refVals, ourVals, "inference output")
+}
+
+// forward runs a side's output only, with a tape machine in inference mode.
+func forward(t *testing.T, s side) gorgonia.Value {
+	var v gorgonia.Value
+	gorgonia.Read(s.out, &v)
+	vm := gorgonia.NewTapeMachine(s.g, gorgonia.EvalMode())
+	defer vm.Close()
+	require.NoError(t, vm.RunAll())
+	return v
+}
+
+func TestMaxPoolIsGorgonias(t *testing.T) {
+	for _, dt := range dtypes {
+		for _, c := range []struct {
+			shape          tensor.Shape
+			kernel         tensor.Shape
+			pad, stride    []int
+			quantize, name string
+		}{
+			{tensor.Shape{2, 3, 8, 8}, tensor.Shape{2, 2}, []int{0, 0}, []int{2, 2}, "", "2x2"},
+			{tensor.Shape{2, 3, 8, 8}, tensor.Shape{2, 2}, []int{0, 0}, []int{2, 2}, "ties", "2x2-ties"},
+			{tensor.Shape{2, 2, 9, 7}, tensor.Shape{3, 3}, []int{1, 1}, []int{2, 2}, "ties", "3x3-overlap-pad"},
+			{tensor.Shape{1, 2, 6, 6}, tensor.Shape{3, 2}, []int{0, 1}, []int{1, 2}, "", "3x2-stride1"},
+		} {
+			t.Run(fmt.Sprintf("%v/%s", dt, c.name), func(t *testing.T) {
+				rng := rand.New(rand.NewSource(2))
+				xv := randTensor(rng, dt, c.shape, c.quantize != "")
+				g := gorgonia.NewGraph()
+				x := input(g, "x", xv)
+				y, err := gorgonia.MaxPool2D(x, c.kernel, c.pad, c.stride)
+				require.NoError(t, err)
+				ref := side{g: g, inputs: gorgonia.Nodes{x}, out: y}
+
+				mp, err := NewMaxPool(y.Op())
+				require.NoError(t, err)
+				g2 := gorgonia.NewGraph()
+				x2 := input(g2, "x", xv)
+				y2, _, err := mp.Apply(x2)
+				require.NoError(t, err)
+				require.Equal(t, y.Shape(), y2.Shape())
+				ours := side{g: g2, inputs: gorgonia.Nodes{x2}, out: y2}
+				r := randTensor(rng, dt, y.Shape(), false)
+				requireSame(t, ref.run(t, r), ours.run(t, r), "x")
+			})
+		}
+	}
+}
+
+// TestConvIsGorgonias is bit for bit with gonum's BLAS (gorgonia's
+// default); see requireClose for another.
+func TestConvIsGorgonias(t *testing.T) {
+	for _, dt := range dtypes {
+		for _, c := range []struct {
+			x, w                  tensor.Shape
+			pad, stride, dilation []int
+		}{
+			{tensor.Shape{4, 1, 12, 12}, tensor.Shape{8, 1, 3, 3}, []int{1, 1}, []int{1, 1}, []int{1, 1}},
+			{tensor.Shape{3, 8, 14, 14}, tensor.Shape{16, 8, 3, 3}, []int{1, 1}, []int{1, 1}, []int{1, 1}},  // K = 72 > 64
+			{tensor.Shape{2, 9, 10, 10}, tensor.Shape{70, 9, 3, 3}, []int{1, 1}, []int{2, 2}, []int{1, 1}},  // C' > 64
+			{tensor.Shape{2, 3, 11, 9}, tensor.Shape{5, 3, 3, 3}, []int{0, 2}, []int{1, 2}, []int{2, 1}},    // odd
+			{tensor.Shape{16, 4, 16, 16}, tensor.Shape{32, 4, 1, 1}, []int{0, 0}, []int{1, 1}, []int{1, 1}}, // 1×1
+			{tensor.Shape{1, 2, 5, 4}, tensor.Shape{3, 2, 2, 2}, []int{3, 3}, []int{3, 2}, []int{1, 1}},     // windows off the image
+		} {
+			t.Run(fmt.Sprintf("%v/%v*%v", dt, c.x, c.w), func(t *testing.T) {
+				rng := rand.New(rand.NewSource(3))
+				xv, wv := randTensor(rng, dt, c.x, true), randTensor(rng, dt, c.w, false)
+				g := gorgonia.NewGraph()
+				x, w := input(g, "x", xv), input(g, "w", wv)
+				y, err := gorgonia.Conv2d(x, w, c.w[2:], c.pad, c.stride, c.dilation)
+				require.NoError(t, err)
+				ref := side{g: g, inputs: gorgonia.Nodes{x, w}, out: y}
+
+				var im2colOp gorgonia.Op
+				for _, n := range g.AllNodes() {
+					if n.Op() != nil && fmt.Sprintf("%T", n.Op()) == "gorgonia.im2colOp" {
+						im2colOp = n.Op()
+					}
+				}
+				ic, err := NewIm2Col(im2colOp, c.x)
+				require.NoError(t, err)
+				g2 := gorgonia.NewGraph()
+				x2, w2 := input(g2, "x", xv), input(g2, "w", wv)
+				p, err := ic.Apply(x2)
+				require.NoError(t, err)
+				k := c.w[1] * c.w[2] * c.w[3]
+				f := gorgonia.Must(gorgonia.Reshape(w2, tensor.Shape{c.w[0], k}))
+				y2, err := NewConvGEMM(c.x[0], y.Shape()[2], y.Shape()[3], c.w[0], k).Apply(p, f)
+				require.NoError(t, err)
+				require.Equal(t, y.Shape(), y2.Shape())
+				ours := side{g: g2, inputs: gorgonia.Nodes{x2, w2}, out: y2}
+				r := randTensor(rng, dt, y.Shape(), true)
+				requireClose(t, ref.run(t, r), ours.run(t, r), "x", "filter")
+			})
+		}
+	}
+}
+
+func TestReLUIsGorgonias(t *testing.T) {
+	for _, dt := range dtypes {
+		for _, shape := range []tensor.Shape{{5, 7}, {2, 3, 4, 4}} {
+			t.Run(fmt.Sprintf("%v/%v", dt, shape), func(t *testing.T) {
+				rng := rand.New(rand.NewSource(4))
+				xv := randTensor(rng, dt, shape, true) // exact zeros and negatives
+				g := gorgonia.NewGraph()
+				x := input(g, "x", xv)
+				y, err := gorgonia.Rectify(x)
+				require.NoError(t, err)
+				g2 := gorgonia.NewGraph()
+				x2 := input(g2, "x", xv)
+				y2, err := ReLU(x2)
+				require.NoError(t, err)
+				r := randTensor(rng, dt, shape, false)
+				requireSame(t, side{g, gorgonia.Nodes{x}, y}.run(t, r), side{g2, gorgonia.Nodes{x2}, y2}.run(t, r), "x")
+			})
+		}
+	}
+}
+
+func TestBiasAddIsGorgonias(t *testing.T) {
+	for _, dt := range dtypes {
+		for _, c := range []struct {
+			x, b    tensor.Shape
+			pattern []byte
+			axes    []int
+		}{
+			{tensor.Shape{16, 7}, tensor.Shape{1, 7}, []byte{0}, []int{0}},
+			{tensor.Shape{3, 5, 4, 6}, tensor.Shape{1, 5, 1, 1}, []byte{0, 2, 3}, []int{0, 2, 3}},
+		} {
+			t.Run(fmt.Sprintf("%v/%v", dt, c.x), func(t *testing.T) {
+				rng := rand.New(rand.NewSource(5))
+				xv, bv := randTensor(rng, dt, c.x, false), randTensor(rng, dt, c.b, false)
+				g := gorgonia.NewGraph()
+				x, b := input(g, "x", xv), input(g, "b", bv)
+				y, err := gorgonia.BroadcastAdd(x, b, nil, c.pattern)
+				require.NoError(t, err)
+				g2 := gorgonia.NewGraph()
+				x2, b2 := input(g2, "x", xv), input(g2, "b", bv)
+				y2, err := BiasAdd(x2, b2, c.axes)
+				require.NoError(t, err)
+				r := randTensor(rng, dt, c.x, false)
+				requireSame(t, side{g, gorgonia.Nodes{x, b}, y}.run(t, r), side{g2, gorgonia.Nodes{x2, b2}, y2}.run(t, r), "x", "bias")
+			})
+		}
+	}
+}
+
+// TestMaskWithoutBranches: the branchless masks are mask for every kind of
+// value (±0, ±Inf, NaN of either sign, subnormals).
+func TestMaskWithoutBranches(t *testing.T) {
+	for _, v := range []float64{0, math.Copysign(0, -1), 1, -1, math.Inf(1), math.Inf(-1), math.NaN(), -math.NaN(),
+		math.SmallestNonzeroFloat64, -math.SmallestNonzeroFloat64, math.MaxFloat64, -math.MaxFloat64, 1e-310, -1e-310} {
+		require.Equal(t, mask(v), mask64(v), "%v", v)
+		f := float32(v)
+		require.Equal(t, mask(f), mask32(f), "%v", f)
+	}
+	for _, b := range []uint32{0x80000000, 0x00000001, 0x80000001, 0x7f800001, 0xff800001, 0x7fc00000, 0xffc00000, 0x7f7fffff} {
+		f := math.Float32frombits(b)
+		require.Equal(t, mask(f), mask32(f), "%#x", b)
+	}
+}
