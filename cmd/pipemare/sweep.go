@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/pipemare/pipemare/delay"
-	"github.com/pipemare/pipemare/graphsplit"
 	"github.com/pipemare/pipemare/schedule"
 	"github.com/pipemare/pipemare/zoo"
 )
@@ -362,24 +361,6 @@ func (f sweepFlags) trainArgs(m zoo.Method, s delaySetting, seed int64) []string
 		args = append(args, "-warmup", "0")
 	}
 	return args
-}
-
-// stageCount is the number of stages the model's plan has.
-func stageCount(r zoo.Recipe, stages string) (int, error) {
-	m, err := r.Build(r.Run.Microbatch, r.Run.Seed)
-	if err != nil {
-		return 0, err
-	}
-	opts := []graphsplit.Option{graphsplit.FineGrained()}
-	if stages != "fine" {
-		p, _ := strconv.Atoi(stages) // options.check made sure
-		opts = append(opts, graphsplit.Stages(p))
-	}
-	plan, err := graphsplit.Split(m.Graph, m.Cost, m.Learnables, opts...)
-	if err != nil {
-		return 0, err
-	}
-	return len(plan.Stages), nil
 }
 
 // loadRun fills run from runs/<key>.json when that run finished before
