@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/pipemare/pipemare/asyncvm"
@@ -20,7 +19,6 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
-	"gonum.org/v1/plot/vg/vgsvg"
 )
 
 // writePlots draws, into dir, loss.png (every run's loss curve, each
@@ -528,109 +526,4 @@ func (r rects) DataRange() (xmin, xmax, ymin, ymax float64) {
 func (r rects) Thumbnail(c *draw.Canvas) {
 	pts := []vg.Point{{X: c.Min.X, Y: c.Min.Y}, {X: c.Max.X, Y: c.Min.Y}, {X: c.Max.X, Y: c.Max.Y}, {X: c.Min.X, Y: c.Max.Y}}
 	c.FillPolygon(r.color, pts)
-}
-
-// sweepPlot draws a sweep's final accuracy against τ_0, a line per method
-// through the mean over seeds, with error bars of one standard deviation
-// (a dashed line per method for injected fixed delays, a dotted one for
-// exponential ones), the legend in a column on the right, and writes it
-// as an SVG.
-func sweepPlot(path string, rep sweepReport) error {
-	p := plot.New()
-	p.Title.Text = fmt.Sprintf("%s, %d stages, %d epochs: final test accuracy, mean ± std over seeds", rep.Model, rep.Stages, rep.Epochs)
-	p.X.Label.Text = "τ₀, the first stage's delay in updates"
-	p.Y.Label.Text = "test accuracy"
-	var legend []plot.Thumbnailer
-	var names []string
-	var ticks []plot.Tick
-	for _, s := range rep.Settings {
-		ticks = append(ticks, plot.Tick{Value: s.Tau0, Label: strconv.FormatFloat(s.Tau0, 'g', -1, 64)})
-	}
-	p.X.Tick.Marker = plot.ConstantTicks(ticks)
-	kinds := []struct{ prefix, name string }{{"", ""}, {"fixed", ", fixed delays"}, {"exp", ", exponential delays"}}
-	for i, m := range rep.Methods {
-		for k, kind := range kinds {
-			var pts plotter.XYs
-			var errs plotter.YErrors
-			for j, s := range rep.Settings {
-				c := rep.Cells[j*len(rep.Methods)+i]
-				if len(c.Accuracies) == 0 || !strings.HasPrefix(s.Injected, kind.prefix) || (kind.prefix == "" && s.Injected != "") {
-					continue
-				}
-				pts = append(pts, plotter.XY{X: s.Tau0, Y: c.Mean})
-				errs = append(errs, struct{ Low, High float64 }{c.Std, c.Std})
-			}
-			if len(pts) == 0 {
-				continue
-			}
-			sort.Sort(byX{pts, errs})
-			line, points, err := plotter.NewLinePoints(pts)
-			if err != nil {
-				return err
-			}
-			line.Color, points.Color = plotutil.Color(i), plotutil.Color(i)
-			line.Width = vg.Points(1.5)
-			line.Dashes = [][]vg.Length{nil, {vg.Points(6), vg.Points(3)}, {vg.Points(1.5), vg.Points(2.5)}}[k]
-			points.Shape = plotutil.Shape(i)
-			bars, err := plotter.NewYErrorBars(struct {
-				plotter.XYs
-				plotter.YErrors
-			}{pts, errs})
-			if err != nil {
-				return err
-			}
-			bars.Color = plotutil.Color(i)
-			p.Add(line, points, bars)
-			legend = append(legend, thumbnails{line, points})
-			names = append(names, m+kind.name)
-		}
-	}
-	lo, hi := math.Inf(1), math.Inf(-1)
-	for _, t := range ticks {
-		lo, hi = math.Min(lo, t.Value), math.Max(hi, t.Value)
-	}
-	p.X.Min, p.X.Max = lo-0.05*(hi-lo)-0.5, hi+0.05*(hi-lo)+0.5 // the points off the axes
-	const legendW = 2.8 * vg.Inch
-	img := vgsvg.New(figureWidth, 5*vg.Inch)
-	dc := draw.New(img)
-	p.Draw(draw.Crop(dc, 0, -legendW, 0, 0))
-	l := plot.NewLegend()
-	for i, t := range legend {
-		l.Add(names[i], t)
-	}
-	l.Top, l.Left = true, true
-	l.Padding = vg.Points(3)
-	l.Draw(draw.Crop(dc, figureWidth-legendW+8, 0, 0, -12))
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if _, err := img.WriteTo(f); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
-}
-
-// thumbnails draws several thumbnails on top of each other (a legend
-// entry for a line with points).
-type thumbnails []plot.Thumbnailer
-
-func (t thumbnails) Thumbnail(c *draw.Canvas) {
-	for _, x := range t {
-		x.Thumbnail(c)
-	}
-}
-
-// byX sorts points and their error bars together by x.
-type byX struct {
-	pts  plotter.XYs
-	errs plotter.YErrors
-}
-
-func (b byX) Len() int           { return len(b.pts) }
-func (b byX) Less(i, j int) bool { return b.pts[i].X < b.pts[j].X }
-func (b byX) Swap(i, j int) {
-	b.pts[i], b.pts[j] = b.pts[j], b.pts[i]
-	b.errs[i], b.errs[j] = b.errs[j], b.errs[i]
 }

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -98,6 +99,10 @@ type sweepCell struct {
 	Accuracies []float64 `json:"accuracies"`
 	Mean       float64   `json:"mean"`
 	Std        float64   `json:"std"`
+	// EpochMean and EpochStd are the test accuracy after each epoch, mean
+	// and sample standard deviation over the same seeds.
+	EpochMean []float64 `json:"epoch_mean,omitempty"`
+	EpochStd  []float64 `json:"epoch_std,omitempty"`
 	// Diverged counts the seeds whose loss stopped being finite; Refused
 	// says why the method cannot run here.
 	Diverged int    `json:"diverged,omitempty"`
@@ -484,12 +489,40 @@ func (rep *sweepReport) cells(runs []*sweepRun) {
 				}
 			}
 			c.Mean, c.Std = meanStd(c.Accuracies)
+			c.EpochMean, c.EpochStd = epochMeanStd(runs, c)
 			if c.Reached > 0 {
 				c.TimeToTarget = tta / time.Duration(c.Reached)
 			}
 			rep.Cells = append(rep.Cells, c)
 		}
 	}
+}
+
+// epochMeanStd is the mean and sample standard deviation of the test
+// accuracy after each epoch over the runs of c's seeds (nil when they did
+// not all train the same number of epochs).
+func epochMeanStd(runs []*sweepRun, c sweepCell) (mean, std []float64) {
+	var curves [][]float64
+	for _, r := range runs {
+		if r.Method == c.Method && r.Setting == c.Setting && slices.Contains(c.Seeds, r.Seed) && r.Refused == "" && r.Diverged == "" {
+			if len(curves) > 0 && len(r.Epochs) != len(curves[0]) {
+				return nil, nil
+			}
+			curves = append(curves, r.Epochs)
+		}
+	}
+	if len(curves) == 0 {
+		return nil, nil
+	}
+	for e := range curves[0] {
+		var xs []float64
+		for _, c := range curves {
+			xs = append(xs, c[e])
+		}
+		m, s := meanStd(xs)
+		mean, std = append(mean, m), append(std, s)
+	}
+	return mean, std
 }
 
 // meanStd is the mean and the sample standard deviation (0 for fewer than

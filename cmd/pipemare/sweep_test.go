@@ -66,6 +66,13 @@ func TestSweep(t *testing.T) {
 		a, b := runs[0].Accuracy, runs[1].Accuracy
 		require.InDelta(t, (a+b)/2, c.Mean, 1e-12, name)
 		require.InDelta(t, math.Abs(a-b)/math.Sqrt2, c.Std, 1e-12, "%s: the sample standard deviation", name)
+		require.Len(t, c.EpochMean, 2, name)
+		for e := range c.EpochMean {
+			a, b := runs[0].Epochs[e], runs[1].Epochs[e]
+			require.InDelta(t, (a+b)/2, c.EpochMean[e], 1e-12, "%s epoch %d", name, e+1)
+			require.InDelta(t, math.Abs(a-b)/math.Sqrt2, c.EpochStd[e], 1e-12, "%s epoch %d", name, e+1)
+		}
+		require.Equal(t, c.Accuracies[1], runs[1].Epochs[1], "%s: the final accuracy is the last epoch's", name)
 	}
 	require.Contains(t, cell["2bw N=4"].Refused, "pipedream-2bw needs N ≥ 5 on 3 stages")
 	require.Contains(t, cell["sequential fixed:1"].Refused, "injected delays stand for PipeMare's pipeline")
@@ -76,6 +83,7 @@ func TestSweep(t *testing.T) {
 	svg, err := os.ReadFile(filepath.Join(dir, "sweep.svg"))
 	require.NoError(t, err)
 	require.Contains(t, string(svg), "<svg")
+	require.Contains(t, string(svg), "test accuracy after each epoch at N=2 (τ₀ = 3)", "the right panel is the largest pipeline delay")
 
 	// Each run is pipemare train with its flags.
 	var one sweepRun
