@@ -99,3 +99,21 @@ func TestNothingCitesOutsideDocuments(t *testing.T) {
 	})
 	require.NoError(t, err)
 }
+
+// TestCIRunsTheREADMETestCommand: the README's test command (the sh block
+// after "Run the tests") is, character for character, the command .ci/run
+// ends with, so what CI checks is what a newcomer runs.
+func TestCIRunsTheREADMETestCommand(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	require.NoError(t, err)
+	_, after, ok := strings.Cut(string(readme), "Run the tests")
+	require.True(t, ok, "the README has a \"Run the tests\" paragraph")
+	_, block, ok := strings.Cut(after, "```sh\n")
+	require.True(t, ok, "a sh block follows \"Run the tests\"")
+	command, _, ok := strings.Cut(block, "\n```")
+	require.True(t, ok)
+	ci, err := os.ReadFile(filepath.Join(".ci", "run"))
+	require.NoError(t, err)
+	lines := strings.Split(strings.TrimSpace(string(ci)), "\n")
+	require.Equal(t, strings.TrimSpace(command), lines[len(lines)-1])
+}

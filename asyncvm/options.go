@@ -107,9 +107,11 @@ const (
 	// the least memory. The default.
 	Recompute Activations = iota
 	// Keep keeps the tensors the backward reads and runs a backward-only
-	// program: no second forward, more memory. Stages with stateful ops
-	// (BatchNorm, MaxPool, Dropout, GroupNorm, AvgPool) still recompute, as
-	// only that is exact for them.
+	// program: no second forward, more memory. A stage whose stateful ops
+	// all have stateless stage ops (BatchNorm and MaxPool do, unless
+	// graphsplit.WithoutOpSubstitution; graphsplit.Plan.CanKeep says) keeps
+	// too; one with other stateful ops (Dropout, GroupNorm, AvgPool) still
+	// recomputes, as only that is exact for them.
 	Keep
 )
 

@@ -52,7 +52,7 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.IntVar(&o.t1, "t1", -1, "T1 rescheduling length K in asynchronous steps (-1: the method's, all the run after the warm-up when it has T1; 0: off)")
 	fs.Float64Var(&o.t2, "t2", -1, "T2 correction γ (-1: the method's; 0: off)")
 	fs.IntVar(&o.warmup, "warmup", -1, "synchronous warm-up steps, T3 (-1: the model's recipe, 0: off); must leave asynchronous steps")
-	fs.BoolVar(&o.stash, "stash", false, "stash activations in stateless stages instead of recomputing (default: the model's recipe; the transformer's stashes)")
+	fs.BoolVar(&o.stash, "stash", false, "keep the forward's activations for the backward instead of recomputing them, in every stage that can (default: the model's recipe; the transformer's keeps)")
 	fs.Int64Var(&o.seed, "seed", 1, "seed of the initial weights and the data order")
 	fs.IntVar(&o.limit, "limit", 0, "use only the first n training examples (0: all)")
 	fs.IntVar(&o.traceSteps, "trace-steps", 20, "trace.json holds the actions of the last k minibatches (0: the whole run)")

@@ -55,6 +55,9 @@ func planCmd(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := plan.WriteTable(stdout); err != nil {
 		return err
 	}
+	if err := writeMemory(stdout, m.Name, plan); err != nil {
+		return err
+	}
 	if f == nil {
 		return nil
 	}
