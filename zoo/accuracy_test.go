@@ -277,21 +277,25 @@ func TestTransformerAccuracy(t *testing.T) {
 
 // TestResNetAccuracy: the 15-stage ResNet (conv–BN front, six residual
 // blocks with BatchNorm; recipe: Momentum(0.9) from 0.05, the best
-// synchronous rate found, cosine, 3 epochs, a one-epoch warm-up). 16
-// microbatches of 4 keep the delays at τ_i ≤ 2: with 4 of 16, τ_0 = 8
-// (pipemare sweep, README). The check trains 2 of the recipe's 3 epochs
-// (its warm-up epoch, then one asynchronous), so that two seeds fit the
-// CPU of the single-seed 3-epoch check (five runs of 78–102 s CPU against
-// three of 113–158). Measured, seeds 1 and 2: baseline 0.8195 and 0.8215
-// (mean 0.8205, threshold 0.81), PipeMare+T1+T2 0.8125 and 0.8169 (mean
-// 0.8147, 0.6 points under), naive 0.7584 (5.6 points under). Over the
-// recipe's 3 epochs: baseline 0.854 and 0.8445, PipeMare 0.8455 and
-// 0.8295, naive 0.784.
+// synchronous rate found, cosine, 3 epochs, a one-epoch warm-up, spike
+// compensation with T1). 16 microbatches of 4 keep the delays at τ_i ≤ 2:
+// with 4 of 16, τ_0 = 8 (pipemare sweep, docs/methods.md). The check
+// trains 2 of the recipe's 3 epochs (its warm-up epoch, then one
+// asynchronous), so that two seeds fit the CPU of the single-seed 3-epoch
+// check (five runs of 78–140 s CPU against three of 113–199). Measured,
+// seeds 1 and 2: baseline 0.8195 and 0.8215 (mean 0.8205, threshold
+// 0.81), spike 0.8115 and 0.8179 (mean 0.8147, 0.6 points under; PipeMare
+// with T2 0.8125 and 0.8169, the same mean), naive 0.7584 (5.6 points
+// under). Over the recipe's 3 epochs: baseline 0.854 and 0.8445, spike
+// 0.8515 and 0.8390, PipeMare with T2 0.8455 and 0.8295, naive 0.784.
+// Spike's 140 s CPU was measured while the baseline took 91–140 s against
+// 78 s alone: the machine was loaded; alone it costs about PipeMare's
+// 102 s.
 func TestResNetAccuracy(t *testing.T) {
 	runAccuracyCheck(t, accuracyCheck{
 		model:    "resnet",
 		baseline: 0.81, gap: 0.015, naiveWorse: 0.03, epochs: 2,
-		seconds: [3]float64{78, 102, 101},
+		seconds: [3]float64{78, 140, 101},
 	})
 }
 
