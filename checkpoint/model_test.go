@@ -33,7 +33,8 @@ func TestSavedModelGivesItsAccuracyBack(t *testing.T) {
 		trained = m
 		return m, err
 	}
-	cfg := r.Synchronous()
+	cfg, err := r.Config(zoo.MethodSequential, 1)
+	require.NoError(t, err)
 	cfg.Epochs, cfg.Stages = 1, 2
 	res, err := zoo.Train(context.Background(), build, train, test, cfg)
 	require.NoError(t, err)

@@ -89,6 +89,9 @@ func (s *Momentum) LearnRate() float64 { return s.h.eta }
 // SetLearnRate sets η for the following steps.
 func (s *Momentum) SetLearnRate(eta float64) { s.h.eta = eta }
 
+// Momentum is β (spike compensation reads it: correction.NewSpike).
+func (s *Momentum) Momentum() float64 { return s.h.momentum }
+
 // Steps is the number of steps taken (or loaded).
 func (s *Momentum) Steps() int64 { return s.steps }
 

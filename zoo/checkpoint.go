@@ -27,6 +27,9 @@ type savedConfig struct {
 	T1              int     `json:"t1"`
 	T2              float64 `json:"t2"`
 	Warmup          int     `json:"warmup"`
+	Spike           bool    `json:"spike,omitempty"`
+	Predict         bool    `json:"predict,omitempty"`
+	NAdam           bool    `json:"nadam,omitempty"`
 	Keep            bool    `json:"keep_activations"`
 	Seed            int64   `json:"seed"`
 	CheckpointEvery int     `json:"checkpoint_every"`
@@ -37,6 +40,7 @@ func (c Config) savedConfig(model string, examples int) savedConfig {
 	return savedConfig{
 		Model: model, Schedule: c.Schedule.Name, Stages: c.Stages, Microbatch: c.Microbatch, Microbatches: c.Microbatches,
 		Epochs: c.Epochs, LR: c.LR, Cosine: c.Cosine, Momentum: c.beta(), T1: c.T1, T2: c.T2, Warmup: c.Warmup,
+		Spike: c.Spike, Predict: c.Predict, NAdam: c.NAdam,
 		Keep: c.Activations != 0, Seed: c.Seed, CheckpointEvery: c.CheckpointEvery, Examples: examples,
 	}
 }

@@ -29,9 +29,9 @@ func TestResumedRunIsExact(t *testing.T) {
 		test = test.(*Dataset).Head(64)
 		r.Run.Epochs = 2
 		steps := train.Len() / (r.Run.Microbatch * r.Run.Microbatches)
-		pipedream := r.Naive()
+		pipedream := recipeConfig(t, r, MethodNaive, steps)
 		pipedream.Schedule = schedule.PipeDream
-		for name, cfg := range map[string]Config{"pipemare": r.PipeMare(steps), "pipedream": pipedream} {
+		for name, cfg := range map[string]Config{"pipemare": recipeConfig(t, r, MethodPipeMare, steps), "pipedream": pipedream} {
 			t.Run(model+"/"+name, func(t *testing.T) {
 				cfg.CheckpointEvery, cfg.CheckpointDir = 7, t.TempDir()
 				var committed []int
@@ -95,7 +95,7 @@ func TestResumeFromAnEpochEnd(t *testing.T) {
 	require.NoError(t, err)
 	test = test.(*Dataset).Head(64)
 	r.Run.Epochs = 2
-	cfg := r.PipeMare(5)
+	cfg := recipeConfig(t, r, MethodPipeMare, 5)
 	cfg.CheckpointEvery, cfg.CheckpointDir = 5, t.TempDir()
 	whole, err := Train(context.Background(), r.Build, train, test, cfg)
 	require.NoError(t, err)

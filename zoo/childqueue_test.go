@@ -10,7 +10,7 @@ import (
 // The accuracy checks' trainings run in child processes, one per core:
 // gorgonia's BatchNorm and reductions fan out goroutines per op, and
 // several runs in one process kept 2 cores only 1.4 busy. Every check
-// queues its three runs before it calls t.Parallel, so when the first
+// queues its runs before it calls t.Parallel, so when the first
 // check resumes the queue holds every run of every selected check, and
 // the workers take the longest first (longest-processing-time order):
 // both cores stay busy to the end instead of the last check's runs
@@ -19,10 +19,11 @@ import (
 
 // queuedRun is one child run of a check.
 type queuedRun struct {
-	t           *testing.T // its check: the child dies with its context and deadline
-	model, kind string
-	seconds     float64 // its expected length, for the order
-	queuedAt    time.Time
+	t        *testing.T // its check: the child dies with its context and deadline
+	model    string
+	run      checkRun
+	seconds  float64 // its expected length, for the order
+	queuedAt time.Time
 
 	done    chan struct{} // closed when the fields below are set
 	result  childRun
@@ -39,8 +40,8 @@ var queue struct {
 }
 
 // enqueue adds a check's run to the queue.
-func enqueue(t *testing.T, model, kind string, seconds float64) *queuedRun {
-	q := &queuedRun{t: t, model: model, kind: kind, seconds: seconds, queuedAt: time.Now(), done: make(chan struct{})}
+func enqueue(t *testing.T, model string, run checkRun, seconds float64) *queuedRun {
+	q := &queuedRun{t: t, model: model, run: run, seconds: seconds, queuedAt: time.Now(), done: make(chan struct{})}
 	queue.mu.Lock()
 	queue.pending = append(queue.pending, q)
 	queue.mu.Unlock()
@@ -62,7 +63,7 @@ func work() {
 	for q := next(); q != nil; q = next() {
 		q.started = time.Since(q.queuedAt)
 		began := time.Now()
-		q.result, q.cpu, q.err = runChild(q.t, q.model, q.kind)
+		q.result, q.cpu, q.err = runChild(q.t, q.model, q.run)
 		q.wall = time.Since(began)
 		close(q.done)
 	}

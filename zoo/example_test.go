@@ -45,8 +45,11 @@ func ExampleRecipeFor() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	c := r.PipeMare(125)
-	fmt.Printf("%s: N=%d × %d rows, %d epochs, lr %g with %s, warm-up %d steps, T1 K=%d, T2 γ=%g\n",
-		r.Model, c.Microbatches, c.Microbatch, c.Epochs, c.LR, c.SolverName(), c.Warmup, c.T1, c.T2)
-	// Output: resnet: N=16 × 4 rows, 3 epochs, lr 0.05 with Momentum(0.9), warm-up 125 steps, T1 K=250, T2 γ=0.9
+	c, err := r.Config(r.Method, 125)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Printf("%s, %s: N=%d × %d rows, %d epochs, lr %g with %s, warm-up %d steps, T1 K=%d, T2 γ=%g, spike compensation %v\n",
+		r.Model, r.Method, c.Microbatches, c.Microbatch, c.Epochs, c.LR, c.SolverName(), c.Warmup, c.T1, c.T2, c.Spike)
+	// Output: resnet, spike: N=16 × 4 rows, 3 epochs, lr 0.05 with Momentum(0.9), warm-up 125 steps, T1 K=250, T2 γ=0, spike compensation true
 }

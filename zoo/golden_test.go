@@ -19,8 +19,9 @@ const goldenFile = "testdata/weights_sha256.json"
 
 // TestMLPWeightsAreUnchanged trains the zoo MLP's recipe on the first 640
 // embedded examples for two epochs — synchronous, PipeMare with T1, T2 and
-// the warm-up, naive PipeMare, PipeDream, and delay injection — and
-// compares the SHA-256 of the final weights with the recorded ones.
+// the warm-up, naive PipeMare, PipeDream, delay injection, and the methods
+// spike, predict and nadam (Method) — and compares the SHA-256 of the
+// final weights with the recorded ones.
 func TestMLPWeightsAreUnchanged(t *testing.T) {
 	if raceEnabled {
 		t.Skip("training runs are skipped under the race detector")
@@ -38,14 +39,16 @@ func TestMLPWeightsAreUnchanged(t *testing.T) {
 	test = test.(*Dataset).Head(200)
 	r.Run.Epochs = 2
 	steps := train.Len() / (r.Run.Microbatch * r.Run.Microbatches)
-	pipedream := r.Naive()
+	pipedream := recipeConfig(t, r, MethodNaive, steps)
 	pipedream.Schedule = schedule.PipeDream
-	injected := r.PipeMare(steps)
+	injected := recipeConfig(t, r, MethodPipeMare, steps)
 	injected.Warmup = 0
 	injected.Delays = delay.PipeMare(3, r.Run.Microbatches)
 	runs := map[string]Config{
-		"sequential": r.Synchronous(), "pipemare": r.PipeMare(steps), "naive": r.Naive(),
-		"pipedream": pipedream, "injected": injected,
+		"sequential": recipeConfig(t, r, MethodSequential, steps), "pipemare": recipeConfig(t, r, MethodPipeMare, steps),
+		"naive": recipeConfig(t, r, MethodNaive, steps), "pipedream": pipedream, "injected": injected,
+		"spike": recipeConfig(t, r, MethodSpike, steps), "predict": recipeConfig(t, r, MethodPredict, steps),
+		"nadam": recipeConfig(t, r, MethodNAdam, steps),
 	}
 	got := map[string]string{}
 	for name, cfg := range runs {

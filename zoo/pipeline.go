@@ -18,7 +18,8 @@ import (
 type Connector func(ctx context.Context, plan *graphsplit.Plan) (transport.Endpoint, error)
 
 // normalized is cfg with its defaults (schedule.PipeMare), or an error if
-// a size or a rate is out of range.
+// a size or a rate is out of range or the methods asked for do not
+// compose (check).
 func (cfg Config) normalized() (Config, error) {
 	if cfg.Schedule.Actions == nil {
 		cfg.Schedule = schedule.PipeMare
@@ -29,7 +30,7 @@ func (cfg Config) normalized() (Config, error) {
 	if cfg.T2 < 0 || cfg.T2 >= 1 {
 		return cfg, errors.Errorf("zoo: T2 γ = %g must be in [0, 1)", cfg.T2)
 	}
-	return cfg, nil
+	return cfg, cfg.check()
 }
 
 // split builds a fresh model with build and cuts it as cfg says: every

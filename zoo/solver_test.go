@@ -77,11 +77,12 @@ func TestOurSolversTrainAsGorgonias(t *testing.T) {
 	const steps = 6
 	data, _, err := r.Load("embedded", steps*r.Run.Microbatch*r.Run.Microbatches)
 	require.NoError(t, err)
-	pm := r.PipeMare(steps)
+	pm := recipeConfig(t, r, MethodPipeMare, steps)
 	pm.Warmup, pm.T1 = 2, steps-2
-	sgd := r.Synchronous()
+	sync := recipeConfig(t, r, MethodSequential, steps)
+	sgd := sync
 	sgd.NoMomentum = true
-	for name, cfg := range map[string]Config{"pipemare+T1+T2": pm, "sequential": r.Synchronous(), "sgd": sgd} {
+	for name, cfg := range map[string]Config{"pipemare+T1+T2": pm, "sequential": sync, "sgd": sgd} {
 		before := trainedBits(t, cfg, data, gorgoniaSolver(cfg, steps))
 		after := trainedBits(t, cfg, data, cfg.Solver(steps))
 		require.Equal(t, before, after, name)

@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"math/rand"
 	"time"
 
 	"github.com/pipemare/pipemare/asyncvm"
+	"github.com/pipemare/pipemare/correction"
 	"github.com/pipemare/pipemare/delay"
 	"github.com/pipemare/pipemare/graphsplit"
 	"github.com/pipemare/pipemare/rescheduler"
@@ -39,6 +41,23 @@ type Config struct {
 	// discrepancy correction γ (0: off).
 	T1 int
 	T2 float64
+	// Spike wraps the momentum solver in spike compensation
+	// (correction.NewSpike, D = the delay the schedule gives the stage);
+	// it needs momentum.
+	Spike bool
+	// Predict wraps the solver in linear weight prediction
+	// (correction.NewPredictor, γ = 0): the forwards of an asynchronous
+	// schedule read w + τ_i·δ. Not with T2, whose backward estimate would
+	// undo the prediction, nor with injected delays, whose forwards read
+	// recorded versions.
+	Predict bool
+	// NAdam trains with solvers.NAdam and AsyncPP's hyper-parameters
+	// (β1 = 0.99, β2 = 0.999, momentum decay 0.004, decoupled weight decay
+	// 0.01, gradients clipped to norm 10) instead of Momentum or SGD, LR
+	// its η, on AsyncPP's schedule: a linear warm-up over the first 6% of
+	// the steps (their 3 of 50 epochs), then a cosine to LR/10; Cosine,
+	// Momentum and NoMomentum are not used.
+	NAdam bool
 	// Warmup trains the first steps with 1F1B-flush (T3).
 	Warmup int
 	// Activations is what stages keep between forward and backward.
@@ -185,33 +204,76 @@ func (c Config) beta() float64 {
 	return c.Momentum
 }
 
-// SolverName names the solver: "Momentum(β)" or "SGD".
+// SolverName names the solver: "Momentum(β)", "SGD" or "NAdam".
 func (c Config) SolverName() string {
+	if c.NAdam {
+		return "NAdam"
+	}
 	if b := c.beta(); b > 0 {
 		return fmt.Sprintf("Momentum(%g)", b)
 	}
 	return "SGD"
 }
 
-// Solver returns the per-stage solver Config describes: Momentum(β), or
-// SGD without momentum (package solvers: gorgonia's, bit for bit, with a
-// state that can be saved), wrapped in T2's correction and T1's
-// rescheduler (rescheduler.PipeMare).
+// nadamWarmup is the fraction of a run AsyncPP's linear warm-up takes (3
+// of 50 epochs).
+const nadamWarmup = 3.0 / 50
+
+// check refuses the combinations of techniques the solver cannot compose.
+func (c Config) check() error {
+	switch {
+	case c.Spike && c.NAdam:
+		return errors.New("zoo: spike compensation is for a momentum solver, not NAdam")
+	case c.Spike && c.beta() == 0:
+		return errors.New("zoo: spike compensation needs momentum, and the run has none (SGD)")
+	case c.Predict && c.T2 != 0:
+		return errors.Errorf("zoo: weight prediction with T2 (γ = %g): T2's backward estimate would undo the prediction; turn one off", c.T2)
+	case c.Predict && c.Schedule.StashWeights:
+		return errors.Errorf("zoo: weight prediction with %s: its stash keeps the weights, not the predicted ones the forwards read", c.Schedule.Name)
+	case c.Predict && c.Delays != nil:
+		return errors.New("zoo: weight prediction with injected delays: their forwards read recorded weight versions, not predicted ones")
+	}
+	return nil
+}
+
+// Solver returns the per-stage solver Config describes: Momentum(β), SGD
+// without momentum (package solvers: gorgonia's, bit for bit, with a state
+// that can be saved) or NAdam; inside spike compensation and weight
+// prediction when asked; wrapped in T2's correction and T1's rescheduler
+// (rescheduler.PipeMare) around the base schedule.
 func (c Config) Solver(stepsPerEpoch int) func(stage int) (gorgonia.Solver, error) {
 	return func(stage int) (gorgonia.Solver, error) {
+		if err := c.check(); err != nil {
+			return nil, err
+		}
 		var s gorgonia.Solver
 		var err error
-		if b := c.beta(); b > 0 {
-			s, err = solvers.NewMomentum(solvers.WithLearnRate(c.LR), solvers.WithMomentum(b))
-		} else {
+		total := stepsPerEpoch * c.Epochs
+		base := rescheduler.Constant(c.LR)
+		switch {
+		case c.NAdam:
+			s, err = solvers.NewNAdam(solvers.WithNAdamLearnRate(c.LR))
+			base = rescheduler.Warmup(rescheduler.Cosine(c.LR, c.LR/10, total), int(math.Round(nadamWarmup*float64(total))))
+		case c.beta() > 0:
+			s, err = solvers.NewMomentum(solvers.WithLearnRate(c.LR), solvers.WithMomentum(c.beta()))
+		default:
 			s, err = solvers.NewSGD(solvers.WithLearnRate(c.LR))
 		}
 		if err != nil {
 			return nil, errors.Wrap(err, "zoo")
 		}
-		base := rescheduler.Constant(c.LR)
-		if c.Cosine {
-			base = rescheduler.Cosine(c.LR, c.LR/100, stepsPerEpoch*c.Epochs)
+		if c.Cosine && !c.NAdam {
+			base = rescheduler.Cosine(c.LR, c.LR/100, total)
+		}
+		if c.Spike {
+			if s, err = correction.NewSpike(s); err != nil {
+				return nil, errors.Wrap(err, "zoo")
+			}
+		}
+		if c.Predict {
+			if s, err = correction.NewPredictor(s); err != nil {
+				return nil, errors.Wrap(err, "zoo")
+			}
 		}
 		return rescheduler.PipeMare(s, base, c.T1, c.T2)
 	}

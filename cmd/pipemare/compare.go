@@ -22,13 +22,13 @@ type labelledRun struct {
 }
 
 // runLabel names a run by its schedule and the techniques it has on:
-// "pipemare +T1+T2+W", "gpipe".
+// "pipemare +T1+T2+W", "pipemare +T1+spike+W", "gpipe".
 func runLabel(cfg zoo.Config) string {
 	label := ""
 	for _, t := range []struct {
 		on   bool
 		name string
-	}{{cfg.T1 > 0, "+T1"}, {cfg.T2 > 0, "+T2"}, {cfg.Warmup > 0, "+W"}} {
+	}{{cfg.T1 > 0, "+T1"}, {cfg.T2 > 0, "+T2"}, {cfg.Spike, "+spike"}, {cfg.Predict, "+predict"}, {cfg.Warmup > 0, "+W"}} {
 		if t.on {
 			label += t.name
 		}
@@ -56,15 +56,13 @@ func compareRuns(o *options, trainLen int) ([]labelledRun, error) {
 			return nil, err
 		}
 		if s.StashWeights { // PipeMare's techniques are for PipeMare
-			cfg.T1, cfg.T2, cfg.Warmup = 0, 0, 0
+			cfg = withoutTechniques(cfg)
 		}
 		if s.Name != schedule.PipeMare.Name {
 			runs = append(runs, labelledRun{label: s.Name, cfg: cfg})
 			continue
 		}
-		naive := cfg
-		naive.T1, naive.T2, naive.Warmup = 0, 0, 0
-		runs = append(runs, labelledRun{label: "pipemare (naive)", cfg: naive})
+		runs = append(runs, labelledRun{label: "pipemare (naive)", cfg: withoutTechniques(cfg)})
 		if label := runLabel(cfg); label != s.Name {
 			runs = append(runs, labelledRun{label: label, cfg: cfg})
 		}
@@ -126,14 +124,8 @@ func compareCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		done = append(done, ru)
 		rr := runReport{Label: ru.label, Settings: newSettings(&o, ru.cfg, train, test), Result: res}
 		tta := "—"
-		elapsed := time.Duration(0)
-		for _, e := range res.Epochs {
-			elapsed += e.Wall
-			if !e.Interrupted && e.Accuracy >= *target {
-				rr.TimeToTarget = elapsed
-				tta = elapsed.Round(10 * time.Millisecond).String()
-				break
-			}
+		if rr.TimeToTarget = timeToTarget(res, *target); rr.TimeToTarget > 0 {
+			tta = rr.TimeToTarget.Round(10 * time.Millisecond).String()
 		}
 		report.Runs = append(report.Runs, rr)
 		v, mem := res.Virtual, res.Report.Memory

@@ -26,6 +26,7 @@ var (
 // options are the flags train and compare share.
 type options struct {
 	model, data, schedule, stages, out string
+	method                             string
 	microbatch, microbatches, epochs   int
 	lr, momentum, t2                   float64
 	t1, warmup                         int
@@ -50,7 +51,8 @@ func (o *options) registerRun(fs *flag.FlagSet) {
 	o.fs = fs
 	fs.StringVar(&o.model, "model", "resnet", "model: mlp, cnn, resnet or transformer")
 	fs.StringVar(&o.data, "data", "embedded", "data: embedded (the subsets in the binary), auto ($PIPEMARE_FASHION_DIR, else Debian's dataset-fashion-mnist, else embedded), or a directory")
-	fs.StringVar(&o.schedule, "schedule", "pipemare", "schedule: sequential, gpipe, 1f1b, pipedream or pipemare")
+	fs.StringVar(&o.method, "method", "", "how to train: "+methodNames()+" (default: the model's recipe's; README: the sweep)")
+	fs.StringVar(&o.schedule, "schedule", "", "schedule: sequential, gpipe, 1f1b, pipedream, pipedream-2bw or pipemare (default: the method's)")
 	fs.StringVar(&o.stages, "stages", "fine", "number of stages, or fine for one per layer")
 	fs.IntVar(&o.microbatch, "microbatch", 0, "rows per microbatch (0: the model's recipe)")
 	fs.IntVar(&o.microbatches, "microbatches", 0, "microbatches per minibatch, N (0: the model's recipe)")
@@ -58,8 +60,8 @@ func (o *options) registerRun(fs *flag.FlagSet) {
 	fs.Float64Var(&o.lr, "lr", 0, "base learning rate (0: the model's recipe)")
 	fs.Float64Var(&o.momentum, "momentum", -1, "momentum β, 0 for plain SGD (-1: the model's recipe)")
 	fs.BoolVar(&o.cosine, "cosine", true, "anneal the learning rate with a cosine to lr/100 (every recipe does)")
-	fs.IntVar(&o.t1, "t1", -1, "T1 rescheduling length K in asynchronous steps (-1: all the run after the warm-up, 0: off)")
-	fs.Float64Var(&o.t2, "t2", 0.9, "T2 correction γ (0: off)")
+	fs.IntVar(&o.t1, "t1", -1, "T1 rescheduling length K in asynchronous steps (-1: the method's, all the run after the warm-up when it has T1; 0: off)")
+	fs.Float64Var(&o.t2, "t2", -1, "T2 correction γ (-1: the method's; 0: off)")
 	fs.IntVar(&o.warmup, "warmup", -1, "synchronous warm-up steps, T3 (-1: the model's recipe, 0: off); must leave asynchronous steps")
 	fs.BoolVar(&o.stash, "stash", false, "keep the forward's activations for the backward instead of recomputing them, in every stage that can (default: the model's recipe; the transformer's keeps)")
 	fs.Int64Var(&o.seed, "seed", 1, "seed of the initial weights and the data order")
@@ -137,10 +139,17 @@ func loadData(r zoo.Recipe, data string, limit, testLimit int) (zoo.Data, zoo.Da
 	return train, test, nil
 }
 
-// run is what the flags train with schedule s: the model's recipe, its
-// data (load) and the run's zoo.Config (config, whose errors are of the
-// command line).
-func (o *options) run(s schedule.Schedule) (zoo.Recipe, zoo.Data, zoo.Data, zoo.Config, error) {
+// run is what the flags train: the model's recipe, its data (load) and
+// the run's zoo.Config (config, with -schedule or the method's schedule;
+// its errors are of the command line).
+func (o *options) run() (zoo.Recipe, zoo.Data, zoo.Data, zoo.Config, error) {
+	var s schedule.Schedule // the method's unless -schedule
+	if o.schedule != "" {
+		var err error
+		if s, err = scheduleNamed(o.schedule); err != nil {
+			return zoo.Recipe{}, nil, nil, zoo.Config{}, usageError(o.fs, "%v", err)
+		}
+	}
 	r, train, test, err := o.load()
 	if err != nil {
 		return r, nil, nil, zoo.Config{}, err
@@ -172,8 +181,13 @@ func (o *options) check() error {
 	if o.t1 < -1 {
 		return fmt.Errorf("-t1 %d: a number of steps, or -1 for the steps after the warm-up", o.t1)
 	}
-	if !(o.t2 >= 0 && o.t2 < 1) {
-		return fmt.Errorf("-t2 %g: must be in [0, 1) (0: off)", o.t2)
+	if o.t2 != -1 && !(o.t2 >= 0 && o.t2 < 1) {
+		return fmt.Errorf("-t2 %g: must be in [0, 1) (0: off; -1: the method's)", o.t2)
+	}
+	if o.method != "" {
+		if _, err := zoo.ParseMethod(o.method); err != nil {
+			return fmt.Errorf("-method %q: %v", o.method, err)
+		}
 	}
 	if o.stages != "fine" {
 		if p, err := strconv.Atoi(o.stages); err != nil || p < 1 {
@@ -192,11 +206,13 @@ func (o *options) check() error {
 	return nil
 }
 
-// config turns the flags into a zoo.Config for schedule s on a training
-// set of trainLen examples, starting from the model's recipe
-// (zoo.RecipeFor): flags left at their defaults keep the recipe's values.
-// It refuses, naming the flag, any run that would not train what it
-// names: no step at all, or a warm-up that leaves no asynchronous step.
+// config turns the flags into a zoo.Config for a training set of
+// trainLen examples, starting from the model's recipe (zoo.RecipeFor) and
+// its method (-method): flags left at their defaults keep the recipe's and
+// the method's values. s, when set, is the schedule (-schedule, or
+// compare's), replacing the method's. It refuses, naming the flag, any
+// run that would not train what it names: no step at all, a warm-up that
+// leaves no asynchronous step, techniques the method cannot have.
 func (o *options) config(s schedule.Schedule, trainLen int) (zoo.Config, error) {
 	r, err := zoo.RecipeFor(o.model)
 	if err != nil {
@@ -206,8 +222,11 @@ func (o *options) config(s schedule.Schedule, trainLen int) (zoo.Config, error) 
 		return zoo.Config{}, err
 	}
 	set := o.set()
+	method := r.Method
+	if o.method != "" {
+		method = zoo.Method(o.method) // check made sure
+	}
 	c := r.Run
-	c.Schedule, c.T2 = s, o.t2
 	if set["cosine"] {
 		c.Cosine = o.cosine
 	}
@@ -222,9 +241,6 @@ func (o *options) config(s schedule.Schedule, trainLen int) (zoo.Config, error) 
 	}
 	if o.epochs > 0 {
 		c.Epochs = o.epochs
-	}
-	if o.lr > 0 {
-		c.LR = o.lr
 	}
 	if o.momentum >= 0 {
 		c.Momentum, c.NoMomentum = o.momentum, o.momentum == 0
@@ -243,12 +259,20 @@ func (o *options) config(s schedule.Schedule, trainLen int) (zoo.Config, error) 
 	if steps == 0 {
 		return c, noMinibatch(set, o, trainLen, c)
 	}
-	c.Warmup = o.warmup
-	if o.warmup < 0 {
-		c.Warmup = r.Warmup * steps
+	if c, err = method.Apply(c, r.Warmup, steps); err != nil {
+		return c, fmt.Errorf("-method %s: %v", method, err)
+	}
+	if o.lr > 0 {
+		c.LR = o.lr
+	}
+	if s.Actions != nil {
+		c.Schedule = s
+	}
+	if o.warmup >= 0 {
+		c.Warmup = o.warmup
 	}
 	total := c.Epochs * steps
-	if s.Async && c.Warmup >= total {
+	if c.Schedule.Async && c.Warmup >= total {
 		if set["warmup"] {
 			return c, fmt.Errorf("-warmup %d: the synchronous warm-up covers the whole run of %d steps (%d epochs × %d), which would train no asynchronous step; give fewer steps, or 0 for none", o.warmup, total, c.Epochs, steps)
 		}
@@ -258,14 +282,39 @@ func (o *options) config(s schedule.Schedule, trainLen int) (zoo.Config, error) 
 		}
 		return c, fmt.Errorf("-epochs %d: the %s recipe's warm-up of %d %s (%d steps) covers the whole run, which would train no asynchronous step; give -epochs %d or more, or -warmup with fewer than %d steps (0: none)", c.Epochs, r.Model, r.Warmup, epochs, c.Warmup, r.Warmup+1, total)
 	}
-	c.T1 = o.t1
-	if o.t1 < 0 {
+	switch {
+	case o.t1 >= 0:
+		c.T1 = o.t1
+	case c.T1 > 0: // the method's: every step after the warm-up
 		c.T1 = c.StepsAfterWarmup(steps)
 	}
-	if !s.Async { // techniques for asynchrony only
-		c.T1, c.T2, c.Warmup = 0, 0, 0
+	if o.t2 >= 0 {
+		c.T2 = o.t2
+	}
+	if !c.Schedule.Async { // techniques for asynchrony only
+		c = withoutTechniques(c)
+	}
+	if c.Predict && c.T2 != 0 {
+		return c, fmt.Errorf("-t2 %g: weight prediction (-method %s) cannot have T2, whose backward estimate would undo it", c.T2, method)
 	}
 	return c, nil
+}
+
+// withoutTechniques is c with PipeMare's techniques and Kosson et al.'s
+// corrections off (T1, T2, warm-up, spike compensation, prediction): what
+// a synchronous or weight-stashing schedule runs, and naive asynchrony.
+func withoutTechniques(c zoo.Config) zoo.Config {
+	c.T1, c.T2, c.Warmup, c.Spike, c.Predict = 0, 0, 0, false, false
+	return c
+}
+
+// methodNames lists the methods for the usage.
+func methodNames() string {
+	var names []string
+	for _, m := range zoo.Methods() {
+		names = append(names, string(m))
+	}
+	return strings.Join(names, ", ")
 }
 
 // noMinibatch is the error of a run whose training set makes no minibatch,

@@ -4,6 +4,7 @@
 //	pipemare train     train a model (default: the ResNet on the embedded
 //	                   Fashion-MNIST, fine-grained PipeMare with T1 and T2)
 //	pipemare compare   every schedule on the same model, data and seed, as a table
+//	pipemare sweep     methods × delays × seeds on a model: a table and a plot
 //	pipemare plan      the stage table (and Graphviz) of a model
 //	pipemare schedule  the clock × stage grid of a schedule
 //	pipemare stage     serve one stage of a pipeline whose driver is train
@@ -40,6 +41,7 @@ const usage = `usage: pipemare <command> [flags]
 commands:
   train     train a zoo model with a pipeline schedule
   compare   run every schedule on the same model and data, print one table
+  sweep     methods × delay settings × seeds on a model: mean accuracy ± std, a plot
   plan      print the stage table (and write Graphviz) for a model
   schedule  print the clock × stage grid of a schedule
   stage     serve one stage of a pipeline driven by train -stage-addrs
@@ -73,7 +75,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	cmds := map[string]func(context.Context, []string, io.Writer, io.Writer) error{
-		"train": trainCmd, "compare": compareCmd, "plan": planCmd, "schedule": scheduleCmd,
+		"train": trainCmd, "compare": compareCmd, "sweep": sweepCmd, "plan": planCmd, "schedule": scheduleCmd,
 		"certs": certsCmd, "stage": stageCmd, "eval": evalCmd,
 	}
 	if args[0] == "-h" || args[0] == "--help" || args[0] == "help" {

@@ -98,8 +98,12 @@ func TestFlagsDeferToTheRecipe(t *testing.T) {
 		var o options
 		o.register(fs)
 		require.NoError(t, fs.Parse(args))
-		s, err := scheduleNamed(o.schedule)
-		require.NoError(t, err)
+		var s schedule.Schedule
+		if o.schedule != "" {
+			var err error
+			s, err = scheduleNamed(o.schedule)
+			require.NoError(t, err)
+		}
 		c, err := o.config(s, 4404)
 		require.NoError(t, err)
 		return c
@@ -107,7 +111,8 @@ func TestFlagsDeferToTheRecipe(t *testing.T) {
 	r, err := zoo.RecipeFor("transformer")
 	require.NoError(t, err)
 	def := cfg("-model", "transformer")
-	want := r.PipeMare(4404 / (r.Run.Microbatch * r.Run.Microbatches))
+	want, err := r.Config(r.Method, 4404/(r.Run.Microbatch*r.Run.Microbatches))
+	require.NoError(t, err)
 	def.Schedule, want.Schedule = schedule.Schedule{}, schedule.Schedule{}
 	require.Equal(t, want, def)
 	over := cfg("-model", "transformer", "-stash=false", "-seed", "7", "-lr", "0.1", "-momentum", "0.5", "-cosine=false", "-epochs", "2", "-warmup", "0")

@@ -86,15 +86,22 @@ type settings struct {
 	StepsPerEpoch  int `json:"steps_per_epoch"`
 	Epochs         int `json:"epochs"`
 	// LR is the base learning rate, cosine-annealed to LR/100 when Cosine
-	// is set; Solver is "Momentum(β)" or "SGD".
+	// is set (NAdam: zoo.Config.NAdam's schedule); Solver is "Momentum(β)",
+	// "SGD" or "NAdam".
 	LR     float64 `json:"lr"`
 	Cosine bool    `json:"cosine"`
 	Solver string  `json:"solver"`
+	// Method is the zoo.Method the run started from (-method, or the
+	// recipe's); the fields below say what it turned on, after the flags.
+	Method string `json:"method"`
 	// T1Steps is T1's rescheduling length K in asynchronous steps, T2Gamma
-	// T2's γ, WarmupSteps the synchronous warm-up (0: off, each).
+	// T2's γ, WarmupSteps the synchronous warm-up (0: off, each); Spike
+	// and Predict are spike compensation and weight prediction.
 	T1Steps     int     `json:"t1_steps"`
 	T2Gamma     float64 `json:"t2_gamma"`
 	WarmupSteps int     `json:"warmup_steps"`
+	Spike       bool    `json:"spike"`
+	Predict     bool    `json:"predict"`
 	// Activations is what stages keep between forward and backward:
 	// "recompute" or "keep".
 	Activations string `json:"activations"`
@@ -105,6 +112,10 @@ type settings struct {
 }
 
 func newSettings(o *options, cfg zoo.Config, train, test zoo.Data) settings {
+	method := o.method
+	if r, err := zoo.RecipeFor(o.model); err == nil && method == "" {
+		method = string(r.Method)
+	}
 	acts := "recompute"
 	if cfg.Activations == asyncvm.Keep {
 		acts = "keep"
@@ -115,7 +126,8 @@ func newSettings(o *options, cfg zoo.Config, train, test zoo.Data) settings {
 		MicrobatchRows: cfg.Microbatch, Microbatches: cfg.Microbatches,
 		StepsPerEpoch: train.Len() / (cfg.Microbatch * cfg.Microbatches), Epochs: cfg.Epochs,
 		LR: cfg.LR, Cosine: cfg.Cosine, Solver: cfg.SolverName(),
-		T1Steps: cfg.T1, T2Gamma: cfg.T2, WarmupSteps: cfg.Warmup,
+		Method: method, T1Steps: cfg.T1, T2Gamma: cfg.T2, WarmupSteps: cfg.Warmup,
+		Spike: cfg.Spike, Predict: cfg.Predict,
 		Activations: acts, Seed: cfg.Seed, CheckpointEvery: cfg.CheckpointEvery,
 	}
 }

@@ -26,10 +26,6 @@ func stageCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := parse(fs, args, stdout, stderr); err != nil {
 		return err
 	}
-	s, err := scheduleNamed(o.schedule)
-	if err != nil {
-		return usageError(fs, "%v", err)
-	}
 	env, found, err := launched()
 	if err != nil {
 		return err
@@ -38,7 +34,7 @@ func stageCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return usageError(fs, "%v", err)
 	}
-	r, train, _, cfg, err := o.run(s)
+	r, train, _, cfg, err := o.run()
 	if err != nil {
 		return err
 	}

@@ -33,10 +33,6 @@ func trainCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := parse(fs, args, stdout, stderr); err != nil {
 		return err
 	}
-	s, err := scheduleNamed(o.schedule)
-	if err != nil {
-		return usageError(fs, "%v", err)
-	}
 	if t.checkpointEvery < 0 {
 		return usageError(fs, "-checkpoint-every %d: a number of minibatches (0: no checkpoints)", t.checkpointEvery)
 	}
@@ -55,7 +51,7 @@ func trainCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	} else if err != nil {
 		return err
 	}
-	r, train, test, cfg, err := o.run(s)
+	r, train, test, cfg, err := o.run()
 	if err != nil {
 		return err
 	}
@@ -91,7 +87,7 @@ func trainCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintf(stdout, "no checkpoint in %s yet: starting the run there\n", o.out)
 	}
 	fmt.Fprintf(stdout, "training %s (%d examples) with %s, %s stages, N=%d × %d rows, %d epochs, lr %g (%s), T1 K=%d, T2 γ=%g, warm-up %d steps\n",
-		o.model, train.Len(), s.Name, o.stages, cfg.Microbatches, cfg.Microbatch, cfg.Epochs, cfg.LR, cfg.SolverName(), cfg.T1, cfg.T2, cfg.Warmup)
+		o.model, train.Len(), runLabel(cfg), o.stages, cfg.Microbatches, cfg.Microbatch, cfg.Epochs, cfg.LR, cfg.SolverName(), cfg.T1, cfg.T2, cfg.Warmup)
 	stop, err := t.connect(ctx, &cfg, o, where, pl, rep.Placement, r, train, stdout, stderr)
 	if err != nil {
 		return err
