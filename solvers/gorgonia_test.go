@@ -78,6 +78,9 @@ func sameAsGorgonia(t *testing.T, mk func() *trainee, p pair, k int) {
 // gorgonia's on every zoo model (float32, real data, BatchNorm in the CNN
 // and the ResNet).
 func TestBitIdenticalToGorgoniaOnTheZoo(t *testing.T) {
+	if raceEnabled {
+		t.Skip("numerics in one goroutine, 5× slower under the race detector and nothing for it to check; go test ./... runs it")
+	}
 	for _, c := range []struct {
 		model string
 		batch int
@@ -96,6 +99,9 @@ func TestBitIdenticalToGorgoniaOnTheZoo(t *testing.T) {
 // TestBitIdenticalToGorgoniaInFloat64 runs the internal test models in
 // float64.
 func TestBitIdenticalToGorgoniaInFloat64(t *testing.T) {
+	if raceEnabled {
+		t.Skip("numerics in one goroutine, 5× slower under the race detector and nothing for it to check; go test ./... runs it")
+	}
 	for _, model := range []string{"mlp", "cnn", "attention"} {
 		for _, p := range pairs() {
 			t.Run(model+"/"+p.name, func(t *testing.T) {

@@ -1,0 +1,5 @@
+//go:build !race
+
+package correction_test
+
+const raceEnabled = false

@@ -1,0 +1,5 @@
+//go:build !race
+
+package graphsplit_test
+
+const raceEnabled = false

@@ -1,0 +1,5 @@
+//go:build !race
+
+package stageops
+
+const raceEnabled = false

@@ -1,0 +1,5 @@
+//go:build !race
+
+package testmodels
+
+const raceEnabled = false

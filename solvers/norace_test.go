@@ -1,0 +1,5 @@
+//go:build !race
+
+package solvers_test
+
+const raceEnabled = false
