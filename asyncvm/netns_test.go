@@ -64,14 +64,7 @@ func TestStagesInNetworkNamespacesTrainLikeTheEngine(t *testing.T) {
 				require.NoError(t, cmd.Start())
 				cmds = append(cmds, cmd)
 			}
-			t.Cleanup(func() {
-				for _, c := range cmds {
-					if c.ProcessState == nil {
-						_ = c.Process.Kill()
-						_ = c.Wait()
-					}
-				}
-			})
+			killAtCleanup(t, cmds)
 			m, plan = remotePlan(t)
 			ctx := context.Background()
 			ep, err := grpcnet.Open(ctx, transport.Driver, remoteNetwork(plan, addrs), grpcnet.WithTLS(roots, cert),

@@ -133,6 +133,13 @@ func stageProcesses(t *testing.T, run string) ([]string, []*exec.Cmd) {
 		require.NoError(t, files[i].Close())
 		cmds = append(cmds, cmd)
 	}
+	killAtCleanup(t, cmds)
+	return addrs, cmds
+}
+
+// killAtCleanup makes the test's end kill and reap every process of cmds
+// still running: a failed test leaves none behind.
+func killAtCleanup(t *testing.T, cmds []*exec.Cmd) {
 	t.Cleanup(func() {
 		for _, c := range cmds {
 			if c.ProcessState == nil {
@@ -141,7 +148,6 @@ func stageProcesses(t *testing.T, run string) ([]string, []*exec.Cmd) {
 			}
 		}
 	})
-	return addrs, cmds
 }
 
 // waitAll waits for every process to exit and returns their errors.
