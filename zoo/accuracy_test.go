@@ -325,8 +325,8 @@ func TestTransformerAccuracy(t *testing.T) {
 // recipe and check: 8 of its 16 epochs, the four-epoch warm-up. Measured,
 // seeds 1 and 2: baseline 0.7814 and 0.8 (mean 0.7907, threshold 0.78),
 // PipeMare+T1+T2 0.7702 and 0.7933 (mean 0.7817, 0.9 points under), naive
-// 0.697 (8.5 points under; untied, 3.5). Over the full 16 epochs, seed 1: 0.8299,
-// 0.8222, naive 0.8030.
+// 0.697 (8.5 points under; untied, 3.5). Over the full 16 epochs, seed 1:
+// 0.8299, 0.8222, naive 0.8030.
 func TestTiedTransformerAccuracy(t *testing.T) {
 	runAccuracyCheck(t, accuracyCheck{
 		model:    "transformer-tied",
@@ -393,30 +393,17 @@ func TestMLPAccuracy(t *testing.T) {
 // evaluation gives the accuracy Train measures of the model it ends with,
 // after an asynchronous run (its final flush) and with BatchNorm.
 func TestTrainThenEvaluateMeasuresTheTrainedModel(t *testing.T) {
-	if raceEnabled {
-		t.Skip("training runs are skipped under the race detector")
-	}
-	for _, model := range []string{"mlp", "cnn"} {
-		t.Run(model, func(t *testing.T) {
-			if testing.Short() && model != "mlp" {
-				t.Skip("trains a few steps of a larger model")
-			}
-			r, err := RecipeFor(model)
-			require.NoError(t, err)
-			rows := r.Run.Microbatch * r.Run.Microbatches
-			train, test, err := r.Load("embedded", 8*rows)
-			require.NoError(t, err)
-			test = test.(*Dataset).Head(300)
-			r.Run.Epochs = 2
-			cfg, err := r.Config(MethodPipeMare, 8)
-			require.NoError(t, err)
-			want, err := Train(context.Background(), r.Build, train, test, cfg)
-			require.NoError(t, err)
-			res, acc, err := trainThenEvaluate(context.Background(), r.Build, train, test, cfg)
-			require.NoError(t, err)
-			require.Equal(t, want.WeightsSHA256, res.WeightsSHA256, "evaluating less often changed the training")
-			require.Equal(t, want.ModelAccuracy, acc)
-			require.NotEqual(t, want.Accuracy, acc, "the flush applied the updates in flight (else this test shows nothing about them)")
-		})
-	}
+	forEachModel(t, []string{"mlp", "cnn"}, func(t *testing.T, r Recipe) {
+		train, test := fewSteps(t, r, 8, 300)
+		r.Run.Epochs = 2
+		cfg, err := r.Config(MethodPipeMare, 8)
+		require.NoError(t, err)
+		want, err := Train(context.Background(), r.Build, train, test, cfg)
+		require.NoError(t, err)
+		res, acc, err := trainThenEvaluate(context.Background(), r.Build, train, test, cfg)
+		require.NoError(t, err)
+		require.Equal(t, want.WeightsSHA256, res.WeightsSHA256, "evaluating less often changed the training")
+		require.Equal(t, want.ModelAccuracy, acc)
+		require.NotEqual(t, want.Accuracy, acc, "the flush applied the updates in flight (else this test shows nothing about them)")
+	})
 }

@@ -17,37 +17,22 @@ import (
 // derive. The accuracy checks' baselines keep them for speed, relying on
 // this.
 func TestKeepIsBitIdenticalWhenSynchronous(t *testing.T) {
-	if raceEnabled {
-		t.Skip("training runs are skipped under the race detector")
-	}
-	for _, model := range []string{"mlp", "cnn", "resnet", "transformer"} {
-		t.Run(model, func(t *testing.T) {
-			if testing.Short() && model != "mlp" {
-				t.Skip("trains a few steps of a larger model")
-			}
-			r, err := RecipeFor(model)
-			require.NoError(t, err)
-			rows := r.Run.Microbatch * r.Run.Microbatches
-			train, test, err := r.Load("embedded", 3*rows)
-			require.NoError(t, err)
-			if d, ok := test.(*Dataset); ok {
-				test = d.Head(100)
-			}
-			r.Run.Epochs = 1
-			cfg, err := r.Config(MethodSequential, 3)
-			require.NoError(t, err)
-			hashes, kept := map[asyncvm.Activations]string{}, map[asyncvm.Activations]int64{}
-			for _, a := range []asyncvm.Activations{asyncvm.Recompute, asyncvm.Keep} {
-				cfg.Activations = a
-				res, err := Train(context.Background(), r.Build, train, test, cfg)
-				require.NoError(t, err, "activations %d", a)
-				hashes[a] = planSHA256(t, res.Plan)
-				kept[a] = res.Report.Memory.StashedActivation
-			}
-			require.Greater(t, kept[asyncvm.Keep], kept[asyncvm.Recompute], "keeping holds more than the stages' inputs")
-			require.Equal(t, hashes[asyncvm.Recompute], hashes[asyncvm.Keep], "%s: keeping activations changed the synchronous weights", model)
-		})
-	}
+	forEachModel(t, []string{"mlp", "cnn", "resnet", "transformer"}, func(t *testing.T, r Recipe) {
+		train, test := fewSteps(t, r, 3, 100)
+		r.Run.Epochs = 1
+		cfg, err := r.Config(MethodSequential, 3)
+		require.NoError(t, err)
+		hashes, kept := map[asyncvm.Activations]string{}, map[asyncvm.Activations]int64{}
+		for _, a := range []asyncvm.Activations{asyncvm.Recompute, asyncvm.Keep} {
+			cfg.Activations = a
+			res, err := Train(context.Background(), r.Build, train, test, cfg)
+			require.NoError(t, err, "activations %d", a)
+			hashes[a] = planSHA256(t, res.Plan)
+			kept[a] = res.Report.Memory.StashedActivation
+		}
+		require.Greater(t, kept[asyncvm.Keep], kept[asyncvm.Recompute], "keeping holds more than the stages' inputs")
+		require.Equal(t, hashes[asyncvm.Recompute], hashes[asyncvm.Keep], "%s: keeping activations changed the synchronous weights", r.Model)
+	})
 }
 
 // TestOneStageBaselineIsThePipelinesBitForBit trains the synchronous
@@ -58,53 +43,68 @@ func TestKeepIsBitIdenticalWhenSynchronous(t *testing.T) {
 // sums a residual stream's gradients, every weight agrees to float32
 // rounding.
 func TestOneStageBaselineIsThePipelinesBitForBit(t *testing.T) {
+	forEachModel(t, []string{"mlp", "cnn", "resnet", "transformer"}, func(t *testing.T, r Recipe) {
+		train, test := fewSteps(t, r, 3, 100)
+		r.Run.Epochs = 1
+		cfg, err := r.Config(MethodSequential, 3)
+		require.NoError(t, err)
+		cfg.Activations = asyncvm.Keep
+		var weights [2][][]float32
+		var hashes [2]string
+		var stages [2]int
+		var names []string
+		for i, p := range []int{1, 0} {
+			cfg.Stages = p
+			res, err := Train(context.Background(), r.Build, train, test, cfg)
+			require.NoError(t, err, "stages %d", p)
+			hashes[i], stages[i] = planSHA256(t, res.Plan), res.Stages
+			names = names[:0]
+			for _, n := range res.Plan.Learnables {
+				weights[i] = append(weights[i], append([]float32(nil), n.Value().Data().([]float32)...))
+				names = append(names, n.Name())
+			}
+		}
+		require.Greater(t, stages[1], 1, "fine grain cuts the model")
+		if r.Model != "transformer" {
+			require.Equal(t, hashes[0], hashes[1], "%s: one stage and %d train different synchronous weights", r.Model, stages[1])
+			return
+		}
+		require.NotEqual(t, hashes[0], hashes[1], "the Transformer's rounding differs (else this test would say bit-identical)")
+		for i := range weights[0] {
+			for j, a := range weights[0][i] {
+				b := weights[1][i][j]
+				require.InDelta(t, a, b, 1e-5*(1+math.Abs(float64(a))), "learnable %d (%s) element %d", i, names[i], j)
+			}
+		}
+	})
+}
+
+// forEachModel runs fn on each model's recipe as a subtest that trains a
+// few steps: skipped under the race detector (numerics, not concurrency)
+// and, with -short, for every model but the MLP.
+func forEachModel(t *testing.T, models []string, fn func(t *testing.T, r Recipe)) {
 	if raceEnabled {
 		t.Skip("training runs are skipped under the race detector")
 	}
-	for _, model := range []string{"mlp", "cnn", "resnet", "transformer"} {
+	for _, model := range models {
 		t.Run(model, func(t *testing.T) {
 			if testing.Short() && model != "mlp" {
 				t.Skip("trains a few steps of a larger model")
 			}
 			r, err := RecipeFor(model)
 			require.NoError(t, err)
-			rows := r.Run.Microbatch * r.Run.Microbatches
-			train, test, err := r.Load("embedded", 3*rows)
-			require.NoError(t, err)
-			if d, ok := test.(*Dataset); ok {
-				test = d.Head(100)
-			}
-			r.Run.Epochs = 1
-			cfg, err := r.Config(MethodSequential, 3)
-			require.NoError(t, err)
-			cfg.Activations = asyncvm.Keep
-			var weights [2][][]float32
-			var hashes [2]string
-			var stages [2]int
-			var names []string
-			for i, p := range []int{1, 0} {
-				cfg.Stages = p
-				res, err := Train(context.Background(), r.Build, train, test, cfg)
-				require.NoError(t, err, "stages %d", p)
-				hashes[i], stages[i] = planSHA256(t, res.Plan), res.Stages
-				names = names[:0]
-				for _, n := range res.Plan.Learnables {
-					weights[i] = append(weights[i], append([]float32(nil), n.Value().Data().([]float32)...))
-					names = append(names, n.Name())
-				}
-			}
-			require.Greater(t, stages[1], 1, "fine grain cuts the model")
-			if model != "transformer" {
-				require.Equal(t, hashes[0], hashes[1], "%s: one stage and %d train different synchronous weights", model, stages[1])
-				return
-			}
-			require.NotEqual(t, hashes[0], hashes[1], "the Transformer's rounding differs (else this test would say bit-identical)")
-			for i := range weights[0] {
-				for j, a := range weights[0][i] {
-					b := weights[1][i][j]
-					require.InDelta(t, a, b, 1e-5*(1+math.Abs(float64(a))), "learnable %d (%s) element %d", i, names[i], j)
-				}
-			}
+			fn(t, r)
 		})
 	}
+}
+
+// fewSteps returns the embedded data for steps minibatches of r's run and
+// the first testRows test images (a CMUdict test set whole).
+func fewSteps(t *testing.T, r Recipe, steps, testRows int) (train, test Data) {
+	train, test, err := r.Load("embedded", steps*r.Run.Microbatch*r.Run.Microbatches)
+	require.NoError(t, err)
+	if d, ok := test.(*Dataset); ok {
+		test = d.Head(testRows)
+	}
+	return train, test
 }
