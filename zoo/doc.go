@@ -8,9 +8,10 @@
 // of wrapping an existing model. Train runs one with any schedule and
 // PipeMare's techniques and reports accuracy per epoch.
 //
-// Each model has a Recipe (RecipeFor): the run its accuracy check uses —
-// microbatch, N, epochs, rate, solver, PipeMare's warm-up — calibrated on the
-// embedded data; pipemare train starts from it.
+// Each model has a Recipe (RecipeFor): microbatch, N, epochs, rate, solver,
+// PipeMare's warm-up — calibrated on the embedded data; pipemare train starts
+// from it, and its accuracy check runs it (on fewer epochs or images where
+// the check says why).
 //
 // Data: Fashion-MNIST (LoadFashionMNIST), from the Debian package
 // dataset-fashion-mnist when it is installed, else the subset embedded in

@@ -7,8 +7,9 @@ import (
 	"github.com/pkg/errors"
 )
 
-// Recipe is how a zoo model is trained: the run its accuracy check uses,
-// calibrated on the embedded data, and where cmd/pipemare starts from.
+// Recipe is how a zoo model is trained, calibrated on the embedded data:
+// where cmd/pipemare starts from, and the run its accuracy check trains
+// (on fewer epochs or images where the check says why).
 type Recipe struct {
 	Model string
 	Build Builder
