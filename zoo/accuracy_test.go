@@ -78,8 +78,8 @@ func (c accuracyCheck) checkRuns() []checkRun {
 // stage, keeping its activations (asyncvm.Keep). Cutting a synchronous run
 // into stages, or keeping instead of recomputing, changes no bit on the
 // Fashion-MNIST models (TestOneStageBaselineIsThePipelinesBitForBit,
-// TestKeepIsBitIdenticalWhenSynchronous) and only the rounding of
-// gorgonia's gradient sums on the Transformer; one stage costs a fraction
+// TestKeepIsBitIdenticalWhenSynchronous) and only float rounding on the
+// Transformer; one stage costs a fraction
 // of the per-stage overhead (the Transformer's 20 stages train 1.55× slower
 // than one, the ResNet's 15 1.2×).
 func runConfig(r Recipe, run checkRun, stepsPerEpoch int) (Config, error) {

@@ -39,9 +39,8 @@ func TestKeepIsBitIdenticalWhenSynchronous(t *testing.T) {
 // baseline of every zoo model for a few steps on one stage and cut at fine
 // grain, as the accuracy checks' baselines run on one stage: on the
 // Fashion-MNIST models the final weights are bit-identical; on the
-// Transformer, whose stage boundaries change the order in which gorgonia
-// sums a residual stream's gradients, every weight agrees to float32
-// rounding.
+// Transformer, whose split changes some float rounding (not traced to the
+// op), every weight agrees to float32 rounding.
 func TestOneStageBaselineIsThePipelinesBitForBit(t *testing.T) {
 	forEachModel(t, []string{"mlp", "cnn", "resnet", "transformer"}, func(t *testing.T, r Recipe) {
 		train, test := fewSteps(t, r, 3, 100)
