@@ -79,9 +79,8 @@ func (c accuracyCheck) checkRuns() []checkRun {
 // into stages, or keeping instead of recomputing, changes no bit on the
 // Fashion-MNIST models (TestOneStageBaselineIsThePipelinesBitForBit,
 // TestKeepIsBitIdenticalWhenSynchronous) and only float rounding on the
-// Transformer; one stage costs a fraction
-// of the per-stage overhead (the Transformer's 20 stages train 1.55× slower
-// than one, the ResNet's 15 1.2×).
+// Transformer; one stage saves the per-stage overhead (the Transformer's 20
+// stages train 1.55× slower than one, the ResNet's 15 1.2×).
 func runConfig(r Recipe, run checkRun, stepsPerEpoch int) (Config, error) {
 	if run.epochs > 0 {
 		r.Run.Epochs = run.epochs
@@ -146,8 +145,8 @@ func TestAccuracyRun(t *testing.T) {
 // trainThenEvaluate is Train measuring test accuracy once, on the model the
 // run ends with (the weights of Result.ModelAccuracy), instead of after
 // every epoch: Train's epochs evaluate one test example. On the checks'
-// 4,000 training images a 2,000-image evaluation costs a sixth of an
-// epoch.
+// 4,000 training images a 2,000-image evaluation (forwards only) is about a
+// sixth of an epoch's work.
 func trainThenEvaluate(ctx context.Context, build Builder, train, test Data, cfg Config) (*Result, float64, error) {
 	var m *Model
 	res, err := Train(ctx, func(batch int, seed int64) (*Model, error) {

@@ -24,9 +24,7 @@ func TestResumedRunIsExact(t *testing.T) {
 		}
 		r, err := RecipeFor(model)
 		require.NoError(t, err)
-		train, test, err := r.Load("embedded", 640)
-		require.NoError(t, err)
-		test = test.(*Dataset).Head(64)
+		train, test := fewSteps(t, r, 10, 64)
 		r.Run.Epochs = 2
 		steps := train.Len() / (r.Run.Microbatch * r.Run.Microbatches)
 		pipedream := recipeConfig(t, r, MethodNaive, steps)
@@ -91,9 +89,7 @@ func TestResumeFromAnEpochEnd(t *testing.T) {
 	}
 	r, err := RecipeFor("mlp")
 	require.NoError(t, err)
-	train, test, err := r.Load("embedded", 320)
-	require.NoError(t, err)
-	test = test.(*Dataset).Head(64)
+	train, test := fewSteps(t, r, 5, 64)
 	r.Run.Epochs = 2
 	cfg := recipeConfig(t, r, MethodPipeMare, 5)
 	cfg.CheckpointEvery, cfg.CheckpointDir = 5, t.TempDir()

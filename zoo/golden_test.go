@@ -34,9 +34,7 @@ func TestMLPWeightsAreUnchanged(t *testing.T) {
 	}
 	r, err := RecipeFor("mlp")
 	require.NoError(t, err)
-	train, test, err := r.Load("embedded", 640)
-	require.NoError(t, err)
-	test = test.(*Dataset).Head(200)
+	train, test := fewSteps(t, r, 10, 200)
 	r.Run.Epochs = 2
 	steps := train.Len() / (r.Run.Microbatch * r.Run.Microbatches)
 	pipedream := recipeConfig(t, r, MethodNaive, steps)

@@ -78,8 +78,7 @@ func TestOurSolversTrainAsGorgonias(t *testing.T) {
 	r, err := RecipeFor("mlp")
 	require.NoError(t, err)
 	const steps = 6
-	data, _, err := r.Load("embedded", steps*r.Run.Microbatch*r.Run.Microbatches)
-	require.NoError(t, err)
+	data, _ := fewSteps(t, r, steps, 0)
 	pm := recipeConfig(t, r, MethodPipeMare, steps)
 	pm.Warmup, pm.T1 = 2, steps-2
 	sync := recipeConfig(t, r, MethodSequential, steps)
