@@ -51,10 +51,12 @@
 // owns: Gorgonia's traps are handled there once (a tape machine that is not
 // Reset before RunAll silently does nothing; a node's value can be
 // overwritten later in the same run by in-place ops, so outputs are read
-// through gorgonia.Read and copied). Every op of a program runs guarded:
-// the tape machine runs ops in a goroutine of its own, where a panic would
-// end the process, so a panicking op — the user's or one of the symbolic
-// backward — is an error of Run naming the node (OpPanic).
+// through gorgonia.Read and copied). The tape runs on the goroutine that
+// calls Run (internal/tape: gorgonia's RunAll starts a goroutine and locks
+// a thread per run, a third of a fine-grained Transformer's CPU time), with
+// the same instructions and bits. Every op of a program runs guarded: a
+// panicking op — the user's or one of the symbolic backward — is an error of
+// Run naming the node (OpPanic).
 //
 // Running a plan stage by stage — forwards 0..P−1, then backwards P−1..0,
 // summing the gradients of an activation that several stages consume — gives

@@ -8,10 +8,11 @@ import (
 	"gorgonia.org/gorgonia"
 )
 
-// OpPanic is the cause of the error Program.Run returns when an op panicked:
-// gorgonia's TapeMachine.RunAll runs the tape in a goroutine of its own,
-// where a panic would end the process, so every op of a stage program runs
-// guarded.
+// OpPanic is the cause of the error Program.Run returns when an op panicked.
+// Every op of a stage program runs guarded: the error names the node, and
+// where a program's tape runs in gorgonia's RunAll goroutine (internal/tape
+// falls back to it with another gorgonia release) a panic would otherwise
+// end the process.
 type OpPanic struct {
 	// Op is the op that panicked: the user's op, or an op of the symbolic
 	// backward.
@@ -45,8 +46,8 @@ type guardedOp struct {
 	caught *caught
 }
 
-// caught keeps the first panic of one Run of a program. The tape machine's
-// goroutine writes it before RunAll returns the op's error, and the
+// caught keeps the first panic of one Run of a program. The goroutine that
+// runs the tape writes it before RunAll returns the op's error, and the
 // program's goroutine reads it after.
 type caught struct{ first *OpPanic }
 

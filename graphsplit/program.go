@@ -3,6 +3,7 @@ package graphsplit
 import (
 	"fmt"
 
+	"github.com/pipemare/pipemare/internal/tape"
 	"github.com/pipemare/pipemare/internal/tensorutil"
 	"github.com/pkg/errors"
 	"gorgonia.org/gorgonia"
@@ -44,7 +45,7 @@ type Program struct {
 	outSlot  []gorgonia.Value // targets of gorgonia.Read nodes
 	inGSlot  []gorgonia.Value
 	parGSlot []gorgonia.Value
-	vm       gorgonia.VM
+	vm       *tape.Machine
 	inBuf    []gorgonia.Value // owned copies of the inputs
 	gradBuf  []gorgonia.Value // owned copies of the output gradients
 
@@ -95,7 +96,7 @@ func (p *Program) Compile() (err error) {
 			err = errors.Errorf("graphsplit: stage %d %s program: compiling the tape machine panicked: %v", p.Stage, p.kind, r)
 		}
 	}()
-	p.vm = gorgonia.NewTapeMachine(p.Graph)
+	p.vm = tape.New(p.Graph, false)
 	return nil
 }
 

@@ -2,6 +2,7 @@ package zoo
 
 import (
 	"github.com/pipemare/pipemare/internal/bnstate"
+	"github.com/pipemare/pipemare/internal/tape"
 	"github.com/pkg/errors"
 	"gorgonia.org/gorgonia"
 )
@@ -12,7 +13,7 @@ import (
 // training calls, never while a pipeline runs.
 type Evaluator struct {
 	m      *Model
-	vm     gorgonia.VM
+	vm     *tape.Machine
 	logits gorgonia.Value
 }
 
@@ -30,7 +31,7 @@ func NewEvaluator(m *Model) (*Evaluator, error) {
 			}
 		}()
 		restore := bnstate.Training(m.BatchNorms)
-		e.vm = gorgonia.NewTapeMachine(m.Graph, gorgonia.EvalMode())
+		e.vm = tape.New(m.Graph, true)
 		restore()
 	}()
 	return e, err
