@@ -32,8 +32,9 @@ import (
 // op (user and system, all threads): on a shared machine, where other
 // processes take turns on the core, it is the steadier figure.
 
-// BenchmarkEngineTax measures what the engine costs on the zoo's CNN and
-// ResNet at their recipes' microbatch, N and fine-grained stages: one
+// BenchmarkEngineTax measures what the engine costs on the zoo's CNN,
+// ResNet and Transformer at their recipes' microbatch, N and fine-grained
+// stages: one
 // minibatch (N microbatches, the Momentum update) with the Sequential
 // schedule, against the same work on one tape machine running the whole
 // graph (forward, backward, gradients summed over the N microbatches, one
@@ -44,7 +45,7 @@ import (
 //
 //	GOMAXPROCS=1 go test -run '^$' -bench EngineTax -count 10 ./asyncvm/
 func BenchmarkEngineTax(b *testing.B) {
-	for _, name := range []string{"cnn", "resnet"} {
+	for _, name := range []string{"cnn", "resnet", "transformer"} {
 		r, err := zoo.RecipeFor(name)
 		if err != nil {
 			b.Fatal(err)
@@ -178,13 +179,14 @@ func benchDirect(b *testing.B, r zoo.Recipe, rows, n int) {
 	solver := recipeSolver(r)
 	batches := taxBatches(b, r, m, rows, n, taxMinibatches)
 	micro := make([][2]gorgonia.Value, 0, n*len(batches))
+	per := m.X.Shape()[0] / rows // rows of X and Y per example (a word's tokens)
 	for _, mb := range batches {
 		for j := 0; j < n; j++ {
-			x, err := tensorutil.Rows(mb[m.X].(tensor.Tensor), j*rows, rows)
+			x, err := tensorutil.Rows(mb[m.X].(tensor.Tensor), j*rows*per, rows*per)
 			if err != nil {
 				b.Fatal(err)
 			}
-			y, err := tensorutil.Rows(mb[m.Y].(tensor.Tensor), j*rows, rows)
+			y, err := tensorutil.Rows(mb[m.Y].(tensor.Tensor), j*rows*per, rows*per)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -50,7 +50,7 @@ func New(g *gorgonia.ExprGraph, eval bool) *Machine {
 	})
 	// A machine with batched work (a cgo BLAS or CUDA build) hands it to
 	// RunAll's loop while the tape runs: only RunAll can run it.
-	if !ok || ext.WorkAvailable() != nil || !Direct() || reflect.TypeOf(vm).String() != "*gorgonia.tapeMachine" {
+	if !ok || ext.WorkAvailable() != nil || gorgonia.CUDA || !Direct() || reflect.TypeOf(vm).String() != "*gorgonia.tapeMachine" {
 		return m
 	}
 	m.tape = (*[2]unsafe.Pointer)(unsafe.Pointer(&vm))[1] // the interface's data word

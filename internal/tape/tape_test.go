@@ -166,11 +166,16 @@ func (op *testOp) Hashcode() uint32 {
 }
 func (*testOp) String() string { return "testOp" }
 
-// BenchmarkRunAll runs the small layer's training program (9 ops) with
-// gorgonia's RunAll and with a Machine: the per-run cost a fine-grained
-// stage pays. Compare with benchstat, pinned:
+// BenchmarkRunAll runs the small layer's training program with gorgonia's
+// RunAll and with a Machine: the per-run cost a fine-grained stage pays.
+// Compare with benchstat, pinned to one thread and on two:
 //
-//	GOMAXPROCS=1 taskset -c 0 go test -run XXX -bench RunAll -count 10 ./internal/tape/
+//	GOMAXPROCS=1 taskset -c 1 go test -run '^$' -bench RunAll -count 10 ./internal/tape/
+//	GOMAXPROCS=2 go test -run '^$' -bench RunAll -count 10 ./internal/tape/
+//
+// Measured (medians of 10, shared 2-core machine): one thread 48.8 µs
+// (±11 %) against 41.5 µs (±14 %); two threads, where RunAll's goroutine
+// wakes another thread, 111.5 µs (±15 %) against 55.5 µs (±6 %).
 func BenchmarkRunAll(b *testing.B) {
 	for _, ours := range []bool{false, true} {
 		name := "gorgonia"
