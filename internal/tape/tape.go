@@ -71,7 +71,7 @@ func (m *Machine) RunAll() error {
 	runall(m.tape, m.errs, m.done)
 	select {
 	case err := <-m.errs:
-		m.doWork()
+		_ = m.doWork() // RunAll flushes too, and reports the tape's error
 		return err
 	case <-m.done:
 	}
