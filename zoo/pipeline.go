@@ -2,6 +2,7 @@ package zoo
 
 import (
 	"context"
+	"sync"
 
 	"github.com/pipemare/pipemare/asyncvm"
 	"github.com/pipemare/pipemare/graphsplit"
@@ -33,9 +34,17 @@ func (cfg Config) normalized() (Config, error) {
 	return cfg, cfg.check()
 }
 
+// building serialises split: Gorgonia's op constructors (Rectify, Conv2d,
+// MaxPool2D) number their groups with an unsynchronised global counter, so
+// two models built at once race inside Gorgonia. Holding it lets Trains
+// and ServeStages of one process run concurrently.
+var building sync.Mutex
+
 // split builds a fresh model with build and cuts it as cfg says: every
-// process of a run gets the same plan.
+// process of a run gets the same plan. Models are built one at a time.
 func (cfg Config) split(build Builder) (*Model, *graphsplit.Plan, error) {
+	building.Lock()
+	defer building.Unlock()
 	m, err := build(cfg.Microbatch, cfg.Seed)
 	if err != nil {
 		return nil, nil, err

@@ -79,3 +79,21 @@ func TestPredictionsAreWhatAccuracyCounts(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, float64(right)/50, acc)
 }
+
+// TestModelsAreBuiltOneAtATime: Trains and ServeStages of one process may
+// start together (as TestServeStageTrainsLikeTrain's stages and driver do);
+// the race detector finds Gorgonia's group counter shared by models built
+// at once, unless split builds them one at a time.
+func TestModelsAreBuiltOneAtATime(t *testing.T) {
+	cfg := Config{Microbatch: 4, Microbatches: 2, Epochs: 1, LR: 0.1, Seed: 1}
+	errs := make(chan error, 4)
+	for range cap(errs) {
+		go func() {
+			_, _, err := cfg.split(CNN)
+			errs <- err
+		}()
+	}
+	for range cap(errs) {
+		require.NoError(t, <-errs)
+	}
+}
