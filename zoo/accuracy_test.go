@@ -350,7 +350,8 @@ func TestTiedTransformerAccuracy(t *testing.T) {
 // trains 2 of the recipe's 3 epochs (its warm-up epoch, then one
 // asynchronous) on the first 4,000 of the 8,000 training images, so that
 // two seeds of each fit the CI budget (five runs of 46–77 s CPU; on all
-// 8,000 images they took 78–140 s). Measured, seeds 1 and 2: baseline
+// 8,000 images they took 78–140 s; both measured before stage programs ran
+// their tapes on their own goroutine). Measured, seeds 1 and 2: baseline
 // 0.7605 and 0.7645 (mean 0.7625, threshold 0.75), spike 0.7655 and
 // 0.7625 (mean 0.764, level with it), naive 0.7225 (4.2 points under). On
 // all 8,000 images: baseline 0.8195 and 0.8215, spike 0.8115 and 0.8179
@@ -368,7 +369,8 @@ func TestResNetAccuracy(t *testing.T) {
 // TestCNNAccuracy: the zoo CNN (conv–BatchNorm–pool ×2, two linear layers),
 // 4 stages at fine grain (recipe: 4 microbatches of 16, Momentum(0.9) from
 // 0.03, cosine, 3 epochs, a one-epoch warm-up), on the first 4,000
-// training images (runs of 21–34 s CPU instead of 28–45). Measured, seeds 1
+// training images (runs of 21–34 s CPU instead of 28–45, measured before
+// stage programs ran their tapes on their own goroutine). Measured, seeds 1
 // and 2: baseline 0.8565 and 0.8395 (mean 0.848, threshold 0.838),
 // PipeMare+T1+T2 0.8465 and 0.8305 (mean 0.8385, 1.0 and 0.9 points under),
 // naive 0.807 (3.2 under). On all 8,000 images: baseline 0.886 and
