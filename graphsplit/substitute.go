@@ -22,7 +22,9 @@ import (
 //     them, in one pass; Rectify alone in one op; a broadcast bias (a
 //     linear layer's) added without materialising its Repeats;
 //   - Conv2d's im2col writing the patch matrix directly, and its GEMM
-//     writing NCHW directly (no reshape copy, no transpose).
+//     writing NCHW directly (no reshape copy, no transpose);
+//   - SoftMax and LogSoftMax along the last axis with the rows computed on
+//     the stage's goroutine (gorgonia's start a goroutine per row).
 //
 // The user's graph is never changed; substitution only changes how a stage
 // computes. Turn it off to run exactly the user's ops (the stages with
@@ -195,6 +197,8 @@ func (m *matcher) match(n *gorgonia.Node) *substitution {
 		}}
 	case "im2colOp":
 		return m.im2col(n)
+	case "softmaxOp":
+		return m.softmax(n)
 	case "linAlgBinOp":
 		return m.convGEMM(n)
 	case "elemBinOp":
@@ -207,6 +211,47 @@ func (m *matcher) match(n *gorgonia.Node) *substitution {
 		return m.biasAdd(n)
 	}
 	return nil
+}
+
+// softmax matches gorgonia.SoftMax and LogSoftMax along the last axis, the
+// axis both gorgonia's forward and its backward then use (for a column
+// vector they disagree, and the user's op is kept).
+func (m *matcher) softmax(n *gorgonia.Node) *substitution {
+	v := reflect.ValueOf(n.Op()).Elem()
+	axisF, logF := v.FieldByName("axis"), v.FieldByName("isLog")
+	x := m.a.children(n)[0]
+	shape := x.Shape()
+	if !axisF.IsValid() || axisF.Kind() != reflect.Int || !logF.IsValid() || logF.Kind() != reflect.Bool || shape.Dims() == 0 {
+		return nil
+	}
+	if dt := x.Dtype(); dt != tensor.Float32 && dt != tensor.Float64 {
+		return nil
+	}
+	last := shape.Dims() - 1
+	axis, forward := int(axisF.Int()), last // gorgonia's softmaxOp.UsePreallocDo
+	if shape.IsColVec() || (shape.IsVector() && !shape.IsRowVec()) {
+		forward = 0
+	}
+	if axis != -1 {
+		forward = axis
+	}
+	if resolveAxis(forward, shape.Dims()) != last || resolveAxis(axis, shape.Dims()) != last {
+		return nil
+	}
+	log := logF.Bool()
+	return &substitution{root: n, leaves: gorgonia.Nodes{x}, build: func(k gorgonia.Nodes) (*gorgonia.Node, gorgonia.Nodes, error) {
+		y, err := stageops.SoftMax(k[0], log)
+		return y, nil, err
+	}}
+}
+
+// resolveAxis is tensor's: a negative axis counts from the end.
+func resolveAxis(axis, dims int) int {
+	r := axis % dims
+	if r < 0 {
+		r += dims
+	}
+	return r
 }
 
 // biasAdd matches x + bias where bias reaches the + through the Repeats

@@ -60,7 +60,7 @@ func TestOpSubstitutionChangesNoBit(t *testing.T) {
 // runPlan builds a fresh model, splits it and runs one microbatch stage by
 // stage; it returns the cost, the gradients and every BatchNorm's running
 // statistics. With subst it also checks that no stage program holds a
-// BatchNorm, MaxPool, im2col or transpose of gorgonia's.
+// BatchNorm, MaxPool, im2col, transpose or softmax of gorgonia's.
 func runPlan(t *testing.T, build testmodels.Builder, dt tensor.Dtype, opts []Option, keep bool) []gorgonia.Value {
 	t.Helper()
 	m, err := build(dt, 4, 1)
@@ -78,7 +78,7 @@ func runPlan(t *testing.T, build testmodels.Builder, dt tensor.Dtype, opts []Opt
 					g, ok := n.Op().(guardedOp)
 					require.True(t, ok, "stage %d %s: op %v is not guarded", st.Index, prog.kind, n.Op())
 					switch opTypeName(g.Op) {
-					case "BatchNormOp", "maxPoolOp", "im2colOp", "transposeOp":
+					case "BatchNormOp", "maxPoolOp", "im2colOp", "transposeOp", "softmaxOp":
 						t.Fatalf("stage %d program %s still holds gorgonia's %v", st.Index, prog.kind, g.Op)
 					}
 				}

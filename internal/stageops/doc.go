@@ -11,7 +11,9 @@
 //     follows) is one pass over the tensor instead of six; a convolution's
 //     GEMM writes its output straight in NCHW instead of NHWC followed by a
 //     transpose; im2col writes the matrix the GEMM reads instead of a 4-d
-//     tensor that a reshape then copies.
+//     tensor that a reshape then copies;
+//   - serial: SoftMax and its gradient compute their rows on the goroutine
+//     that runs the op, where gorgonia's start a goroutine per row.
 //
 // graphsplit substitutes them when a stage re-applies the user's ops (the
 // user's graph is never touched); nothing else calls them. Each op's doc

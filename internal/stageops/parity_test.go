@@ -387,3 +387,43 @@ func TestMaskWithoutBranches(t *testing.T) {
 		require.Equal(t, mask(f), mask32(f), "%#x", b)
 	}
 }
+
+func TestSoftMaxIsGorgonias(t *testing.T) {
+	for _, dt := range dtypes {
+		// Rows of one, rows whose first element is their largest (where
+		// gorgonia's shift starts from the tensor's first element instead),
+		// and an attention's scores.
+		for _, shape := range []tensor.Shape{{5, 7}, {2, 3, 1}, {1, 9}, {2, 17, 17}} {
+			for _, log := range []bool{false, true} {
+				t.Run(fmt.Sprintf("%v/%v/log=%v", dt, shape, log), func(t *testing.T) {
+					rng := rand.New(rand.NewSource(5))
+					xv := randTensor(rng, dt, shape, false)
+					d := shape[len(shape)-1]
+					for r := 1; r < shape.TotalSize()/d; r += 2 { // some rows lead with their largest
+						if dt == tensor.Float32 {
+							xv.Float32s()[r*d] = 4
+						} else {
+							xv.Float64s()[r*d] = 4
+						}
+					}
+					g := gorgonia.NewGraph()
+					x := input(g, "x", xv)
+					var y *gorgonia.Node
+					var err error
+					if log {
+						y, err = gorgonia.LogSoftMax(x)
+					} else {
+						y, err = gorgonia.SoftMax(x)
+					}
+					require.NoError(t, err)
+					g2 := gorgonia.NewGraph()
+					x2 := input(g2, "x", xv)
+					y2, err := SoftMax(x2, log)
+					require.NoError(t, err)
+					r := randTensor(rng, dt, shape, false)
+					requireSame(t, side{g, gorgonia.Nodes{x}, y}.run(t, r), side{g2, gorgonia.Nodes{x2}, y2}.run(t, r), "x")
+				})
+			}
+		}
+	}
+}
