@@ -116,4 +116,47 @@ func TestCIRunsTheREADMETestCommand(t *testing.T) {
 	require.NoError(t, err)
 	lines := strings.Split(strings.TrimSpace(string(ci)), "\n")
 	require.Equal(t, strings.TrimSpace(command), lines[len(lines)-1])
+	requireVetBeforeVetOff(t, strings.TrimSpace(command))
+}
+
+// requireVetBeforeVetOff: a go test of the command skips go test's own vet
+// (-vet=off, a subset of go vet's checks) only after a go vet of the same
+// packages with the same tags, in the same directory.
+func requireVetBeforeVetOff(t *testing.T, command string) {
+	type key struct{ dir, tags, pkgs string }
+	vetted := map[key]bool{}
+	dir := "."
+	for _, step := range strings.Split(command, "&&") {
+		step = strings.TrimSpace(step)
+		if d, ok := strings.CutPrefix(step, "(cd "); ok {
+			dir, step = strings.Fields(d)[0], ""
+		}
+		args := strings.Fields(strings.TrimSuffix(step, ")"))
+		if len(args) < 2 || args[0] != "go" {
+			continue
+		}
+		k := key{dir: dir}
+		var pkgs []string
+		vetOff := false
+		for i := 2; i < len(args); i++ {
+			switch a := args[i]; {
+			case a == "-tags":
+				i++
+				k.tags = args[i]
+			case a == "-vet=off":
+				vetOff = true
+			case !strings.HasPrefix(a, "-"):
+				pkgs = append(pkgs, a)
+			case a == "-timeout":
+				i++
+			}
+		}
+		k.pkgs = strings.Join(pkgs, " ")
+		switch args[1] {
+		case "vet":
+			vetted[k] = true
+		case "test":
+			require.True(t, !vetOff || vetted[k], "%q skips vet, but no go vet of %s (tags %q, in %s) ran before it", step, k.pkgs, k.tags, k.dir)
+		}
+	}
 }
