@@ -292,18 +292,7 @@ func (op *bnApply) inputs(vals []gorgonia.Value, withGrad bool) ([]*tensor.Dense
 	if op.fused.Scale != nil {
 		want = append(want, tensor.Shape{op.c}, tensor.Shape{op.c})
 	}
-	if len(vals) != len(want) {
-		return nil, op.errorf("takes %d inputs, got %d", len(want), len(vals))
-	}
-	ts := make([]*tensor.Dense, len(vals))
-	for i, v := range vals {
-		t, err := dense(fmt.Sprintf("%s input %d", op.desc, i), v, want[i])
-		if err != nil {
-			return nil, err
-		}
-		ts[i] = t
-	}
-	return ts, sameDtype(op.desc, ts...)
+	return op.named.denseInputs(vals, want...)
 }
 
 func floats[T float](ts []*tensor.Dense) [][]T {

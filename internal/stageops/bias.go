@@ -74,13 +74,12 @@ func (op *biasAdd) SymDiff(_ gorgonia.Nodes, _, grad *gorgonia.Node) (gorgonia.N
 
 func (op *biasAdd) Do(vals ...gorgonia.Value) (gorgonia.Value, error) {
 	return op.safely(func() (gorgonia.Value, error) {
-		if len(vals) != op.Arity() {
-			return nil, op.errorf("takes %d inputs, got %d", op.Arity(), len(vals))
-		}
-		x, err := dense(op.desc, vals[0], op.shape)
+		want := []tensor.Shape{op.shape, op.bias}[:op.Arity()]
+		ts, err := op.denseInputs(vals, want...)
 		if err != nil {
 			return nil, err
 		}
+		x := ts[0]
 		if op.grad {
 			out := newLike(x, op.bias)
 			switch x.Dtype() {
@@ -91,13 +90,7 @@ func (op *biasAdd) Do(vals ...gorgonia.Value) (gorgonia.Value, error) {
 			}
 			return out, nil
 		}
-		b, err := dense(op.desc, vals[1], op.bias)
-		if err != nil {
-			return nil, err
-		}
-		if err := sameDtype(op.desc, x, b); err != nil {
-			return nil, err
-		}
+		b := ts[1]
 		y := newLike(x, op.shape)
 		switch x.Dtype() {
 		case tensor.Float32:

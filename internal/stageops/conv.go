@@ -302,9 +302,6 @@ func (op *convGEMM) SymDiff(inputs gorgonia.Nodes, _, grad *gorgonia.Node) (gorg
 
 func (op *convGEMM) Do(vals ...gorgonia.Value) (gorgonia.Value, error) {
 	return op.safely(func() (gorgonia.Value, error) {
-		if len(vals) != 2 {
-			return nil, op.errorf("takes 2 inputs, got %d", len(vals))
-		}
 		first, second := op.patchShape(), op.filterShape()
 		switch op.part {
 		case convPatchGrad:
@@ -312,17 +309,11 @@ func (op *convGEMM) Do(vals ...gorgonia.Value) (gorgonia.Value, error) {
 		case convFilterGrad:
 			first, second = op.outShape(), op.patchShape()
 		}
-		a, err := dense(op.desc+" input 0", vals[0], first)
+		ts, err := op.denseInputs(vals, first, second)
 		if err != nil {
 			return nil, err
 		}
-		b, err := dense(op.desc+" input 1", vals[1], second)
-		if err != nil {
-			return nil, err
-		}
-		if err := sameDtype(op.desc, a, b); err != nil {
-			return nil, err
-		}
+		a, b := ts[0], ts[1]
 		shape, _ := op.InferShape()
 		out := newLike(a, shape)
 		bl := tensor.WhichBLAS()

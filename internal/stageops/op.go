@@ -84,6 +84,23 @@ func sameDtype(what string, ts ...*tensor.Dense) error {
 	return nil
 }
 
+// denseInputs checks an op's input values, one per shape of want (compared by
+// size): contiguous dense float tensors of one dtype (dense), in order.
+func (n named) denseInputs(vals []gorgonia.Value, want ...tensor.Shape) ([]*tensor.Dense, error) {
+	if len(vals) != len(want) {
+		return nil, n.errorf("takes %d inputs, got %d", len(want), len(vals))
+	}
+	ts := make([]*tensor.Dense, len(vals))
+	for i, v := range vals {
+		t, err := dense(fmt.Sprintf("%s input %d", n.desc, i), v, want[i])
+		if err != nil {
+			return nil, err
+		}
+		ts[i] = t
+	}
+	return ts, sameDtype(n.desc, ts...)
+}
+
 // safely runs an op's computation, turning a panic into an error: gorgonia's
 // tape machine runs ops in a goroutine of its own, where a panic would end
 // the process.

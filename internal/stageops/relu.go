@@ -59,18 +59,9 @@ func (op *relu) SymDiff(inputs gorgonia.Nodes, _, grad *gorgonia.Node) (gorgonia
 
 func (op *relu) Do(vals ...gorgonia.Value) (gorgonia.Value, error) {
 	return op.safely(func() (gorgonia.Value, error) {
-		if len(vals) != op.Arity() {
-			return nil, op.errorf("takes %d inputs, got %d", op.Arity(), len(vals))
-		}
-		ts := make([]*tensor.Dense, len(vals))
-		for i, v := range vals {
-			t, err := dense(op.desc, v, op.shape)
-			if err != nil {
-				return nil, err
-			}
-			ts[i] = t
-		}
-		if err := sameDtype(op.desc, ts...); err != nil {
+		want := []tensor.Shape{op.shape, op.shape}[:op.Arity()]
+		ts, err := op.denseInputs(vals, want...)
+		if err != nil {
 			return nil, err
 		}
 		out := newLike(ts[0], ts[0].Shape())
