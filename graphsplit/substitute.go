@@ -217,8 +217,11 @@ func (m *matcher) match(n *gorgonia.Node) *substitution {
 // axis both gorgonia's forward and its backward then use (for a column
 // vector they disagree, and the user's op is kept).
 func (m *matcher) softmax(n *gorgonia.Node) *substitution {
-	v := reflect.ValueOf(n.Op()).Elem()
-	axisF, logF := v.FieldByName("axis"), v.FieldByName("isLog")
+	v := reflect.ValueOf(n.Op())
+	if v.Kind() != reflect.Pointer {
+		return nil
+	}
+	axisF, logF := v.Elem().FieldByName("axis"), v.Elem().FieldByName("isLog")
 	x := m.a.children(n)[0]
 	shape := x.Shape()
 	if !axisF.IsValid() || axisF.Kind() != reflect.Int || !logF.IsValid() || logF.Kind() != reflect.Bool || shape.Dims() == 0 {

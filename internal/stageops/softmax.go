@@ -78,29 +78,27 @@ func (op *softmax) Do(vals ...gorgonia.Value) (gorgonia.Value, error) {
 			return nil, err
 		}
 		out := newLike(ts[0], op.shape)
-		d := op.shape[len(op.shape)-1]
-		rows := op.shape.TotalSize() / max(d, 1)
 		switch ts[0].Dtype() {
 		case tensor.Float32:
-			o, in := out.Float32s(), floats[float32](ts)
-			parallel(rows, 4*d, func(lo, hi int) {
-				if op.grad {
-					softmaxGradRows(o, in[0], in[1], lo, hi, d, op.log, math32.Exp)
-				} else {
-					softmaxRows(o, in[0], lo, hi, d, op.log, math32.Exp, math32.Log)
-				}
-			})
+			softmaxKernel(op, out.Float32s(), floats[float32](ts), math32.Exp, math32.Log)
 		default:
-			o, in := out.Float64s(), floats[float64](ts)
-			parallel(rows, 4*d, func(lo, hi int) {
-				if op.grad {
-					softmaxGradRows(o, in[0], in[1], lo, hi, d, op.log, math.Exp)
-				} else {
-					softmaxRows(o, in[0], lo, hi, d, op.log, math.Exp, math.Log)
-				}
-			})
+			softmaxKernel(op, out.Float64s(), floats[float64](ts), math.Exp, math.Log)
 		}
 		return out, nil
+	})
+}
+
+// softmaxKernel computes op's rows of the last axis, in chunks when they
+// are worth it (parallel): the forward from in = [x], the gradient from
+// in = [y, dy].
+func softmaxKernel[T float](op *softmax, out []T, in [][]T, exp, ln func(T) T) {
+	d := op.shape[len(op.shape)-1]
+	parallel(op.shape.TotalSize()/max(d, 1), 4*d, func(lo, hi int) {
+		if op.grad {
+			softmaxGradRows(out, in[0], in[1], lo, hi, d, op.log, exp)
+		} else {
+			softmaxRows(out, in[0], lo, hi, d, op.log, exp, ln)
+		}
 	})
 }
 
