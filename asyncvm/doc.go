@@ -23,11 +23,17 @@
 // the two speak only through messages on a transport (package transport):
 // the driver sends each stage its data and a slice of its action list, the
 // stages exchange activations and gradients directly, and each answers
-// with its losses, measurements or failure. Each call (Step, Run, Flush)
-// hands every stage the prefix of its action list the supplied data allows
-// and returns when all have run it: between calls the pipeline is quiescent
-// and the user's learnables, updated in place, hold the current weights. An
-// asynchronous pipeline is not drained between calls; Flush drains it.
+// with its losses, measurements or failure. Each call (Step, Run, Stream,
+// Flush) hands every stage the prefix of its action list the supplied data
+// allows and returns when all have run it: between calls the pipeline is
+// quiescent and the user's learnables, updated in place, hold the current
+// weights. Within a call the pipeline streams: Stream reads its source
+// ahead and hands out work while the stages still run earlier work, so
+// the pipeline waits for nobody between minibatches (a synchronous
+// schedule still stops at each flush: that is what a flush is). An
+// asynchronous pipeline is not drained between calls either; Flush drains
+// it. Train long runs with one Stream (or Run) per stretch between the
+// points where the weights are read, not a Step per minibatch.
 // Results depend only on the action lists, never on thread timing, so the
 // same seed gives bit-identical weights on any GOMAXPROCS.
 //

@@ -123,3 +123,52 @@ func ExampleWriteTrace() {
 	// ,{"name":"U1","cat":"U","ph":"X","ts":3,"dur":0,"pid":1,"tid":0,"args":{"minibatch":1,"schedule":"sequential"}}
 	// ]}
 }
+
+// Train on a stream of minibatches: the driver reads the source ahead, so
+// no stage waits for the caller between minibatches; each gets every
+// minibatch's loss, in order, as soon as it is known. The same 200 steps
+// as Example train the same weights, bit for bit.
+func ExampleVM_Stream() {
+	g, x, y, cost, learnables := model()
+	plan, err := graphsplit.Split(g, cost, learnables, graphsplit.Stages(2))
+	if err != nil {
+		log.Fatal(err)
+	}
+	vm, err := asyncvm.New(plan,
+		asyncvm.WithSchedule(schedule.PipeMare),
+		asyncvm.WithMicrobatches(2),
+		asyncvm.WithSolver(func(stage int) G.Solver {
+			return G.NewMomentum(G.WithLearnRate(0.05), G.WithMomentum(0.5))
+		}))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer vm.Close()
+	xs := tensor.New(tensor.WithShape(8, 3), tensor.WithBacking([]float64{
+		1, 0, 0, 0, 1, 0, 0, 0, 1, 1, 1, 0, 0, 1, 1, 1, 0, 1, 1, 1, 1, 0, 0, 0}))
+	ys := tensor.New(tensor.WithShape(8, 1), tensor.WithBacking([]float64{1, 1, 1, 2, 2, 2, 3, 0}))
+	minibatches := func(yield func(map[*G.Node]G.Value, error) bool) {
+		for step := 0; step < 200; step++ { // a data loader would read files here
+			if !yield(map[*G.Node]G.Value{x: xs, y: ys}, nil) {
+				return
+			}
+		}
+	}
+	var first, last float64
+	ctx := context.Background()
+	err = vm.Stream(ctx, minibatches, func(step int, loss float64) {
+		if step == 0 {
+			first = loss
+		}
+		last = loss
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := vm.Flush(ctx); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Printf("loss fell %.0f×\n", first/last)
+	// Output:
+	// loss fell 387×
+}

@@ -196,3 +196,17 @@ type valueGrad struct {
 func (v *valueGrad) Value() gorgonia.Value         { return v.value }
 func (v *valueGrad) Grad() (gorgonia.Value, error) { return v.grad, nil }
 func (v *valueGrad) Name() string                  { return v.name }
+
+// fineMLP is a fresh float64 test MLP (microbatch 4), cut one stage per
+// layer, and a VM that trains it with n microbatches and opts, closed with
+// the test.
+func fineMLP(t testing.TB, n int, opts ...Option) (*testmodels.Model, *VM) {
+	m, err := testmodels.MLP(tensor.Float64, 4, 1)
+	require.NoError(t, err)
+	plan, err := graphsplit.Split(m.Graph, m.Cost, m.Learnables, graphsplit.FineGrained())
+	require.NoError(t, err)
+	vm, err := New(plan, append([]Option{WithMicrobatches(n)}, opts...)...)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = vm.Close() })
+	return m, vm
+}

@@ -1,6 +1,8 @@
 package asyncvm
 
 import (
+	"time"
+
 	"github.com/pipemare/pipemare/delay"
 	"github.com/pipemare/pipemare/graphsplit"
 	"github.com/pipemare/pipemare/schedule"
@@ -27,8 +29,9 @@ type config struct {
 	disc    bool
 	logDel  bool
 
-	// Stages elsewhere (WithEndpoint).
-	endpoint transport.Endpoint
+	// Stages elsewhere (WithEndpoint), and a stage served (ServeStage).
+	endpoint   transport.Endpoint
+	firstOrder time.Duration
 
 	// Delay injection (NewInjected).
 	delays   delay.Source
@@ -140,6 +143,21 @@ func WithDelayLog() Option { return func(c *config) { c.logDel = true } }
 // plan and the same options. The VM owns ep: Close closes it.
 func WithEndpoint(ep transport.Endpoint) Option { return func(c *config) { c.endpoint = ep } }
 
+// DefaultFirstOrderTimeout is how long a stage that ServeStage serves
+// waits for its driver's first order unless WithFirstOrderTimeout says
+// otherwise: twice grpcnet's default connect timeout, since a driver may
+// still be waiting that long for the other stages when this one is up.
+const DefaultFirstOrderTimeout = time.Minute
+
+// WithFirstOrderTimeout bounds how long a stage that ServeStage serves
+// waits for the driver's first order once its endpoint is open (default
+// DefaultFirstOrderTimeout): a driver that connected and then stalled, or
+// vanished without its connection closing, makes ServeStage return an
+// error naming the stage. Give at least twice the connect timeout of the
+// driver's endpoint, which may still wait that long for another stage.
+// The driver ignores it.
+func WithFirstOrderTimeout(d time.Duration) Option { return func(c *config) { c.firstOrder = d } }
+
 // newConfig applies opts and checks them against plan.
 func newConfig(plan *graphsplit.Plan, opts []Option) (config, error) {
 	cfg := config{sched: schedule.PipeMare, n: 1, seed: 1, set: map[string]bool{}}
@@ -163,6 +181,9 @@ func newConfig(plan *graphsplit.Plan, opts []Option) (config, error) {
 	}
 	if cfg.warmup < 0 || (cfg.warmup > 0 && (cfg.warmSch.Actions == nil || cfg.warmSch.Async)) {
 		return cfg, errors.New("asyncvm: WithWarmup needs a non-negative number of steps and a synchronous schedule (schedule.OneFOneB or schedule.GPipe)")
+	}
+	if cfg.firstOrder < 0 {
+		return cfg, errors.Errorf("asyncvm: WithFirstOrderTimeout(%v): it must be positive", cfg.firstOrder)
 	}
 	if cfg.solver == nil {
 		cfg.solver = func(int) (gorgonia.Solver, error) { return solvers.NewSGD(solvers.WithLearnRate(0.01)) }

@@ -261,3 +261,42 @@ func makeRemoteData(m *testmodels.Model, steps int) []map[*gorgonia.Node]gorgoni
 	}
 	return out
 }
+
+// TestServeStageWithoutAFirstOrder: a stage whose driver connects and then
+// sends nothing (stalled) stops after WithFirstOrderTimeout with an error
+// naming the stage, and closes its endpoint.
+func TestServeStageWithoutAFirstOrder(t *testing.T) {
+	m, err := testmodels.MLP(tensor.Float64, 4, 1)
+	require.NoError(t, err)
+	plan, err := graphsplit.Split(m.Graph, m.Cost, m.Learnables)
+	require.NoError(t, err)
+	defer plan.Close()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	n := remoteNetwork(plan, []string{l.Addr().String()})
+	ctx := context.Background()
+	var stageEP *grpcnet.Endpoint
+	opened := make(chan error, 1)
+	go func() {
+		var err error
+		stageEP, err = grpcnet.Open(ctx, 0, n, grpcnet.WithInsecure(), grpcnet.WithListener(l))
+		opened <- err
+	}()
+	driver, err := grpcnet.Open(ctx, transport.Driver, n, grpcnet.WithInsecure())
+	require.NoError(t, err)
+	defer driver.Close()
+	require.NoError(t, <-opened)
+	served := make(chan error, 1)
+	go func() {
+		served <- asyncvm.ServeStage(ctx, plan, 0, stageEP, asyncvm.WithFirstOrderTimeout(300*time.Millisecond))
+	}()
+	select {
+	case err := <-served:
+		require.EqualError(t, err, "stage 0: lost the driver: the driver connected but sent no order within 300ms: is it stalled?")
+	case <-time.After(10 * time.Second):
+		require.NoError(t, driver.Close()) // ends the stage: no goroutine outlives the test
+		t.Fatalf("ServeStage still waits for a first order: %v", <-served)
+	}
+
+	require.ErrorContains(t, asyncvm.ServeStage(ctx, plan, 0, driver, asyncvm.WithFirstOrderTimeout(-time.Second)), "WithFirstOrderTimeout(-1s): it must be positive")
+}

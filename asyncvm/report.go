@@ -24,13 +24,18 @@ type Report struct {
 	// Samples is the number of training samples run forward through the
 	// last stage.
 	Samples int `json:"samples"`
-	// Wall is the time from the first to the last action.
-	Wall time.Duration `json:"wall_ns"`
-	// SamplesPerSec is Samples over Wall (0 before any action ran).
+	// Wall is the time from the first to the last action; Training is
+	// Wall less the time between the caller's calls, when the pipeline
+	// had nothing to do (evaluation, checkpoints, the caller's own work).
+	Wall     time.Duration `json:"wall_ns"`
+	Training time.Duration `json:"training_ns"`
+	// SamplesPerSec is Samples over Training: the pipeline's throughput
+	// while it trained (0 before any action ran).
 	SamplesPerSec float64 `json:"samples_per_sec"`
-	// Utilization is the mean over stages of busy time over the steady-state
-	// window (from the moment every stage has started to the moment the
-	// first stage runs out of work); Bubble is 1 − Utilization.
+	// Utilization is the mean over stages of busy time over the steady
+	// state (SteadyState: from the moment every stage has started under the
+	// run's schedule, after any warm-up, to the moment the first stage runs
+	// out of work); Bubble is 1 − Utilization.
 	Utilization float64 `json:"utilization"`
 	Bubble      float64 `json:"bubble"`
 	// PerStage is each stage's report, in stage order.
@@ -68,11 +73,26 @@ type StageReport struct {
 	Forwards  int `json:"forwards"`
 	Backwards int `json:"backwards"`
 	Updates   int `json:"updates"`
-	// Busy is the stage's time in actions within the steady-state window
-	// Window (see Report.Utilization); Utilization is Busy/Window.
+	// Busy is the stage's time in actions within the steady state
+	// (SteadyState), Window that window's length; Utilization is
+	// Busy/Window.
 	Busy        time.Duration `json:"busy_ns"`
 	Window      time.Duration `json:"window_ns"`
 	Utilization float64       `json:"utilization"`
+	// BusyFraction is the stage's time in actions over the time the
+	// pipeline trained (Report.Training: from the first action to the
+	// last, less the time between the caller's calls), and
+	// VirtualBusyFraction the same stage's over the makespan of the run
+	// replayed on one virtual device per stage (Virtual): the fraction it
+	// would have been busy had it never waited but for its inputs. The
+	// two differ by the waiting that dependencies do not explain — a
+	// message in flight, a core shared with another stage or with the
+	// transport, the driver.
+	BusyFraction        float64 `json:"busy_fraction"`
+	VirtualBusyFraction float64 `json:"virtual_busy_fraction"`
+	// Idle is where the stage's waiting went: for its inputs to be
+	// computed, for them to arrive, at flushes.
+	Idle Idle `json:"idle"`
 	// Delays counts forwards by how many updates older than the weights
 	// their gradient was applied to were the weights they read (the
 	// measured τ; JSON keys are the delays as strings); BackwardLag the
@@ -162,9 +182,6 @@ func (vm *VM) Report() Report {
 	}
 	events := vm.Events()
 	var first, last time.Duration = -1, 0
-	// Steady state: from the last stage's first action to the moment the
-	// first stage to run out of work ran its last action.
-	winStart, winEnd := time.Duration(0), time.Duration(-1)
 	for _, ev := range events {
 		if len(ev) == 0 {
 			continue
@@ -173,14 +190,14 @@ func (vm *VM) Report() Report {
 			first = ev[0].Start
 		}
 		last = max(last, ev[len(ev)-1].End)
-		winStart = max(winStart, ev[0].Start)
-		if winEnd < 0 || ev[len(ev)-1].End < winEnd {
-			winEnd = ev[len(ev)-1].End
-		}
 	}
+	winStart, winEnd, _ := SteadyState(events, r.Schedule)
 	if first >= 0 {
 		r.Wall = last - first
+		r.Training = r.Wall - vm.paused(first, last)
 	}
+	virtual := vm.Replay()
+	idles := idle(events, vm.topo, vm.paused)
 	util := 0.0
 	for i, h := range vm.heard {
 		st := h.stats.Clone()
@@ -209,6 +226,17 @@ func (vm *VM) Report() Report {
 			sr.Window = winEnd - winStart
 			sr.Utilization = float64(sr.Busy) / float64(sr.Window)
 		}
+		if r.Training > 0 {
+			total := time.Duration(0)
+			for _, ev := range events[i] {
+				total += ev.End - ev.Start
+			}
+			sr.BusyFraction = float64(total) / float64(r.Training)
+		}
+		if i < len(virtual.PerStage) {
+			sr.VirtualBusyFraction = virtual.PerStage[i]
+		}
+		sr.Idle = idles[i]
 		util += sr.Utilization
 		n, sum := 0, 0
 		for d, c := range sr.Delays {
@@ -237,8 +265,8 @@ func (vm *VM) Report() Report {
 	}
 	r.Utilization = util / float64(vm.p)
 	r.Bubble = 1 - r.Utilization
-	if r.Wall > 0 {
-		r.SamplesPerSec = float64(r.Samples) / r.Wall.Seconds()
+	if r.Training > 0 {
+		r.SamplesPerSec = float64(r.Samples) / r.Training.Seconds()
 	}
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)

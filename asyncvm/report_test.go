@@ -1,8 +1,10 @@
 package asyncvm
 
 import (
+	"context"
 	"encoding/json"
 	"testing"
+	"time"
 
 	"github.com/pipemare/pipemare/graphsplit"
 	"github.com/pipemare/pipemare/internal/jsonkeys"
@@ -98,5 +100,47 @@ func TestReportJSON(t *testing.T) {
 		_, ok = stage0["discrepancy"]
 		require.Equal(t, c.disc, ok, "%s discrepancy", c.s.Name)
 		require.Contains(t, doc["virtual"], "makespan_ns")
+	}
+}
+
+// TestReportLeavesOutTheTimeBetweenCalls: a caller that pauses between
+// Steps (to evaluate, say) does not count against the stages' busy
+// fractions: Training is Wall less at least every pause, each stage's
+// BusyFraction is its action time over Training, and the replay on
+// virtual devices, which waits for nothing but inputs, keeps every stage
+// at least as busy; a stage's busy and idle time add up to its span.
+func TestReportLeavesOutTheTimeBetweenCalls(t *testing.T) {
+	const n, steps, pause = 2, 6, 30 * time.Millisecond
+	m, vm := fineMLP(t, n, WithSchedule(schedule.PipeMare))
+	d := makeData(m, n*steps, 2)
+	for k := 0; k < steps; k++ {
+		if k > 0 {
+			time.Sleep(pause)
+		}
+		_, err := vm.Step(context.Background(), d.minibatch(t, m.Inputs, k, n))
+		require.NoError(t, err)
+	}
+	time.Sleep(pause)
+	require.NoError(t, vm.Flush(context.Background()))
+	rep := vm.Report()
+	require.Positive(t, rep.Training)
+	require.LessOrEqual(t, rep.Training, rep.Wall-steps*pause, "every pause between calls is left out")
+	events := vm.Events()
+	start := events[0][0].Start
+	for _, evs := range events {
+		start = min(start, evs[0].Start)
+	}
+	for i, sr := range rep.PerStage {
+		busy := time.Duration(0)
+		for _, e := range events[i] {
+			busy += e.End - e.Start
+		}
+		end := events[i][len(events[i])-1].End
+		waited := sr.Idle.Dependency + sr.Idle.Latency + sr.Idle.Barrier
+		require.Equal(t, end-start-vm.paused(start, end), busy+waited, "stage %d: busy and idle add up to its span less the pauses", i)
+		require.InDelta(t, float64(busy)/float64(rep.Training), sr.BusyFraction, 1e-12, "stage %d", i)
+		require.LessOrEqual(t, sr.BusyFraction, 1.0)
+		require.Positive(t, sr.VirtualBusyFraction, "stage %d", i)
+		require.Equal(t, vm.Replay().PerStage[i], sr.VirtualBusyFraction)
 	}
 }

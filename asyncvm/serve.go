@@ -17,7 +17,8 @@ import (
 // splits it the same way; the transport's handshake compares the plans'
 // fingerprints). It closes ep, and returns nil when the driver stopped it;
 // otherwise the stage's own failure, or why it lost its driver (the link
-// broke, ctx ended), naming the stage.
+// broke, no first order came within WithFirstOrderTimeout, ctx ended),
+// naming the stage.
 func ServeStage(ctx context.Context, plan *graphsplit.Plan, i int, ep transport.Endpoint, opts ...Option) error {
 	defer ep.Close()
 	cfg, err := newConfig(plan, opts)
@@ -31,6 +32,10 @@ func ServeStage(ctx context.Context, plan *graphsplit.Plan, i int, ep transport.
 	if err != nil {
 		return errors.Wrapf(err, "asyncvm: stage %d", i)
 	}
+	sc.FirstOrderTimeout = DefaultFirstOrderTimeout
+	if cfg.firstOrder > 0 {
+		sc.FirstOrderTimeout = cfg.firstOrder
+	}
 	restore := bnstate.Save(bnstate.Of(plan.Stages[i].Stateful)).Restore
 	rt, err := stage.New(plan, i, sc)
 	restore()
@@ -38,5 +43,6 @@ func ServeStage(ctx context.Context, plan *graphsplit.Plan, i int, ep transport.
 		return errors.Wrapf(err, "asyncvm: stage %d", i)
 	}
 	defer rt.Close()
+	defer shareKernels(1, cfg.sched)()
 	return rt.Serve(ctx, ep)
 }

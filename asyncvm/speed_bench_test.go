@@ -97,7 +97,7 @@ var engineVariants = []engineVariant{
 
 // taxBatches are the first minibatches of rows·n images of the recipe's
 // data, in order.
-func taxBatches(b *testing.B, r zoo.Recipe, m *zoo.Model, rows, n, count int) []map[*gorgonia.Node]gorgonia.Value {
+func taxBatches(b testing.TB, r zoo.Recipe, m *zoo.Model, rows, n, count int) []map[*gorgonia.Node]gorgonia.Value {
 	train, _, err := r.Load("embedded", rows*n*count)
 	if err != nil {
 		b.Fatal(err)

@@ -2,6 +2,7 @@ package asyncvm
 
 import (
 	"context"
+	"iter"
 	"runtime"
 	"sync"
 	"time"
@@ -23,6 +24,8 @@ import (
 // pipeline is quiescent — every stage has run every action it can with the
 // data supplied so far and waits for more — so the user's learnables, which
 // the stages update in place, hold the current weights and can be read.
+// Within a call (Run, Stream) the pipeline streams: the driver hands out
+// work without waiting for the stages to finish what they have.
 type VM struct {
 	feeder // the plan, N and the options' data settings
 	cfg    config
@@ -39,15 +42,20 @@ type VM struct {
 	final    []bool             // per stage, it sent its last answer
 	stopped  bool
 	runtimes []*stage.Runtime
+	unshare  func()          // gives the kernels back their goroutines
 	ctx      context.Context // the stages'; cancelled to stop them
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
 	start    time.Time
 
-	supplied int          // steps supplied so far
-	segs     []*segment   // schedule segments; the last is running
-	heard    []stageHeard // per stage, what its answers said
-	losses   map[int]float64
+	pauses      []span        // between calls: the pipeline had nothing to do
+	returned    time.Duration // when the last call returned (−1: in a call, or none yet)
+	supplied    int           // steps supplied so far
+	segs        []*segment    // schedule segments; the last is running
+	outstanding int           // Works handed out and not yet answered with Parked
+	barrier     bool          // a Work ended at a flush: hand out nothing more until every Work is answered
+	heard       []stageHeard  // per stage, what its answers said
+	losses      map[int]float64
 
 	mu     sync.Mutex
 	err    error // first failure
@@ -84,7 +92,7 @@ func New(plan *graphsplit.Plan, opts ...Option) (*VM, error) {
 
 func start(plan *graphsplit.Plan, cfg config) (_ *VM, err error) {
 	p := len(plan.Stages)
-	vm := &VM{cfg: cfg, p: p, topo: stage.Topology(plan), heard: make([]stageHeard, p), losses: map[int]float64{},
+	vm := &VM{cfg: cfg, p: p, topo: stage.Topology(plan), heard: make([]stageHeard, p), losses: map[int]float64{}, returned: -1,
 		running: make([]schedule.Action, p), final: make([]bool, p), owners: make([][]int, p), updates: make([]int, p)}
 	for i := range plan.Stages {
 		vm.owners[i] = stage.Owners(plan, i)
@@ -104,6 +112,7 @@ func start(plan *graphsplit.Plan, cfg config) (_ *VM, err error) {
 		vm.ep, vm.remote, vm.start = cfg.endpoint, true, time.Now()
 		return vm, nil
 	}
+	vm.unshare = shareKernels(p, cfg.sched)
 	vm.net = transport.NewLocal(p)
 	vm.ep = vm.net.Endpoint(transport.Driver)
 	defer func() {
@@ -156,50 +165,163 @@ func (vm *VM) Step(ctx context.Context, feeds map[*gorgonia.Node]gorgonia.Value)
 	return losses[0], nil
 }
 
-// Run trains on several minibatches in one go, so the pipeline never stalls
-// between them, and returns their mean losses in order.
+// Run trains on several minibatches in one go and returns their mean losses
+// in order. It checks every minibatch's feeds before any stage runs, then
+// streams them as Stream does: the pipeline never stalls between them.
 func (vm *VM) Run(ctx context.Context, minibatches []map[*gorgonia.Node]gorgonia.Value) ([]float64, error) {
 	if err := vm.usable(); err != nil {
 		return nil, err
 	}
-	first := vm.supplied
-	slices := make([][][]gorgonia.Value, len(minibatches))
+	sliced := make([][][]gorgonia.Value, len(minibatches))
 	for k, feeds := range minibatches {
-		s, err := vm.sliceFeeds(feeds, first+k)
+		s, err := vm.sliceFeeds(feeds, vm.supplied+k)
 		if err != nil {
-			return nil, errors.Wrapf(err, "asyncvm: step %d", first+k)
+			return nil, errors.Wrapf(err, "asyncvm: step %d", vm.supplied+k)
 		}
-		slices[k] = s
+		sliced[k] = s
 	}
-	for k, s := range slices {
-		for j, v := range s {
-			if err := vm.sendData(ctx, (first+k)*vm.n+j, v, false); err != nil {
-				return nil, err
+	losses := make([]float64, 0, len(minibatches))
+	next := func() ([][]gorgonia.Value, bool, error) {
+		if len(sliced) == 0 {
+			return nil, false, nil
+		}
+		s := sliced[0]
+		sliced = sliced[1:]
+		return s, true, nil
+	}
+	err := vm.stream(ctx, next, func(_ int, loss float64) { losses = append(losses, loss) })
+	return losses, err
+}
+
+// Stream trains on every minibatch src yields, in order, and calls each
+// with the step and mean loss of every minibatch, in order, as soon as the
+// last stage has computed it. The driver reads src ahead of the pipeline,
+// so that no stage waits for the caller between minibatches: the pipeline
+// drains only where the schedule flushes, and it is quiescent (as between
+// any two calls) when Stream returns. Each minibatch's feeds are checked,
+// as Step checks them, when they are read.
+//
+// When src yields an error, or a minibatch that does not fit the plan,
+// Stream reads no further, trains the minibatches read before it (each
+// gets their losses) and returns that error, naming the step; the VM stays
+// usable. A failure of a stage, a link or ctx fails the VM, as in Run.
+func (vm *VM) Stream(ctx context.Context, src iter.Seq2[map[*gorgonia.Node]gorgonia.Value, error], each func(step int, loss float64)) error {
+	if err := vm.usable(); err != nil {
+		return err
+	}
+	pull, stop := iter.Pull2(src)
+	defer stop()
+	next := func() ([][]gorgonia.Value, bool, error) {
+		feeds, err, ok := pull()
+		if !ok {
+			return nil, false, nil
+		}
+		if err != nil {
+			return nil, false, errors.Wrapf(err, "asyncvm: reading step %d", vm.supplied)
+		}
+		s, err := vm.sliceFeeds(feeds, vm.supplied)
+		if err != nil {
+			return nil, false, errors.Wrapf(err, "asyncvm: step %d", vm.supplied)
+		}
+		return s, true, nil
+	}
+	return vm.stream(ctx, next, each)
+}
+
+// stream is Stream on minibatches already cut into microbatches by next.
+// It supplies minibatches until readAhead of them wait beyond the last one
+// whose loss is known, hands out the actions they enable, and takes the
+// stages' answers one at a time, delivering losses as they complete.
+func (vm *VM) stream(ctx context.Context, next func() ([][]gorgonia.Value, bool, error), each func(step int, loss float64)) error {
+	defer vm.busy()()
+	reported := vm.supplied
+	ahead := vm.readAhead()
+	var srcErr error
+	for {
+		if err := ctx.Err(); err != nil {
+			return vm.failWith(errors.Wrap(err, "asyncvm: stopped by the caller's context"))
+		}
+		// Keep readAhead minibatches beyond the last loss handed out
+		// supplied and their work handed out, so that no stage runs dry
+		// while each runs.
+		fill := func() error {
+			for ahead > 0 && vm.supplied < reported+ahead {
+				s, ok, err := next()
+				if err != nil || !ok {
+					srcErr, ahead = err, 0 // read no further
+					break
+				}
+				if err := vm.supply(ctx, s); err != nil {
+					return err
+				}
 			}
+			return vm.advance(ctx, false)
 		}
-	}
-	for range minibatches {
-		vm.supplied++
-		vm.segmentFor(vm.supplied-1).steps++
-	}
-	if err := vm.round(ctx, false); err != nil {
-		return nil, err
-	}
-	losses := make([]float64, len(minibatches))
-	for k := range losses {
-		sum := 0.0
-		for j := 0; j < vm.n; j++ {
-			m := (first+k)*vm.n + j
-			l, ok := vm.losses[m]
+		if err := fill(); err != nil {
+			return err
+		}
+		for reported < vm.supplied && ctx.Err() == nil {
+			loss, ok := vm.lossOf(reported)
 			if !ok {
-				return nil, errors.Errorf("asyncvm: internal: no loss for microbatch %d after the round", m)
+				break
 			}
-			sum += l
-			delete(vm.losses, m)
+			reported++
+			if err := fill(); err != nil {
+				return err
+			}
+			each(reported-1, loss)
 		}
-		losses[k] = sum / float64(vm.n)
+		if vm.outstanding == 0 {
+			if err := ctx.Err(); err != nil {
+				return vm.failWith(errors.Wrap(err, "asyncvm: stopped by the caller's context"))
+			}
+			if reported < vm.supplied {
+				return vm.failWith(errors.Errorf("asyncvm: internal: the pipeline is idle without the loss of step %d", reported))
+			}
+			if ahead == 0 {
+				return srcErr
+			}
+			continue
+		}
+		if _, err := vm.await(ctx); err != nil {
+			return err
+		}
 	}
-	return losses, nil
+}
+
+// readAhead is how many minibatches the driver supplies beyond the last one
+// whose loss is known: enough for the first stage, which runs 2(P−1)+1
+// forwards ahead of the last one, never to wait for data.
+func (vm *VM) readAhead() int { return (2*vm.p+vm.n-1)/vm.n + 1 }
+
+// supply sends the stages one minibatch's microbatches.
+func (vm *VM) supply(ctx context.Context, micro [][]gorgonia.Value) error {
+	k := vm.supplied
+	for j, v := range micro {
+		if err := vm.sendData(ctx, k*vm.n+j, v, false); err != nil {
+			return err
+		}
+	}
+	vm.supplied++
+	vm.segmentFor(k).steps++
+	return nil
+}
+
+// lossOf is step k's mean loss, once the last stage has sent every one of
+// its microbatches' losses (which it then forgets).
+func (vm *VM) lossOf(k int) (float64, bool) {
+	sum := 0.0
+	for j := 0; j < vm.n; j++ {
+		l, ok := vm.losses[k*vm.n+j]
+		if !ok {
+			return 0, false
+		}
+		sum += l
+	}
+	for j := 0; j < vm.n; j++ {
+		delete(vm.losses, k*vm.n+j)
+	}
+	return sum / float64(vm.n), true
 }
 
 // sendData gives every stage that reads data its share of microbatch m's
@@ -229,10 +351,37 @@ func (vm *VM) Flush(ctx context.Context) error {
 	if err := vm.usable(); err != nil {
 		return err
 	}
-	if err := vm.round(ctx, true); err != nil {
+	done := vm.busy()
+	err := vm.settle(ctx, true)
+	done()
+	if err != nil {
 		return err
 	}
 	return vm.Pull(ctx)
+}
+
+// span is an interval of time from the VM's start.
+type span struct{ from, to time.Duration }
+
+// busy marks the start of a call that trains and returns the function that
+// marks its end: the time between two such calls is a pause (Report.Training).
+func (vm *VM) busy() func() {
+	if vm.returned >= 0 {
+		vm.pauses = append(vm.pauses, span{vm.returned, time.Since(vm.start)})
+	}
+	vm.returned = -1
+	return func() { vm.returned = time.Since(vm.start) }
+}
+
+// paused is the time of the pauses within [from, to).
+func (vm *VM) paused(from, to time.Duration) time.Duration {
+	sum := time.Duration(0)
+	for _, p := range vm.pauses {
+		if s, e := max(p.from, from), min(p.to, to); e > s {
+			sum += e - s
+		}
+	}
+	return sum
 }
 
 // segmentFor returns the segment step k belongs to, opening a new one when
@@ -253,15 +402,39 @@ func (vm *VM) segmentFor(k int) *segment {
 	return s
 }
 
-// round hands every stage the actions it can run with the data supplied and
-// waits until all of them have run them. drain runs the segments to their
-// end instead.
-func (vm *VM) round(ctx context.Context, drain bool) error {
+// settle hands out every action the data supplied allows (drain: every
+// action of every segment, the pipeline's end) and waits until the stages
+// have run them all: afterwards the pipeline is quiescent.
+func (vm *VM) settle(ctx context.Context, drain bool) error {
+	for {
+		if err := vm.advance(ctx, drain); err != nil {
+			return err
+		}
+		if vm.outstanding == 0 {
+			return nil
+		}
+		if _, err := vm.await(ctx); err != nil {
+			return err
+		}
+	}
+}
+
+// advance hands every stage the actions it can run with the data supplied
+// (drain: the rest of every segment), without waiting for them. A stage's
+// slice ends at a flush, and nothing more is handed out until every stage
+// has run its slice through that flush: a flush is a barrier. A segment
+// after another starts only once the earlier one is handed out to its end.
+func (vm *VM) advance(ctx context.Context, drain bool) error {
+	if vm.barrier {
+		if vm.outstanding > 0 {
+			return nil
+		}
+		vm.barrier = false
+	}
 	for si, seg := range vm.segs {
 		if seg.drained {
 			continue
 		}
-		// Earlier segments are always drained before a later one runs.
 		final := drain || si < len(vm.segs)-1
 		var lists [][]schedule.Action
 		limit := seg.steps * vm.n
@@ -284,24 +457,24 @@ func (vm *VM) round(ctx context.Context, drain bool) error {
 				}
 			}
 		}
-		// A flush is the end of a round: every stage reaches it before
-		// any goes on.
-		for {
-			cut, busy := make([]int, vm.p), false
-			for i := range lists {
-				cut[i] = throughFlush(lists[i], seg.done[i], target[i])
-				busy = busy || cut[i] > seg.done[i]
-			}
-			if !busy {
-				break
-			}
-			if err := vm.dispatch(ctx, seg, lists, cut); err != nil {
-				return err
-			}
+		cut := make([]int, vm.p)
+		for i := range lists {
+			cut[i] = throughFlush(lists[i], seg.done[i], target[i])
+			vm.barrier = vm.barrier || cut[i] > seg.done[i] && lists[i][cut[i]-1].Op == schedule.OpFlush
 		}
-		if final {
+		if err := vm.handOut(ctx, seg, lists, cut); err != nil {
+			return err
+		}
+		complete := true
+		for i := range lists {
+			complete = complete && seg.done[i] == len(lists[i])
+		}
+		if final && complete {
 			seg.drained = true
 			seg.lists = nil
+		}
+		if vm.barrier || !seg.drained {
+			return nil
 		}
 	}
 	return nil
@@ -318,10 +491,9 @@ func throughFlush(list []schedule.Action, from, to int) int {
 	return to
 }
 
-// dispatch sends each stage its next slice of actions and waits for all of
-// them to park.
-func (vm *VM) dispatch(ctx context.Context, seg *segment, lists [][]schedule.Action, cut []int) error {
-	busy := 0
+// handOut sends each stage its next slice of actions, [seg.done, cut), as
+// one Work; each stage answers it with Parked once it has run it.
+func (vm *VM) handOut(ctx context.Context, seg *segment, lists [][]schedule.Action, cut []int) error {
 	for i := range lists {
 		if cut[i] == seg.done[i] {
 			continue
@@ -351,12 +523,7 @@ func (vm *VM) dispatch(ctx context.Context, seg *segment, lists [][]schedule.Act
 		if err := vm.ep.Send(ctx, transport.Message{Kind: transport.Control, To: transport.Peer(i), Body: w}); err != nil {
 			return vm.failWith(errors.Wrapf(err, "asyncvm: ordering stage %d", i))
 		}
-		busy++
-	}
-	for ; busy > 0; busy-- {
-		if _, err := vm.await(ctx); err != nil {
-			return err
-		}
+		vm.outstanding++
 	}
 	return nil
 }
@@ -401,6 +568,7 @@ func (vm *VM) await(ctx context.Context) (transport.Message, error) {
 	switch b := m.Body.(type) {
 	case stage.Parked:
 		vm.hear(i, b.Report)
+		vm.outstanding--
 	case stage.Evaluated, stage.Saved, stage.Restored, stage.Refused, stage.Pulled:
 	case stage.Failed:
 		vm.hear(i, b.Report)
@@ -499,6 +667,10 @@ func (vm *VM) release() {
 	}
 	if vm.net != nil {
 		vm.net.Close()
+	}
+	if vm.unshare != nil {
+		vm.unshare()
+		vm.unshare = nil
 	}
 	if vm.remote {
 		_ = vm.ep.Close()

@@ -46,17 +46,19 @@
 // learnable-bearing layer (FineGrained, the PipeMare paper's setting), or
 // explicit cut points by node name.
 //
-// A stage is run through its Programs. Program.Run binds inputs, resets the
-// tape machine, runs it and returns freshly allocated tensors that the caller
-// owns: Gorgonia's traps are handled there once (a tape machine that is not
-// Reset before RunAll silently does nothing; a node's value can be
-// overwritten later in the same run by in-place ops, so outputs are read
-// through gorgonia.Read and copied). The tape runs on the goroutine that
-// calls Run (internal/tape: gorgonia's RunAll starts a goroutine and locks
-// a thread per run, a third of a fine-grained Transformer's CPU time), with
-// the same instructions and bits. Every op of a program runs guarded: a
-// panicking op — the user's or one of the symbolic backward — is an error of
-// Run naming the node (OpPanic).
+// A stage is run through its Programs. Program.Run binds the inputs and
+// runs the program on the stage programs' executor (internal/tape): the
+// instructions gorgonia's compiler produces, on the calling goroutine, each
+// op's output written into a buffer the program owns and reuses from run
+// to run, bit for bit what gorgonia's tape machine computes (RunOnTape is
+// that machine, the reference). Gorgonia's traps are handled there once (a
+// tape machine that is not Reset before RunAll silently does nothing; a
+// node's value can be overwritten later in the same run by in-place ops, so
+// values are read through gorgonia.Read). What Run returns is borrowed:
+// the program's own tensors, valid until its next Run; Result.Clone copies
+// them. Every op of a program runs guarded: a panicking op — the user's or
+// one of the symbolic backward — is an error of Run naming the node
+// (OpPanic).
 //
 // Running a plan stage by stage — forwards 0..P−1, then backwards P−1..0,
 // summing the gradients of an activation that several stages consume — gives

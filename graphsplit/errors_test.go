@@ -60,7 +60,11 @@ func TestSplitRejectsBadInput(t *testing.T) {
 		{"unknown cut point", func() (*Plan, error) { return Split(m.g, m.cost, learn, CutAt("no-such-node")) }, `cut point "no-such-node": no node of that name`},
 		{"cut point at an input", func() (*Plan, error) { return Split(m.g, m.cost, learn, CutAt("x")) }, `cut point "x": it is an input`},
 		{"cut point twice", func() (*Plan, error) { return Split(m.g, m.cost, learn, CutAt("hidden", "hidden")) }, "are the same node"},
-		{"cut points with stages", func() (*Plan, error) { return Split(m.g, m.cost, learn, CutAt("hidden"), Stages(2)) }, "CutAt cannot be combined"},
+		{"cut points with stages", func() (*Plan, error) { return Split(m.g, m.cost, learn, CutAt("hidden"), Stages(2)) }, "CutAt and CutAtOps cannot be combined with Stages"},
+		{"cut positions with a profile", func() (*Plan, error) { return Split(m.g, m.cost, learn, CutAtOps(1), Profiled(nil, false), Stages(2)) }, "cannot be combined"},
+		{"cut points twice over", func() (*Plan, error) { return Split(m.g, m.cost, learn, CutAt("hidden"), CutAtOps(1)) }, "CutAt and CutAtOps both give cut points"},
+		{"cut position out of range", func() (*Plan, error) { return Split(m.g, m.cost, learn, CutAtOps(0)) }, "CutAtOps([0]): position 0 is not between 1 and"},
+		{"cut position twice", func() (*Plan, error) { return Split(m.g, m.cost, learn, CutAtOps(1, 1)) }, "position 1 is given twice"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -70,6 +74,17 @@ func TestSplitRejectsBadInput(t *testing.T) {
 			require.Contains(t, err.Error(), c.want)
 		})
 	}
+}
+
+// TestTooManyStagesSaysTheMost: more stages than places to cut is a
+// *TooManyStagesError with the most the graph can be cut into.
+func TestTooManyStagesSaysTheMost(t *testing.T) {
+	m := newTiny(t)
+	_, err := Split(m.g, m.cost, G.Nodes{m.w1, m.w2}, FineGrained(), Stages(3))
+	var tm *TooManyStagesError
+	require.ErrorAs(t, err, &tm)
+	require.Equal(t, TooManyStagesError{Asked: 3, Most: 2, where: tm.where}, *tm)
+	require.EqualError(t, err, "graphsplit: Stages(3): the graph has only 1 layer boundaries (FineGrained), so at most 2 stages")
 }
 
 func TestCutAtSplitsThere(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"runtime/debug"
 
+	"github.com/pipemare/pipemare/internal/tape"
 	"github.com/pkg/errors"
 	"gorgonia.org/gorgonia"
 )
@@ -82,6 +83,10 @@ func (op guardedOp) UnsafeDo(vals ...gorgonia.Value) (v gorgonia.Value, err erro
 	return op.Op.Do(vals...)
 }
 
+// Unwrap is the guarded op: the executor (internal/tape) decides how to run
+// a guard by what the op it wraps offers.
+func (op guardedOp) Unwrap() gorgonia.Op { return op.Op }
+
 // SetTraining is called by every new tape machine (BatchNorm resets its
 // running statistics there).
 func (op guardedOp) SetTraining(training bool) error {
@@ -95,6 +100,7 @@ var (
 	_ gorgonia.UsePreallocDoer = guardedOp{}
 	_ gorgonia.UnsafeDoer      = guardedOp{}
 	_ gorgonia.TrainModeOp     = guardedOp{}
+	_ tape.Unwrapper           = guardedOp{}
 )
 
 // seal rebuilds a draft program's graph in a new graph named name, node for

@@ -6,7 +6,6 @@ import (
 	"math/rand"
 	"testing"
 
-	"github.com/pipemare/pipemare/internal/tensorutil"
 	"github.com/pipemare/pipemare/internal/testmodels"
 
 	"github.com/pkg/errors"
@@ -27,105 +26,15 @@ func stagewise(plan *Plan, feeds map[*gorgonia.Node]gorgonia.Value) (gorgonia.Va
 // stagewiseWith is stagewise where stages with a non-nil stash run their
 // keeping programs instead of Forward and Train.
 func stagewiseWith(plan *Plan, feeds map[*gorgonia.Node]gorgonia.Value, stashes []*Keeping) (gorgonia.Value, []gorgonia.Value, error) {
-	stashOf := func(s int) *Keeping {
-		if stashes == nil {
-			return nil
-		}
-		return stashes[s]
-	}
-	saved := make([][]gorgonia.Value, len(plan.Stages))
-	acts := make(map[int64]gorgonia.Value)
-	for _, f := range plan.Feeds {
-		acts[f.Key] = feeds[f.Node]
-	}
-	stash := make([][]gorgonia.Value, len(plan.Stages))
-	for _, st := range plan.Stages {
-		in := make([]gorgonia.Value, len(st.Inputs))
-		for i, p := range st.Inputs {
-			in[i] = acts[p.Key]
-		}
-		stash[st.Index] = in
-		fwd := st.Forward
-		if sh := stashOf(st.Index); sh != nil {
-			fwd = sh.Forward
-		}
-		res, err := fwd.Run(in, nil)
-		if err != nil {
-			return nil, nil, err
-		}
-		for i, p := range st.Outputs {
-			acts[p.Key] = res.Outputs[i]
-		}
-		saved[st.Index] = res.Kept
-	}
-	cost := acts[plan.Cost.ID()]
-	gradOf := make(map[int64]gorgonia.Value)
-	grads := make([]gorgonia.Value, len(plan.Learnables))
-	for s := len(plan.Stages) - 1; s >= 0; s-- {
-		st := plan.Stages[s]
-		og := make([]gorgonia.Value, len(st.Outputs))
-		for i, p := range st.Outputs {
-			switch {
-			case st.Train.OutputGrads[i] == nil:
-			case p.Kind == CostPort:
-				og[i], _ = scalarOne(p.Dtype)
-			case gradOf[p.Key] != nil:
-				og[i] = gradOf[p.Key]
-			default:
-				og[i] = tensor.New(tensor.WithShape(p.Shape...), tensor.Of(p.Dtype))
-			}
-		}
-		bwd, in := st.Train, stash[s]
-		if sh := stashOf(s); sh != nil {
-			bwd, in = sh.Backward, saved[s]
-		}
-		res, err := bwd.Run(in, og)
-		if err != nil {
-			return nil, nil, err
-		}
-		for i, p := range st.Inputs {
-			gv := res.InputGrads[i]
-			if gv == nil {
-				continue
-			}
-			if prev := gradOf[p.Key]; prev != nil {
-				if gv, err = add(prev, gv); err != nil {
-					return nil, nil, errors.Wrapf(err, "summing the gradients of %s", p.Name)
-				}
-			}
-			gradOf[p.Key] = gv
-		}
-		for i, gv := range res.LearnableGrads {
-			j := st.LearnableIndex[i]
-			if prev := grads[j]; prev != nil {
-				if st.Shared[i] == nil {
-					return nil, nil, errors.Errorf("stage %d: learnable %s has a gradient from another stage but is not shared", s, plan.Learnables[j].Name())
-				}
-				if gv, err = add(prev, gv); err != nil {
-					return nil, nil, errors.Wrapf(err, "summing the gradient of %s", plan.Learnables[j].Name())
-				}
-			}
-			grads[j] = gv
+	progs := make([][2]*Program, len(plan.Stages))
+	for s, st := range plan.Stages {
+		progs[s] = [2]*Program{st.Forward, st.Train}
+		if stashes != nil && stashes[s] != nil {
+			progs[s] = [2]*Program{stashes[s].Forward, stashes[s].Backward}
 		}
 	}
-	return cost, grads, nil
-}
-
-// add returns a + b, two gradients of one tensor or scalar, as a new value.
-func add(a, b gorgonia.Value) (gorgonia.Value, error) {
-	if t, ok := a.(tensor.Tensor); ok {
-		sum := t.Clone().(tensor.Tensor)
-		return sum, tensorutil.AddInto(sum, b)
-	}
-	x, err := tensorutil.Scalar(a)
-	if err != nil {
-		return nil, err
-	}
-	y, err := tensorutil.Scalar(b)
-	if err != nil {
-		return nil, err
-	}
-	return tensorutil.ScalarOf(a.Dtype(), x+y)
+	r, err := plan.runOnce(feeds, progs, nil)
+	return r.cost, r.grads, err
 }
 
 // reference computes the cost and the learnables' gradients of the whole

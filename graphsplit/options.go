@@ -10,9 +10,13 @@ type config struct {
 	setStages   bool
 	fine        bool     // one stage per learnable-bearing layer
 	cuts        []string // explicit cut points
+	cutOps      []int    // explicit cut positions
+	cutOpsSet   bool
 	model       CostModel
 	modelSet    bool
 	profileFeed map[*gorgonia.Node]gorgonia.Value
+	profileKeep bool
+	profiled    bool
 	unguarded   bool // programs run the ops unguarded (tests compare)
 	// noSubstitution: stages re-apply the user's ops as they are
 	// (substitute.go).
@@ -41,15 +45,34 @@ func CutAt(names ...string) Option {
 	return func(c *config) { c.cuts = append(c.cuts, names...) }
 }
 
+// CutAtOps cuts before the ops at the given positions of the graph's ops
+// in the order Split lays them out (Plan.Cuts reports a plan's): the same
+// graph built the same way cut at the same positions gives the same plan.
+// It is how a measured cut (Profiled) is recorded and reproduced.
+func CutAtOps(positions ...int) Option {
+	return func(c *config) { c.cutOps = append(c.cutOps, positions...); c.cutOpsSet = true }
+}
+
 // WithCostModel balances the stages of Stages(p) with m instead of the
 // default EstimatedCost.
 func WithCostModel(m CostModel) Option {
 	return func(c *config) { c.model, c.modelSet = m, true }
 }
 
-// Profiled balances the stages of Stages(p) by measured time: Split runs
-// every op of the graph on values computed from feeds (one value per data
-// input; the learnables' own values are used) and times it. See MeasuredCost.
-func Profiled(feeds map[*gorgonia.Node]gorgonia.Value) Option {
-	return func(c *config) { c.profileFeed = feeds }
+// Profiled balances the stages of Stages(p) by the time they take on this
+// machine: Split cuts by the cost model, times every stage's programs on
+// feeds (one microbatch: a value for every data input; Plan.Time), rescales
+// the ops' costs by how much each stage's measured time differs from its
+// modelled one, and cuts again — until no stage is more than 10 % above the
+// mean, or after a few rounds, keeping the most even cut measured. keep
+// times the keeping programs, for a runtime that keeps activations. The
+// plan's Balance says how even it came out, and names the op (with
+// FineGrained, the layer) that is heavier than a fair share, if one is.
+//
+// A measured cut depends on the machine, and on what else ran while it
+// measured: two Splits may cut differently. Record the cut (Plan.Cuts)
+// and pass it to CutAtOps where runs must agree — every process of a pipeline
+// must cut alike — or be reproduced.
+func Profiled(feeds map[*gorgonia.Node]gorgonia.Value, keep bool) Option {
+	return func(c *config) { c.profileFeed, c.profileKeep, c.profiled = feeds, keep, true }
 }

@@ -26,6 +26,9 @@ type Plan struct {
 	Cost *gorgonia.Node
 	// Dtype is the cost's dtype.
 	Dtype tensor.Dtype
+	// Balance is how evenly the stages share the work as measured by
+	// Profiled; nil for a plan cut without measuring.
+	Balance *Balance
 
 	a *analysis // kept to build keeping programs on demand
 }

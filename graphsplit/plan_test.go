@@ -4,6 +4,7 @@ import (
 	"math/rand"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pipemare/pipemare/internal/testmodels"
 	"github.com/stretchr/testify/require"
@@ -112,7 +113,11 @@ func TestLearnablesShareTheUsersTensors(t *testing.T) {
 	}
 }
 
-func TestRunLeavesInputsAloneAndReturnsFreshTensors(t *testing.T) {
+// TestRunLeavesInputsAloneAndLendsItsTensors: Run never writes its inputs;
+// what it returns is the program's own, reused by the next runs (the
+// learnables' gradients are written into the same tensors from the third
+// run on), and a Clone is the caller's.
+func TestRunLeavesInputsAloneAndLendsItsTensors(t *testing.T) {
 	m, err := testmodels.Attention(tensor.Float64, 4, 1)
 	require.NoError(t, err)
 	plan, err := Split(m.Graph, m.Cost, m.Learnables)
@@ -133,16 +138,28 @@ func TestRunLeavesInputsAloneAndReturnsFreshTensors(t *testing.T) {
 	require.NoError(t, err)
 	r1, err := st.Train.Run(in, []G.Value{one})
 	require.NoError(t, err)
-	r2, err := st.Train.Run(in, []G.Value{one})
+	mine, err := r1.Clone()
 	require.NoError(t, err)
+	var runs []Result
+	for range 3 {
+		r, err := st.Train.Run(in, []G.Value{one})
+		require.NoError(t, err)
+		runs = append(runs, r)
+	}
 	for i := range batch {
 		require.Equal(t, before[i].Data(), batch[i].Data(), "input %d was modified", i)
 	}
-	require.Equal(t, r1.Outputs[0].Data(), r2.Outputs[0].Data())
-	for i := range r1.LearnableGrads {
-		require.NotSame(t, r1.LearnableGrads[i], r2.LearnableGrads[i], "gradients must be fresh tensors")
-		require.Equal(t, r1.LearnableGrads[i].Data(), r2.LearnableGrads[i].Data())
+	last := runs[len(runs)-1]
+	require.Equal(t, mine.Outputs[0].Data(), last.Outputs[0].Data())
+	reused := 0
+	for i := range mine.LearnableGrads {
+		require.NotSame(t, mine.LearnableGrads[i], last.LearnableGrads[i], "a clone is the caller's")
+		require.Equal(t, mine.LearnableGrads[i].Data(), last.LearnableGrads[i].Data())
+		if runs[1].LearnableGrads[i] == last.LearnableGrads[i] {
+			reused++
+		}
 	}
+	require.NotZero(t, reused, "no gradient tensor is reused")
 }
 
 func TestRunRejectsBadValues(t *testing.T) {
@@ -209,6 +226,10 @@ func TestTableAndDOT(t *testing.T) {
 	require.Equal(t, 2, strings.Count(dot.String(), "color=red"))
 }
 
+// TestProfiledBalancesByMeasuredTime: Profiled times the stages of a real
+// model on this machine, leaves BatchNorm's statistics alone, records how
+// even the stages came out, and its cut, given to CutAtOps, cuts the same
+// graph into the same plan.
 func TestProfiledBalancesByMeasuredTime(t *testing.T) {
 	m, err := testmodels.CNN(tensor.Float64, 4, 1)
 	require.NoError(t, err)
@@ -219,19 +240,103 @@ func TestProfiledBalancesByMeasuredTime(t *testing.T) {
 	mean, vari := m.BatchNorms[0].Stats()
 	meanBefore := mean.Clone().(tensor.Tensor)
 	variBefore := vari.Clone().(tensor.Tensor)
-	plan, err := Split(m.Graph, m.Cost, m.Learnables, Stages(3), Profiled(feeds))
-	require.NoError(t, err)
-	require.Len(t, plan.Stages, 3)
-	for _, st := range plan.Stages {
-		require.Greater(t, st.Cost.Model, 0.0, "stage %d has no measured time", st.Index)
+	for _, keep := range []bool{false, true} {
+		plan, err := Split(m.Graph, m.Cost, m.Learnables, Stages(3), Profiled(feeds, keep))
+		require.NoError(t, err)
+		require.Len(t, plan.Stages, 3)
+		require.NotNil(t, plan.Balance)
+		require.Len(t, plan.Balance.Times, 3)
+		for s, st := range plan.Balance.Times {
+			require.Positive(t, st.Forward, "stage %d", s)
+			require.Positive(t, st.Backward, "stage %d", s)
+		}
+		require.GreaterOrEqual(t, plan.Balance.Spread, 1.0)
+		require.NotEmpty(t, plan.Balance.Heaviest)
+		again, err := Split(m.Graph, m.Cost, m.Learnables, CutAtOps(plan.Cuts()...))
+		require.NoError(t, err)
+		require.Equal(t, plan.Fingerprint(), again.Fingerprint(), "CutAtOps(Cuts()) cuts differently")
+		require.Nil(t, again.Balance, "a plan cut without measuring has no measured balance")
 	}
 	mean, vari = m.BatchNorms[0].Stats()
 	require.Equal(t, meanBefore.Data(), mean.Data(), "profiling must not move BatchNorm's running mean")
 	require.Equal(t, variBefore.Data(), vari.Data())
 
 	delete(feeds, m.Inputs[1])
-	_, err = Split(m.Graph, m.Cost, m.Learnables, Stages(2), Profiled(feeds))
+	_, err = Split(m.Graph, m.Cost, m.Learnables, Stages(2), Profiled(feeds, false))
 	require.ErrorContains(t, err, `Profiled: no value for data input "cnn.y"`)
+}
+
+// TestProfiledConvergesOnTheMeasuredCut feeds Split's balancing synthetic
+// stage times — each op costs what a hidden cost vector says, which the
+// cost model gets wrong — and requires it to find the cut that is best for
+// the hidden costs (one within 10 % of the mean where there is one), and to
+// name the op that is heavier than a fair share.
+func TestProfiledConvergesOnTheMeasuredCut(t *testing.T) {
+	m, err := testmodels.MLP(tensor.Float64, 4, 2)
+	require.NoError(t, err)
+	a, err := analyze(m.Graph, m.Cost, m.Learnables)
+	require.NoError(t, err)
+	n := len(a.seq)
+	truth := make([]float64, n) // op q truly costs truth[q] ms
+	for q := range truth {
+		truth[q] = 1
+	}
+	heavy := n / 3
+	truth[heavy] = float64(n) // one op holds half the work: its layer more than half
+	measure := func(p *Plan) ([]StageTime, error) {
+		times := make([]StageTime, len(p.Stages))
+		for q := range a.seq {
+			times[a.stageAt[q]].Forward += time.Duration(truth[q] * float64(time.Millisecond))
+		}
+		return times, nil
+	}
+	optimum := func(p int) float64 { // the best largest stage under truth
+		starts := append([]int{0}, balance(truth, p)...)
+		most := 0.0
+		for g, st := range starts {
+			end := n
+			if g+1 < len(starts) {
+				end = starts[g+1]
+			}
+			sum := 0.0
+			for q := st; q < end; q++ {
+				sum += truth[q]
+			}
+			most = max(most, sum)
+		}
+		return most
+	}
+	for _, p := range []int{2, 3} {
+		costs := make([]float64, n) // the model thinks the last op is all the work
+		for q := range costs {
+			costs[q] = 1
+		}
+		costs[n-1] = 100
+		cfg := config{stages: p, setStages: true}
+		cuts, bal, err := profiled(a, &cfg, costs, measure)
+		require.NoError(t, err)
+		a.assign(cuts)
+		got, _ := measure(&Plan{Stages: make([]*Stage, p)})
+		most := 0.0
+		for _, st := range got {
+			most = max(most, float64(st.Total())/float64(time.Millisecond))
+		}
+		mean := float64(2*n-1) / float64(p)
+		if optimum(p) <= maxSpread*mean { // a cut within 10 % of the mean exists: one is found
+			require.LessOrEqual(t, most, maxSpread*mean, "P = %d: the cut's slowest stage", p)
+		} else { // none does: the best cut there is
+			require.Equal(t, optimum(p), most, "P = %d: the cut's slowest stage", p)
+		}
+		layers := append(append([]int{0}, a.fineCuts()...), n)
+		for l := 0; l+1 < len(layers); l++ {
+			if layers[l] <= heavy && heavy < layers[l+1] {
+				require.Equal(t, describeOp(a.seq[layers[l]]), bal.Heaviest, "the layer holding the heavy op")
+				require.InDelta(t, float64(layers[l+1]-layers[l]-1+n)/float64(2*n-1), bal.Share, 1e-9)
+			}
+		}
+		require.Greater(t, bal.Share, 1/float64(p), "the heavy layer is more than a fair share")
+		require.True(t, bal.Balanced(p))
+	}
 }
 
 func TestBalanceMinimisesTheLargestStage(t *testing.T) {

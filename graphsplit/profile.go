@@ -1,53 +1,248 @@
 package graphsplit
 
 import (
-	"sort"
+	"fmt"
+	"slices"
 	"time"
 
 	"github.com/pkg/errors"
 	"gorgonia.org/gorgonia"
 )
 
-// MeasuredCost prices each op by the median wall time of its Do, measured by
-// Profiled. Ops it has no figure for cost nothing.
-type MeasuredCost map[*gorgonia.Node]time.Duration
+// Balance is how evenly a plan's stages share the work, as measured on the
+// machine that profiled it (Profiled).
+type Balance struct {
+	// Times are the stages' measured times for one microbatch (Plan.Time).
+	Times []StageTime `json:"stage_times"`
+	// Spread is the slowest stage's total time over the mean: 1 when
+	// every stage takes as long, 2 when the slowest takes twice the mean.
+	Spread float64 `json:"spread"`
+	// Heaviest names the layer (FineGrained's unit: an op that applies a
+	// weight and the ops after it up to the next one, named by its first
+	// op) with the largest share of the measured time, and Share is that
+	// share. When Share exceeds 1/P no cut into P stages at layer
+	// boundaries can make the stage that holds it as light as the mean:
+	// the plan is as even as this graph allows.
+	Heaviest string  `json:"heaviest"`
+	Share    float64 `json:"heaviest_share"`
+}
 
-// OpCost returns the measured seconds of n.
-func (m MeasuredCost) OpCost(n *gorgonia.Node) float64 { return m[n].Seconds() }
+// Balanced reports whether no stage's measured time is more than 10 %
+// above the mean, or the heaviest layer alone exceeds a fair share of P
+// stages.
+func (b *Balance) Balanced(p int) bool {
+	return b.Spread <= maxSpread || b.Share > 1/float64(p)
+}
 
-// profileRuns is how many times each op is timed; the median is kept.
-const profileRuns = 5
+// String says how even the stages are, in one line.
+func (b *Balance) String() string {
+	total := time.Duration(0)
+	for _, t := range b.Times {
+		total += t.Total()
+	}
+	s := fmt.Sprintf("measured %v per microbatch in all, the slowest stage %.2f× the mean", total.Round(10*time.Microsecond), b.Spread)
+	if p := len(b.Times); b.Spread > maxSpread && b.Share > 1/float64(p) {
+		s += fmt.Sprintf("; %s alone takes %.0f%% of the time, more than a fair share (%.0f%% of %d stages), so no cut can balance it", b.Heaviest, 100*b.Share, 100/float64(p), p)
+	}
+	return s
+}
 
-// measure evaluates the graph op by op on feeds and the learnables' values,
-// timing each op's Do. BatchNorm running statistics are restored afterwards,
-// so profiling leaves the model as it was.
-func measure(a *analysis, feeds map[*gorgonia.Node]gorgonia.Value) (MeasuredCost, error) {
-	in, err := newInterpreter(a, feeds)
+// maxSpread is how far above the mean Profiled lets the slowest stage be.
+const maxSpread = 1.10
+
+// profileRounds bounds Profiled's cut–time–recalibrate rounds;
+// profileRuns is how many runs of each program each round's times are the
+// median of.
+const (
+	profileRounds = 5
+	profileRuns   = 5
+)
+
+// profiled is Split's balancing by measured time. It first times the
+// plan cut at every layer (FineGrained's boundaries) with measure (Plan.Time
+// on Profiled's feeds) and rescales each layer's ops so that they cost what
+// the layer measured, in the proportions the model gives them; that also
+// finds the heaviest layer and its share of the time. Then it cuts by the
+// costs, times the plan, rescales each stage's ops by how much its measured
+// time differs from its modelled one, and cuts again, until no stage is
+// more than maxSpread above the mean or the rounds run out, and nudges the
+// boundaries of the slowest stage of the most even cut measured. It
+// returns that cut and its balance.
+func profiled(a *analysis, cfg *config, costs []float64, measure func(*Plan) ([]StageTime, error)) ([]int, *Balance, error) {
+	layers := a.fineCuts()
+	a.assign(layers)
+	heavy, share, err := calibrate(a, costs, measure)
 	if err != nil {
-		return nil, errors.Wrap(err, "graphsplit: Profiled")
+		return nil, nil, err
 	}
-	defer in.restore()
-	out := make(MeasuredCost, len(a.seq))
-	in.around = func(n *gorgonia.Node, do func() (gorgonia.Value, error)) (gorgonia.Value, error) {
-		var v gorgonia.Value
-		times := make([]time.Duration, 0, profileRuns)
-		for r := 0; r < profileRuns; r++ {
-			start := time.Now()
-			res, err := do()
-			times = append(times, time.Since(start))
-			if err != nil {
-				return nil, err
+	var best []int
+	var bestBal *Balance
+	for round := 0; round < profileRounds; round++ {
+		cuts, err := chooseCuts(a, cfg, costs)
+		if err != nil {
+			return nil, nil, err
+		}
+		a.assign(cuts)
+		times, err := timeCut(a, costs, measure)
+		if err != nil {
+			return nil, nil, err
+		}
+		bal := &Balance{Times: times, Spread: spread(times)}
+		if bestBal == nil || bal.Spread < bestBal.Spread {
+			best, bestBal = cuts, bal
+		}
+		if bal.Spread <= maxSpread {
+			break
+		}
+		rescale(a, costs, times)
+	}
+	if bestBal.Spread > maxSpread {
+		if best, bestBal, err = nudge(a, cfg, costs, best, bestBal, measure); err != nil {
+			return nil, nil, err
+		}
+	}
+	bestBal.Heaviest, bestBal.Share = heavy, share
+	return best, bestBal, nil
+}
+
+// calibrate times the current assignment (one stage per layer) and
+// rescales costs to it; it returns the heaviest stage's first op, named,
+// and its share of the time.
+func calibrate(a *analysis, costs []float64, measure func(*Plan) ([]StageTime, error)) (string, float64, error) {
+	times, err := timeCut(a, costs, measure)
+	if err != nil {
+		return "", 0, err
+	}
+	rescale(a, costs, times)
+	total, heavy := time.Duration(0), 0
+	for s, t := range times {
+		total += t.Total()
+		if t.Total() > times[heavy].Total() {
+			heavy = s
+		}
+	}
+	if total <= 0 {
+		return "", 0, nil
+	}
+	for q := range a.seq {
+		if a.stageAt[q] == heavy {
+			return describeOp(a.seq[q]), times[heavy].Total().Seconds() / total.Seconds(), nil
+		}
+	}
+	return "", 0, nil
+}
+
+// timeCut builds the plan of the current assignment and measures it.
+func timeCut(a *analysis, costs []float64, measure func(*Plan) ([]StageTime, error)) ([]StageTime, error) {
+	plan, err := assemble(a, costs)
+	if err != nil {
+		return nil, err
+	}
+	defer plan.Close()
+	times, err := measure(plan)
+	return times, errors.Wrap(err, "graphsplit: Profiled")
+}
+
+// rescale makes each stage's ops cost what the stage measured, in the
+// proportions costs gives them.
+func rescale(a *analysis, costs []float64, times []StageTime) {
+	model := make([]float64, len(times))
+	for q := range a.seq {
+		model[a.stageAt[q]] += costs[q]
+	}
+	for q := range a.seq {
+		if s := a.stageAt[q]; model[s] > 0 {
+			costs[q] *= times[s].Total().Seconds() / model[s]
+		}
+	}
+}
+
+// nudge improves a measured cut by local search: it moves a boundary of
+// the slowest stage by one candidate position towards a neighbour, times
+// the result, and keeps it if the slowest stage got faster, until no move
+// helps or 2P moves have been tried. Rescaling costs by stage cannot tell
+// which op of a stage is heavy; this finds the boundary next to it.
+func nudge(a *analysis, cfg *config, costs []float64, cuts []int, bal *Balance, measure func(*Plan) ([]StageTime, error)) ([]int, *Balance, error) {
+	candidates := a.fineCuts()
+	if !cfg.fine {
+		candidates = candidates[:0]
+		for q := 1; q < len(a.seq); q++ {
+			candidates = append(candidates, q)
+		}
+	}
+	for tries := 0; tries < 2*len(bal.Times); {
+		slow := 0
+		for s, t := range bal.Times {
+			if t.Total() > bal.Times[slow].Total() {
+				slow = s
 			}
-			v = res
 		}
-		sort.Slice(times, func(i, j int) bool { return times[i] < times[j] })
-		out[n] = times[len(times)/2]
-		return v, nil
-	}
-	for _, n := range a.seq {
-		if _, err := in.eval(n); err != nil {
-			return nil, errors.Wrap(err, "graphsplit: Profiled")
+		improved := false
+		for _, move := range []struct{ cut, dir int }{{slow - 1, +1}, {slow, -1}} { // its start later, its end earlier
+			if move.cut < 0 || move.cut >= len(cuts) {
+				continue
+			}
+			next := shift(cuts, move.cut, move.dir, candidates)
+			if next == nil {
+				continue
+			}
+			tries++
+			a.assign(next)
+			times, err := timeCut(a, costs, measure)
+			if err != nil {
+				return nil, nil, err
+			}
+			if most(times) < most(bal.Times) {
+				cuts, bal, improved = next, &Balance{Times: times, Spread: spread(times)}, true
+				break
+			}
+		}
+		if !improved {
+			break
 		}
 	}
-	return out, nil
+	return cuts, bal, nil
+}
+
+// shift moves cut i to the neighbouring candidate position in direction dir
+// (±1), or returns nil when that would empty a stage.
+func shift(cuts []int, i, dir int, candidates []int) []int {
+	at := slices.Index(candidates, cuts[i])
+	if at < 0 || at+dir < 0 || at+dir >= len(candidates) {
+		return nil
+	}
+	to := candidates[at+dir]
+	if (i > 0 && to <= cuts[i-1]) || (i+1 < len(cuts) && to >= cuts[i+1]) {
+		return nil
+	}
+	next := slices.Clone(cuts)
+	next[i] = to
+	return next
+}
+
+// most is the slowest stage's total.
+func most(times []StageTime) time.Duration {
+	var m time.Duration
+	for _, t := range times {
+		m = max(m, t.Total())
+	}
+	return m
+}
+
+// spread is the slowest stage's total over the mean.
+func spread(times []StageTime) float64 {
+	sum, most := 0.0, 0.0
+	for _, t := range times {
+		sum += t.Total().Seconds()
+		most = max(most, t.Total().Seconds())
+	}
+	if sum == 0 {
+		return 1
+	}
+	return most / (sum / float64(len(times)))
+}
+
+// describeOp names an op node for a message: its name and op.
+func describeOp(n *gorgonia.Node) string {
+	return fmt.Sprintf("%s (%v)", n.Name(), n.Op())
 }

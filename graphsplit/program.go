@@ -2,6 +2,7 @@ package graphsplit
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/pipemare/pipemare/internal/tape"
 	"github.com/pipemare/pipemare/internal/tensorutil"
@@ -45,9 +46,9 @@ type Program struct {
 	outSlot  []gorgonia.Value // targets of gorgonia.Read nodes
 	inGSlot  []gorgonia.Value
 	parGSlot []gorgonia.Value
-	vm       *tape.Machine
-	inBuf    []gorgonia.Value // owned copies of the inputs
-	gradBuf  []gorgonia.Value // owned copies of the output gradients
+	prog     *tape.Program
+	inBuf    []gorgonia.Value // the program's copies of inputs it cannot bind as they are
+	gradBuf  []gorgonia.Value // the same for the output gradients
 
 	// Kept are the forward values a Keeping's backward reads (its forward
 	// program only); Result.Kept returns them.
@@ -64,8 +65,11 @@ type Program struct {
 	caught   *caught                           // an op's panic in the current Run
 }
 
-// Result is what one Run returns. Every tensor in it is freshly allocated and
-// owned by the caller; the program never touches it again.
+// Result is what one Run returns. Its tensors are borrowed: they belong to
+// the program, which overwrites them at its next Run (they may also be the
+// caller's own inputs, or the learnables, where the program passes one
+// through). Read them, or copy them (Clone), before running the program
+// again, and never modify them.
 type Result struct {
 	// Outputs are parallel to Stage.Outputs.
 	Outputs []gorgonia.Value
@@ -83,12 +87,12 @@ type Result struct {
 // HasBackward reports whether the program computes gradients.
 func (p *Program) HasBackward() bool { return p.kind == "train" || p.kind == "backward" }
 
-// Compile builds the program's tape machine if it is not built yet. Run
-// compiles on first use; a runtime calls Compile ahead to do that work before
-// training starts. As with any new gorgonia tape machine, compiling does not
-// change the learnables.
+// Compile compiles the program (internal/tape) if it is not compiled yet.
+// Run compiles on first use; a runtime calls Compile ahead to do that work
+// before training starts. As with any new gorgonia tape machine, compiling
+// does not change the learnables.
 func (p *Program) Compile() (err error) {
-	if p.vm != nil {
+	if p.prog != nil {
 		return nil
 	}
 	defer func() {
@@ -96,16 +100,27 @@ func (p *Program) Compile() (err error) {
 			err = errors.Errorf("graphsplit: stage %d %s program: compiling the tape machine panicked: %v", p.Stage, p.kind, r)
 		}
 	}()
-	p.vm = tape.New(p.Graph, false)
+	p.prog = tape.Compile(p.Graph, false)
 	return nil
 }
 
-// Close releases the tape machine. The program can be compiled again.
+// Close releases the compiled program and its buffers. The program can be
+// compiled again.
 func (p *Program) Close() {
-	if p.vm != nil {
-		p.vm.Close()
-		p.vm = nil
+	if p.prog != nil {
+		p.prog.Close()
+		p.prog = nil
 	}
+	p.inBuf, p.gradBuf = nil, nil
+}
+
+// Ops says how each op of the compiled program runs (nil before Compile):
+// the executor's account, in program order, for tests and profiles.
+func (p *Program) Ops() []tape.Op {
+	if p.prog == nil {
+		return nil
+	}
+	return p.prog.Ops()
 }
 
 // BindLearnables makes the next runs read vals (parallel to Learnables)
@@ -133,10 +148,24 @@ func (p *Program) BindLearnables(vals []gorgonia.Value) error {
 // Run executes the program once. inputs are parallel to Stage.Inputs.
 // outputGrads are parallel to Stage.Outputs and only read by Train programs
 // (entries where OutputGrads is nil are ignored and may be nil). Run does not
-// modify inputs, outputGrads or the learnables; it returns fresh tensors. An
-// op that panics makes Run return an error whose cause is an *OpPanic; the
-// program can be run again.
-func (p *Program) Run(inputs, outputGrads []gorgonia.Value) (res Result, err error) {
+// modify inputs, outputGrads or the learnables, but reads them while it runs:
+// no other goroutine may write them meanwhile (nor run an op on them: some
+// of gorgonia's ops transpose an input's header for the time of the op). It
+// returns borrowed tensors (Result). An op that panics makes Run return an
+// error whose cause is an *OpPanic; the program can be run again.
+func (p *Program) Run(inputs, outputGrads []gorgonia.Value) (Result, error) {
+	return p.run(inputs, outputGrads, false)
+}
+
+// RunOnTape is Run on gorgonia's tape machine, compiled from the same
+// graph: every input is copied, every result is a fresh clone the caller
+// owns. It is the reference the executor is tested against (bit for bit),
+// and slower.
+func (p *Program) RunOnTape(inputs, outputGrads []gorgonia.Value) (Result, error) {
+	return p.run(inputs, outputGrads, true)
+}
+
+func (p *Program) run(inputs, outputGrads []gorgonia.Value, onTape bool) (res Result, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = errors.Errorf("graphsplit: stage %d %s program panicked: %v", p.Stage, p.kind, r)
@@ -144,6 +173,9 @@ func (p *Program) Run(inputs, outputGrads []gorgonia.Value) (res Result, err err
 	}()
 	if len(inputs) != len(p.Inputs) {
 		return res, errors.Errorf("graphsplit: stage %d %s program takes %d inputs, got %d", p.Stage, p.kind, len(p.Inputs), len(inputs))
+	}
+	if err := p.Compile(); err != nil {
+		return res, err
 	}
 	if p.inBuf == nil {
 		p.inBuf = make([]gorgonia.Value, len(p.Inputs))
@@ -153,7 +185,7 @@ func (p *Program) Run(inputs, outputGrads []gorgonia.Value) (res Result, err err
 		if err := checkValue(p.Inputs[i], v); err != nil {
 			return res, errors.Wrapf(err, "graphsplit: stage %d input %d (%s)", p.Stage, i, p.Inputs[i].Name())
 		}
-		if err := p.bind(p.Inputs[i], &p.inBuf[i], v); err != nil {
+		if err := p.bind(p.Inputs[i], &p.inBuf[i], v, onTape); err != nil {
 			return res, errors.Wrapf(err, "graphsplit: stage %d input %d (%s)", p.Stage, i, p.Inputs[i].Name())
 		}
 	}
@@ -169,13 +201,10 @@ func (p *Program) Run(inputs, outputGrads []gorgonia.Value) (res Result, err err
 			if v == nil || v.Dtype() != gph.Dtype() || v.Shape().TotalSize() != gph.Shape().TotalSize() {
 				return res, errors.Errorf("graphsplit: stage %d gradient of output %d (%s): got %v, want %d elements of %v", p.Stage, i, gph.Name(), describe(v), gph.Shape().TotalSize(), gph.Dtype())
 			}
-			if err := p.bind(gph, &p.gradBuf[i], v); err != nil {
+			if err := p.bind(gph, &p.gradBuf[i], v, onTape); err != nil {
 				return res, errors.Wrapf(err, "graphsplit: stage %d gradient of output %d", p.Stage, i)
 			}
 		}
-	}
-	if err := p.Compile(); err != nil {
-		return res, err
 	}
 	clear(p.outSlot)
 	clear(p.inGSlot)
@@ -183,8 +212,11 @@ func (p *Program) Run(inputs, outputGrads []gorgonia.Value) (res Result, err err
 	clear(p.keptSlot)
 	clear(p.probeSlot)
 	p.caught.first = nil
-	p.vm.Reset()
-	if err := p.vm.RunAll(); err != nil {
+	run := p.prog.Run
+	if onTape {
+		run = p.prog.RunTape
+	}
+	if err := run(); err != nil {
 		if c := p.caught.first; c != nil {
 			err = c
 		}
@@ -217,7 +249,8 @@ func (p *Program) Run(inputs, outputGrads []gorgonia.Value) (res Result, err err
 // conform copies the read slots into a new slice, giving each tensor the
 // static shape of its node where gorgonia returned an equivalent one (some
 // ops drop or add trailing unit dimensions at run time), so that the next
-// stage can bind it. The tensors are fresh clones, owned by the caller.
+// stage can bind it: a view of the program's tensor, whose own shape is left
+// as the program's ops made it.
 func conform(slots []gorgonia.Value, like gorgonia.Nodes) ([]gorgonia.Value, error) {
 	out := make([]gorgonia.Value, len(slots))
 	for i, v := range slots {
@@ -229,18 +262,50 @@ func conform(slots []gorgonia.Value, like gorgonia.Nodes) ([]gorgonia.Value, err
 		if t.Shape().TotalSize() != like[i].Shape().TotalSize() {
 			return nil, errors.Errorf("%d (%s): gorgonia computed shape %v, the graph says %v", i, like[i].Name(), t.Shape(), like[i].Shape())
 		}
-		if err := t.Reshape(like[i].Shape()...); err != nil {
+		d, ok := t.(*tensor.Dense)
+		if !ok {
+			return nil, errors.Errorf("%d (%s): cannot view a %T", i, like[i].Name(), t)
+		}
+		view := d.ShallowClone()
+		if err := view.Reshape(like[i].Shape()...); err != nil {
 			return nil, errors.Wrapf(err, "%d (%s)", i, like[i].Name())
 		}
+		out[i] = view
 	}
 	return out, nil
 }
 
-// bind copies v into the program's own buffer for n and binds the buffer.
-// Gorgonia's tape machine may overwrite an input's tensor in place (a
-// Reshape of an input followed by an in-place op), so the caller's tensors
-// are never bound directly. Scalars are immutable and bound as they are.
-func (p *Program) bind(n *gorgonia.Node, buf *gorgonia.Value, v gorgonia.Value) error {
+// Clone returns a copy of r whose tensors are the caller's own.
+func (r Result) Clone() (Result, error) {
+	var err error
+	c := Result{}
+	for _, f := range []struct {
+		dst *[]gorgonia.Value
+		src []gorgonia.Value
+	}{{&c.Outputs, r.Outputs}, {&c.InputGrads, r.InputGrads}, {&c.LearnableGrads, r.LearnableGrads}, {&c.Kept, r.Kept}, {&c.Probes, r.Probes}} {
+		if f.src == nil {
+			continue
+		}
+		*f.dst = make([]gorgonia.Value, len(f.src))
+		for i, v := range f.src {
+			if v != nil {
+				if (*f.dst)[i], err = gorgonia.CloneValue(v); err != nil {
+					return Result{}, errors.Wrapf(err, "graphsplit: cloning a result")
+				}
+			}
+		}
+	}
+	return c, nil
+}
+
+// bind binds v to n. The executor never writes a bound value, so a dense
+// tensor of n's shape is bound as it is; anything else (a view, a tensor of
+// another shape with as many elements) is copied into the program's own
+// buffer for n, as every input is on gorgonia's tape machine (onTape, or
+// where the executor cannot run the program), which may overwrite an
+// input's tensor in place (a Reshape of an input followed by an in-place
+// op). Scalars are immutable and bound as they are.
+func (p *Program) bind(n *gorgonia.Node, buf *gorgonia.Value, v gorgonia.Value, onTape bool) error {
 	if n.IsScalar() {
 		if _, ok := v.(gorgonia.Scalar); ok {
 			return gorgonia.Let(n, v)
@@ -254,6 +319,11 @@ func (p *Program) bind(n *gorgonia.Node, buf *gorgonia.Value, v gorgonia.Value) 
 			return err
 		}
 		return gorgonia.Let(n, s)
+	}
+	if d, ok := v.(*tensor.Dense); ok && !d.IsView() && slices.Equal(d.Shape(), n.Shape()) { // Eq takes (n) for (1, n)
+		if onExecutor, _ := p.prog.Executor(); onExecutor && !onTape {
+			return gorgonia.Let(n, v)
+		}
 	}
 	if *buf == nil {
 		*buf = tensor.New(tensor.WithShape(n.Shape()...), tensor.Of(n.Dtype()))

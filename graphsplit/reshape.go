@@ -5,6 +5,7 @@ import (
 	"hash"
 	"hash/fnv"
 	"reflect"
+	"slices"
 
 	"github.com/chewxy/hm"
 	"github.com/pkg/errors"
@@ -62,6 +63,12 @@ func (op copyReshape) InferShape(...gorgonia.DimSizer) (tensor.Shape, error) {
 	return op.to.Clone(), nil
 }
 func (op copyReshape) Do(vals ...gorgonia.Value) (gorgonia.Value, error) {
+	return op.UsePreallocDo(nil, vals...)
+}
+
+// UsePreallocDo is Do copying into prealloc where it is a dense tensor of
+// the input's dtype and the result's size (internal/tape.FullWriter).
+func (op copyReshape) UsePreallocDo(prealloc gorgonia.Value, vals ...gorgonia.Value) (gorgonia.Value, error) {
 	if len(vals) != 1 {
 		return nil, errors.Errorf("reshape takes 1 value, got %d", len(vals))
 	}
@@ -71,6 +78,9 @@ func (op copyReshape) Do(vals ...gorgonia.Value) (gorgonia.Value, error) {
 		}
 		if op.to.IsScalar() {
 			return gorgonia.CloneValue(sc)
+		}
+		if p, ok := fits(prealloc, sc.Dtype(), op.to); ok {
+			return p, p.Memset(sc.Data())
 		}
 		return tensor.New(tensor.WithShape(op.to.Clone()...), tensor.FromScalar(sc.Data())), nil
 	}
@@ -86,6 +96,9 @@ func (op copyReshape) Do(vals ...gorgonia.Value) (gorgonia.Value, error) {
 			t = m.Materialize()
 		}
 	}
+	if p, ok := fits(prealloc, t.Dtype(), op.to); ok {
+		return p, tensor.Copy(p, t) // the same elements, row-major
+	}
 	c, ok := t.Clone().(tensor.Tensor) // a deep copy
 	if !ok {
 		return nil, errors.Errorf("reshape: cannot copy %T", t)
@@ -95,6 +108,19 @@ func (op copyReshape) Do(vals ...gorgonia.Value) (gorgonia.Value, error) {
 	}
 	return c, nil
 }
+
+// fits returns prealloc as a dense tensor of dtype dt and the given shape
+// (reshaped), or false.
+func fits(prealloc gorgonia.Value, dt tensor.Dtype, shape tensor.Shape) (*tensor.Dense, bool) {
+	p, ok := prealloc.(*tensor.Dense)
+	if !ok || p.IsView() || p.Dtype() != dt || p.Shape().TotalSize() != shape.TotalSize() {
+		return nil, false
+	}
+	return p, slices.Equal(p.Shape(), shape) || p.Reshape(shape...) == nil
+}
+
+// WritesAll: UsePreallocDo copies every element (internal/tape.FullWriter).
+func (op copyReshape) WritesAll()           {}
 func (op copyReshape) ReturnsPtr() bool     { return false }
 func (op copyReshape) CallsExtern() bool    { return false }
 func (op copyReshape) OverwritesInput() int { return -1 }

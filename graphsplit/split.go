@@ -1,6 +1,9 @@
 package graphsplit
 
 import (
+	"fmt"
+	"slices"
+
 	"github.com/pkg/errors"
 	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -40,8 +43,11 @@ func Split(g *gorgonia.ExprGraph, cost *gorgonia.Node, learnables gorgonia.Nodes
 	if cfg.stages < 0 || (cfg.stages == 0 && cfg.setStages) {
 		return nil, errors.Errorf("graphsplit: Stages(%d): need at least one stage", cfg.stages)
 	}
-	if len(cfg.cuts) > 0 && (cfg.fine || cfg.stages > 0) {
-		return nil, errors.New("graphsplit: CutAt cannot be combined with Stages or FineGrained; cut points already fix the stages")
+	if (len(cfg.cuts) > 0 || cfg.cutOpsSet) && (cfg.fine || cfg.stages > 0 || cfg.profiled) {
+		return nil, errors.New("graphsplit: CutAt and CutAtOps cannot be combined with Stages, FineGrained or Profiled; cut points already fix the stages")
+	}
+	if len(cfg.cuts) > 0 && cfg.cutOpsSet {
+		return nil, errors.New("graphsplit: CutAt and CutAtOps both give cut points; choose one")
 	}
 	a, err := analyze(g, cost, learnables)
 	if err != nil {
@@ -50,14 +56,6 @@ func Split(g *gorgonia.ExprGraph, cost *gorgonia.Node, learnables gorgonia.Nodes
 	a.unguarded = cfg.unguarded
 	a.substitute = !cfg.noSubstitution
 	model := cfg.model
-	if cfg.profileFeed != nil {
-		if cfg.modelSet {
-			return nil, errors.New("graphsplit: Profiled and WithCostModel both set a cost model; choose one")
-		}
-		if model, err = measure(a, cfg.profileFeed); err != nil {
-			return nil, err
-		}
-	}
 	if model == nil {
 		model = EstimatedCost{}
 	}
@@ -65,17 +63,41 @@ func Split(g *gorgonia.ExprGraph, cost *gorgonia.Node, learnables gorgonia.Nodes
 	for p, n := range a.seq {
 		costs[p] = model.OpCost(n)
 	}
-
-	cuts, err := chooseCuts(a, &cfg, costs)
+	var cuts []int
+	var bal *Balance
+	if cfg.profiled {
+		if err := checkFeeds(a.feeds, cfg.profileFeed); err != nil {
+			return nil, errors.Wrap(err, "graphsplit: Profiled")
+		}
+		cuts, bal, err = profiled(a, &cfg, costs, func(p *Plan) ([]StageTime, error) {
+			return p.Time(cfg.profileFeed, cfg.profileKeep, profileRuns)
+		})
+	} else {
+		cuts, err = chooseCuts(a, &cfg, costs)
+	}
 	if err != nil {
 		return nil, err
 	}
 	a.assign(cuts)
-	plan, err = assemble(a, costs)
-	if err != nil {
+	if plan, err = assemble(a, costs); err != nil {
 		return nil, err
 	}
+	plan.Balance = bal
 	return plan, nil
+}
+
+// checkFeeds says which of the data inputs feeds has no fitting value for.
+func checkFeeds(inputs gorgonia.Nodes, feeds map[*gorgonia.Node]gorgonia.Value) error {
+	for _, f := range inputs {
+		v, ok := feeds[f]
+		if !ok || v == nil {
+			return errors.Errorf("no value for data input %q", f.Name())
+		}
+		if err := checkValue(f, v); err != nil {
+			return errors.Wrapf(err, "data input %q", f.Name())
+		}
+	}
+	return nil
 }
 
 // chooseCuts returns the positions in a.seq where stages 1..P−1 start.
@@ -83,6 +105,8 @@ func chooseCuts(a *analysis, cfg *config, costs []float64) ([]int, error) {
 	switch {
 	case len(cfg.cuts) > 0:
 		return a.explicitCuts(cfg.cuts)
+	case cfg.cutOpsSet:
+		return a.cutsAt(cfg.cutOps)
 	case cfg.fine:
 		fine := a.fineCuts()
 		if cfg.stages == 0 {
@@ -99,11 +123,22 @@ func chooseCuts(a *analysis, cfg *config, costs []float64) ([]int, error) {
 	return nil, nil
 }
 
+// TooManyStagesError is Split's error when Stages asks for more stages
+// than the graph has places to cut: Most is the most it can be cut into.
+type TooManyStagesError struct {
+	Asked, Most int
+	where       string // the places to cut, for the message
+}
+
+func (e *TooManyStagesError) Error() string {
+	return fmt.Sprintf("graphsplit: Stages(%d): the graph has only %d %s, so at most %d stages", e.Asked, e.Most-1, e.where, e.Most)
+}
+
 // balanceAt picks p−1 of the candidate cut positions so that the most
 // expensive stage is as cheap as possible.
 func balanceAt(candidates []int, costs []float64, p int, what string) ([]int, error) {
 	if p-1 > len(candidates) {
-		return nil, errors.Errorf("graphsplit: Stages(%d): the graph has only %d %s, so at most %d stages", p, len(candidates), what, len(candidates)+1)
+		return nil, errors.WithStack(&TooManyStagesError{Asked: p, Most: len(candidates) + 1, where: what})
 	}
 	if p == 1 {
 		return nil, nil
@@ -124,6 +159,34 @@ func balanceAt(candidates []int, costs []float64, p int, what string) ([]int, er
 		cuts = append(cuts, bounds[blk])
 	}
 	return cuts, nil
+}
+
+// cutsAt checks cut positions (CutAtOps) and returns them in order.
+func (a *analysis) cutsAt(positions []int) ([]int, error) {
+	cuts := slices.Clone(positions)
+	slices.Sort(cuts)
+	for i, p := range cuts {
+		switch {
+		case p <= 0 || p >= len(a.seq):
+			return nil, errors.Errorf("graphsplit: CutAtOps(%v): position %d is not between 1 and %d, the graph's %d ops", positions, p, len(a.seq)-1, len(a.seq))
+		case i > 0 && cuts[i-1] == p:
+			return nil, errors.Errorf("graphsplit: CutAtOps(%v): position %d is given twice", positions, p)
+		}
+	}
+	return cuts, nil
+}
+
+// Cuts returns where the plan's stages after the first start: for each,
+// the position of its first op among the graph's ops in the order Split
+// lays them out. CutAtOps(plan.Cuts()...) cuts the same graph the same way.
+func (p *Plan) Cuts() []int {
+	var cuts []int
+	for q := 1; q < len(p.a.seq); q++ {
+		if p.a.stageAt[q] != p.a.stageAt[q-1] {
+			cuts = append(cuts, q)
+		}
+	}
+	return cuts
 }
 
 // assign records which stage each laid-out op belongs to.

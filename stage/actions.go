@@ -5,11 +5,13 @@ import (
 	"time"
 
 	"github.com/pipemare/pipemare/internal/bnstate"
+	"github.com/pipemare/pipemare/internal/recycle"
 	"github.com/pipemare/pipemare/internal/tensorutil"
 	"github.com/pipemare/pipemare/solvers"
 	"github.com/pipemare/pipemare/transport"
 	"github.com/pkg/errors"
 	"gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
 )
 
 // recv takes the next message of kind k from peer for microbatch m.
@@ -28,6 +30,10 @@ func (r *Runtime) recv(ctx context.Context, ep transport.Endpoint, peer int, k t
 // data from the driver's Data, runs the forward program on the weights the
 // policy says, keeps what the backward needs and sends its outputs on. It
 // returns when its inputs had arrived.
+//
+// The program's results are borrowed (graphsplit.Result): what the stage
+// sends and keeps are copies it owns, and the inputs it does not keep go
+// back to the pools.
 func (r *Runtime) forward(ctx context.Context, ep transport.Endpoint, m int, versions []int) (time.Time, error) {
 	byKey := make(map[int64]gorgonia.Value)
 	for _, l := range r.producers {
@@ -40,17 +46,9 @@ func (r *Runtime) forward(ctx context.Context, ep transport.Endpoint, m int, ver
 		}
 	}
 	began := time.Now()
-	in := make([]gorgonia.Value, len(r.inputs))
-	data := r.data[m]
-	for i, src := range r.inputs {
-		if src.data < 0 {
-			in[i] = byKey[src.key]
-			continue
-		}
-		if src.data >= len(data) {
-			return began, errors.Errorf("internal: no data for microbatch %d", m)
-		}
-		in[i] = data[src.data]
+	in, err := r.inputValues(byKey, r.data[m], m)
+	if err != nil {
+		return began, err
 	}
 	delete(r.data, m)
 	if err := r.readReplicas(ctx, ep, m, versions, true); err != nil {
@@ -65,7 +63,7 @@ func (r *Runtime) forward(ctx context.Context, ep transport.Endpoint, m int, ver
 			return began, err
 		}
 	}
-	res, err := r.fwd.Run(in, nil)
+	res, err := r.fwd.Run(in.vals, nil)
 	if vals != nil {
 		if err2 := r.bind(r.fwd, nil); err == nil {
 			err = err2
@@ -74,13 +72,6 @@ func (r *Runtime) forward(ctx context.Context, ep transport.Endpoint, m int, ver
 	if err != nil {
 		return began, err
 	}
-	keep := in
-	if r.keeping {
-		keep = res.Kept
-	}
-	r.kept[m] = keep
-	r.log.keptBytes += valuesBytes(keep)
-	r.stats.PeakActivationBytes = max(r.stats.PeakActivationBytes, r.log.keptBytes)
 	if r.last {
 		loss, err := tensorutil.Scalar(res.Outputs[0])
 		if err != nil {
@@ -91,17 +82,86 @@ func (r *Runtime) forward(ctx context.Context, ep transport.Endpoint, m int, ver
 		}
 		r.log.losses = append(r.log.losses, Loss{Micro: m, Value: loss})
 	}
-	return began, r.sendOutputs(ctx, ep, transport.Activation, m, res.Outputs)
+	keep := in
+	if r.keeping {
+		if keep, err = keepValues(in, res.Kept); err != nil {
+			return began, err
+		}
+	}
+	r.kept[m] = keep
+	r.log.keptBytes += valuesBytes(keep.vals)
+	r.stats.PeakActivationBytes = max(r.stats.PeakActivationBytes, r.log.keptBytes)
+	if err := r.sendOutputs(ctx, ep, transport.Activation, m, res.Outputs); err != nil {
+		return began, err
+	}
+	if r.keeping {
+		in.release() // the inputs the backward does not read
+	}
+	return began, nil
 }
 
-// sendOutputs sends each consumer its share of outputs.
+// inputValues gathers a forward's inputs: the producers' activations (by
+// key), owned, and the data inputs, of which those other stages read too
+// are copied (sharedData).
+func (r *Runtime) inputValues(byKey map[int64]gorgonia.Value, data []gorgonia.Value, m int) (held, error) {
+	in := newHeld(len(r.inputs))
+	for i, src := range r.inputs {
+		if src.data < 0 {
+			in.vals[i] = byKey[src.key]
+			in.own[i] = true
+			continue
+		}
+		if src.data >= len(data) {
+			in.release()
+			return in, errors.Errorf("internal: no data for microbatch %d", m)
+		}
+		in.vals[i] = data[src.data]
+		if src.shared {
+			c, err := recycle.Copy(data[src.data])
+			if err != nil {
+				in.release()
+				return in, err
+			}
+			in.vals[i], in.own[i] = c, true
+		}
+	}
+	return in, nil
+}
+
+// keepValues returns what a keeping forward keeps of its borrowed Kept
+// values: an input of the forward itself where the backward reads one (an
+// owned input moves out of in), a copy the stage owns of anything else.
+func keepValues(in held, kept []gorgonia.Value) (held, error) {
+	out := newHeld(len(kept))
+	for j, v := range kept {
+		if i := in.index(v); i >= 0 {
+			out.vals[j], out.own[j] = in.take(i)
+			continue
+		}
+		c, err := recycle.Copy(v)
+		if err != nil {
+			out.release()
+			return out, err
+		}
+		out.vals[j], out.own[j] = c, true
+	}
+	return out, nil
+}
+
+// sendOutputs sends each consumer its share of outputs (the program's
+// borrowed results): each message gets copies of its own, which belong to
+// its receiver.
 func (r *Runtime) sendOutputs(ctx context.Context, ep transport.Endpoint, k transport.Kind, m int, outputs []gorgonia.Value) error {
 	for _, l := range r.consumers {
 		vals := make([]gorgonia.Value, len(l.keys))
 		for j, key := range l.keys {
 			vals[j] = outputs[r.outIndex[key]]
 		}
-		if err := ep.Send(ctx, transport.Message{Kind: k, To: transport.Peer(l.peer), Micro: m, Version: r.version, Values: vals}); err != nil {
+		vals, err := copies(vals)
+		if err != nil {
+			return errors.Wrapf(err, "sending microbatch %d to stage %d", m, l.peer)
+		}
+		if err := ep.Send(ctx, transport.Message{Kind: k, To: transport.Peer(l.peer), Micro: m, Version: r.version, Values: vals, Own: true}); err != nil {
 			return err
 		}
 	}
@@ -111,15 +171,16 @@ func (r *Runtime) sendOutputs(ctx context.Context, ep transport.Endpoint, k tran
 // backward runs B(m): it takes the gradients of m's outputs from the
 // consumers (summing those of an output several stages read, in stage
 // order), runs the backward on the weights the policy says, accumulates the
-// learnables' gradients and sends the inputs' gradients back.
+// learnables' gradients and sends the inputs' gradients back. The received
+// gradients and what the forward kept go back to the pools at the end.
 func (r *Runtime) backward(ctx context.Context, ep transport.Endpoint, m int) (time.Time, error) {
 	in, ok := r.kept[m]
 	if !ok {
 		return time.Time{}, errors.Errorf("internal: nothing kept for microbatch %d", m)
 	}
-	outGrads := make([]gorgonia.Value, len(r.st.Outputs))
+	outGrads := newHeld(len(r.st.Outputs))
 	if r.last {
-		outGrads[0] = r.costGrad
+		outGrads.vals[0] = r.costGrad
 	}
 	for _, l := range r.consumers {
 		msg, err := r.recv(ctx, ep, l.peer, transport.Gradient, m)
@@ -130,19 +191,20 @@ func (r *Runtime) backward(ctx context.Context, ep transport.Endpoint, m int) (t
 			g := msg.Values[j]
 			i := r.outIndex[k]
 			if g == nil || r.bwd.OutputGrads[i] == nil {
+				recycle.Put(g)
 				continue
 			}
-			sum, err := sumGradient(outGrads[i], g)
-			if err != nil {
+			if err := sumGradient(outGrads, i, g); err != nil {
 				return time.Time{}, errors.Wrapf(err, "summing gradients of output %d", i)
 			}
-			outGrads[i] = sum
 		}
 	}
 	began := time.Now()
 	for i, gph := range r.bwd.OutputGrads {
-		if gph != nil && outGrads[i] == nil { // no consumer has a gradient for it
-			outGrads[i] = tensorutil.Zeros(gph.Dtype(), gph.Shape())
+		if gph != nil && outGrads.vals[i] == nil { // no consumer has a gradient for it
+			z := recycle.Get(gph.Dtype(), gph.Shape())
+			z.Zero()
+			outGrads.vals[i], outGrads.own[i] = z, true
 		}
 	}
 	if err := r.readReplicas(ctx, ep, m, nil, false); err != nil {
@@ -158,7 +220,7 @@ func (r *Runtime) backward(ctx context.Context, ep transport.Endpoint, m int) (t
 		}
 	}
 	saved := bnstate.Save(r.bns) // a recomputed forward must not count m twice
-	res, err := r.bwd.Run(in, outGrads)
+	res, err := r.bwd.Run(in.vals, outGrads.vals)
 	saved.Restore()
 	if vals != nil {
 		if err2 := r.bind(r.bwd, nil); err == nil {
@@ -185,11 +247,18 @@ func (r *Runtime) backward(ctx context.Context, ep transport.Endpoint, m int) (t
 				}
 			}
 		}
-		if err := ep.Send(ctx, transport.Message{Kind: transport.Gradient, To: transport.Peer(l.peer), Micro: m, Version: r.version, Values: vals}); err != nil {
+		vals, err := copies(vals)
+		if err != nil {
+			return began, errors.Wrapf(err, "sending the gradients of microbatch %d to stage %d", m, l.peer)
+		}
+		if err := ep.Send(ctx, transport.Message{Kind: transport.Gradient, To: transport.Peer(l.peer), Micro: m, Version: r.version, Values: vals, Own: true}); err != nil {
 			return began, err
 		}
 	}
-	r.log.keptBytes -= valuesBytes(in)
+	// Only now: the results may be views of the gradients or of what was kept.
+	r.log.keptBytes -= valuesBytes(in.vals)
+	outGrads.release()
+	in.release()
 	delete(r.kept, m)
 	r.w.done(m)
 	r.forget(m)
@@ -254,18 +323,29 @@ func (r *Runtime) update(ctx context.Context, ep transport.Endpoint, k int) erro
 	return nil
 }
 
-// sumGradient adds g to the gradient summed so far (nil: none yet) into a
-// fresh tensor: g and sum may be shared with the stages that computed them.
-func sumGradient(sum, g gorgonia.Value) (gorgonia.Value, error) {
-	if sum == nil {
-		return g, nil
+// sumGradient adds gradient g (received: the stage's own) to the gradient
+// of output i summed so far: g becomes the sum if it is the first; else it
+// is added into the sum (into a copy where the stage does not own the sum)
+// and goes back to the pools.
+func sumGradient(grads held, i int, g gorgonia.Value) error {
+	if grads.vals[i] == nil {
+		grads.vals[i], grads.own[i] = g, true
+		return nil
 	}
-	c, err := tensorutil.Clone(sum)
-	if err != nil {
-		return nil, err
+	if !grads.own[i] {
+		c, err := recycle.Copy(grads.vals[i])
+		if err != nil {
+			return err
+		}
+		grads.vals[i], grads.own[i] = c, true
 	}
-	if err := tensorutil.AddInto(c, g); err != nil {
-		return nil, err
+	sum, ok := grads.vals[i].(tensor.Tensor)
+	if !ok {
+		return errors.Errorf("cannot sum gradients into a %T", grads.vals[i])
 	}
-	return c, nil
+	if err := tensorutil.AddInto(sum, g); err != nil {
+		return err
+	}
+	recycle.Put(g)
+	return nil
 }

@@ -1,6 +1,8 @@
 package stage
 
 import (
+	"time"
+
 	"github.com/pipemare/pipemare/delay"
 	"github.com/pipemare/pipemare/schedule"
 	"gorgonia.org/gorgonia"
@@ -34,4 +36,10 @@ type Config struct {
 	// Hook, when set, is called before every action; an error or a panic
 	// fails the action. It is for fault-injection tests.
 	Hook func(a schedule.Action) error
+	// FirstOrderTimeout, when positive, bounds how long Serve waits for
+	// the driver's first order: a driver that connected and then stalled,
+	// or vanished without its connection closing, ends Serve with an
+	// error naming the stage. After the first order an idle driver is
+	// waited for as long as the link is up.
+	FirstOrderTimeout time.Duration
 }

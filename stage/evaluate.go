@@ -76,18 +76,11 @@ func (r *Runtime) evaluate(ctx context.Context, ep transport.Endpoint, e Evaluat
 		}
 		data := r.eval.data[j]
 		delete(r.eval.data, j)
-		in := make([]gorgonia.Value, len(r.inputs))
-		for i, src := range r.inputs {
-			switch {
-			case src.data < 0:
-				in[i] = byKey[src.key]
-			case src.data < len(data):
-				in[i] = data[src.data]
-			default:
-				return out, nil, errors.Errorf("stage %d: evaluation microbatch %d: no data", r.index, j)
-			}
+		in, err := r.inputValues(byKey, data, j)
+		if err != nil {
+			return out, nil, errors.Wrapf(err, "stage %d: evaluation", r.index)
 		}
-		res, err := prog.Run(in, nil)
+		res, err := prog.Run(in.vals, nil)
 		if err != nil {
 			return out, nil, errors.Wrapf(err, "stage %d: evaluation microbatch %d", r.index, j)
 		}
@@ -98,12 +91,15 @@ func (r *Runtime) evaluate(ctx context.Context, ep transport.Endpoint, e Evaluat
 			}
 			out.Losses = append(out.Losses, loss)
 		}
-		for q, v := range res.Probes {
-			vals[q*e.Count+j] = v
+		for q, v := range res.Probes { // the driver's: copies of the borrowed values
+			if vals[q*e.Count+j], err = gorgonia.CloneValue(v); err != nil {
+				return out, nil, errors.Wrapf(err, "stage %d: probe %d", r.index, q)
+			}
 		}
 		if err := r.sendOutputs(ctx, ep, transport.Inference, j, res.Outputs); err != nil {
 			return out, nil, err
 		}
+		in.release()
 	}
 	return out, vals, nil
 }

@@ -48,7 +48,7 @@ type Runtime struct {
 	seg     Segment // the segment whose delay the solver was told
 	told    bool
 	data    map[int][]gorgonia.Value // microbatch → its data inputs
-	kept    map[int][]gorgonia.Value // microbatch → what its backward reads
+	kept    map[int]held             // microbatch → what its backward reads
 	w       weights
 	shared  shared
 	eval    evaluation
@@ -59,8 +59,9 @@ type Runtime struct {
 // input says where one of the stage's inputs comes from: a data input
 // (its position among the stage's data inputs) or a producer's output.
 type input struct {
-	data int // −1 for an activation
-	key  int64
+	data   int // −1 for an activation
+	key    int64
+	shared bool // a data input other stages read too (sharedData)
 }
 
 // New builds the runtime of stage index of plan: it compiles the stage's
@@ -81,7 +82,7 @@ func New(plan *graphsplit.Plan, index int, cfg Config) (*Runtime, error) {
 		cfg: cfg, st: st, plan: plan, index: index, last: st.Last(),
 		outIndex: make(map[int64]int),
 		data:     make(map[int][]gorgonia.Value),
-		kept:     make(map[int][]gorgonia.Value),
+		kept:     make(map[int]held),
 		eval:     evaluation{data: map[int][]gorgonia.Value{}, probes: map[string]*graphsplit.Program{}},
 	}
 	r.stats.Delays, r.stats.BackwardLag, r.stats.SharedDelays = map[int]int{}, map[int]int{}, map[int]int{}
@@ -113,9 +114,10 @@ func New(plan *graphsplit.Plan, index int, cfg Config) (*Runtime, error) {
 		r.outIndex[o.Key] = i
 	}
 	d := 0
-	for _, in := range st.Inputs {
+	shared := sharedData(plan, index)
+	for k, in := range st.Inputs {
 		if in.Kind == graphsplit.Data {
-			r.inputs = append(r.inputs, input{data: d, key: in.Key})
+			r.inputs = append(r.inputs, input{data: d, key: in.Key, shared: shared[k]})
 			d++
 		} else {
 			r.inputs = append(r.inputs, input{data: -1, key: in.Key})
@@ -207,8 +209,9 @@ func (v *valueGrad) Name() string                  { return v.name }
 // answers each Work with Parked and each Evaluate with Evaluated. On a
 // failure of its own it answers Failed and returns the error; otherwise its
 // last message is Stopped. It returns nil only when the driver stopped it:
-// a link to the driver that broke, or ctx ending, is an error naming the
-// stage (a stage process exits non-zero when its driver vanished).
+// a link to the driver that broke, no first order within the
+// Config.FirstOrderTimeout, or ctx ending, is an error naming the stage (a
+// stage process exits non-zero when its driver vanished).
 func (r *Runtime) Serve(parent context.Context, ep transport.Endpoint) error {
 	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
@@ -219,8 +222,14 @@ func (r *Runtime) Serve(parent context.Context, ep transport.Endpoint) error {
 	go func() {
 		defer close(done)
 		defer cancel()
+		first, stopFirst := r.firstOrder(ctx)
+		defer stopFirst()
 		for {
-			m, err := ep.Recv(ctx, transport.Driver, transport.Control)
+			m, err := ep.Recv(first, transport.Driver, transport.Control)
+			if context.Cause(first) == errNoFirstOrder && ctx.Err() == nil {
+				orders.Fail(errors.Errorf("the driver connected but sent no order within %v: is it stalled?", r.cfg.FirstOrderTimeout))
+				return
+			}
 			if errors.Is(err, transport.ErrTimeout) {
 				continue // an idle driver: the link is up
 			}
@@ -228,6 +237,7 @@ func (r *Runtime) Serve(parent context.Context, ep transport.Endpoint) error {
 				orders.Fail(err)
 				return
 			}
+			first = ctx // the driver is there: later orders may take their time
 			if _, stop := m.Body.(Stop); stop {
 				orders.Fail(transport.ErrClosed)
 				return
@@ -287,6 +297,19 @@ func (r *Runtime) Serve(parent context.Context, ep transport.Endpoint) error {
 			return r.failed(ctx, ep, errors.Errorf("stage %d: unknown order %T from the driver", r.index, m.Body), nil)
 		}
 	}
+}
+
+// errNoFirstOrder is the cause of the context of Serve's wait for the
+// first order once its timeout has passed.
+var errNoFirstOrder = errors.New("no first order")
+
+// firstOrder is the context the wait for the driver's first order runs
+// in: ctx, ending after Config.FirstOrderTimeout if it is set.
+func (r *Runtime) firstOrder(ctx context.Context) (context.Context, context.CancelFunc) {
+	if r.cfg.FirstOrderTimeout <= 0 {
+		return ctx, func() {}
+	}
+	return context.WithTimeoutCause(ctx, r.cfg.FirstOrderTimeout, errNoFirstOrder)
 }
 
 // failed answers Failed for an error of the stage's own, or Stopped when

@@ -4,6 +4,7 @@ import (
 	"context"
 	"math/rand"
 	"testing"
+	"time"
 
 	"github.com/pipemare/pipemare/graphsplit"
 	"github.com/pipemare/pipemare/internal/testmodels"
@@ -137,4 +138,32 @@ func TestServeEndsWithAnErrorWithoutAStop(t *testing.T) {
 	err = <-done
 	require.ErrorIs(t, err, context.Canceled)
 	require.ErrorContains(t, err, "stage 0")
+}
+
+// TestFirstOrderTimeout: a stage whose driver sends no first order within
+// Config.FirstOrderTimeout (a driver that connected, then stalled) stops
+// with an error naming the stage and what it waited for; once the first
+// order came, an idle driver is waited for.
+func TestFirstOrderTimeout(t *testing.T) {
+	const timeout = 200 * time.Millisecond
+	start := time.Now() // before Serve starts its clock
+	d, _, done := serve(t, Config{FirstOrderTimeout: timeout})
+	select {
+	case err := <-done:
+		require.EqualError(t, err, "stage 0: lost the driver: the driver connected but sent no order within 200ms: is it stalled?")
+		require.GreaterOrEqual(t, time.Since(start), timeout)
+	case <-time.After(10 * time.Second):
+		t.Fatal("Serve still waits for a first order")
+	}
+	last, err := d.Recv(context.Background(), 0, transport.Reply)
+	require.NoError(t, err)
+	require.IsType(t, Stopped{}, last.Body, "it tells the driver, in case it is only slow")
+
+	d, data, done := serve(t, Config{FirstOrderTimeout: timeout})
+	order(t, d, Data{Micro: 0}, data...)
+	time.Sleep(3 * timeout) // idle after the first order
+	m := order(t, d, Work{Segment: Segment{Schedule: "sequential", Delay: 1}, Actions: []schedule.Action{schedule.Forward(0), schedule.Backward(0), schedule.Update(0)}})
+	require.IsType(t, Parked{}, m.Body)
+	require.NoError(t, d.Send(context.Background(), transport.Message{Kind: transport.Control, To: 0, Body: Stop{}}))
+	require.NoError(t, <-done)
 }

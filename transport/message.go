@@ -87,6 +87,12 @@ type Message struct {
 	Version int
 	Values  []gorgonia.Value
 	Body    any
+	// Own says the Values are the message's own — no other message, and
+	// nothing the sender keeps, holds them — so that a network transport
+	// may return them to the process's pools once it has written them
+	// (internal/recycle), as a stage's activations and gradients are. It
+	// does not travel: a receiver owns what it receives in any case.
+	Own bool
 }
 
 func (m Message) String() string {

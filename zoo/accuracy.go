@@ -13,7 +13,7 @@ import (
 // training calls, never while a pipeline runs.
 type Evaluator struct {
 	m      *Model
-	vm     *tape.Machine
+	prog   *tape.Program
 	logits gorgonia.Value
 }
 
@@ -31,7 +31,7 @@ func NewEvaluator(m *Model) (*Evaluator, error) {
 			}
 		}()
 		restore := bnstate.Training(m.BatchNorms)
-		e.vm = tape.New(m.Graph, true)
+		e.prog = tape.Compile(m.Graph, true)
 		restore()
 	}()
 	return e, err
@@ -98,8 +98,7 @@ func (e *Evaluator) each(d Data, fn func(Prediction)) error {
 			return errors.Wrap(err, "zoo: evaluation")
 		}
 		e.logits = nil
-		e.vm.Reset()
-		if err := e.vm.RunAll(); err != nil {
+		if err := e.prog.Run(); err != nil {
 			return errors.Wrap(err, "zoo: evaluation")
 		}
 		logits := e.logits.Data().([]float32)
@@ -135,4 +134,4 @@ func (e *Evaluator) each(d Data, fn func(Prediction)) error {
 }
 
 // Close releases the evaluator's machine.
-func (e *Evaluator) Close() { e.vm.Close() }
+func (e *Evaluator) Close() { e.prog.Close() }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/pipemare/pipemare/asyncvm"
 	"github.com/pipemare/pipemare/checkpoint"
@@ -18,11 +19,13 @@ type savedConfig struct {
 	Model           string  `json:"model"`
 	Schedule        string  `json:"schedule"`
 	Stages          int     `json:"stages"`
+	Cut             []int   `json:"cut,omitempty"`
 	Microbatch      int     `json:"microbatch"`
 	Microbatches    int     `json:"microbatches"`
 	Epochs          int     `json:"epochs"`
 	LR              float64 `json:"lr"`
 	Cosine          bool    `json:"cosine"`
+	StepDecay       bool    `json:"step_decay,omitempty"`
 	Momentum        float64 `json:"momentum"`
 	T1              int     `json:"t1"`
 	T2              float64 `json:"t2"`
@@ -38,8 +41,8 @@ type savedConfig struct {
 
 func (c Config) savedConfig(model string, examples int) savedConfig {
 	return savedConfig{
-		Model: model, Schedule: c.Schedule.Name, Stages: c.Stages, Microbatch: c.Microbatch, Microbatches: c.Microbatches,
-		Epochs: c.Epochs, LR: c.LR, Cosine: c.Cosine, Momentum: c.beta(), T1: c.T1, T2: c.T2, Warmup: c.Warmup,
+		Model: model, Schedule: c.Schedule.Name, Stages: c.Stages, Cut: c.Cut, Microbatch: c.Microbatch, Microbatches: c.Microbatches,
+		Epochs: c.Epochs, LR: c.LR, Cosine: c.Cosine, StepDecay: c.StepDecay, Momentum: c.beta(), T1: c.T1, T2: c.T2, Warmup: c.Warmup,
 		Spike: c.Spike, Predict: c.Predict, NAdam: c.NAdam,
 		Keep: c.Activations != 0, Seed: c.Seed, CheckpointEvery: c.CheckpointEvery, Examples: examples,
 	}
@@ -70,22 +73,33 @@ func resumed(m *checkpoint.Manifest, rc savedConfig) (epochs []EpochResult, epoc
 	if err := json.Unmarshal(m.Config, &s); err != nil {
 		return nil, 0, 0, errors.Wrap(err, "zoo: the checkpoint's configuration")
 	}
-	if s.Config != rc {
-		return nil, 0, 0, errors.Errorf("zoo: the checkpoint was taken by another run: %s; resume with the same flags", diff(s.Config, rc))
+	if d := diff(s.Config, rc); d != "" {
+		return nil, 0, 0, errors.Errorf("zoo: the checkpoint was taken by another run: %s; resume with the same flags", d)
 	}
 	return s.Epochs, int(m.Data.Epoch), int(m.Data.Index), nil
 }
 
-// diff names the fields where two configurations differ.
+// diff names the fields where two configurations differ, in the order of
+// their JSON keys; "" when they are the same.
 func diff(saved, now savedConfig) string {
 	var a, b map[string]any
 	ja, _ := json.Marshal(saved)
 	jb, _ := json.Marshal(now)
 	_ = json.Unmarshal(ja, &a)
 	_ = json.Unmarshal(jb, &b)
+	keys := make([]string, 0, len(a)+len(b))
+	for k := range a {
+		keys = append(keys, k)
+	}
+	for k := range b {
+		if _, ok := a[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
 	out := ""
-	for k, v := range a {
-		if fmt.Sprint(v) != fmt.Sprint(b[k]) {
+	for _, k := range keys {
+		if v := a[k]; fmt.Sprint(v) != fmt.Sprint(b[k]) {
 			if out != "" {
 				out += ", "
 			}

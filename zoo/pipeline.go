@@ -9,6 +9,7 @@ import (
 	"github.com/pipemare/pipemare/schedule"
 	"github.com/pipemare/pipemare/transport"
 	"github.com/pkg/errors"
+	"gorgonia.org/gorgonia"
 )
 
 // Connector opens this process's endpoint of a network transport for a
@@ -40,21 +41,67 @@ func (cfg Config) normalized() (Config, error) {
 // and ServeStages of one process run concurrently.
 var building sync.Mutex
 
-// split builds a fresh model with build and cuts it as cfg says: every
-// process of a run gets the same plan. Models are built one at a time.
-func (cfg Config) split(build Builder) (*Model, *graphsplit.Plan, error) {
+// Split builds a fresh model with build and cuts it as cfg says (Stages,
+// at Microbatch rows, from Seed's weights): the plan Train and ServeStage
+// run, which every process of a run gets alike, so that a caller can
+// check the plan — its number of stages — before it trains. Models are
+// built one at a time. The caller closes the plan.
+func (cfg Config) Split(build Builder) (*Model, *graphsplit.Plan, error) {
 	building.Lock()
 	defer building.Unlock()
 	m, err := build(cfg.Microbatch, cfg.Seed)
 	if err != nil {
 		return nil, nil, err
 	}
+	plan, err := graphsplit.Split(m.Graph, m.Cost, m.Learnables, cfg.cutOptions()...)
+	return m, plan, err
+}
+
+// cutOptions is how cfg cuts a model: at Cut, or at layer boundaries into
+// Stages balanced stages (every layer its own stage when Stages is 0).
+func (cfg Config) cutOptions() []graphsplit.Option {
+	if cfg.Cut != nil {
+		return []graphsplit.Option{graphsplit.CutAtOps(cfg.Cut...)}
+	}
 	opts := []graphsplit.Option{graphsplit.FineGrained()}
 	if cfg.Stages > 0 {
 		opts = append(opts, graphsplit.Stages(cfg.Stages))
 	}
-	plan, err := graphsplit.Split(m.Graph, m.Cost, m.Learnables, opts...)
-	return m, plan, err
+	return opts
+}
+
+// Balanced cuts the model build makes for cfg into cfg.Stages stages at
+// layer boundaries, balanced by the time each stage takes on this machine
+// (graphsplit.Profiled, on the first microbatch of train, with the
+// programs cfg.Activations runs), and returns the cut, for Config.Cut,
+// with its measured balance. The cut depends on the machine and on what
+// else runs while it measures; a run that records it (Config.Cut) is
+// reproducible, and every process of a pipeline must be given the same.
+func Balanced(build Builder, train Data, cfg Config) ([]int, *graphsplit.Balance, error) {
+	if cfg.Stages < 1 {
+		return nil, nil, errors.Errorf("zoo: Balanced: %d stages; give a number of stages to balance", cfg.Stages)
+	}
+	if train.Len() < cfg.Microbatch {
+		return nil, nil, errors.Errorf("zoo: Balanced: %d training examples make no microbatch of %d", train.Len(), cfg.Microbatch)
+	}
+	building.Lock()
+	defer building.Unlock()
+	m, err := build(cfg.Microbatch, cfg.Seed)
+	if err != nil {
+		return nil, nil, err
+	}
+	idx := make([]int, cfg.Microbatch)
+	for i := range idx {
+		idx[i] = i
+	}
+	x, y := train.Batch(m, idx)
+	feeds := map[*gorgonia.Node]gorgonia.Value{m.X: x, m.Y: y}
+	plan, err := graphsplit.Split(m.Graph, m.Cost, m.Learnables, graphsplit.FineGrained(), graphsplit.Stages(cfg.Stages), graphsplit.Profiled(feeds, cfg.Activations == asyncvm.Keep))
+	if err != nil {
+		return nil, nil, errors.Wrap(err, "zoo: Balanced")
+	}
+	defer plan.Close()
+	return plan.Cuts(), plan.Balance, nil
 }
 
 // stepsPerEpoch is the minibatches an epoch of train makes.
@@ -103,7 +150,7 @@ func ServeStage(ctx context.Context, build Builder, train Data, cfg Config, i in
 	if err != nil {
 		return err
 	}
-	_, plan, err := cfg.split(build)
+	_, plan, err := cfg.Split(build)
 	if err != nil {
 		return err
 	}
@@ -114,5 +161,9 @@ func ServeStage(ctx context.Context, build Builder, train Data, cfg Config, i in
 	if err != nil {
 		return errors.Wrapf(err, "zoo: stage %d", i)
 	}
-	return asyncvm.ServeStage(ctx, plan, i, ep, cfg.engine(steps)...)
+	opts := cfg.engine(steps)
+	if cfg.FirstOrderTimeout > 0 {
+		opts = append(opts, asyncvm.WithFirstOrderTimeout(cfg.FirstOrderTimeout))
+	}
+	return asyncvm.ServeStage(ctx, plan, i, ep, opts...)
 }

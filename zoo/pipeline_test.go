@@ -89,11 +89,37 @@ func TestModelsAreBuiltOneAtATime(t *testing.T) {
 	errs := make(chan error, 4)
 	for range cap(errs) {
 		go func() {
-			_, _, err := cfg.split(CNN)
+			_, _, err := cfg.Split(CNN)
 			errs <- err
 		}()
 	}
 	for range cap(errs) {
 		require.NoError(t, <-errs)
 	}
+}
+
+// TestBalancedCutIsReproduced: Balanced measures a cut of the CNN into 2
+// stages, and a run given that cut (Config.Cut) cuts the model there, into
+// 2 stages, whatever it measures itself.
+func TestBalancedCutIsReproduced(t *testing.T) {
+	r, err := RecipeFor("cnn")
+	require.NoError(t, err)
+	train, _, err := r.Load("embedded", 64)
+	require.NoError(t, err)
+	cfg := r.Run
+	cfg.Stages = 2
+	cut, bal, err := Balanced(r.Build, train, cfg)
+	require.NoError(t, err)
+	require.Len(t, cut, 1)
+	require.Len(t, bal.Times, 2)
+	cfg.Cut = cut
+	_, plan, err := cfg.Split(r.Build)
+	require.NoError(t, err)
+	defer plan.Close()
+	require.Equal(t, cut, plan.Cuts())
+	require.Nil(t, plan.Balance, "a recorded cut is not measured again")
+
+	cfg.Stages = 0
+	_, _, err = Balanced(r.Build, train, cfg)
+	require.ErrorContains(t, err, "give a number of stages")
 }

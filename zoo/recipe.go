@@ -81,14 +81,22 @@ var recipes = []Recipe{
 // Recipes returns every zoo model's recipe.
 func Recipes() []Recipe { return append([]Recipe(nil), recipes...) }
 
+// Models returns the names of the zoo's models, in the order of Recipes:
+// the names RecipeFor knows.
+func Models() []string {
+	names := make([]string, len(recipes))
+	for i, r := range recipes {
+		names[i] = r.Model
+	}
+	return names
+}
+
 // RecipeFor returns the named model's recipe.
 func RecipeFor(model string) (Recipe, error) {
-	var names []string
 	for _, r := range recipes {
 		if r.Model == model {
 			return r, nil
 		}
-		names = append(names, r.Model)
 	}
-	return Recipe{}, errors.Errorf("zoo: no model %q (one of %s)", model, strings.Join(names, ", "))
+	return Recipe{}, errors.Errorf("zoo: no model %q (one of %s)", model, strings.Join(Models(), ", "))
 }

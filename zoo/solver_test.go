@@ -14,6 +14,7 @@ import (
 	"github.com/pipemare/pipemare/solvers"
 	"github.com/stretchr/testify/require"
 	"gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
 )
 
 // gorgoniaSolver is Config.Solver as it was before package solvers:
@@ -110,4 +111,38 @@ func TestNoInitialNegativeZero(t *testing.T) {
 			}
 		}
 	}
+}
+
+// valueGrad is a weight and its gradient, for stepping a solver directly.
+type valueGrad struct{ w, g *tensor.Dense }
+
+func (v valueGrad) Value() gorgonia.Value           { return v.w }
+func (v valueGrad) Grad() (gorgonia.Value, error)   { return v.g, nil }
+func (v valueGrad) SetValue(x gorgonia.Value) error { v.w = x.(*tensor.Dense); return nil }
+func (v valueGrad) SetGrad(x gorgonia.Value) error  { v.g = x.(*tensor.Dense); return nil }
+
+// TestStepDecay: the base schedule is the rate until half the run, a tenth
+// of it until three quarters, a hundredth after; not with the cosine.
+func TestStepDecay(t *testing.T) {
+	c := Config{LR: 0.1, StepDecay: true, Epochs: 4, NoMomentum: true}
+	s, err := c.Solver(10)(0)
+	require.NoError(t, err)
+	model := []gorgonia.ValueGrad{valueGrad{tensor.New(tensor.WithBacking([]float32{1})), tensor.New(tensor.WithBacking([]float32{1}))}}
+	var rates []float64
+	for range 40 {
+		require.NoError(t, s.Step(model))
+		rates = append(rates, s.(*rescheduler.Solver).Rate())
+	}
+	for k, r := range rates {
+		want := 0.1
+		if k >= 30 {
+			want = 0.001
+		} else if k >= 20 {
+			want = 0.01
+		}
+		require.InDelta(t, want, r, 1e-15, "step %d", k)
+	}
+	c.Cosine = true
+	_, err = c.Solver(10)(0)
+	require.ErrorContains(t, err, "step decay and the cosine are two base schedules")
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"iter"
 	"math"
 	"math/rand"
 	"time"
@@ -23,17 +24,24 @@ import (
 type Config struct {
 	// Schedule is the pipeline schedule (default PipeMare).
 	Schedule schedule.Schedule
-	// Stages is P; 0 cuts one stage per layer (fine grain).
+	// Stages is P; 0 cuts one stage per layer (fine grain). Cut, when
+	// set, cuts at those op positions instead (graphsplit.CutAtOps: a cut
+	// Balanced measured, recorded so that every process of a run and every
+	// rerun cuts alike), and Stages is then len(Cut)+1.
 	Stages int
+	Cut    []int
 	// Microbatch is the rows of one microbatch (the model's batch size);
 	// Microbatches is N.
 	Microbatch, Microbatches int
 	Epochs                   int
 	// LR is the base learning rate of the Momentum solver, cosine-annealed
-	// to LR/100 over the run when Cosine is set; Momentum its β (default
-	// 0.9; set NoMomentum for plain SGD).
+	// to LR/100 over the run when Cosine is set, divided by 10 at half and
+	// again at three quarters of the run when StepDecay is (not both; with
+	// neither it is constant); Momentum its β (default 0.9; set NoMomentum
+	// for plain SGD).
 	LR         float64
 	Cosine     bool
+	StepDecay  bool
 	Momentum   float64
 	NoMomentum bool
 	// T1 is PipeMare's learning-rate rescheduling length K in asynchronous
@@ -84,6 +92,10 @@ type Config struct {
 	// stages in other processes (asyncvm.WithEndpoint), each running
 	// ServeStage with the same configuration; Train closes the endpoint.
 	Connect Connector
+	// FirstOrderTimeout is how long ServeStage waits for its driver's
+	// first order once connected (asyncvm.WithFirstOrderTimeout; 0: its
+	// default). Train does not use it.
+	FirstOrderTimeout time.Duration
 	// Progress, when set, is called after every epoch.
 	Progress func(EpochResult)
 	// Steps, when set, is called every ProgressEvery steps within an epoch
@@ -222,6 +234,10 @@ const nadamWarmup = 3.0 / 50
 // check refuses the combinations of techniques the solver cannot compose.
 func (c Config) check() error {
 	switch {
+	case c.StepDecay && c.Cosine:
+		return errors.New("zoo: step decay and the cosine are two base schedules; turn one off")
+	case c.StepDecay && c.NAdam:
+		return errors.New("zoo: step decay with NAdam, which has AsyncPP's own schedule")
 	case c.Spike && c.NAdam:
 		return errors.New("zoo: spike compensation is for a momentum solver, not NAdam")
 	case c.Spike && c.beta() == 0:
@@ -240,7 +256,8 @@ func (c Config) check() error {
 // without momentum (package solvers: gorgonia's, bit for bit, with a state
 // that can be saved) or NAdam; inside spike compensation and weight
 // prediction when asked; wrapped in T2's correction and T1's rescheduler
-// (rescheduler.PipeMare) around the base schedule.
+// (rescheduler.PipeMare) around the base schedule (constant, Cosine or
+// StepDecay).
 func (c Config) Solver(stepsPerEpoch int) func(stage int) (gorgonia.Solver, error) {
 	return func(stage int) (gorgonia.Solver, error) {
 		if err := c.check(); err != nil {
@@ -265,6 +282,9 @@ func (c Config) Solver(stepsPerEpoch int) func(stage int) (gorgonia.Solver, erro
 		if c.Cosine && !c.NAdam {
 			base = rescheduler.Cosine(c.LR, c.LR/100, total)
 		}
+		if c.StepDecay {
+			base = rescheduler.Milestones(rescheduler.Constant(c.LR), 0.1, total/2, total*3/4)
+		}
 		if c.Spike {
 			if s, err = correction.NewSpike(s); err != nil {
 				return nil, errors.Wrap(err, "zoo")
@@ -287,7 +307,7 @@ func Train(ctx context.Context, build Builder, train, test Data, cfg Config) (*R
 	if err != nil {
 		return nil, err
 	}
-	m, plan, err := cfg.split(build)
+	m, plan, err := cfg.Split(build)
 	if err != nil {
 		return nil, err
 	}
@@ -376,22 +396,24 @@ func Train(ctx context.Context, build Builder, train, test Data, cfg Config) (*R
 		}
 		began := time.Now().Add(-er.Wall)
 		for done < len(batches) {
-			end := min(done+every, len(batches))
-			if k := cfg.CheckpointEvery; k > 0 { // chunks end at the checkpoints
+			end := len(batches)
+			if k := cfg.CheckpointEvery; k > 0 { // streams end at the checkpoints
 				step := (epoch-1)*len(batches) + done
 				end = min(end, done+k-step%k)
 			}
-			chunk := batches[done:end]
-			losses, err := vm.Run(ctx, chunk)
+			err := vm.Stream(ctx, feedsOf(batches[done:end]), func(_ int, loss float64) {
+				er.Losses = append(er.Losses, loss)
+				done++
+				if cfg.Steps != nil && (done%every == 0 || done == len(batches)) {
+					cfg.Steps(done, len(batches))
+				}
+			})
 			if err != nil { // keep what ran of the epoch, without accuracy
-				er.Losses = append(er.Losses, losses...)
 				er.measure(time.Since(began), cfg)
 				er.Interrupted = true
 				res.Epochs = append(res.Epochs, er)
 				return res, err
 			}
-			er.Losses = append(er.Losses, losses...)
-			done += len(chunk)
 			if k, step := cfg.CheckpointEvery, (epoch-1)*len(batches)+done; k > 0 && step%k == 0 && done < len(batches) {
 				er.measure(time.Since(began), cfg)
 				saved := append(append([]EpochResult(nil), res.Epochs...), er)
@@ -399,9 +421,6 @@ func Train(ctx context.Context, build Builder, train, test Data, cfg Config) (*R
 				if err := saveCheckpoint(ctx, vm, cfg, rc, saved, step, epoch, done); err != nil {
 					return res, err
 				}
-			}
-			if cfg.Steps != nil {
-				cfg.Steps(done, len(batches))
 			}
 		}
 		// A checkpoint at the end of the epoch drains first and is written
@@ -446,6 +465,17 @@ func Train(ctx context.Context, build Builder, train, test Data, cfg Config) (*R
 		}
 	}
 	return res, nil
+}
+
+// feedsOf yields batches, in order, as a source for asyncvm.VM.Stream.
+func feedsOf(batches []map[*gorgonia.Node]gorgonia.Value) iter.Seq2[map[*gorgonia.Node]gorgonia.Value, error] {
+	return func(yield func(map[*gorgonia.Node]gorgonia.Value, error) bool) {
+		for _, b := range batches {
+			if !yield(b, nil) {
+				return
+			}
+		}
+	}
 }
 
 // measure sets the epoch's Wall, Loss and SamplesPerSec from the losses of

@@ -1,124 +1,88 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
-	"fmt"
-	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"testing"
-	"time"
 
+	"github.com/pipemare/pipemare/internal/affinity"
 	"github.com/stretchr/testify/require"
 )
 
-// benchCNN is the benchmarks' run: the zoo CNN cut into 2 stages,
-// PipeMare with T1 and T2, a synchronous warm-up epoch then an
-// asynchronous one of 20 minibatches (4 × 16 rows).
-var benchCNN = []string{"-model", "cnn", "-stages", "2", "-limit", "1280", "-epochs", "2", "-warmup", "20", "-test-limit", "100"}
+// benchRunArgs is the benchmarks' run of every model: cut into 2 stages
+// balanced by measuring, PipeMare at the recipe's N with T1 and T2, 20
+// synchronous warm-up minibatches, then the asynchronous rest.
+var benchRunArgs = []string{"-stages", "2", "-limit", "4000", "-epochs", "2", "-warmup", "20", "-test-limit", "100"}
 
-// BenchmarkCNNPlacement trains benchCNN with its 2 stages in 2 processes
-// each pinned to its own core (taskset, GOMAXPROCS=1; the driver beside
-// stage 0 on core 0), and in one process pinned to one core and to both.
-// Each reports the training's samples/s and wall time as the engine
-// measured them (samples/s, wall-s: both epochs, evaluation left out),
-// the asynchronous epoch's alone (async-samples/s), and the
-// virtual-device replay of the run's measured actions beside them
-// (virtual-samples/s, virtual-wall-s: one device per stage, free links). Run A and B interleaved on a quiet machine:
+// BenchmarkPlacement runs pipemare bench, one round (the placed run and
+// the one-CPU run), for the MLP, the CNN and the ResNet, with the stages
+// in this process on every CPU and in 2 stage processes each pinned to a
+// CPU, and reports the speed-up over one CPU and both runs' samples/s
+// (over the time the pipeline trained). Repeat it, interleaved, and take
+// medians (bench's own -rounds does the same for one placement):
 //
-//	go test -run '^$' -bench 'CNNPlacement/procs' -benchtime 1x ./cmd/pipemare/
-func BenchmarkCNNPlacement(b *testing.B) {
-	taskset, err := exec.LookPath("taskset")
-	if err != nil {
-		b.Skip("taskset (util-linux) pins the processes")
-	}
-	pin := func(cpus string) func(*exec.Cmd) {
-		return func(c *exec.Cmd) {
-			c.Args = append([]string{"taskset", "-c", cpus}, c.Args...)
-			c.Path = taskset
+//	go test -c -o pipemare.test ./cmd/pipemare/
+//	for i in 1 2 3; do ./pipemare.test -test.run '^$' -test.bench Placement -test.benchtime 1x; done
+func BenchmarkPlacement(b *testing.B) {
+	b.Setenv(asMainEnv, "1") // bench's trainings are this test binary
+	for _, model := range []string{"mlp", "cnn", "resnet"} {
+		for _, p := range []struct {
+			name  string
+			flags []string
+		}{{"in-process", nil}, {"procs=2-pinned", []string{"-procs", "2", "-pin"}}} {
+			b.Run(model+"/"+p.name, func(b *testing.B) {
+				for range b.N {
+					dir := b.TempDir()
+					args := append(append([]string{"bench", "-model", model, "-rounds", "1", "-out", dir}, benchRunArgs...), p.flags...)
+					code, out, stderr := runCLI(context.Background(), args...)
+					require.Equal(b, 0, code, "%s\n%s", out, stderr)
+					raw, err := os.ReadFile(filepath.Join(dir, "bench.json"))
+					require.NoError(b, err)
+					var r benchResult
+					require.NoError(b, json.Unmarshal(raw, &r))
+					require.True(b, r.SameWeights)
+					b.ReportMetric(r.Speedup, "speedup")
+					b.ReportMetric(r.PlacedSamplesPerSec, "placed-samples/s")
+					b.ReportMetric(r.AgainstSamplesPerSec, "one-cpu-samples/s")
+				}
+			})
 		}
 	}
-	one := []string{"GOMAXPROCS=1"}
-	b.Run("procs=2/pinned", func(b *testing.B) {
-		for range b.N {
-			var addrs []string
-			var files []*os.File
-			for range 2 {
-				l, err := net.Listen("tcp", "127.0.0.1:0")
-				require.NoError(b, err)
-				f, err := l.(*net.TCPListener).File()
-				require.NoError(b, err)
-				l.Close()
-				addrs = append(addrs, l.Addr().String())
-				files = append(files, f)
-			}
-			var stages []*proc
-			for i, f := range files {
-				beforeStart = func(c *exec.Cmd) { pin(strconv.Itoa(i))(c); c.ExtraFiles = []*os.File{f} }
-				stages = append(stages, start(b, one, append([]string{"stage", "-stage", strconv.Itoa(i), "-stage-addrs", strings.Join(addrs, ","), "-listen", "fd:3", "-insecure"}, benchCNN...)...))
-				f.Close()
-			}
-			beforeStart = pin("0")
-			dir := b.TempDir()
-			benchRun(b, one, dir, append([]string{"train", "-trace-steps", "1", "-stage-addrs", strings.Join(addrs, ","), "-insecure"}, benchCNN...))
-			beforeStart = nil
-			for _, s := range stages {
-				code, _, stderr := s.wait(b, time.Minute)
-				require.Equal(b, 0, code, stderr)
-			}
-		}
-	})
-	b.Run("procs=1/cores=1", func(b *testing.B) {
-		beforeStart = pin("1")
-		defer func() { beforeStart = nil }()
-		for range b.N {
-			benchRun(b, one, b.TempDir(), append([]string{"train"}, benchCNN...))
-		}
-	})
-	b.Run("procs=1/cores=2", func(b *testing.B) {
-		beforeStart = pin("0,1")
-		defer func() { beforeStart = nil }()
-		for range b.N {
-			benchRun(b, []string{"GOMAXPROCS=2"}, b.TempDir(), append([]string{"train"}, benchCNN...))
-		}
-	})
 }
 
-// benchRun runs one training of the benchmark and reports its metrics.
-func benchRun(b *testing.B, env []string, dir string, args []string) {
-	b.Helper()
-	code, out, stderr := start(b, env, append(args, "-out", dir)...).wait(b, 10*time.Minute)
-	require.Equal(b, 0, code, "%s\n%s", out, stderr)
-	raw, err := os.ReadFile(filepath.Join(dir, "report.json"))
-	require.NoError(b, err)
-	var r struct {
-		Result struct {
-			Epochs []struct {
-				SamplesPerSec float64 `json:"samples_per_sec"`
-			} `json:"epochs"`
-			Virtual struct {
-				Makespan      time.Duration `json:"makespan_ns"`
-				SamplesPerSec float64       `json:"samples_per_sec"`
-				PerStage      []float64     `json:"per_stage_utilization"`
-			} `json:"virtual_devices"`
-			Report struct {
-				Wall          time.Duration `json:"wall_ns"`
-				SamplesPerSec float64       `json:"samples_per_sec"`
-			} `json:"report"`
-		} `json:"result"`
+// TestBench: pipemare bench trains the placed run and the one-CPU run to
+// the same weights, writes bench.json with the runs in A B order, and the
+// placed run's report with the speed-up beside it; it refuses flags that
+// would place the runs elsewhere.
+func TestBench(t *testing.T) {
+	skipProcesses(t)
+	t.Setenv(asMainEnv, "1")
+	dir := t.TempDir()
+	code, out, stderr := runCLI(context.Background(), append([]string{"bench", "-rounds", "1", "-out", dir, "-stages", "2"}, mlpArgs...)...)
+	require.Equal(t, 0, code, "%s\n%s", out, stderr)
+	require.Regexp(t, `speed-up \d+\.\d\d× \(\d+\.\d\d–\d+\.\d\d over the rounds\)`, out)
+	raw, err := os.ReadFile(filepath.Join(dir, "bench.json"))
+	require.NoError(t, err)
+	var r benchResult
+	require.NoError(t, json.Unmarshal(raw, &r))
+	require.True(t, r.SameWeights, "placement changes timing, never weights")
+	require.Len(t, r.Runs, 2)
+	require.Equal(t, []string{"placed", "one-cpu"}, []string{r.Runs[0].Kind, r.Runs[1].Kind})
+	require.InDelta(t, r.Runs[0].SamplesPerSec/r.Runs[1].SamplesPerSec, r.Speedup, 1e-9)
+	var rep map[string]any
+	raw, err = os.ReadFile(filepath.Join(dir, "report.json"))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(raw, &rep))
+	require.Contains(t, rep, "speedup")
+	require.Contains(t, rep, "result")
+	allowed, err := affinity.Allowed()
+	require.NoError(t, err)
+	require.Equal(t, affinity.Format(allowed[len(allowed)-1:]), reportOf(t, r.Runs[1].Dir).Placement.DriverCPUs, "the one-CPU run is pinned to the last CPU")
+
+	for _, bad := range [][]string{{"-resume", dir}, {"-cpus", "0"}, {"-rounds", "0"}} {
+		code, _, stderr := runCLI(context.Background(), append([]string{"bench", "-out", t.TempDir()}, bad...)...)
+		require.Equal(t, 2, code, "%v: %s", bad, stderr)
 	}
-	require.NoError(b, json.Unmarshal(raw, &r))
-	res := r.Result
-	require.Len(b, res.Epochs, 2)
-	b.ReportMetric(res.Epochs[1].SamplesPerSec, "async-samples/s")
-	b.ReportMetric(res.Virtual.SamplesPerSec, "virtual-samples/s")
-	b.ReportMetric(res.Virtual.Makespan.Seconds(), "virtual-wall-s")
-	for i, u := range res.Virtual.PerStage { // how balanced the cut is
-		b.ReportMetric(u, fmt.Sprintf("virtual-util-stage%d", i))
-	}
-	b.ReportMetric(res.Report.SamplesPerSec, "samples/s")
-	b.ReportMetric(res.Report.Wall.Seconds(), "wall-s")
 }

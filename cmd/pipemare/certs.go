@@ -16,22 +16,52 @@ import (
 func certsCmd(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("pipemare certs", flag.ContinueOnError)
 	out := fs.String("out", "certs", "directory to write the CA and the certificates to (must not hold them already)")
-	hosts := fs.String("hosts", "", "the stages' hosts in stage order, comma-separated: names or IP addresses, one per stage (e.g. pipemare-stage-0-0.pipemare,pipemare-stage-0-1.pipemare)")
+	hosts := fs.String("hosts", "", "the stages' hosts in stage order, comma-separated: names or IP addresses, one per stage (e.g. pipemare-stage-0-0.pipemare,pipemare-stage-0-1.pipemare), or one host for every stage with -stages")
+	stages := fs.Int("stages", 0, "the number of stages, when one host in -hosts holds them all (default: one stage per host)")
 	if err := parse(fs, args, stdout, stderr); err != nil {
 		return err
 	}
 	if *hosts == "" {
-		return usageError(fs, "-hosts is required: one host per stage")
+		return usageError(fs, "-hosts is required: one host per stage, or one host and -stages")
 	}
 	list := strings.Split(*hosts, ",")
 	for i := range list {
 		list[i] = strings.TrimSpace(list[i])
 	}
+	if *stages != 0 {
+		var err error
+		if list, err = stageHosts(list, *stages); err != nil {
+			return usageError(fs, "%v", err)
+		}
+	}
 	if err := pki.Write(*out, list); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "wrote a CA and certificates for the driver and %d stages to %s\n", len(list), *out)
+	what := fmt.Sprintf("%d stages", len(list))
+	if len(list) == 1 {
+		what = "1 stage (one host: give -stages N for N stages on it)"
+	}
+	fmt.Fprintf(stdout, "wrote a CA and certificates for the driver and %s to %s\n", what, *out)
 	fmt.Fprintf(stdout, "give every peer %s; give each its own %s and %s; keep %s away from the peers\n",
 		filepath.Join(*out, "ca.pem"), filepath.Join(*out, "<peer>.pem"), filepath.Join(*out, "<peer>-key.pem"), filepath.Join(*out, "ca-key.pem"))
 	return nil
+}
+
+// stageHosts is the host of each of n stages: hosts itself when it names
+// one per stage, or its one host n times (every stage on one host, as train
+// -procs runs them). Any other count is an error naming -stages.
+func stageHosts(hosts []string, n int) ([]string, error) {
+	switch {
+	case n < 1:
+		return nil, fmt.Errorf("-stages %d: the number of stages, at least 1", n)
+	case len(hosts) == n:
+		return hosts, nil
+	case len(hosts) == 1:
+		out := make([]string, n)
+		for i := range out {
+			out[i] = hosts[0]
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("-stages %d and -hosts with %d hosts: give one host per stage, or one host for all %d", n, len(hosts), n)
 }

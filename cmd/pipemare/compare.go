@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/pipemare/pipemare/experiment"
 	"github.com/pipemare/pipemare/schedule"
 	"github.com/pipemare/pipemare/zoo"
 )
@@ -88,7 +89,7 @@ func compareCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	p, err := stageCount(r, o.stages)
 	if err != nil {
-		return err
+		return usageOr(fs, err)
 	}
 	runnable := runs[:0]
 	for _, ru := range runs { // PipeDream-2BW needs N ≥ 2P−1
@@ -124,7 +125,7 @@ func compareCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		done = append(done, ru)
 		rr := runReport{Label: ru.label, Settings: newSettings(&o, ru.cfg, train, test), Result: res}
 		tta := "—"
-		if rr.TimeToTarget = timeToTarget(res, *target); rr.TimeToTarget > 0 {
+		if rr.TimeToTarget = experiment.TimeToTarget(res, *target); rr.TimeToTarget > 0 {
 			tta = rr.TimeToTarget.Round(10 * time.Millisecond).String()
 		}
 		report.Runs = append(report.Runs, rr)
@@ -162,4 +163,13 @@ func writeCompare(out outputs, report compareReport, runs []labelledRun, traceSt
 		}
 	}
 	return writePlots(out.dir, runs)
+}
+
+// writePlots draws the runs' figures into dir (experiment.WritePlots).
+func writePlots(dir string, runs []labelledRun) error {
+	var l []experiment.Labelled
+	for _, r := range runs {
+		l = append(l, experiment.Labelled{Label: r.label, Result: r.res})
+	}
+	return experiment.WritePlots(dir, l)
 }

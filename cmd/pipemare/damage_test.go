@@ -34,7 +34,8 @@ func trainFails(t *testing.T, code int, args ...string) string {
 // complete checkpoint, from which -resume then goes on to the weights of
 // the run left alone. A resume with other flags names the flag; a fresh
 // run is refused where it would replace checkpoints; a -resume of a
-// directory with no checkpoint yet starts the run there.
+// directory with no checkpoint is refused, naming it, and creates nothing;
+// -resume auto starts the run there, and resumes it the next time.
 func TestResumeRefusesDamage(t *testing.T) {
 	if raceEnabled {
 		t.Skip("trainings (several seconds each under the race detector)")
@@ -108,11 +109,21 @@ func TestResumeRefusesDamage(t *testing.T) {
 
 	t.Run("nothing to resume yet", func(t *testing.T) {
 		dir := filepath.Join(t.TempDir(), "new")
-		out := train(t, append(args, "-resume", dir)...)
+		first := trainFails(t, 1, append(args, "-resume", dir)...)
+		require.Contains(t, first, "-resume "+dir+": ", "a mistyped -resume names the directory")
+		require.Contains(t, first, "(a new run is -out "+dir+")")
+		_, err := os.Stat(dir)
+		require.True(t, os.IsNotExist(err), "and creates nothing")
+
+		// What a launcher that restarts the whole job gives (-resume auto).
+		out := train(t, append(args, "-out", dir, "-resume", resumeAuto)...)
 		require.Contains(t, out, "no checkpoint in "+dir+" yet: starting the run there")
 		got := reportOf(t, dir)
 		require.Equal(t, want.Result.WeightsSHA256, got.Result.WeightsSHA256)
 		require.Nil(t, got.Resumed)
+		out = train(t, append(args, "-out", dir, "-resume", resumeAuto)...) // restarted once more
+		require.Equal(t, 15, resumedStep(t, out), "then it resumes")
+		requireSameRun(t, want, reportOf(t, dir))
 	})
 }
 

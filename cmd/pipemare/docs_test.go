@@ -8,10 +8,12 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/pipemare/pipemare/experiment"
 	"github.com/pipemare/pipemare/launch"
 	"github.com/pipemare/pipemare/zoo"
 )
@@ -44,7 +46,8 @@ type jobsetContainer struct {
 // manifest are a pipemare train command line its flag set accepts, and in
 // each pod's JobSet environment they make pod 0 the driver beside stage 0
 // and every other pod a stage, of a plan with one stage per pod, with
-// checkpoints and -resume on the claim. (deploy/kubernetes's own test
+// checkpoints and -resume=auto on the claim, and a -connect-timeout that
+// lets pods start minutes apart. (deploy/kubernetes's own test
 // decodes the manifest strictly into the API types.)
 func TestJobSetManifestArgs(t *testing.T) {
 	raw, err := os.ReadFile("../../deploy/kubernetes/jobset.yaml")
@@ -86,10 +89,12 @@ func TestJobSetManifestArgs(t *testing.T) {
 			require.Equal(t, launchedStage, w, "pod %d serves its stage", i)
 		}
 		require.Positive(t, tf.checkpointEvery, "a restarted pipeline has checkpoints to resume from")
-		require.Equal(t, "/checkpoints", tf.resume)
+		require.Equal(t, "/checkpoints", o.out)
+		require.Equal(t, resumeAuto, tf.resume, "a restart resumes, the first start starts")
+		require.GreaterOrEqual(t, tf.net.connectTimeout, time.Minute, "pods may start minutes apart")
 		r, err := zoo.RecipeFor(o.model)
 		require.NoError(t, err)
-		n, err := stageCount(r, o.stages)
+		n, err := experiment.StageCount(r, o.stages)
 		require.NoError(t, err)
 		require.Equal(t, stages, n, "one stage per pod")
 	}

@@ -40,7 +40,7 @@ type evalReport struct {
 // zoo model and measures its test accuracy.
 func evalCmd(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("pipemare eval", flag.ContinueOnError)
-	model := fs.String("model", "resnet", "model: mlp, cnn, resnet or transformer (the one the weights are of)")
+	model := fs.String("model", "resnet", modelUsage("the one the weights are of"))
 	data := fs.String("data", "embedded", "data: embedded, auto or a directory, as for train")
 	microbatch := fs.Int("microbatch", 0, "rows per evaluation batch: the -microbatch the model trained with (0: the model's recipe)")
 	testLimit := fs.Int("test-limit", 0, "only the first n test examples (0: all)")

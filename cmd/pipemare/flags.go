@@ -26,11 +26,12 @@ var (
 // options are the flags train and compare share.
 type options struct {
 	model, data, schedule, stages, out string
+	cut                                string
 	method                             string
 	microbatch, microbatches, epochs   int
 	lr, momentum, t2                   float64
 	t1, warmup                         int
-	cosine, stash                      bool
+	cosine, stepDecay, stash           bool
 	seed                               int64
 	limit, testLimit, traceSteps       int
 	fs                                 *flag.FlagSet
@@ -49,17 +50,19 @@ func (o *options) register(fs *flag.FlagSet) {
 // of a run (train, and each stage) is given the same.
 func (o *options) registerRun(fs *flag.FlagSet) {
 	o.fs = fs
-	fs.StringVar(&o.model, "model", "resnet", "model: mlp, cnn, resnet or transformer")
+	fs.StringVar(&o.model, "model", "resnet", modelUsage(""))
 	fs.StringVar(&o.data, "data", "embedded", "data: embedded (the subsets in the binary), auto ($PIPEMARE_FASHION_DIR, else Debian's dataset-fashion-mnist, else embedded), or a directory")
 	fs.StringVar(&o.method, "method", "", "how to train: "+methodNames()+" (default: the model's recipe's; README: the sweep)")
 	fs.StringVar(&o.schedule, "schedule", "", "schedule: sequential, gpipe, 1f1b, pipedream, pipedream-2bw or pipemare (default: the method's)")
-	fs.StringVar(&o.stages, "stages", "fine", "number of stages, or fine for one per layer")
+	fs.StringVar(&o.stages, "stages", "fine", "number of stages, or fine for one per layer; train balances a number of stages by the time each takes on this machine, in this process or -procs (settings.cut in report.json records the cut)")
+	fs.StringVar(&o.cut, "cut", "", "cut before the ops at these positions, like 22 or 22,81 (report.json's settings.cut, pipemare plan -stages P): the same stages on every host and in every rerun")
 	fs.IntVar(&o.microbatch, "microbatch", 0, "rows per microbatch (0: the model's recipe)")
 	fs.IntVar(&o.microbatches, "microbatches", 0, "microbatches per minibatch, N (0: the model's recipe)")
 	fs.IntVar(&o.epochs, "epochs", 0, "epochs (0: the model's recipe)")
 	fs.Float64Var(&o.lr, "lr", 0, "base learning rate (0: the model's recipe)")
 	fs.Float64Var(&o.momentum, "momentum", -1, "momentum β, 0 for plain SGD (-1: the model's recipe)")
 	fs.BoolVar(&o.cosine, "cosine", true, "anneal the learning rate with a cosine to lr/100 (every recipe does)")
+	fs.BoolVar(&o.stepDecay, "step-decay", false, "divide the learning rate by 10 at half and at three quarters of the run, instead of the cosine")
 	fs.IntVar(&o.t1, "t1", -1, "T1 rescheduling length K in asynchronous steps (-1: the method's, all the run after the warm-up when it has T1; 0: off)")
 	fs.Float64Var(&o.t2, "t2", -1, "T2 correction γ (-1: the method's; 0: off)")
 	fs.IntVar(&o.warmup, "warmup", -1, "synchronous warm-up steps, T3 (-1: the model's recipe, 0: off); must leave asynchronous steps")
@@ -96,6 +99,20 @@ func usageError(fs *flag.FlagSet, format string, args ...any) error {
 	fmt.Fprintf(fs.Output(), format+"\n", args...)
 	fs.Usage()
 	return errUsage
+}
+
+// usageErr is an error of the command line found by code that has no
+// flag set to print the usage of (usageOr prints it).
+type usageErr struct{ error }
+
+// usageOr returns err, a usageErr printed with the usage as usageError
+// does (errUsage), or any other error as it is.
+func usageOr(fs *flag.FlagSet, err error) error {
+	var ue usageErr
+	if errors.As(err, &ue) {
+		return usageError(fs, "%v", err)
+	}
+	return err
 }
 
 // set reports which flags the command line gave.
@@ -194,6 +211,15 @@ func (o *options) check() error {
 			return fmt.Errorf("-stages %q: a positive number or fine", o.stages)
 		}
 	}
+	if o.cut != "" {
+		cut, err := parseCut(o.cut)
+		if err != nil {
+			return err
+		}
+		if p, _ := strconv.Atoi(o.stages); o.stages != "fine" && p != len(cut)+1 {
+			return fmt.Errorf("-stages %s and -cut %s: the cut makes %d stages; give one of the two", o.stages, o.cut, len(cut)+1)
+		}
+	}
 	if o.limit < 0 {
 		return fmt.Errorf("-limit %d: must be positive (or 0 for all)", o.limit)
 	}
@@ -230,6 +256,9 @@ func (o *options) config(s schedule.Schedule, trainLen int) (zoo.Config, error) 
 	if set["cosine"] {
 		c.Cosine = o.cosine
 	}
+	if o.stepDecay {
+		c.StepDecay, c.Cosine = true, false
+	}
 	if set["seed"] {
 		c.Seed = o.seed
 	}
@@ -247,6 +276,10 @@ func (o *options) config(s schedule.Schedule, trainLen int) (zoo.Config, error) 
 	}
 	if o.stages != "fine" {
 		c.Stages, _ = strconv.Atoi(o.stages) // check made sure
+	}
+	if o.cut != "" {
+		c.Cut, _ = parseCut(o.cut) // check made sure
+		c.Stages = len(c.Cut) + 1
 	}
 	if set["stash"] {
 		c.Activations = asyncvm.Recompute
@@ -300,12 +333,48 @@ func (o *options) config(s schedule.Schedule, trainLen int) (zoo.Config, error) 
 	return c, nil
 }
 
+// parseCut reads -cut: op positions, comma-separated, increasing.
+func parseCut(list string) ([]int, error) {
+	var cut []int
+	for _, f := range strings.Split(list, ",") {
+		q, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || q < 1 || len(cut) > 0 && q <= cut[len(cut)-1] {
+			return nil, fmt.Errorf("-cut %q: increasing op positions from 1, comma-separated, like 22,81", list)
+		}
+		cut = append(cut, q)
+	}
+	return cut, nil
+}
+
+// formatCut writes a cut as -cut takes it.
+func formatCut(cut []int) string {
+	parts := make([]string, len(cut))
+	for i, q := range cut {
+		parts[i] = strconv.Itoa(q)
+	}
+	return strings.Join(parts, ",")
+}
+
 // withoutTechniques is c with PipeMare's techniques and Kosson et al.'s
 // corrections off (T1, T2, warm-up, spike compensation, prediction): what
 // a synchronous or weight-stashing schedule runs, and naive asynchrony.
 func withoutTechniques(c zoo.Config) zoo.Config {
 	c.T1, c.T2, c.Warmup, c.Spike, c.Predict = 0, 0, 0, false, false
 	return c
+}
+
+// modelUsage is the usage of a -model flag: every model of the zoo
+// (zoo.Models), then what the command adds, in parentheses.
+func modelUsage(more string) string {
+	names := zoo.Models()
+	list := names[0]
+	if n := len(names); n > 1 {
+		list = strings.Join(names[:n-1], ", ") + " or " + names[n-1]
+	}
+	if more != "" {
+		list += " (" + more + ")"
+	}
+	return "model: " + list
 }
 
 // methodNames lists the methods for the usage.

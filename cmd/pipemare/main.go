@@ -9,6 +9,7 @@
 //	pipemare schedule  the clock × stage grid of a schedule
 //	pipemare stage     serve one stage of a pipeline whose driver is train
 //	pipemare eval      the test accuracy of a trained model (model.safetensors)
+//	pipemare bench     a placement's speed-up over the same training on one CPU
 //	pipemare certs     a CA and certificates for stages on several hosts
 //
 // Stages in other processes, checkpoints and the trained model:
@@ -47,6 +48,7 @@ commands:
   stage     serve one stage of a pipeline driven by train -stage-addrs
   eval      measure the test accuracy of a trained model (and its predictions)
   certs     write a CA and per-stage certificates for mutual TLS
+  bench     a training placed as the flags say against the same on one CPU: the speed-up
 
 examples:
   pipemare train -model mlp -procs 3                   stages in 3 processes of this host
@@ -76,7 +78,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	cmds := map[string]func(context.Context, []string, io.Writer, io.Writer) error{
 		"train": trainCmd, "compare": compareCmd, "sweep": sweepCmd, "plan": planCmd, "schedule": scheduleCmd,
-		"certs": certsCmd, "stage": stageCmd, "eval": evalCmd,
+		"certs": certsCmd, "stage": stageCmd, "eval": evalCmd, "bench": benchCmd,
 	}
 	if args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		fmt.Fprint(stdout, usage)

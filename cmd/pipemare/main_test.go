@@ -5,11 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"image/png"
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -59,6 +60,12 @@ func TestBadValues(t *testing.T) {
 		{[]string{"train", "-model", "gpt"}, `-model "gpt": zoo: no model "gpt"`},
 		{[]string{"train", "-schedule", "zigzag"}, `-schedule "zigzag": unknown schedule`},
 		{[]string{"train", "-stages", "zero"}, `-stages "zero": a positive number or fine`},
+		// Errors of the plan, found before the run's header.
+		{[]string{"train", "-model", "mlp", "-stages", "10000"}, "-stages 10000: the mlp model cuts into at most 3 stages, one per layer (-stages fine)"},
+		{[]string{"compare", "-model", "mlp", "-stages", "4"}, "-stages 4: the mlp model cuts into at most 3 stages"},
+		{[]string{"stage", "-stage", "0", "-stage-addrs", "127.0.0.1:1", "-insecure", "-model", "mlp", "-stages", "4"}, "-stages 4: the mlp model cuts into at most 3 stages"},
+		{[]string{"stage", "-stage", "0", "-stage-addrs", "127.0.0.1:1", "-insecure", "-model", "mlp"}, "-stage-addrs gives 1 stage addresses and the plan has 3 stages (-stages fine): give -stages 1, or one address per stage"},
+		{[]string{"stage", "-stage", "0", "-stage-addrs", "127.0.0.1:1", "-insecure", "-connect-timeout", "-1s"}, "-connect-timeout -1s: must be positive"},
 		{[]string{"train", "-trace-steps", "-1"}, "-trace-steps -1: must be positive"},
 		// Runs of zero steps.
 		{[]string{"train", "-model", "mlp", "-limit", "-5"}, "-limit -5: must be positive (or 0 for all)"},
@@ -392,61 +399,56 @@ func TestPlan(t *testing.T) {
 	code, out, stderr := runCLI(context.Background(), "plan", "-model", "cnn", "-dot", dot)
 	require.Equal(t, 0, code, stderr)
 	require.Contains(t, out, "cnn at microbatch 16: 4 stages")
+	require.Regexp(t, `(?m)^one device per stage: 0\.\d\d busy on average, \d\.\d\d× one device$`, out, "the measured balance of the fine cut")
 	b, err := os.ReadFile(dot)
 	require.NoError(t, err)
 	require.True(t, strings.HasPrefix(string(b), "digraph plan {"))
+
+	// A number of stages is balanced by measuring, and the cut to pass to
+	// every process is printed.
+	code, out, stderr = runCLI(context.Background(), "plan", "-model", "mlp", "-stages", "2")
+	require.Equal(t, 0, code, stderr)
+	require.Regexp(t, `balanced by measuring \(measured .* per microbatch in all, the slowest stage \d\.\d\d× the mean.*\): -cut 6\n`, out)
+	// The fine-grained ResNet leaves most stages idle, and says how few
+	// would do.
+	code, out, stderr = runCLI(context.Background(), "plan", "-model", "resnet")
+	require.Equal(t, 0, code, stderr)
+	require.Regexp(t, `(?m)^\d+ of 15 stages are less than half busy: the slowest holds \d+% of the work, so \d stages at its pace would hold all of it`, out)
 }
 
-// TestGanttWindowIsTheSteadyState: the Gantt shows three minibatches where
-// the stages are busiest, not a pause (evaluation between epochs) nor the
-// final drain.
-func TestGanttWindowIsTheSteadyState(t *testing.T) {
-	const s = time.Second
-	var events [][]asyncvm.Event
-	for stage := 0; stage < 2; stage++ {
-		var evs []asyncvm.Event
-		add := func(a schedule.Action, from, to time.Duration) {
-			evs = append(evs, asyncvm.Event{Stage: stage, Action: a, Start: from, End: to})
+// TestEveryModelInTheUsage: every command's -model usage names every model
+// of the zoo (the list comes from zoo.Models, so it cannot fall behind).
+func TestEveryModelInTheUsage(t *testing.T) {
+	for _, cmd := range []string{"train", "compare", "sweep", "plan", "eval", "stage"} {
+		code, stdout, _ := runCLI(context.Background(), cmd, "-h")
+		require.Equal(t, 0, code, cmd)
+		i := strings.Index(stdout, "\n  -model string\n")
+		require.GreaterOrEqual(t, i, 0, "%s has -model:\n%s", cmd, stdout)
+		line, _, _ := strings.Cut(stdout[i+len("\n  -model string\n"):], "\n")
+		for _, m := range zoo.Models() {
+			require.Regexp(t, `[ ,]`+regexp.QuoteMeta(m)+`( |,|$)`, line, "%s -h: -model lists %s", cmd, m)
 		}
-		m := 0
-		for sec := 0; sec < 20; sec++ { // one minibatch of two microbatches a second
-			at := time.Duration(sec) * s
-			switch {
-			case sec >= 8 && sec < 11: // a pause: evaluation
-				continue
-			case sec >= 17: // the drain: stage 1 idles
-				if stage == 1 {
-					continue
-				}
-			}
-			add(schedule.Forward(m), at, at+s/4)
-			add(schedule.Backward(m), at+s/4, at+s/2)
-			add(schedule.Forward(m+1), at+s/2, at+3*s/4)
-			add(schedule.Backward(m+1), at+3*s/4, at+s)
-			add(schedule.Update(sec), at+s, at+s)
-			m += 2
-		}
-		events = append(events, evs)
 	}
-	from, to := steadyWindow(&zoo.Result{Events: events})
-	require.Equal(t, 3*s, to-from, "three minibatches")
-	require.True(t, to <= 8*s || (from >= 11*s && to <= 17*s), "window %v–%v overlaps the pause or the drain", from, to)
 }
 
-// TestSecondTicksAreDistinct: a window of a third of a second gets labels
-// that are its ticks' values, with the decimals they need.
-func TestSecondTicksAreDistinct(t *testing.T) {
-	for _, w := range [][2]float64{{24.32, 24.59}, {19.71, 20.09}, {1.62, 1.99}, {0, 50}} {
-		seen := map[string]bool{}
-		for _, tick := range (secondTicks{}).Ticks(w[0], w[1]) {
-			if tick.Label != "" {
-				require.False(t, seen[tick.Label], "%v: %q twice", w, tick.Label)
-				seen[tick.Label] = true
-				v, err := strconv.ParseFloat(tick.Label, 64)
-				require.NoError(t, err)
-				require.InDelta(t, tick.Value, v, 1e-9, "%v: the label is the tick's value", w)
-			}
+// TestCertsForStagesOnOneHost: pipemare certs with one host and -stages N
+// writes the files of N stages; with as many hosts as stages as before; a
+// count that fits neither is refused naming both flags.
+func TestCertsForStagesOnOneHost(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "certs")
+	code, out, stderr := runCLI(context.Background(), "certs", "-out", dir, "-hosts", "127.0.0.1", "-stages", "3")
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, out, "wrote a CA and certificates for the driver and 3 stages to "+dir)
+	for i := range 3 {
+		for _, f := range []string{"stage-%d.pem", "stage-%d-key.pem"} {
+			_, err := os.Stat(filepath.Join(dir, fmt.Sprintf(f, i)))
+			require.NoError(t, err)
 		}
-		require.GreaterOrEqual(t, len(seen), 2, "%v", w)
 	}
+	code, out, stderr = runCLI(context.Background(), "certs", "-out", filepath.Join(t.TempDir(), "c"), "-hosts", "127.0.0.1")
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, out, "1 stage (one host: give -stages N for N stages on it)", "one host alone says what more stages need")
+	code, _, stderr = runCLI(context.Background(), "certs", "-out", filepath.Join(t.TempDir(), "c"), "-hosts", "a,b", "-stages", "3")
+	require.Equal(t, 2, code)
+	require.Contains(t, stderr, "-stages 3 and -hosts with 2 hosts: give one host per stage, or one host for all 3")
 }

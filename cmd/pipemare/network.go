@@ -2,12 +2,15 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
+	"io/fs"
 	"net"
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/pipemare/pipemare/graphsplit"
 	"github.com/pipemare/pipemare/launch"
@@ -23,13 +26,28 @@ import (
 type netFlags struct {
 	stageAddrs, certs string
 	insecure          bool
+	connectTimeout    time.Duration
 }
 
 func (n *netFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&n.stageAddrs, "stage-addrs", "", "the stages' addresses, host:port, comma-separated in stage order, stage 0 first (the driver dials them and listens on none)")
 	fs.StringVar(&n.certs, "certs", "", "mutual TLS with the certificates in this directory, as pipemare certs writes them: ca.pem, and this peer's stage-<i>.pem and stage-<i>-key.pem (the driver's: driver.pem, driver-key.pem)")
 	fs.BoolVar(&n.insecure, "insecure", false, "plaintext instead of mutual TLS; refused unless every address is loopback")
+	fs.DurationVar(&n.connectTimeout, "connect-timeout", grpcnet.DefaultConnectTimeout, "how long a process waits for the others of the pipeline to connect and pass the handshake, and a stage then for its driver's first order (twice as long): a peer that does not come, or is refused, ends every process after it; give the processes' largest start-up gap")
 }
+
+// checkTimeout refuses a -connect-timeout that is not positive.
+func (n *netFlags) checkTimeout() error {
+	if n.connectTimeout <= 0 {
+		return fmt.Errorf("-connect-timeout %v: must be positive", n.connectTimeout)
+	}
+	return nil
+}
+
+// firstOrder is how long a stage waits for its driver's first order once
+// connected: twice -connect-timeout, since the driver may still be waiting
+// that long for another stage (asyncvm.WithFirstOrderTimeout).
+func (n *netFlags) firstOrder() time.Duration { return 2 * n.connectTimeout }
 
 // lookupEnv reads the launcher's environment (a variable for tests).
 var lookupEnv = os.LookupEnv
@@ -42,6 +60,9 @@ type place struct {
 	stage    int    // −1: the driver
 	listen   string // "": the stage's address in addrs; "fd:N": an inherited listener
 	launcher string // "torchrun", "jobset" or ""
+	// addrsFrom says where addrs come from, for errors: "-stage-addrs", or
+	// the launcher's environment.
+	addrsFrom string
 }
 
 // launched reads a launcher's environment (torchrun, JobSet; package
@@ -88,20 +109,20 @@ func (n *netFlags) credentials(p transport.Peer) ([]grpcnet.Option, error) {
 		return []grpcnet.Option{grpcnet.WithInsecure()}, nil
 	}
 	roots, cert, err := pki.Load(n.certs, p)
-	if err != nil {
+	switch {
+	case errors.Is(err, fs.ErrNotExist) && p != transport.Driver:
+		return nil, fmt.Errorf("-certs %s: %w (pipemare certs writes one certificate per host of -hosts, or -stages N for N stages on one host)", n.certs, err)
+	case err != nil:
 		return nil, fmt.Errorf("-certs %s: %w", n.certs, err)
 	}
 	return []grpcnet.Option{grpcnet.WithTLS(roots, cert)}, nil
 }
 
-// connector opens peer p's endpoint for the plan at pl's addresses: a
-// stage's (listening where pl says) or the driver's. It refuses a plan
-// whose stages are not one per address.
+// connector opens peer p's endpoint for the plan at pl's addresses (one
+// per stage: stagesFit checked): a stage's (listening where pl says) or the
+// driver's, waiting for the other peers at most -connect-timeout.
 func (n *netFlags) connector(p transport.Peer, pl place) zoo.Connector {
 	return func(ctx context.Context, plan *graphsplit.Plan) (transport.Endpoint, error) {
-		if len(plan.Stages) != len(pl.addrs) {
-			return nil, fmt.Errorf("the plan has %d stages and there are %d stage addresses: give -stages %d, or one address per stage", len(plan.Stages), len(pl.addrs), len(pl.addrs))
-		}
 		opts, err := n.credentials(p)
 		if err != nil {
 			return nil, err
@@ -119,7 +140,11 @@ func (n *netFlags) connector(p transport.Peer, pl place) zoo.Connector {
 			}
 		}
 		network := grpcnet.Network{Addrs: pl.addrs, Links: grpcnet.Links(stage.Topology(plan)), Fingerprint: plan.Fingerprint()}
-		return grpcnet.Open(ctx, p, network, opts...)
+		ep, err := grpcnet.Open(ctx, p, network, append(opts, grpcnet.WithConnectTimeout(n.connectTimeout))...)
+		if errors.Is(err, grpcnet.ErrConnectTimeout) {
+			return nil, fmt.Errorf("%w; -connect-timeout %v: give more if the processes start further apart", err, n.connectTimeout)
+		}
+		return ep, err
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/pipemare/pipemare/asyncvm"
 	"github.com/pipemare/pipemare/checkpoint"
+	"github.com/pipemare/pipemare/experiment"
 	"github.com/pipemare/pipemare/zoo"
 )
 
@@ -18,7 +19,7 @@ type outputs struct {
 }
 
 // plotFiles are the plots every training command writes.
-var plotFiles = []string{"loss.png", "gantt.png", "utilization.png", "memory.png"}
+var plotFiles = experiment.PlotFiles
 
 // prepare creates the directory and checks that every file can be written
 // there, before anything trains: a run is never lost to an output path

@@ -19,15 +19,18 @@ import (
 // where the stages run, and checkpoints.
 type trainFlags struct {
 	procs, checkpointEvery int
+	procsSet               bool // -procs was given (its default runs the stages in this process)
 	resume                 string
 	net                    netFlags
+	cpu                    cpuFlags
 }
 
 func (t *trainFlags) register(fs *flag.FlagSet) {
-	fs.IntVar(&t.procs, "procs", 0, "run the stages in this many processes of this program on this host (pipemare stage over loopback, mutual TLS with throw-away certificates unless -insecure); one per stage: the plan must have as many (-stages)")
+	fs.IntVar(&t.procs, "procs", 0, "run the stages in this many processes of this program on this host, at least 1 (pipemare stage over loopback, mutual TLS with throw-away certificates unless -insecure); one per stage: the plan must have as many (-stages). Without -procs the stages run in this process")
 	fs.IntVar(&t.checkpointEvery, "checkpoint-every", 0, "drain the pipeline and write a checkpoint every n minibatches to the checkpoints directory of -out (0: none)")
-	fs.StringVar(&t.resume, "resume", "", "continue the run whose -out was this directory, from its latest checkpoint (or from the checkpoint directory given: DIR/checkpoints/step-…), with the flags it was started with; a directory without a checkpoint yet starts the run there")
+	fs.StringVar(&t.resume, "resume", "", "continue the run whose -out was this directory, from its latest checkpoint (or from the checkpoint directory given: DIR/checkpoints/step-…), with the flags it was started with; it must hold a checkpoint (a new run is -out DIR). "+resumeAuto+": continue -out's run if it has a checkpoint, else start it there (for a launcher that restarts the whole job)")
 	t.net.register(fs)
+	t.cpu.register(fs, false)
 }
 
 // where is where train's stages run.
@@ -41,9 +44,6 @@ const (
 	launchedStage              // under a launcher, another stage: pipemare stage
 )
 
-// usageErr is an error of the command line.
-type usageErr struct{ error }
-
 // place decides where the stages run from -procs, -stage-addrs and a
 // launcher's environment (torchrun, a JobSet: the process of stage 0
 // drives and serves stage 0; every other process serves its stage). Errors
@@ -54,9 +54,14 @@ func (t *trainFlags) place() (where, place, error) {
 		return 0, place{}, err
 	}
 	n := &t.net
+	if err := n.checkTimeout(); err != nil {
+		return 0, place{}, usageErr{err}
+	}
 	switch {
-	case t.procs < 0:
-		return 0, place{}, usageErr{fmt.Errorf("-procs %d: a number of stage processes (0: stages in this process)", t.procs)}
+	case t.cpu.pin && t.procs < 1:
+		return 0, place{}, usageErr{errors.New("-pin places -procs's stage processes on CPUs of their own: give -procs (pin this process with -cpus)")}
+	case t.procs < 1 && t.procsSet:
+		return 0, place{}, usageErr{fmt.Errorf("-procs %d: the number of stage processes, at least 1 (without -procs the stages run in this process)", t.procs)}
 	case t.procs > 0 && n.stageAddrs != "":
 		return 0, place{}, usageErr{fmt.Errorf("-procs %d and -stage-addrs: -procs starts the stages here, -stage-addrs names stages started elsewhere; choose one", t.procs)}
 	case t.procs > 0 && found:
@@ -82,7 +87,7 @@ func (t *trainFlags) place() (where, place, error) {
 		if err != nil {
 			return 0, place{}, usageErr{err}
 		}
-		return remote, place{addrs: addrs, stage: -1}, nil
+		return remote, place{addrs: addrs, stage: -1, addrsFrom: "-stage-addrs"}, nil
 	case n.certs != "" || n.insecure:
 		return 0, place{}, usageErr{errors.New("-certs and -insecure secure the links to stages in other processes: give -procs or -stage-addrs with them")}
 	}
@@ -92,7 +97,7 @@ func (t *trainFlags) place() (where, place, error) {
 // placement is what report.json says of where the stages ran (the
 // addresses and processes of -procs are filled in once they start).
 func (t *trainFlags) placement(w where, pl place) *placement {
-	p := &placement{Where: "in-process"}
+	p := &placement{Where: "in-process", DriverCPUs: t.cpu.cpus}
 	switch w {
 	case localProcs:
 		p.Where = "processes"
@@ -144,14 +149,12 @@ func (t *trainFlags) connect(ctx context.Context, cfg *zoo.Config, o *options, w
 	case localProcs:
 		var stages *localStages
 		cfg.Connect = func(ctx context.Context, plan *graphsplit.Plan) (transport.Endpoint, error) {
-			if len(plan.Stages) != t.procs {
-				return nil, fmt.Errorf("-procs %d: the plan has %d stages (-stages %s): give -stages %d, or -procs %d", t.procs, len(plan.Stages), o.stages, t.procs, len(plan.Stages))
-			}
 			ctx, cancel := context.WithCancelCause(ctx)
 			defer cancel(nil)
 			var err error
 			stages, err = startLocalStages(t.procs, t.net.insecure, func(i int, addrs []string, certs string) []string {
-				return stageArgs(o, i, addrs, certs)
+				cpus, _ := t.cpu.stageCPUs(i) // place checked -pin
+				return stageArgs(o, cfg.Cut, cpus, t.net.connectTimeout, i, addrs, certs)
 			}, stderr, func(i int, err error) {
 				cancel(fmt.Errorf("stage %d exited before the pipeline was up (%v); its error is above", i, err))
 			})
@@ -159,10 +162,15 @@ func (t *trainFlags) connect(ctx context.Context, cfg *zoo.Config, o *options, w
 				return nil, err
 			}
 			rep.Addresses, rep.PIDs = stages.addrs, stages.pids
+			for i := range stages.pids {
+				if cpus, _ := t.cpu.stageCPUs(i); cpus != "" {
+					rep.CPUs = append(rep.CPUs, cpus)
+				}
+			}
 			fmt.Fprintf(stdout, "started %d stage processes on %s (pids %s)\n", t.procs, strings.Join(stages.addrs, ", "), strings.Trim(fmt.Sprint(stages.pids), "[]"))
 			n := t.net
 			n.certs = stages.certs
-			ep, err := n.connector(transport.Driver, place{addrs: stages.addrs, stage: -1})(ctx, plan)
+			ep, err := n.connector(transport.Driver, place{addrs: stages.addrs, stage: -1, addrsFrom: "-procs"})(ctx, plan)
 			if cause := context.Cause(ctx); err != nil && cause != nil && !errors.Is(cause, context.Canceled) {
 				err = cause
 			}
@@ -179,18 +187,26 @@ func (t *trainFlags) connect(ctx context.Context, cfg *zoo.Config, o *options, w
 }
 
 // stageArgs are the arguments of stage i of train -procs: pipemare stage
-// with the run's flags as given to train, the stages' addresses, the
-// listener it inherits as file descriptor 3 and its credentials.
-func stageArgs(o *options, i int, addrs []string, certs string) []string {
+// with the run's flags as given to train and the cut train chose (in place
+// of -stages), the stages' addresses, the listener it inherits as file
+// descriptor 3, its CPUs under -pin, train's -connect-timeout and its
+// credentials.
+func stageArgs(o *options, cut []int, cpus string, connectTimeout time.Duration, i int, addrs []string, certs string) []string {
 	args := []string{"stage"}
 	run := flag.NewFlagSet("", flag.ContinueOnError)
 	(&options{}).registerRun(run)
 	o.fs.Visit(func(f *flag.Flag) {
-		if run.Lookup(f.Name) != nil {
+		if run.Lookup(f.Name) != nil && (cut == nil || f.Name != "stages" && f.Name != "cut") {
 			args = append(args, "-"+f.Name+"="+f.Value.String())
 		}
 	})
-	args = append(args, "-stage="+strconv.Itoa(i), "-stage-addrs="+strings.Join(addrs, ","), "-listen=fd:3")
+	if cut != nil {
+		args = append(args, "-cut="+formatCut(cut))
+	}
+	if cpus != "" {
+		args = append(args, "-cpus="+cpus)
+	}
+	args = append(args, "-stage="+strconv.Itoa(i), "-stage-addrs="+strings.Join(addrs, ","), "-listen=fd:3", "-connect-timeout="+connectTimeout.String())
 	if certs == "" {
 		return append(args, "-insecure")
 	}

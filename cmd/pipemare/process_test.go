@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -29,31 +30,60 @@ import (
 const asMainEnv = "PIPEMARE_TEST_AS_MAIN"
 
 // killAtEnv makes a process run so SIGKILL itself when it reaches a
-// fault point of the checkpoint package: "<point>:<step>" (any stage) or
-// "<point>:<step>:<stage>", with the names of package faultpoint. With
-// train -procs each stage process reaches the shard points of its own
-// stage, and the driver the others.
+// fault point (package faultpoint): "<point>:<step>" (any stage) or
+// "<point>:<step>:<stage>" (a stage, or "driver"), with the names of
+// package faultpoint. With train -procs each stage process reaches the
+// shard points of its own stage, and the driver the others; at the
+// handshake's points (step 0) the stage is the peer on the other end.
 const killAtEnv = "PIPEMARE_TEST_KILL_AT"
 
-// asMain is the test binary as the pipemare command, with the kill hook
-// killAtEnv asks for installed.
+// stopAtEnv makes a process SIGSTOP itself at a fault point, as killAtEnv
+// names it: a stalled process, which goes on when it gets SIGCONT.
+const stopAtEnv = "PIPEMARE_TEST_STOP_AT"
+
+// asMain is the test binary as the pipemare command, with the hook that
+// killAtEnv or stopAtEnv asks for installed.
 func asMain() int {
-	if spec := os.Getenv(killAtEnv); spec != "" {
+	var hooks []func(faultpoint.Point)
+	for _, h := range []struct {
+		env, name string
+		sig       syscall.Signal
+	}{{killAtEnv, "SIGKILL", syscall.SIGKILL}, {stopAtEnv, "SIGSTOP", syscall.SIGSTOP}} {
+		spec := os.Getenv(h.env)
+		if spec == "" {
+			continue
+		}
 		parts := strings.Split(spec, ":")
 		step, err := strconv.ParseInt(parts[1], 10, 64)
-		stage := -1
-		if err == nil && len(parts) > 2 {
+		stage, any := -1, len(parts) < 3
+		if err == nil && !any && parts[2] != "driver" {
 			stage, err = strconv.Atoi(parts[2])
 		}
 		if err != nil {
-			fmt.Fprintf(os.Stderr, "%s=%s: %v\n", killAtEnv, spec, err)
+			fmt.Fprintf(os.Stderr, "%s=%s: %v\n", h.env, spec, err)
 			return 3
 		}
+		var once sync.Once
+		hooks = append(hooks, func(p faultpoint.Point) {
+			if p.Name == parts[0] && p.Step == step && (any || p.Stage == stage) {
+				once.Do(func() {
+					fmt.Fprintf(os.Stderr, "test hook: %s at %s of step %d (stage %d)\n", h.name, p.Name, p.Step, p.Stage)
+					// To this very thread: a signal to the process may be
+					// taken by another thread while this one runs on.
+					runtime.LockOSThread()
+					_ = syscall.Tgkill(os.Getpid(), syscall.Gettid(), h.sig)
+					runtime.UnlockOSThread()
+				})
+				if h.sig == syscall.SIGKILL {
+					select {} // the signal is on its way
+				}
+			}
+		})
+	}
+	if len(hooks) > 0 {
 		faultpoint.Set(func(p faultpoint.Point) {
-			if p.Name == parts[0] && p.Step == step && (stage < 0 || p.Stage == stage) {
-				fmt.Fprintf(os.Stderr, "test hook: SIGKILL at %s of step %d (stage %d)\n", p.Name, p.Step, p.Stage)
-				_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
-				select {} // the signal is on its way
+			for _, h := range hooks {
+				h(p)
 			}
 		})
 	}
@@ -184,11 +214,13 @@ func reportOf(t *testing.T, dir string) runReportJSON {
 type runReportJSON struct {
 	Settings  map[string]any `json:"settings"`
 	Placement struct {
-		Where     string   `json:"where"`
-		Launcher  string   `json:"launcher"`
-		Transport string   `json:"transport"`
-		Addresses []string `json:"addresses"`
-		PIDs      []int    `json:"pids"`
+		Where      string   `json:"where"`
+		Launcher   string   `json:"launcher"`
+		Transport  string   `json:"transport"`
+		Addresses  []string `json:"addresses"`
+		PIDs       []int    `json:"pids"`
+		CPUs       []string `json:"cpus"`
+		DriverCPUs string   `json:"driver_cpus"`
 	} `json:"placement"`
 	Resumed *struct {
 		Checkpoint string `json:"checkpoint"`
@@ -208,12 +240,50 @@ type runReportJSON struct {
 // gone reports whether process pid has ended (or is a zombie nobody
 // reaps: its parent is dead).
 func gone(pid int) bool {
+	state, ok := procState(pid)
+	return !ok || state == 'Z'
+}
+
+// requireCleanedUp checks that the stage processes pids (as the "started
+// … (pids …)" line prints them) have exited and that they and their
+// driver left nothing in tmp, their TMPDIR: no throw-away certificates.
+func requireCleanedUp(t *testing.T, pids []string, tmp string) {
+	t.Helper()
+	for _, s := range pids {
+		pid, err := strconv.Atoi(s)
+		require.NoError(t, err)
+		require.True(t, gone(pid), "stage process %d has exited", pid)
+	}
+	requireEmptyDir(t, tmp)
+}
+
+// requireEmptyDir checks that the processes left nothing in tmp, their
+// TMPDIR.
+func requireEmptyDir(t *testing.T, tmp string) {
+	t.Helper()
+	entries, err := os.ReadDir(tmp)
+	require.NoError(t, err)
+	require.Empty(t, entries, "no temporary file is left behind (the throw-away certificates are removed)")
+}
+
+// stopped reports whether process pid is stopped (SIGSTOP).
+func stopped(pid int) bool {
+	state, ok := procState(pid)
+	return ok && state == 'T'
+}
+
+// procState is the state letter of process pid in /proc (false: no such
+// process).
+func procState(pid int) (byte, bool) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return true
+		return 0, false
 	}
 	// pid (comm) state …: the state follows the last ')'.
 	s := string(b)
 	i := strings.LastIndexByte(s, ')')
-	return i < 0 || i+2 >= len(s) || s[i+2] == 'Z'
+	if i < 0 || i+2 >= len(s) {
+		return 0, false
+	}
+	return s[i+2], true
 }

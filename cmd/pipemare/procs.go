@@ -74,11 +74,11 @@ func startLocalStages(n int, insecure bool, args func(i int, addrs []string, cer
 			return nil, fmt.Errorf("-procs: throw-away certificates: %w", err)
 		}
 		s.certs = dir
-		hosts := make([]string, n)
-		for i := range hosts {
-			hosts[i] = "127.0.0.1"
+		hosts, err := stageHosts([]string{"127.0.0.1"}, n)
+		if err == nil {
+			err = pki.Write(dir, hosts)
 		}
-		if err := pki.Write(dir, hosts); err != nil {
+		if err != nil {
 			os.RemoveAll(dir)
 			return nil, fmt.Errorf("-procs: throw-away certificates: %w", err)
 		}

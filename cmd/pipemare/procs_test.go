@@ -8,12 +8,14 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/pipemare/pipemare/internal/affinity"
 	"github.com/stretchr/testify/require"
 )
 
@@ -56,25 +58,32 @@ func TestProcsTrainLikeInProcess(t *testing.T) {
 		} else {
 			require.Equal(t, "grpc (plaintext)", got.Placement.Transport)
 		}
+		var pids []string
 		for _, pid := range got.Placement.PIDs {
-			require.True(t, gone(pid), "stage process %d is gone", pid)
+			pids = append(pids, strconv.Itoa(pid))
 		}
-		entries, err := os.ReadDir(tmp)
-		require.NoError(t, err)
-		require.Empty(t, entries, "the throw-away certificates are removed")
+		requireCleanedUp(t, pids, tmp)
 	}
 }
 
-// TestProcsRefusals: -procs with a plan of another size, or beside
-// -stage-addrs or -certs, and plaintext to a host that is not loopback,
-// are refused naming the flags, before anything starts.
+// TestProcsRefusals: -procs below 1, with a plan of another size, or
+// beside -stage-addrs or -certs, a plan that does not fit its addresses or
+// its model, a -connect-timeout that is not positive, plaintext to a host
+// that is not loopback, -pin without -procs, a -cpus or -cut that is not
+// one (or a cut beside a -stages it contradicts), are refused naming the flags, with the usage
+// (exit code 2), before anything starts; so is -resume of a directory
+// that does not exist or holds no checkpoint (exit code 1), which it does
+// not create.
 func TestProcsRefusals(t *testing.T) {
+	empty := t.TempDir()
+	missing := filepath.Join(t.TempDir(), "mistyped")
 	for _, c := range []struct {
 		args []string
 		code int
 		msg  string
 	}{
-		{[]string{"-procs", "-1"}, 2, "-procs -1: a number of stage processes"},
+		{[]string{"-procs", "-1"}, 2, "-procs -1: the number of stage processes, at least 1 (without -procs the stages run in this process)"},
+		{[]string{"-procs", "0"}, 2, "-procs 0: the number of stage processes, at least 1 (without -procs the stages run in this process)"},
 		{[]string{"-procs", "2", "-stage-addrs", "127.0.0.1:1,127.0.0.1:2"}, 2, "-procs 2 and -stage-addrs: "},
 		{[]string{"-procs", "2", "-certs", "x"}, 2, "-procs 2 and -certs: -procs makes throw-away certificates"},
 		{[]string{"-stage-addrs", "10.0.0.1:7000", "-insecure"}, 2, "-insecure: plaintext refused: 10.0.0.1:7000 is not a loopback address; give -certs DIR"},
@@ -84,15 +93,42 @@ func TestProcsRefusals(t *testing.T) {
 		{[]string{"-checkpoint-every", "-3"}, 2, "-checkpoint-every -3: a number of minibatches"},
 		{[]string{"-test-limit", "-3"}, 2, "-test-limit -3: must be positive"},
 		{[]string{"-out", "a", "-resume", "b"}, 2, "-out a and -resume b: a resumed run writes to the directory it resumes (b)"},
-		{[]string{"-procs", "2", "-test-limit", "64", "-out", filepath.Join(t.TempDir(), "out")}, 1, "-procs 2: the plan has 3 stages (-stages fine): give -stages 2, or -procs 3"},
+		{[]string{"-procs", "2", "-test-limit", "64"}, 2, "-procs 2: the plan has 3 stages (-stages fine): give -stages 2, or -procs 3"},
+		{[]string{"-procs", "2", "-stages", "3"}, 2, "-procs 2: the plan has 3 stages (-stages 3): give -stages 2, or -procs 3"},
+		{[]string{"-stages", "10000"}, 2, "-stages 10000: the mlp model cuts into at most 3 stages, one per layer (-stages fine)"},
+		{[]string{"-stage-addrs", "127.0.0.1:1,127.0.0.1:2", "-insecure"}, 2, "-stage-addrs gives 2 stage addresses and the plan has 3 stages (-stages fine): give -stages 2, or one address per stage"},
+		{[]string{"-procs", "3", "-connect-timeout", "0s"}, 2, "-connect-timeout 0s: must be positive"},
+		{[]string{"-pin"}, 2, "-pin places -procs's stage processes on CPUs of their own: give -procs (pin this process with -cpus)"},
+		{[]string{"-cpus", "x"}, 2, `-cpus: affinity: "x" is not a CPU list (like 1, 0-3 or 0,2)`},
+		{[]string{"-cpus", "1000"}, 1, "-cpus 1000: affinity: pinning the process to CPUs 1000 (it may use "},
+		{[]string{"-cut", "0"}, 2, `-cut "0": increasing op positions from 1, comma-separated, like 22,81`},
+		{[]string{"-cut", "7,6"}, 2, `-cut "7,6": increasing op positions`},
+		{[]string{"-cut", "6", "-stages", "3"}, 2, "-stages 3 and -cut 6: the cut makes 2 stages; give one of the two"},
+		{[]string{"-cut", "5000"}, 2, "-cut 5000: graphsplit: CutAtOps([5000]): position 5000 is not between 1 and"},
+		{[]string{"-resume", missing}, 1, "-resume " + missing + ": stat " + missing + ": no such file or directory (a new run is -out " + missing + ")"},
+		{[]string{"-resume", empty}, 1, "-resume " + empty + ": no checkpoint in " + filepath.Join(empty, checkpointsDir) + " to continue from (a new run is -out " + empty + "; -resume auto continues one if there is one, else starts it)"},
 	} {
-		args := append([]string{"train", "-model", "mlp", "-limit", "64", "-epochs", "2"}, c.args...)
+		out := filepath.Join(t.TempDir(), "out")
+		args := append([]string{"train", "-model", "mlp", "-limit", "64", "-epochs", "2", "-out", out}, c.args...)
+		if slices.Contains(c.args, "-resume") {
+			args = slices.Delete(args, 7, 9) // a resumed run writes where it resumes
+		}
 		code, stdout, stderr := runCLI(context.Background(), args...)
 		require.Equal(t, c.code, code, "%v: %s", c.args, stderr)
-		first, _, _ := strings.Cut(stderr, "\n")
+		first, rest, _ := strings.Cut(stderr, "\n")
 		require.Contains(t, first, c.msg, "%v", c.args)
-		require.NotRegexp(t, `(?m)^epoch \d+:`, stdout, "%v: nothing trained", c.args)
+		if c.code == 2 {
+			require.True(t, strings.HasPrefix(rest, "Usage of pipemare train"), "%v: then the usage:\n%s", c.args, stderr)
+		}
+		require.Empty(t, stdout, "%v: no training header, nothing trained", c.args)
+		_, err := os.Stat(out)
+		require.True(t, os.IsNotExist(err), "%v: -out is not created", c.args)
 	}
+	_, err := os.Stat(missing)
+	require.True(t, os.IsNotExist(err), "a mistyped -resume is not created")
+	entries, err := os.ReadDir(empty)
+	require.NoError(t, err)
+	require.Empty(t, entries, "nor filled")
 }
 
 // TestStagesStartedByHand: the walkthrough of the README — pipemare certs,
@@ -111,26 +147,10 @@ func TestStagesStartedByHand(t *testing.T) {
 	code, out, stderr := runCLI(context.Background(), "certs", "-out", certs, "-hosts", "127.0.0.1,localhost")
 	require.Equal(t, 0, code, stderr)
 	require.Contains(t, out, "wrote a CA and certificates for the driver and 2 stages")
+	hosts := []string{"127.0.0.1", "localhost"} // the hosts the certificates name
 	stages := func(args []string) ([]*proc, string) {
-		var ls []net.Listener
-		var addrs []string
-		for i := 0; i < 2; i++ {
-			l, err := net.Listen("tcp", "127.0.0.1:0")
-			require.NoError(t, err)
-			ls = append(ls, l)
-			_, port, _ := net.SplitHostPort(l.Addr().String())
-			addrs = append(addrs, []string{"127.0.0.1", "localhost"}[i]+":"+port) // the hosts the certificates name
-		}
-		var ps []*proc
-		for i, l := range ls {
-			f, err := l.(*net.TCPListener).File()
-			require.NoError(t, err)
-			l.Close()
-			p := startWithFiles(t, []*os.File{f}, append([]string{"stage", "-stage", strconv.Itoa(i), "-stage-addrs", strings.Join(addrs, ","), "-listen", "fd:3", "-certs", certs}, args...)...)
-			f.Close()
-			ps = append(ps, p)
-		}
-		return ps, strings.Join(addrs, ",")
+		withCerts := append([]string{"-certs", certs}, args...)
+		return handStages(t, hosts, [][]string{withCerts, withCerts}, nil)
 	}
 	ps, addrs := stages(args)
 	dir := t.TempDir()
@@ -159,11 +179,46 @@ func TestStagesStartedByHand(t *testing.T) {
 }
 
 // startWithFiles is start with files inherited from file descriptor 3 on.
-func startWithFiles(t *testing.T, files []*os.File, args ...string) *proc {
+func startWithFiles(t *testing.T, files []*os.File, env []string, args ...string) *proc {
 	t.Helper()
 	defer func(f func(*exec.Cmd)) { beforeStart = f }(beforeStart)
 	beforeStart = func(c *exec.Cmd) { c.ExtraFiles = files }
-	return start(t, nil, args...)
+	return start(t, env, args...)
+}
+
+// handStages starts stage processes as the README's walkthrough starts
+// them by hand, one per host of hosts: stage i listens on a loopback port
+// of its own, named with hosts[i] (the host its certificate names), and
+// runs pipemare stage -stage i -stage-addrs … -listen fd:3 and args[i],
+// with env[i] added to its environment (env may be nil). A nil args[i]
+// leaves stage i unstarted: its port refuses connections. It returns the
+// processes (nil for a stage not started) and the value of -stage-addrs.
+func handStages(t *testing.T, hosts []string, args, env [][]string) ([]*proc, string) {
+	t.Helper()
+	var ls []net.Listener
+	var addrs []string
+	for _, host := range hosts {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		ls = append(ls, l)
+		_, port, _ := net.SplitHostPort(l.Addr().String())
+		addrs = append(addrs, host+":"+port)
+	}
+	ps := make([]*proc, len(ls))
+	for i, l := range ls {
+		f, err := l.(*net.TCPListener).File()
+		require.NoError(t, err)
+		l.Close()
+		if args[i] != nil {
+			var e []string
+			if env != nil {
+				e = env[i]
+			}
+			ps[i] = startWithFiles(t, []*os.File{f}, e, append([]string{"stage", "-stage", strconv.Itoa(i), "-stage-addrs", strings.Join(addrs, ","), "-listen", "fd:3"}, args[i]...)...)
+		}
+		f.Close()
+	}
+	return ps, strings.Join(addrs, ",")
 }
 
 // TestProcsStageKilled: a stage process of train -procs 3 SIGKILLed while
@@ -184,13 +239,7 @@ func TestProcsStageKilled(t *testing.T) {
 	require.Less(t, time.Since(killed), 30*time.Second, "the driver notices within the receive deadline")
 	require.Regexp(t, `(?m)^pipemare train: .*stage 1`, stderr, "the driver names the stage")
 	require.Contains(t, stderr, fmt.Sprintf("stage 1 (pid %d): signal: killed", victim), "and how its process ended")
-	for _, s := range m[1:] {
-		pid, _ := strconv.Atoi(s)
-		require.True(t, gone(pid), "stage process %d has exited", pid)
-	}
-	entries, err := os.ReadDir(tmp)
-	require.NoError(t, err)
-	require.Empty(t, entries, "the throw-away certificates are removed")
+	requireCleanedUp(t, m[1:], tmp)
 }
 
 // TestTorchrunEnvironment: three pipemare train processes with the same
@@ -267,14 +316,50 @@ func TestProcsInterrupted(t *testing.T) {
 	require.Equal(t, 1, code, "%s\n%s", out, stderr)
 	require.Contains(t, stderr, "context canceled")
 	require.Regexp(t, `(?m)^epoch \d+ interrupted after \d+ steps`, out)
-	for _, s := range m[1:] {
-		pid, _ := strconv.Atoi(s)
-		require.True(t, gone(pid), "stage process %d has exited", pid)
-	}
 	b, err := os.ReadFile(filepath.Join(dir, "report.json"))
 	require.NoError(t, err, "the report of what ran")
 	require.Contains(t, string(b), `"interrupted": true`)
-	entries, err := os.ReadDir(tmp)
+	requireCleanedUp(t, m[1:], tmp)
+}
+
+// TestMeasuredCutAndPinning: train -stages 2 balances the MLP by measuring
+// and records the cut in settings.json; -procs 2 -pin hands the stage
+// processes that cut and a CPU each (report.json's placement says which),
+// and trains what the in-process engine trains at that cut, given as -cut,
+// bit for bit; resumed with -stages 2, a run keeps the cut it recorded.
+func TestMeasuredCutAndPinning(t *testing.T) {
+	skipProcesses(t)
+	t.Setenv(asMainEnv, "1")
+	args := append([]string{"-stages", "2", "-checkpoint-every", "5"}, mlpArgs...)
+	measured := t.TempDir()
+	code, out, stderr := runCLI(context.Background(), append([]string{"train", "-out", measured}, args...)...)
+	require.Equal(t, 0, code, stderr)
+	require.Regexp(t, `2 stages cut at ops \d+, balanced on this machine: measured .* per microbatch`, out)
+	rep := reportOf(t, measured)
+	cut, ok := rep.Settings["cut"].([]any)
+	require.True(t, ok, "settings.cut records the measured cut: %v", rep.Settings)
+	require.Len(t, cut, 1)
+	at := fmt.Sprint(cut[0])
+
+	given := t.TempDir()
+	code, _, stderr = runCLI(context.Background(), append([]string{"train", "-out", given, "-cut", at, "-checkpoint-every", "5"}, mlpArgs...)...)
+	require.Equal(t, 0, code, stderr)
+	require.Equal(t, rep.Result.WeightsSHA256, reportOf(t, given).Result.WeightsSHA256, "-cut reproduces the measured cut")
+
+	pinned := t.TempDir()
+	code, _, stderr = runCLI(context.Background(), append([]string{"train", "-out", pinned, "-procs", "2", "-pin", "-insecure"}, args...)...)
+	require.Equal(t, 0, code, stderr)
+	got := reportOf(t, pinned)
+	require.Equal(t, rep.Result.WeightsSHA256, got.Result.WeightsSHA256, "pinned stage processes train like the engine")
+	allowed, err := affinity.Allowed()
 	require.NoError(t, err)
-	require.Empty(t, entries, "the throw-away certificates are removed")
+	require.Equal(t, []string{affinity.Format(allowed[:1]), affinity.Format(allowed[1%len(allowed) : 1%len(allowed)+1])}, got.Placement.CPUs)
+
+	// A checkpoint of the measured run, and a resume that must not measure
+	// again (or its settings would differ from the run's).
+	require.NoError(t, os.Remove(filepath.Join(measured, "report.json")))
+	code, out, stderr = runCLI(context.Background(), append([]string{"train", "-resume", measured}, args...)...)
+	require.Equal(t, 0, code, stderr)
+	require.NotContains(t, out, "balanced on this machine")
+	require.Equal(t, rep.Result.WeightsSHA256, reportOf(t, measured).Result.WeightsSHA256)
 }

@@ -47,6 +47,10 @@ type placement struct {
 	// processes train -procs started.
 	Addresses []string `json:"addresses,omitempty"`
 	PIDs      []int    `json:"pids,omitempty"`
+	// CPUs are the CPUs each stage process was pinned to (-pin), and
+	// DriverCPUs this process's (-cpus); absent when not pinned.
+	CPUs       []string `json:"cpus,omitempty"`
+	DriverCPUs string   `json:"driver_cpus,omitempty"`
 }
 
 // resumed is the checkpoint a run was resumed from.
@@ -79,6 +83,10 @@ type settings struct {
 	// one per layer; the plan's count is result.stages).
 	Schedule string `json:"schedule"`
 	Stages   string `json:"stages"`
+	// Cut is where the stages after the first start: positions of the
+	// model's ops (-cut; a -stages P that train balanced by measuring;
+	// absent for a cut the flags fix alike on every machine).
+	Cut []int `json:"cut,omitempty"`
 	// MicrobatchRows is the rows of a microbatch, Microbatches N, and
 	// StepsPerEpoch the minibatches of N × MicrobatchRows an epoch trains.
 	MicrobatchRows int `json:"microbatch_rows"`
@@ -86,11 +94,13 @@ type settings struct {
 	StepsPerEpoch  int `json:"steps_per_epoch"`
 	Epochs         int `json:"epochs"`
 	// LR is the base learning rate, cosine-annealed to LR/100 when Cosine
-	// is set (NAdam: zoo.Config.NAdam's schedule); Solver is "Momentum(β)",
-	// "SGD" or "NAdam".
-	LR     float64 `json:"lr"`
-	Cosine bool    `json:"cosine"`
-	Solver string  `json:"solver"`
+	// is set, divided by 10 at half and three quarters of the run when
+	// StepDecay is (NAdam: zoo.Config.NAdam's schedule); Solver is
+	// "Momentum(β)", "SGD" or "NAdam".
+	LR        float64 `json:"lr"`
+	Cosine    bool    `json:"cosine"`
+	StepDecay bool    `json:"step_decay,omitempty"`
+	Solver    string  `json:"solver"`
 	// Method is the zoo.Method the run started from (-method, or the
 	// recipe's); the fields below say what it turned on, after the flags.
 	Method string `json:"method"`
@@ -122,10 +132,10 @@ func newSettings(o *options, cfg zoo.Config, train, test zoo.Data) settings {
 	}
 	return settings{
 		Model: o.model, Data: o.data, TrainingExamples: train.Len(), TestExamples: test.Len(),
-		Schedule: cfg.Schedule.Name, Stages: o.stages,
+		Schedule: cfg.Schedule.Name, Stages: o.stages, Cut: cfg.Cut,
 		MicrobatchRows: cfg.Microbatch, Microbatches: cfg.Microbatches,
 		StepsPerEpoch: train.Len() / (cfg.Microbatch * cfg.Microbatches), Epochs: cfg.Epochs,
-		LR: cfg.LR, Cosine: cfg.Cosine, Solver: cfg.SolverName(),
+		LR: cfg.LR, Cosine: cfg.Cosine, StepDecay: cfg.StepDecay, Solver: cfg.SolverName(),
 		Method: method, T1Steps: cfg.T1, T2Gamma: cfg.T2, WarmupSteps: cfg.Warmup,
 		Spike: cfg.Spike, Predict: cfg.Predict,
 		Activations: acts, Seed: cfg.Seed, CheckpointEvery: cfg.CheckpointEvery,

@@ -24,10 +24,19 @@ const (
 	modelFile = "model" + checkpoint.ModelExt
 )
 
+// resumeAuto is the -resume of a job that a launcher restarts whole (a
+// Kubernetes JobSet): continue -out's run if it has a checkpoint, else
+// start it there.
+const resumeAuto = "auto"
+
 // resumeTarget splits -resume DIR into the run's output directory and the
 // checkpoint to continue from: DIR's latest (DIR/checkpoints), or, when
-// DIR is one checkpoint of a run (OUT/checkpoints/step-…), that one.
-func resumeTarget(dir string) (out, from string) {
+// DIR is one checkpoint of a run (OUT/checkpoints/step-…), that one; for
+// resumeAuto, out's latest.
+func resumeTarget(dir, out string) (string, string) {
+	if dir == resumeAuto {
+		dir = out
+	}
 	dir = filepath.Clean(dir)
 	if strings.HasPrefix(filepath.Base(dir), "step-") && filepath.Base(filepath.Dir(dir)) == checkpointsDir {
 		return filepath.Dir(filepath.Dir(dir)), dir
@@ -35,17 +44,37 @@ func resumeTarget(dir string) (out, from string) {
 	return dir, filepath.Join(dir, checkpointsDir)
 }
 
+// startKind is how a run starts in its output directory: afresh (-out),
+// from a checkpoint (-resume DIR), or from one if there is one (-resume
+// auto).
+type startKind int
+
+const (
+	fresh startKind = iota
+	resume
+	resumeIfAny
+)
+
 // startPoint checks the output directory out against the run about to
 // start there with settings now, and returns the checkpoint it continues
 // from (nil: it starts afresh). Resuming, out's settings must be now's
 // (the error names the flags that differ), and from is a checkpoint
-// directory or a root whose LATEST to take; a root with no checkpoint yet
-// is a fresh start (a restarted job that never reached its first
-// checkpoint). Not resuming, out must not hold checkpoints: they would be
-// replaced.
-func startPoint(out, from string, resuming bool, now settings) (*checkpoint.Checkpoint, error) {
-	if !resuming {
+// directory or a root whose LATEST to take; a root with no checkpoint is
+// an error naming it (a mistyped -resume), except for resumeIfAny, where
+// it is a fresh start (a restarted job that never reached its first
+// checkpoint). Afresh, out must not hold checkpoints: they would be
+// replaced. It creates nothing.
+func startPoint(out, from string, how startKind, now settings) (*checkpoint.Checkpoint, error) {
+	if how == resume {
+		if _, err := os.Stat(out); err != nil {
+			return nil, fmt.Errorf("-resume %s: %w (a new run is -out %s)", out, err, out)
+		}
+	}
+	if how == fresh {
 		root := filepath.Join(out, checkpointsDir)
+		if st, err := os.Stat(root); err != nil || !st.IsDir() { // nothing to replace (an -out that cannot be written is prepare's to report)
+			return nil, nil
+		}
 		if c, err := checkpoint.Latest(root); !errors.Is(err, checkpoint.ErrNoCheckpoint) {
 			step := "an unusable one"
 			if err == nil {
@@ -76,9 +105,16 @@ func startPoint(out, from string, resuming bool, now settings) (*checkpoint.Chec
 		return c, nil
 	}
 	c, err := checkpoint.Latest(from)
+	if errors.Is(err, checkpoint.ErrNoCheckpoint) { // killed before LATEST was first written?
+		if c = newerComplete(from, nil); c != nil {
+			return c, nil
+		}
+	}
 	switch {
-	case errors.Is(err, checkpoint.ErrNoCheckpoint):
+	case errors.Is(err, checkpoint.ErrNoCheckpoint) && how == resumeIfAny:
 		return nil, nil
+	case errors.Is(err, checkpoint.ErrNoCheckpoint):
+		return nil, fmt.Errorf("-resume %s: no checkpoint in %s to continue from (a new run is -out %s; -resume %s continues one if there is one, else starts it)", out, from, out, resumeAuto)
 	case err != nil:
 		return nil, unusableLatest(out, from, err)
 	}
@@ -86,11 +122,11 @@ func startPoint(out, from string, resuming bool, now settings) (*checkpoint.Chec
 }
 
 // newerComplete is the newest complete checkpoint under root newer than
-// latest, the one LATEST names, if one verifies: a run killed after it
-// wrote a checkpoint's manifest but before it moved LATEST loses nothing.
-// It is a state of this very run (its settings are these, and a run is
-// deterministic), and it was never committed, so one that does not verify
-// is passed over for latest.
+// latest, the one LATEST names (nil: there is no LATEST yet), if one
+// verifies: a run killed after it wrote a checkpoint's manifest but before
+// it moved LATEST loses nothing. It is a state of this very run (its
+// settings are these, and a run is deterministic), and it was never
+// committed, so one that does not verify is passed over for latest.
 func newerComplete(root string, latest *checkpoint.Checkpoint) *checkpoint.Checkpoint {
 	entries, err := checkpoint.List(root)
 	if err != nil {
@@ -98,7 +134,7 @@ func newerComplete(root string, latest *checkpoint.Checkpoint) *checkpoint.Check
 	}
 	for i := len(entries) - 1; i >= 0; i-- {
 		e := entries[i]
-		if e.Step <= latest.Manifest.Step {
+		if latest != nil && e.Step <= latest.Manifest.Step {
 			break
 		}
 		if e.Complete {
@@ -141,8 +177,8 @@ func unusableLatest(out, root string, err error) error {
 // settings (and settings.json); steps_per_epoch follows from others.
 var settingFlags = map[string]string{
 	"model": "-model", "data": "-data", "training_examples": "-limit", "test_examples": "-test-limit",
-	"schedule": "-schedule", "stages": "-stages", "microbatch_rows": "-microbatch", "microbatches": "-microbatches",
-	"epochs": "-epochs", "lr": "-lr", "cosine": "-cosine", "solver": "-momentum", "t1_steps": "-t1",
+	"schedule": "-schedule", "stages": "-stages", "cut": "-cut", "microbatch_rows": "-microbatch", "microbatches": "-microbatches",
+	"epochs": "-epochs", "lr": "-lr", "cosine": "-cosine", "step_decay": "-step-decay", "solver": "-momentum", "t1_steps": "-t1",
 	"t2_gamma": "-t2", "warmup_steps": "-warmup", "activations": "-stash", "seed": "-seed",
 	"checkpoint_every": "-checkpoint-every",
 }

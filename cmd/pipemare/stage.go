@@ -21,6 +21,8 @@ func stageCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	o.registerRun(fs)
 	var n netFlags
 	n.register(fs)
+	var cpu cpuFlags
+	cpu.register(fs, true)
 	index := fs.Int("stage", -1, "the stage this process serves, from 0 (-1: the launcher's RANK or JOB_COMPLETION_INDEX)")
 	listen := fs.String("listen", "", "address to listen on (default: this stage's own in -stage-addrs; :7000 for port 7000 of every interface; fd:N for a listening socket inherited as file descriptor N)")
 	if err := parse(fs, args, stdout, stderr); err != nil {
@@ -34,9 +36,19 @@ func stageCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return usageError(fs, "%v", err)
 	}
+	if err := cpu.apply(); err != nil {
+		return usageOr(fs, err)
+	}
 	r, train, _, cfg, err := o.run()
 	if err != nil {
 		return err
+	}
+	p, err := planStages(r, cfg, o.stages)
+	if err == nil {
+		err = stagesFit(p, o.stages, 0, pl)
+	}
+	if err != nil {
+		return usageOr(fs, err)
 	}
 	return serveStage(ctx, r, train, cfg, &n, pl, stdout)
 }
@@ -45,7 +57,10 @@ func stageCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 // the launcher's environment, the stages' addresses from -stage-addrs or
 // the environment, and where it listens. Errors name the flag.
 func stagePlace(n *netFlags, index int, listen string, env launch.Config, found bool) (place, error) {
-	pl := place{stage: index, listen: listen}
+	pl := place{stage: index, listen: listen, addrsFrom: "-stage-addrs"}
+	if err := n.checkTimeout(); err != nil {
+		return pl, err
+	}
 	if found {
 		pl.launcher = env.Launcher
 		switch {
@@ -69,7 +84,7 @@ func stagePlace(n *netFlags, index int, listen string, env launch.Config, found 
 		}
 		pl.addrs = addrs
 	case found && env.Addrs != nil:
-		pl.addrs = env.Addrs
+		pl.addrs, pl.addrsFrom = env.Addrs, "the "+env.Launcher+" environment"
 	default:
 		return pl, fmt.Errorf("-stage-addrs: the stages' addresses, host:port, in stage order")
 	}
@@ -87,8 +102,11 @@ func stagePlace(n *netFlags, index int, listen string, env launch.Config, found 
 }
 
 // serveStage serves stage pl.stage of the run cfg describes until the
-// driver stops it, saying so on stdout.
+// driver stops it, saying so on stdout; a driver that does not connect
+// within -connect-timeout, or sends no first order within twice that,
+// ends it with an error.
 func serveStage(ctx context.Context, r zoo.Recipe, train zoo.Data, cfg zoo.Config, n *netFlags, pl place, stdout io.Writer) error {
+	cfg.FirstOrderTimeout = n.firstOrder()
 	connect := n.connector(transport.Peer(pl.stage), pl)
 	err := zoo.ServeStage(ctx, r.Build, train, cfg, pl.stage, func(ctx context.Context, plan *graphsplit.Plan) (transport.Endpoint, error) {
 		ep, err := connect(ctx, plan)

@@ -1,29 +1,57 @@
 package main
 
 import (
+	"errors"
+	"fmt"
 	"strconv"
 
 	"github.com/pipemare/pipemare/graphsplit"
 	"github.com/pipemare/pipemare/zoo"
 )
 
-// stageCount is the number of stages r's model is cut into with -stages
-// stages ("fine" or a number options.check has checked), so that a command
-// can refuse or leave out a schedule before it trains anything.
-func stageCount(r zoo.Recipe, stages string) (int, error) {
-	m, err := r.Build(r.Run.Microbatch, r.Run.Seed)
-	if err != nil {
-		return 0, err
+// planStages is the number of stages the run cfg describes is cut into,
+// cut as Train and ServeStage cut it (zoo.Config.Split), so that a command
+// can refuse a command line that does not fit the plan before it trains
+// anything. More stages than r's model has layers is a usageErr naming
+// -stages (given as stages).
+func planStages(r zoo.Recipe, cfg zoo.Config, stages string) (int, error) {
+	_, plan, err := cfg.Split(r.Build)
+	if err != nil && cfg.Cut != nil {
+		return 0, usageErr{fmt.Errorf("-cut %s: %v", formatCut(cfg.Cut), err)}
 	}
-	opts := []graphsplit.Option{graphsplit.FineGrained()}
-	if stages != "fine" {
-		p, _ := strconv.Atoi(stages)
-		opts = append(opts, graphsplit.Stages(p))
+	var tm *graphsplit.TooManyStagesError
+	if errors.As(err, &tm) {
+		return 0, usageErr{fmt.Errorf("-stages %s: the %s model cuts into at most %d stages, one per layer (-stages fine)", stages, r.Model, tm.Most)}
 	}
-	plan, err := graphsplit.Split(m.Graph, m.Cost, m.Learnables, opts...)
 	if err != nil {
 		return 0, err
 	}
 	defer plan.Close()
 	return len(plan.Stages), nil
+}
+
+// stageCount is planStages for r's recipe's run with -stages stages
+// ("fine" or a number options.check has checked): what compare and sweep
+// check their schedules against.
+func stageCount(r zoo.Recipe, stages string) (int, error) {
+	cfg := r.Run
+	if stages != "fine" {
+		cfg.Stages, _ = strconv.Atoi(stages)
+	}
+	return planStages(r, cfg, stages)
+}
+
+// stagesFit refuses a plan of n stages (-stages given as stages) whose
+// stages the places given do not hold one each: procs stage processes
+// (-procs; 0: none), or the stages' addresses in pl (-stage-addrs, or a
+// launcher's environment; none: in this process). The error, a usageErr,
+// names the flag and the way out.
+func stagesFit(n int, stages string, procs int, pl place) error {
+	switch {
+	case procs > 0 && procs != n:
+		return usageErr{fmt.Errorf("-procs %d: the plan has %d stages (-stages %s): give -stages %d, or -procs %d", procs, n, stages, procs, n)}
+	case len(pl.addrs) > 0 && len(pl.addrs) != n:
+		return usageErr{fmt.Errorf("%s gives %d stage addresses and the plan has %d stages (-stages %s): give -stages %d, or one address per stage", pl.addrsFrom, len(pl.addrs), n, stages, len(pl.addrs))}
+	}
+	return nil
 }

@@ -36,36 +36,54 @@ func trainCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if t.checkpointEvery < 0 {
 		return usageError(fs, "-checkpoint-every %d: a number of minibatches (0: no checkpoints)", t.checkpointEvery)
 	}
-	from := ""
+	t.procsSet = o.set()["procs"]
+	from, how := "", fresh
 	if t.resume != "" { // the run's output directory
-		out, f := resumeTarget(t.resume)
-		if o.set()["out"] && filepath.Clean(o.out) != out {
+		out, f := resumeTarget(t.resume, o.out)
+		if t.resume != resumeAuto && o.set()["out"] && filepath.Clean(o.out) != out {
 			return usageError(fs, "-out %s and -resume %s: a resumed run writes to the directory it resumes (%s)", o.out, t.resume, out)
 		}
-		o.out, from = out, f
+		o.out, from, how = out, f, resume
+		if t.resume == resumeAuto {
+			how = resumeIfAny
+		}
 	}
 	where, pl, err := t.place()
-	var ue usageErr
-	if errors.As(err, &ue) {
-		return usageError(fs, "%v", err)
-	} else if err != nil {
-		return err
+	if err == nil {
+		err = t.cpu.apply()
+	}
+	if err != nil {
+		return usageOr(fs, err)
 	}
 	r, train, test, cfg, err := o.run()
 	if err != nil {
 		return err
 	}
+	p, err := planStages(r, cfg, o.stages)
+	if err == nil {
+		err = stagesFit(p, o.stages, t.procs, pl)
+	}
+	if err != nil {
+		return usageOr(fs, err)
+	}
 	if where == launchedStage { // a stage of a launched pipeline: no outputs of its own
 		return serveStage(ctx, r, train, cfg, &t.net, pl, stdout)
 	}
-	cfg.CheckpointEvery = t.checkpointEvery
-	out := outputs{dir: o.out, files: append([]string{"report.json", "trace.json", settingsFile, modelFile}, plotFiles...)}
-	if err := out.prepare(); err != nil {
+	resumeDir := ""
+	if how != fresh {
+		resumeDir = o.out
+	}
+	if err := chooseCut(&cfg, where, resumeDir, r, train, stdout); err != nil {
 		return err
 	}
+	cfg.CheckpointEvery = t.checkpointEvery
 	st := newSettings(o, cfg, train, test)
-	c, err := startPoint(o.out, from, t.resume != "", st)
+	c, err := startPoint(o.out, from, how, st) // before -out is created: a mistyped -resume creates nothing
 	if err != nil {
+		return err
+	}
+	out := outputs{dir: o.out, files: append([]string{"report.json", "trace.json", settingsFile, modelFile}, plotFiles...)}
+	if err := out.prepare(); err != nil {
 		return err
 	}
 	rep := runReport{Settings: st, Placement: t.placement(where, pl)}
@@ -83,7 +101,7 @@ func trainCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		cfg.Resume = c.Dir
 		rep.Resumed = &resumed{Checkpoint: c.Dir, Step: c.Manifest.Step}
 		fmt.Fprintf(stdout, "resuming from %s: step %d (epoch %d, minibatch %d)\n", c.Dir, c.Manifest.Step, c.Manifest.Data.Epoch, c.Manifest.Data.Index)
-	case t.resume != "":
+	case how == resumeIfAny:
 		fmt.Fprintf(stdout, "no checkpoint in %s yet: starting the run there\n", o.out)
 	}
 	fmt.Fprintf(stdout, "training %s (%d examples) with %s, %s stages, N=%d × %d rows, %d epochs, lr %g (%s), T1 K=%d, T2 γ=%g, warm-up %d steps\n",

@@ -44,7 +44,7 @@ func documents(t *testing.T) [][]byte {
 // TestManifest: the manifest decodes strictly into the API types and has
 // what a pipeline needs: one pod per stage from an Indexed Job, DNS host
 // names, a restart of the whole set on failure, certificates from a
-// Secret, a checkpoint volume that -resume points at, and an environment
+// Secret, a checkpoint volume that -out and -resume=auto point at, and an environment
 // the launch package turns into the stages' addresses.
 func TestManifest(t *testing.T) {
 	docs := documents(t)
@@ -105,7 +105,8 @@ func TestManifest(t *testing.T) {
 	require.True(t, mounts["certs"].ReadOnly)
 	require.NotNil(t, volumes["checkpoints"].PersistentVolumeClaim)
 	require.Equal(t, pvc.Name, volumes["checkpoints"].PersistentVolumeClaim.ClaimName)
-	require.Contains(t, c.Args, "-resume="+mounts["checkpoints"].MountPath)
+	require.Contains(t, c.Args, "-out="+mounts["checkpoints"].MountPath, "the run's directory is on the claim")
+	require.Contains(t, c.Args, "-resume=auto", "a restart resumes it, and the first start starts it")
 	require.Contains(t, c.Args, "-certs="+mounts["certs"].MountPath)
 
 	// What each pod's environment becomes, as the Job controller and the

@@ -1,9 +1,11 @@
 // Package faultpoint is a test hook: it lets a test binary stop a process
 // at a named point of the library's work where a crash must lose nothing
 // but the work since the last complete checkpoint — between the shards of
-// a checkpoint, before its manifest, before LATEST moves — so that a test
-// can SIGKILL the process exactly there instead of hoping a random kill
-// lands in a window of microseconds.
+// a checkpoint, before its manifest, before LATEST moves — or where a
+// pipeline's processes are half connected — in the middle of a handshake,
+// once the streams are up — so that a test can SIGKILL or SIGSTOP the
+// process exactly there instead of hoping a random signal lands in a
+// window of microseconds.
 //
 // Nothing in the library or the command line sets the hook, and no
 // environment variable does: only a test binary can (cmd/pipemare's tests
@@ -18,9 +20,13 @@ import "sync/atomic"
 type Point struct {
 	// Name is one of the names below.
 	Name string
-	// Step is the step of the checkpoint being written.
+	// Step is the step of the checkpoint being written (0 at the
+	// transport's points).
 	Step int64
-	// Stage is the stage whose shard was just written (ShardWritten), or −1.
+	// Stage is the stage whose shard was just written (ShardWritten); at
+	// the handshake's points the peer on the other end of the stream (a
+	// stage, or −1 for the driver), at Opened the peer that opened; else
+	// −1.
 	Stage int
 }
 
@@ -34,6 +40,19 @@ const (
 	// BeforeLatest: the manifest is durable; LATEST still names the
 	// previous checkpoint.
 	BeforeLatest = "checkpoint.before-latest"
+)
+
+// The points package grpcnet reaches while a peer opens its endpoint.
+const (
+	// HelloSent: a peer dialed stage Stage and sent its hello; it has not
+	// read the answer.
+	HelloSent = "grpcnet.hello-sent"
+	// HelloReceived: a stage took a stream from peer Stage and read its
+	// hello; it has not answered.
+	HelloReceived = "grpcnet.hello-received"
+	// Opened: every stream of the peer is up and past the handshake; Open
+	// is about to return.
+	Opened = "grpcnet.opened"
 )
 
 var hook atomic.Pointer[func(Point)]

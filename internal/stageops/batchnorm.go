@@ -148,6 +148,12 @@ func (op *bnStats) SetTraining(training bool) error {
 }
 
 func (op *bnStats) Do(vals ...gorgonia.Value) (gorgonia.Value, error) {
+	return op.UsePreallocDo(nil, vals...)
+}
+
+// UsePreallocDo is Do writing its result into prealloc where that fits
+// (output).
+func (op *bnStats) UsePreallocDo(prealloc gorgonia.Value, vals ...gorgonia.Value) (gorgonia.Value, error) {
 	return op.safely(func() (gorgonia.Value, error) {
 		if len(vals) != 1 {
 			return nil, op.errorf("takes 1 input, got %d", len(vals))
@@ -157,7 +163,7 @@ func (op *bnStats) Do(vals ...gorgonia.Value) (gorgonia.Value, error) {
 			return nil, err
 		}
 		rm, rv := op.op.Stats()
-		out := newLike(x, tensor.Shape{2, op.c})
+		out := output(prealloc, x, tensor.Shape{2, op.c}, false)
 		training := op.training()
 		switch x.Dtype() {
 		case tensor.Float32:
@@ -267,12 +273,18 @@ func (op *bnApply) SymDiff(inputs gorgonia.Nodes, _, grad *gorgonia.Node) (gorgo
 }
 
 func (op *bnApply) Do(vals ...gorgonia.Value) (gorgonia.Value, error) {
+	return op.UsePreallocDo(nil, vals...)
+}
+
+// UsePreallocDo is Do writing its result into prealloc where that fits
+// (output).
+func (op *bnApply) UsePreallocDo(prealloc gorgonia.Value, vals ...gorgonia.Value) (gorgonia.Value, error) {
 	return op.safely(func() (gorgonia.Value, error) {
 		ts, err := op.inputs(vals, false)
 		if err != nil {
 			return nil, err
 		}
-		y := newLike(ts[0], op.shape)
+		y := output(prealloc, ts[0], op.shape, false)
 		switch ts[0].Dtype() {
 		case tensor.Float32:
 			bnApplyKernel(y.Float32s(), floats[float32](ts), op)
@@ -356,13 +368,19 @@ func (op *bnGrad) SymDiff(gorgonia.Nodes, *gorgonia.Node, *gorgonia.Node) (gorgo
 }
 
 func (op *bnGrad) Do(vals ...gorgonia.Value) (gorgonia.Value, error) {
+	return op.UsePreallocDo(nil, vals...)
+}
+
+// UsePreallocDo is Do writing its result into prealloc where that fits
+// (output).
+func (op *bnGrad) UsePreallocDo(prealloc gorgonia.Value, vals ...gorgonia.Value) (gorgonia.Value, error) {
 	return op.safely(func() (gorgonia.Value, error) {
 		ts, err := op.inputs(vals, true)
 		if err != nil {
 			return nil, err
 		}
 		shape, _ := op.InferShape()
-		out := newLike(ts[0], shape)
+		out := output(prealloc, ts[0], shape, false)
 		training := op.training()
 		switch ts[0].Dtype() {
 		case tensor.Float32:

@@ -73,6 +73,12 @@ func (op *biasAdd) SymDiff(_ gorgonia.Nodes, _, grad *gorgonia.Node) (gorgonia.N
 }
 
 func (op *biasAdd) Do(vals ...gorgonia.Value) (gorgonia.Value, error) {
+	return op.UsePreallocDo(nil, vals...)
+}
+
+// UsePreallocDo is Do writing its result into prealloc where that fits
+// (output).
+func (op *biasAdd) UsePreallocDo(prealloc gorgonia.Value, vals ...gorgonia.Value) (gorgonia.Value, error) {
 	return op.safely(func() (gorgonia.Value, error) {
 		want := []tensor.Shape{op.shape, op.bias}[:op.Arity()]
 		ts, err := op.denseInputs(vals, want...)
@@ -81,7 +87,7 @@ func (op *biasAdd) Do(vals ...gorgonia.Value) (gorgonia.Value, error) {
 		}
 		x := ts[0]
 		if op.grad {
-			out := newLike(x, op.bias)
+			out := output(prealloc, x, op.bias, false)
 			switch x.Dtype() {
 			case tensor.Float32:
 				copy(out.Float32s(), sumAlong(x.Float32s(), op.shape, op.axes))
@@ -91,7 +97,7 @@ func (op *biasAdd) Do(vals ...gorgonia.Value) (gorgonia.Value, error) {
 			return out, nil
 		}
 		b := ts[1]
-		y := newLike(x, op.shape)
+		y := output(prealloc, x, op.shape, false)
 		switch x.Dtype() {
 		case tensor.Float32:
 			biasKernel(y.Float32s(), x.Float32s(), b.Float32s(), op.shape)

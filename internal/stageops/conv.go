@@ -81,11 +81,17 @@ func (op *im2col) SymDiff(_ gorgonia.Nodes, _, grad *gorgonia.Node) (gorgonia.No
 	return gorgonia.Nodes{dx}, nil
 }
 func (op *im2col) Do(vals ...gorgonia.Value) (gorgonia.Value, error) {
-	return op.safely(func() (gorgonia.Value, error) { return op.run(op.named, vals, false) })
+	return op.UsePreallocDo(nil, vals...)
+}
+
+// UsePreallocDo is Do writing its result into prealloc where that fits
+// (output).
+func (op *im2col) UsePreallocDo(prealloc gorgonia.Value, vals ...gorgonia.Value) (gorgonia.Value, error) {
+	return op.safely(func() (gorgonia.Value, error) { return op.run(op.named, prealloc, vals, false) })
 }
 
 // run is im2col (back false: image in, patch matrix out) or col2im.
-func (ic Im2Col) run(n named, vals []gorgonia.Value, back bool) (gorgonia.Value, error) {
+func (ic Im2Col) run(n named, prealloc gorgonia.Value, vals []gorgonia.Value, back bool) (gorgonia.Value, error) {
 	from, to := ic.inShape(), ic.Shape()
 	if back {
 		from, to = to, from
@@ -97,7 +103,7 @@ func (ic Im2Col) run(n named, vals []gorgonia.Value, back bool) (gorgonia.Value,
 	if err != nil {
 		return nil, err
 	}
-	out := newLike(in, to)
+	out := output(prealloc, in, to, back) // col2im adds into zeros
 	im, col := in, out
 	if back {
 		im, col = out, in
@@ -128,7 +134,13 @@ func (op *col2im) SymDiff(gorgonia.Nodes, *gorgonia.Node, *gorgonia.Node) (gorgo
 	return nil, op.errorf("no second derivative")
 }
 func (op *col2im) Do(vals ...gorgonia.Value) (gorgonia.Value, error) {
-	return op.safely(func() (gorgonia.Value, error) { return op.run(op.named, vals, true) })
+	return op.UsePreallocDo(nil, vals...)
+}
+
+// UsePreallocDo is Do writing its result into prealloc where that fits
+// (output).
+func (op *col2im) UsePreallocDo(prealloc gorgonia.Value, vals ...gorgonia.Value) (gorgonia.Value, error) {
+	return op.safely(func() (gorgonia.Value, error) { return op.run(op.named, prealloc, vals, true) })
 }
 
 // patches walks gorgonia's im2col loop for every image: it copies the image
@@ -301,6 +313,12 @@ func (op *convGEMM) SymDiff(inputs gorgonia.Nodes, _, grad *gorgonia.Node) (gorg
 }
 
 func (op *convGEMM) Do(vals ...gorgonia.Value) (gorgonia.Value, error) {
+	return op.UsePreallocDo(nil, vals...)
+}
+
+// UsePreallocDo is Do writing its result into prealloc where that fits
+// (output).
+func (op *convGEMM) UsePreallocDo(prealloc gorgonia.Value, vals ...gorgonia.Value) (gorgonia.Value, error) {
 	return op.safely(func() (gorgonia.Value, error) {
 		first, second := op.patchShape(), op.filterShape()
 		switch op.part {
@@ -315,7 +333,7 @@ func (op *convGEMM) Do(vals ...gorgonia.Value) (gorgonia.Value, error) {
 		}
 		a, b := ts[0], ts[1]
 		shape, _ := op.InferShape()
-		out := newLike(a, shape)
+		out := output(prealloc, a, shape, false)
 		bl := tensor.WhichBLAS()
 		switch a.Dtype() {
 		case tensor.Float32:

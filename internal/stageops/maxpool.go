@@ -97,6 +97,12 @@ func (op *poolArgmax) SymDiff(gorgonia.Nodes, *gorgonia.Node, *gorgonia.Node) (g
 	return nil, op.errorf("an argmax has no gradient")
 }
 func (op *poolArgmax) Do(vals ...gorgonia.Value) (gorgonia.Value, error) {
+	return op.UsePreallocDo(nil, vals...)
+}
+
+// UsePreallocDo is Do writing its result into prealloc where that fits
+// (output).
+func (op *poolArgmax) UsePreallocDo(prealloc gorgonia.Value, vals ...gorgonia.Value) (gorgonia.Value, error) {
 	return op.safely(func() (gorgonia.Value, error) {
 		if len(vals) != 1 {
 			return nil, op.errorf("takes 1 input, got %d", len(vals))
@@ -105,7 +111,7 @@ func (op *poolArgmax) Do(vals ...gorgonia.Value) (gorgonia.Value, error) {
 		if err != nil {
 			return nil, err
 		}
-		idx := newLike(x, op.shape)
+		idx := output(prealloc, x, op.shape, false)
 		switch x.Dtype() {
 		case tensor.Float32:
 			argmaxKernel(x.Float32s(), idx.Float32s(), op.MaxPool, -math.MaxFloat32)
@@ -166,12 +172,18 @@ func (op *poolGather) SymDiff(inputs gorgonia.Nodes, _, grad *gorgonia.Node) (go
 	return gorgonia.Nodes{dx, nil}, nil
 }
 func (op *poolGather) Do(vals ...gorgonia.Value) (gorgonia.Value, error) {
+	return op.UsePreallocDo(nil, vals...)
+}
+
+// UsePreallocDo is Do writing its result into prealloc where that fits
+// (output).
+func (op *poolGather) UsePreallocDo(prealloc gorgonia.Value, vals ...gorgonia.Value) (gorgonia.Value, error) {
 	return op.safely(func() (gorgonia.Value, error) {
 		x, idx, err := op.two(vals, op.inShape)
 		if err != nil {
 			return nil, err
 		}
-		y := newLike(x, op.shape)
+		y := output(prealloc, x, op.shape, false)
 		switch x.Dtype() {
 		case tensor.Float32:
 			gatherKernel(x.Float32s(), idx.Float32s(), y.Float32s(), op.MaxPool, -math.MaxFloat32)
@@ -228,12 +240,18 @@ func (op *poolScatter) SymDiff(gorgonia.Nodes, *gorgonia.Node, *gorgonia.Node) (
 	return nil, op.errorf("no second derivative")
 }
 func (op *poolScatter) Do(vals ...gorgonia.Value) (gorgonia.Value, error) {
+	return op.UsePreallocDo(nil, vals...)
+}
+
+// UsePreallocDo is Do writing its result into prealloc where that fits
+// (output).
+func (op *poolScatter) UsePreallocDo(prealloc gorgonia.Value, vals ...gorgonia.Value) (gorgonia.Value, error) {
 	return op.safely(func() (gorgonia.Value, error) {
 		dy, idx, err := op.two(vals, op.shape)
 		if err != nil {
 			return nil, err
 		}
-		dx := newLike(dy, op.inShape)
+		dx := output(prealloc, dy, op.inShape, true) // scattered into zeros
 		switch dy.Dtype() {
 		case tensor.Float32:
 			scatterKernel(dy.Float32s(), idx.Float32s(), dx.Float32s(), op.MaxPool)

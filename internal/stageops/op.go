@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"hash"
 	"hash/fnv"
-	"runtime"
+	"slices"
 	"sync"
 
 	"github.com/chewxy/hm"
@@ -27,6 +27,10 @@ func (n named) Hashcode() uint32      { h := fnv.New32a(); n.WriteHash(h); retur
 func (n named) ReturnsPtr() bool      { return false }
 func (n named) CallsExtern() bool     { return false }
 func (n named) OverwritesInput() int  { return -1 }
+
+// WritesAll says that the op's UsePreallocDo writes every element of its
+// result (output), whatever its buffer held (internal/tape.FullWriter).
+func (n named) WritesAll() {}
 func (n named) errorf(f string, a ...any) error {
 	return errors.Errorf("%s: %s", n.desc, fmt.Sprintf(f, a...))
 }
@@ -67,6 +71,25 @@ func dense(what string, v gorgonia.Value, want tensor.Shape) (*tensor.Dense, err
 		return nil, errors.Errorf("%s: dtype %v, want float32 or float64", what, dt)
 	}
 	return t, nil
+}
+
+// output is the tensor an op writes its result of shape (of t's dtype)
+// into: prealloc, when it is a dense tensor of that dtype and size (given
+// the shape; zeroed for an op that adds into its output), else a new zero
+// tensor. Every op here writes each element of its output (or adds into
+// zeros), so a prealloc gives Do's bits whatever it held.
+func output(prealloc gorgonia.Value, t *tensor.Dense, shape tensor.Shape, zero bool) *tensor.Dense {
+	p, ok := prealloc.(*tensor.Dense)
+	if !ok || p.IsView() || p.Dtype() != t.Dtype() || p.Shape().TotalSize() != shape.TotalSize() {
+		return newLike(t, shape)
+	}
+	if !slices.Equal(p.Shape(), shape) && p.Reshape(shape...) != nil {
+		return newLike(t, shape)
+	}
+	if zero {
+		p.Zero()
+	}
+	return p
 }
 
 // newLike is a new zero tensor of shape and t's dtype.
@@ -120,7 +143,7 @@ func (n named) safely(do func() (gorgonia.Value, error)) (v gorgonia.Value, err 
 // caller's goroutine once every chunk has returned.
 func parallel(n, unit int, body func(lo, hi int)) {
 	const minWork = 1 << 15
-	p := min(runtime.GOMAXPROCS(0), n)
+	p := min(workers(), n)
 	if p <= 1 || n*unit < minWork {
 		body(0, n)
 		return

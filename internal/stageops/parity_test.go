@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"math"
 	"math/rand"
+	"reflect"
 	"testing"
 
+	"github.com/pipemare/pipemare/internal/tape"
 	"github.com/stretchr/testify/require"
 	"gonum.org/v1/gonum/blas/gonum"
 	"gorgonia.org/gorgonia"
@@ -56,7 +58,36 @@ func (s side) run(t *testing.T, r *tensor.Dense) []gorgonia.Value {
 	vm := gorgonia.NewTapeMachine(s.g)
 	defer vm.Close()
 	require.NoError(t, vm.RunAll())
-	return vals
+	want := make([]gorgonia.Value, len(vals))
+	for i, v := range vals {
+		want[i] = v.(tensor.Tensor).Clone().(gorgonia.Value)
+	}
+	onExecutor(t, s.g, vals, want)
+	return want
+}
+
+// onExecutor runs g on the stage programs' executor (internal/tape) three
+// times — the third writes into the buffers it adopted at the second,
+// poisoned before — and requires the values read into vals to be want's
+// bits every time, and this package's ops to write into their buffers
+// (UsePreallocDo).
+func onExecutor(t *testing.T, g *gorgonia.ExprGraph, vals, want []gorgonia.Value) {
+	t.Helper()
+	p := tape.Compile(g, false)
+	defer p.Close()
+	for run := 0; run < 3; run++ {
+		clear(vals)
+		p.Poison()
+		require.NoError(t, p.Run())
+		for i := range want {
+			requireBits(t, want[i], vals[i], fmt.Sprintf("executor run %d, value %d", run, i))
+		}
+	}
+	for _, o := range p.Ops() {
+		if ty := reflect.TypeOf(o.Op); ty.Kind() == reflect.Pointer && ty.Elem().PkgPath() == reflect.TypeOf(named{}).PkgPath() {
+			require.Equal(t, "prealloc", o.How, "%v: %s", o.Op, o.Why)
+		}
+	}
 }
 
 func requireBits(t *testing.T, want, got gorgonia.Value, what string) {

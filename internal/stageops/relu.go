@@ -58,13 +58,19 @@ func (op *relu) SymDiff(inputs gorgonia.Nodes, _, grad *gorgonia.Node) (gorgonia
 }
 
 func (op *relu) Do(vals ...gorgonia.Value) (gorgonia.Value, error) {
+	return op.UsePreallocDo(nil, vals...)
+}
+
+// UsePreallocDo is Do writing its result into prealloc where that fits
+// (output).
+func (op *relu) UsePreallocDo(prealloc gorgonia.Value, vals ...gorgonia.Value) (gorgonia.Value, error) {
 	return op.safely(func() (gorgonia.Value, error) {
 		want := []tensor.Shape{op.shape, op.shape}[:op.Arity()]
 		ts, err := op.denseInputs(vals, want...)
 		if err != nil {
 			return nil, err
 		}
-		out := newLike(ts[0], ts[0].Shape())
+		out := output(prealloc, ts[0], ts[0].Shape(), false)
 		switch ts[0].Dtype() {
 		case tensor.Float32:
 			reluKernel(out.Float32s(), floats[float32](ts))

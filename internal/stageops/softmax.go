@@ -71,13 +71,19 @@ func (op *softmax) SymDiff(_ gorgonia.Nodes, output, grad *gorgonia.Node) (gorgo
 }
 
 func (op *softmax) Do(vals ...gorgonia.Value) (gorgonia.Value, error) {
+	return op.UsePreallocDo(nil, vals...)
+}
+
+// UsePreallocDo is Do writing its result into prealloc where that fits
+// (output).
+func (op *softmax) UsePreallocDo(prealloc gorgonia.Value, vals ...gorgonia.Value) (gorgonia.Value, error) {
 	return op.safely(func() (gorgonia.Value, error) {
 		want := []tensor.Shape{op.shape, op.shape}[:op.Arity()]
 		ts, err := op.denseInputs(vals, want...)
 		if err != nil {
 			return nil, err
 		}
-		out := newLike(ts[0], op.shape)
+		out := output(prealloc, ts[0], op.shape, false)
 		switch ts[0].Dtype() {
 		case tensor.Float32:
 			softmaxKernel(op, out.Float32s(), floats[float32](ts), math32.Exp, math32.Log)

@@ -22,8 +22,19 @@ const knownVersion = "v0.9.18"
 func runall(m unsafe.Pointer, errChan chan error, doneChan chan struct{})
 
 // Machine is a gorgonia tape machine whose RunAll runs on the caller's
-// goroutine. Everything else is the tape machine's (Reset, Close, …). A
-// Machine is used by one goroutine at a time, as a tape machine is.
+// goroutine: the program's fallback, and its reference (RunTape).
+// Everything else is the tape machine's (Reset, Close, …). A Machine is
+// used by one goroutine at a time, as a tape machine is.
+//
+// gorgonia's TapeMachine.RunAll locks its caller to an OS thread, starts a
+// goroutine that executes the tape and waits for it on channels: per run a
+// new goroutine whose stack grows again, and two thread hand-offs. Machine
+// executes the same instructions, in the same order, with the same
+// per-instruction checks, on the caller's goroutine: the results are the
+// same bits (TestMachineComputesWhatRunAllComputes). It reaches the tape's
+// executor by its linker name, which ties it to knownVersion; with any
+// other release, or a machine it does not know how to run, it falls back
+// to RunAll: slower, never different.
 type Machine struct {
 	gorgonia.VM
 	tape   unsafe.Pointer // the *tapeMachine; nil: RunAll is the tape machine's

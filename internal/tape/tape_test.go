@@ -167,33 +167,38 @@ func (op *testOp) Hashcode() uint32 {
 func (*testOp) String() string { return "testOp" }
 
 // BenchmarkRunAll runs the small layer's training program with gorgonia's
-// RunAll and with a Machine: the per-run cost a fine-grained stage pays.
-// Compare with benchstat, pinned to one thread and on two:
+// RunAll, with a Machine and with a Program (the executor), its cost,
+// prediction and gradients read out: the per-run cost a fine-grained stage
+// pays. Compare with benchstat, pinned to one thread and on two:
 //
-//	GOMAXPROCS=1 taskset -c 1 go test -run '^$' -bench RunAll -count 10 ./internal/tape/
-//	GOMAXPROCS=2 go test -run '^$' -bench RunAll -count 10 ./internal/tape/
+//	GOMAXPROCS=1 taskset -c 1 go test -run '^$' -bench RunAll -benchmem -count 10 ./internal/tape/
+//	GOMAXPROCS=2 go test -run '^$' -bench RunAll -benchmem -count 10 ./internal/tape/
 //
-// Measured (medians of 10, shared 2-core machine): one thread 48.8 µs
-// (±11 %) against 41.5 µs (±14 %); two threads, where RunAll's goroutine
-// wakes another thread, 111.5 µs (±15 %) against 55.5 µs (±6 %).
+// Measurements are in docs/executor.md.
 func BenchmarkRunAll(b *testing.B) {
-	for _, ours := range []bool{false, true} {
-		name := "gorgonia"
-		if ours {
-			name = "machine"
-		}
+	for _, name := range []string{"gorgonia", "machine", "program"} {
 		b.Run(name, func(b *testing.B) {
 			n := newNet(b)
 			require.NoError(b, G.Let(n.x, ramp(4, 3, 1)))
-			var vm G.VM = G.NewTapeMachine(n.g)
-			if ours {
-				vm = New(n.g, false)
+			vals := n.reads()
+			var run func() error
+			switch name {
+			case "program":
+				p := Compile(n.g, false)
+				defer p.Close()
+				run = p.Run
+			default:
+				var vm G.VM = G.NewTapeMachine(n.g)
+				if name == "machine" {
+					vm = New(n.g, false)
+				}
+				defer vm.Close()
+				run = func() error { vm.Reset(); return vm.RunAll() }
 			}
-			defer vm.Close()
 			b.ReportAllocs()
 			for b.Loop() {
-				vm.Reset()
-				if err := vm.RunAll(); err != nil {
+				clear(vals)
+				if err := run(); err != nil {
 					b.Fatal(err)
 				}
 			}

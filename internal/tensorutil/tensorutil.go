@@ -64,6 +64,27 @@ func add[T float32 | float64](d, x []T) {
 	}
 }
 
+// Sum returns a + b as a new value: two gradients of one tensor (a fresh
+// tensor) or of one scalar (a scalar of a's dtype). Neither is modified.
+func Sum(a, b gorgonia.Value) (gorgonia.Value, error) {
+	if t, ok := a.(tensor.Tensor); ok {
+		sum, err := Clone(t)
+		if err != nil {
+			return nil, err
+		}
+		return sum, AddInto(sum, b)
+	}
+	x, err := Scalar(a)
+	if err != nil {
+		return nil, err
+	}
+	y, err := Scalar(b)
+	if err != nil {
+		return nil, err
+	}
+	return ScalarOf(a.Dtype(), x+y)
+}
+
 // CopyInto copies src's elements into dst (same dtype and size; float64,
 // float32 or int).
 func CopyInto(dst tensor.Tensor, src gorgonia.Value) error {

@@ -2,6 +2,7 @@ package grpcnet
 
 import (
 	"encoding/binary"
+	"github.com/pipemare/pipemare/internal/recycle"
 	"hash/crc32"
 	"math"
 	"strconv"
@@ -105,7 +106,11 @@ var elemSize = map[pb.Dtype]int{
 // allocTensor allocates the value t describes. It returns the bytes the
 // value's little-endian data goes into and a function that, once they are
 // all in, checks their checksum and sets *out.
-func allocTensor(t *pb.Tensor, out *gorgonia.Value, le bool) ([]byte, func() error, error) {
+//
+// With recycled, a dense float tensor comes from the process's pools
+// (recycle.Get): the receiver owns it and returns it once it is done, as a
+// stage does with the activations and gradients it receives.
+func allocTensor(t *pb.Tensor, out *gorgonia.Value, le, recycled bool) ([]byte, func() error, error) {
 	if t.Form == pb.Form_NIL {
 		return nil, nil, nil
 	}
@@ -131,6 +136,22 @@ func allocTensor(t *pb.Tensor, out *gorgonia.Value, le bool) ([]byte, func() err
 	var data any
 	var raw []byte
 	fast := le && (t.Dtype != pb.Dtype_INT || strconv.IntSize == 64)
+	if recycled && fast && t.Form == pb.Form_DENSE && (t.Dtype == pb.Dtype_FLOAT32 || t.Dtype == pb.Dtype_FLOAT64) {
+		dense := recycle.Get(map[pb.Dtype]tensor.Dtype{pb.Dtype_FLOAT32: tensor.Float32, pb.Dtype_FLOAT64: tensor.Float64}[t.Dtype], shape)
+		if t.Dtype == pb.Dtype_FLOAT32 {
+			raw = view(dense.Float32s())
+		} else {
+			raw = view(dense.Float64s())
+		}
+		return raw, func() error {
+			if got := crc32.Checksum(raw, castagnoli); got != t.Crc32C {
+				recycle.Put(dense)
+				return errors.Errorf("arrived corrupted: CRC-32C %08x, sent %08x", got, t.Crc32C)
+			}
+			*out = dense
+			return nil
+		}, nil
+	}
 	switch t.Dtype {
 	case pb.Dtype_FLOAT64:
 		s := make([]float64, n)

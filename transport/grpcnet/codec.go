@@ -169,7 +169,7 @@ func newIncoming(h *pb.Header) (*incoming, error) {
 		return nil, errors.Wrap(err, "body")
 	}
 	for i, t := range h.Tensors {
-		raw, fill, err := allocTensor(t, &in.values[i], hostLittleEndian)
+		raw, fill, err := allocTensor(t, &in.values[i], hostLittleEndian, recycles(transport.Kind(h.Kind)))
 		if err != nil {
 			return nil, errors.Wrapf(err, "tensor %d", i)
 		}
@@ -251,3 +251,8 @@ func (in *incoming) message() (transport.Message, error) {
 	}
 	return m, nil
 }
+
+// recycles reports whether the tensors of a message of kind k are decoded
+// into tensors of the process's pools: a stage's activations and
+// gradients, which the receiving stage returns once it is done with them.
+func recycles(k transport.Kind) bool { return k == transport.Activation || k == transport.Gradient }

@@ -38,7 +38,10 @@
 //
 // # Timing and failure
 //
-// Send queues the message and returns: a writer goroutine per stream
+// Open waits at most the connect timeout (WithConnectTimeout, default 30
+// s) for its peers, then fails with ErrConnectTimeout naming each peer
+// that did not connect, its address and what was last heard of it (not
+// running, stalled in the handshake, refused). Send queues the message and returns: a writer goroutine per stream
 // sends it while the caller computes. Recv waits at most the receive
 // timeout (WithRecvTimeout) and then returns a *transport.LinkError naming
 // the link. Keepalive pings notice a peer that vanished without closing

@@ -2,7 +2,10 @@ package grpcnet
 
 import (
 	"context"
+	"fmt"
 	"net"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -10,9 +13,11 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/status"
 
+	"github.com/pipemare/pipemare/internal/faultpoint"
 	"github.com/pipemare/pipemare/transport"
 	pb "github.com/pipemare/pipemare/transport/grpcnet/internal/framepb"
 )
@@ -27,6 +32,7 @@ type Endpoint struct {
 	s     settings
 	box   *transport.Mailbox
 
+	deadline time.Time       // Open's connect deadline
 	base     context.Context // the dialed streams' context: cancelled at teardown
 	cancel   context.CancelFunc
 	srv      *grpc.Server
@@ -63,10 +69,13 @@ const maxValues = 10_000
 // fingerprint must match. Of two linked peers the lower dials the higher
 // (the driver dials every stage), so a stage listens on its address (or
 // WithListener, WithListenAddr) and waits for the peers below it while it
-// dials those above; the processes may start in any order. Open gives up
-// after the connect timeout or when ctx ends, naming the peers it waited
-// for, and refuses any peer whose handshake differs, saying what differs.
-// Every process of a pipeline calls Open with the same Network.
+// dials those above; the processes may start in any order. Open refuses
+// any peer whose handshake differs, saying what differs, and a stage whose
+// certificate does not verify, at once. It gives up when ctx ends, and
+// after the connect timeout (WithConnectTimeout), counted from the call,
+// with an error that is ErrConnectTimeout (errors.Is) and names every peer
+// that did not connect, its address, and what was last heard of it. Every
+// process of a pipeline calls Open with the same Network.
 func Open(ctx context.Context, self transport.Peer, n Network, opts ...Option) (*Endpoint, error) {
 	s, err := newSettings(opts)
 	if err != nil {
@@ -87,6 +96,9 @@ func Open(ctx context.Context, self transport.Peer, n Network, opts ...Option) (
 	}
 	e.base, e.cancel = context.WithCancel(context.Background())
 	e.anyBroken, e.breakAny = context.WithCancelCause(context.Background())
+	e.deadline = time.Now().Add(s.connectTimeout)
+	octx, ocancel := context.WithDeadlineCause(ctx, e.deadline, errConnectDeadline)
+	defer ocancel()
 	if self != transport.Driver {
 		if err := e.serve(); err != nil {
 			e.teardown(0)
@@ -97,8 +109,6 @@ func Open(ctx context.Context, self transport.Peer, n Network, opts ...Option) (
 			return nil, errors.Wrapf(err, "%v", self)
 		}
 	}
-	octx, ocancel := context.WithTimeout(ctx, s.connectTimeout)
-	defer ocancel()
 	if err := e.connect(octx, ocancel, dials); err != nil {
 		e.teardown(refusalGrace)
 		return nil, errors.Wrapf(err, "%v", self)
@@ -106,8 +116,30 @@ func Open(ctx context.Context, self transport.Peer, n Network, opts ...Option) (
 	e.mu.Lock()
 	e.opened = true
 	e.mu.Unlock()
+	faultpoint.Reach(faultpoint.Point{Name: faultpoint.Opened, Stage: int(self)})
 	return e, nil
 }
+
+// ErrConnectTimeout is what Open's error is (errors.Is) when a peer did
+// not connect and pass the handshake within the connect timeout.
+var ErrConnectTimeout = errors.New("grpcnet: connect timeout")
+
+// errConnectDeadline is the cause of Open's context once the connect
+// timeout has passed.
+var errConnectDeadline = errors.New("the connect timeout passed")
+
+// connectTimeout is Open's error when the connect timeout passed: what it
+// says of each peer that did not connect. It is ErrConnectTimeout.
+type connectTimeout struct{ msg string }
+
+func (e *connectTimeout) Error() string        { return e.msg }
+func (e *connectTimeout) Is(target error) bool { return target == ErrConnectTimeout }
+
+// unanswered is a dial that gave up at the connect timeout: what it last
+// heard of the peer.
+type unanswered struct{ msg string }
+
+func (e *unanswered) Error() string { return e.msg }
 
 // serve starts a stage's server.
 func (e *Endpoint) serve() error {
@@ -144,6 +176,7 @@ func (e *Endpoint) serve() error {
 		// more often than every 5 minutes and closes the connection.
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: minPing / 2, PermitWithoutStream: true}),
 		grpc.WaitForHandlers(true),
+		grpc.InitialWindowSize(streamWindow), grpc.InitialConnWindowSize(connWindow),
 	)
 	pb.RegisterLinkServer(e.srv, server{e: e})
 	e.wg.Add(1)
@@ -153,6 +186,20 @@ func (e *Endpoint) serve() error {
 	}()
 	return nil
 }
+
+// streamWindow and connWindow are HTTP/2's flow-control windows, per
+// stream and per connection. grpc-go starts at 64 KiB and grows the window
+// as it measures the link, each step a round trip that needs the
+// receiver's reader to run; a stage process with one core runs its reader
+// only when its compute waits, so a tensor of a few MiB crawled across in
+// window-sized pieces while the receiver computed. A window larger than
+// any activation lets the sender write a whole message at once; the
+// receiver's reader drains every stream into its mailbox in any case, so
+// it buffers no more than it did.
+const (
+	streamWindow = 64 << 20
+	connWindow   = 256 << 20
+)
 
 // minPing is the shortest keepalive interval grpc-go lets a client use.
 const minPing = 10 * time.Second
@@ -170,6 +217,7 @@ func (e *Endpoint) dialOptions() []grpc.DialOption {
 	return []grpc.DialOption{
 		grpc.WithTransportCredentials(e.s.clientCreds()),
 		grpc.WithKeepaliveParams(e.keepalive()),
+		grpc.WithInitialWindowSize(streamWindow), grpc.WithInitialConnWindowSize(connWindow),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(e.s.maxFrame()), grpc.MaxCallSendMsgSize(e.s.maxFrame())),
 		// Peers start in any order: retry a refused connection quickly.
 		grpc.WithConnectParams(grpc.ConnectParams{
@@ -179,7 +227,9 @@ func (e *Endpoint) dialOptions() []grpc.DialOption {
 	}
 }
 
-// connect dials the peers above this one and waits for those below.
+// connect dials the peers above this one and waits for those below. A
+// refusal, a mismatch or a certificate that does not verify ends it at
+// once; at the connect timeout it names every peer still missing.
 func (e *Endpoint) connect(octx context.Context, ocancel context.CancelFunc, dials []transport.Peer) error {
 	errc := make(chan error, len(dials))
 	for _, p := range dials {
@@ -192,6 +242,7 @@ func (e *Endpoint) connect(octx context.Context, ocancel context.CancelFunc, dia
 			<-errc
 		}
 	}()
+	var silent []string // the dials that gave up at the connect timeout
 	for {
 		e.mu.Lock()
 		var missing []transport.Peer
@@ -202,10 +253,13 @@ func (e *Endpoint) connect(octx context.Context, ocancel context.CancelFunc, dia
 		}
 		refused, arrived := e.refused, e.arrived
 		e.mu.Unlock()
+		slices.Sort(missing)
 		if refused != nil {
 			return refused
 		}
-		if pending == 0 && len(missing) == 0 {
+		// Not past the deadline either: a process stopped beyond it finds
+		// its timer not yet fired when it goes on.
+		if pending == 0 && len(missing) == 0 && len(silent) == 0 && octx.Err() == nil && time.Now().Before(e.deadline) {
 			e.mu.Lock()
 			defer e.mu.Unlock()
 			if e.failure != nil { // a stream broke right after its handshake
@@ -213,30 +267,58 @@ func (e *Endpoint) connect(octx context.Context, ocancel context.CancelFunc, dia
 			}
 			return nil
 		}
+		var u *unanswered
 		select {
 		case err := <-errc:
 			pending--
-			if err != nil {
+			switch {
+			case errors.As(err, &u):
+				silent = append(silent, u.msg)
+			case err != nil:
 				return err
+			}
+			if pending > 0 || len(missing) > 0 || len(silent) == 0 {
+				continue
 			}
 		case <-arrived:
+			continue
 		case <-octx.Done():
-			if len(missing) == 0 {
-				continue // a dial reports its own timeout
-			}
-			err := errors.Errorf("waited for %v to connect: %v (are they running, with this stage's address right?)", peerList(missing), octx.Err())
-			if e.refusals == nil {
+		}
+		if cause := context.Cause(octx); cause != errConnectDeadline {
+			return errors.Wrap(cause, "connecting")
+		}
+		for ; pending > 0; pending-- { // they end now
+			if err := <-errc; errors.As(err, &u) {
+				silent = append(silent, u.msg)
+			} else if err != nil {
 				return err
 			}
-			if r := e.refusals.lastRefusal(); r != nil {
-				err = errors.Errorf("%v; the last connection refused: %v", err, r)
-			}
-			return err
 		}
+		return e.timedOut(missing, silent)
 	}
 }
 
-// dial opens the stream to stage p, retrying until p answers or octx ends.
+// timedOut is the error of an Open whose connect timeout passed: the peers
+// that never dialed in, and what each dial that gave up last heard.
+func (e *Endpoint) timedOut(missing []transport.Peer, silent []string) error {
+	parts := silent
+	if len(missing) == 0 && len(silent) == 0 { // they came, but too late
+		parts = []string{"the last of its peers connected only after it"}
+	}
+	if len(missing) > 0 {
+		msg := fmt.Sprintf("%s did not connect to %v (are they running, and given this stage's address?)", peerList(missing), e.self)
+		if e.refusals != nil {
+			if r := e.refusals.lastRefusal(); r != nil {
+				msg = fmt.Sprintf("%s; the last connection refused: %v", msg, r)
+			}
+		}
+		parts = append([]string{msg}, parts...)
+	}
+	return &connectTimeout{msg: fmt.Sprintf("not connected within %v (the connect timeout): %s", e.s.connectTimeout, strings.Join(parts, "; "))}
+}
+
+// dial opens the stream to stage p, retrying until p answers or octx
+// ends; at the connect timeout it returns an *unanswered.
 func (e *Endpoint) dial(octx context.Context, p transport.Peer) error {
 	addr := e.net.Addrs[p]
 	conn, err := grpc.NewClient(addr, e.dialOptions()...)
@@ -247,8 +329,12 @@ func (e *Endpoint) dial(octx context.Context, p transport.Peer) error {
 	e.conns = append(e.conns, conn)
 	e.mu.Unlock()
 	client := pb.NewLinkClient(conn)
+	var heard error // the last failure that was not the deadline's cut
 	for {
 		err := e.handshake(octx, client, p, addr)
+		if err != nil && !errors.Is(err, errHandshakeCut) {
+			heard = err
+		}
 		var m *mismatch
 		switch {
 		case err == nil:
@@ -260,10 +346,31 @@ func (e *Endpoint) dial(octx context.Context, p transport.Peer) error {
 		}
 		select {
 		case <-octx.Done():
-			return errors.Errorf("%v at %s did not answer: %v; last error: %v (is it running, and is the address right?)", p, addr, octx.Err(), err)
+			if context.Cause(octx) != errConnectDeadline {
+				return context.Cause(octx)
+			}
+			switch {
+			case errors.Is(err, errHandshakeCut) && conn.GetState() == connectivity.Ready:
+				return &unanswered{fmt.Sprintf("%v at %s took the stream but did not answer the handshake (is it stalled, or overloaded?)", p, addr)}
+			case heard == nil:
+				return &unanswered{fmt.Sprintf("%v at %s did not complete the connection (is it stalled, or its host unreachable?)", p, addr)}
+			}
+			return &unanswered{fmt.Sprintf("%v at %s did not answer (is it running, and is the address right?): %s", p, addr, lastWord(heard))}
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// errHandshakeCut is a handshake that the end of Open's context cut short:
+// the peer took the stream but had not answered.
+var errHandshakeCut = errors.New("the handshake was cut short")
+
+// lastWord is what a failed dial last heard: gRPC's description of it.
+func lastWord(err error) string {
+	if s, ok := status.FromError(err); ok {
+		return s.Message()
+	}
+	return err.Error()
 }
 
 // mismatch is a handshake that cannot succeed by retrying.
@@ -281,6 +388,7 @@ func (e *Endpoint) handshake(octx context.Context, client pb.LinkClient, p trans
 		err = stream.Send(e.hello())
 	}
 	if err == nil {
+		faultpoint.Reach(faultpoint.Point{Name: faultpoint.HelloSent, Stage: int(p)})
 		f, err = stream.Recv()
 	}
 	if status.Code(err) == codes.FailedPrecondition {
@@ -292,8 +400,8 @@ func (e *Endpoint) handshake(octx context.Context, client pb.LinkClient, p trans
 			err = &mismatch{herr}
 		}
 	}
-	if !stop() && err == nil {
-		err = octx.Err()
+	if !stop() { // octx ended: whatever the stream said, it was cut short
+		err = errHandshakeCut
 	}
 	if err != nil {
 		scancel()
@@ -331,6 +439,7 @@ func (s server) Stream(stream pb.Link_StreamServer) error {
 	}
 	h := f.GetHello()
 	claimed := transport.Peer(h.GetPeer())
+	faultpoint.Reach(faultpoint.Point{Name: faultpoint.HelloReceived, Stage: int(claimed)})
 	if err := e.checkHello(h, remote, transport.AnyPeer); err != nil {
 		return e.refuse(err)
 	}
@@ -396,6 +505,12 @@ func (e *Endpoint) Self() transport.Peer { return e.self }
 // *transport.LinkError naming the link). The queue is not bounded: a sender far ahead of its receiver holds
 // its messages in memory. A message to this endpoint itself is put in its
 // own mailbox as it is, as transport.Local does.
+//
+// A message's tensors belong to its receiver once sent (package
+// transport): here the dense tensors of a message marked Own go back to
+// the process's pools (internal/recycle) once their frames are written, and
+// a received Activation's or Gradient's are taken from the pools, for the
+// receiver to return when done.
 func (e *Endpoint) Send(ctx context.Context, m transport.Message) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -530,10 +645,12 @@ func (e *Endpoint) linked() []transport.Peer {
 
 // Close flushes what was sent, tells each peer it is leaving, waits (at
 // most the receive timeout) until each has read it all, and stops every
-// goroutine and connection of the endpoint. Pending and later calls fail
-// with ErrClosed. It returns an error naming the links whose messages could
-// not be delivered (the links that broke are only released). It is safe
-// to call more than once.
+// goroutine and connection of the endpoint. Once a link broke the pipeline
+// is failing: Close waits for the other peers at most the connect timeout,
+// if it is shorter, so that a stalled peer does not hold it up. Pending and
+// later calls fail with ErrClosed. It returns an error naming the links
+// whose messages could not be delivered (the links that broke are only
+// released). It is safe to call more than once.
 func (e *Endpoint) Close() error {
 	e.closeOnce.Do(func() {
 		e.mu.Lock()
@@ -558,8 +675,14 @@ func (e *Endpoint) flush(links []*peerLink) error {
 	for _, l := range links {
 		l.startClosing()
 	}
+	wait := e.s.recvTimeout
+	e.mu.Lock()
+	if e.failure != nil {
+		wait = min(wait, e.s.connectTimeout)
+	}
+	e.mu.Unlock()
 	expired := make(chan struct{})
-	defer time.AfterFunc(e.s.recvTimeout, func() { close(expired) }).Stop()
+	defer time.AfterFunc(wait, func() { close(expired) }).Stop()
 	var errs []error
 	for _, l := range links {
 		select {
@@ -568,7 +691,7 @@ func (e *Endpoint) flush(links []*peerLink) error {
 		}
 		if ok, queued := l.delivered(); !ok {
 			errs = append(errs, errors.Errorf("link %v → %v: %v did not confirm within %v that it read everything sent to it (%d messages were still queued)",
-				e.self, l.peer, l.peer, e.s.recvTimeout, queued))
+				e.self, l.peer, l.peer, wait, queued))
 		}
 	}
 	return errors.Wrap(errorsJoin(errs), "close")

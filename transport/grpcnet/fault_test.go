@@ -114,6 +114,26 @@ func TestStalledLinkGivesADeadlineError(t *testing.T) {
 	require.Less(t, time.Since(start), 3*timeout, "Close gives up on a stalled link")
 }
 
+// TestCloseOfAFailingPipelineDoesNotWaitForAStalledPeer: once a link
+// broke, Close gives a stalled peer only the connect timeout, not the
+// receive timeout, to confirm what it was sent.
+func TestCloseOfAFailingPipelineDoesNotWaitForAStalledPeer(t *testing.T) {
+	ls, addrs := listeners(t, 2)
+	gone, stalled := newFaultProxy(t, addrs[0]), newFaultProxy(t, addrs[1])
+	n := Network{Addrs: []string{gone.addr(), stalled.addr()}, Fingerprint: "fp"}
+	p := open(t, n, ls, append(quick(time.Minute), WithConnectTimeout(time.Second))...)
+	stalled.stalled.Store(true)
+	gone.close() // the driver's link to stage 0 breaks
+	_, err := p.driver.Recv(context.Background(), 0, transport.Reply)
+	var le *transport.LinkError
+	require.ErrorAs(t, err, &le)
+	start := time.Now()
+	err = p.driver.Close()
+	require.ErrorContains(t, err, "close: link driver → stage 1: stage 1 did not confirm within 1s that it read everything sent to it")
+	require.Less(t, time.Since(start), 10*time.Second, "not the receive timeout of a minute")
+	stalled.close() // stage 1's link to the driver ends: it closes at once
+}
+
 // TestSlowLinkGivesADeadlineErrorThenDelivers: a link too slow for the
 // receive timeout fails that Recv, naming the link, without breaking it:
 // the message arrives once the link speeds up.

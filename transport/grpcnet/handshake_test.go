@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/pipemare/pipemare/internal/faultpoint"
 	"github.com/pipemare/pipemare/transport"
 )
 
@@ -90,21 +91,74 @@ func TestSecondPeerWithTheSameIdentityIsRefused(t *testing.T) {
 
 // TestOpenNamesTheMissingPeer: a stage whose driver never comes gives up
 // after the connect timeout, naming whom it waited for; a driver whose
-// stage is not there names the stage and its address.
+// stage is not there, or takes the connection and never answers, names the
+// stage and its address, and says what it last heard; a driver missing
+// two stages names both. Each error is ErrConnectTimeout.
 func TestOpenNamesTheMissingPeer(t *testing.T) {
+	const timeout = 300 * time.Millisecond
 	ls, addrs := listeners(t, 1)
 	start := time.Now()
-	_, err := Open(context.Background(), 0, Network{Addrs: addrs}, WithInsecure(), WithListener(ls[0]), WithConnectTimeout(300*time.Millisecond))
-	require.ErrorContains(t, err, "stage 0: waited for driver to connect: context deadline exceeded")
+	_, err := Open(context.Background(), 0, Network{Addrs: addrs}, WithInsecure(), WithListener(ls[0]), WithConnectTimeout(timeout))
+	require.ErrorIs(t, err, ErrConnectTimeout)
+	require.EqualError(t, err, "stage 0: not connected within 300ms (the connect timeout): driver did not connect to stage 0 (are they running, and given this stage's address?)")
 	require.Less(t, time.Since(start), 5*time.Second)
 
-	_, addrs = listeners(t, 1) // listening, but nobody answers the handshake
+	_, silent := listeners(t, 1) // listening, but nobody answers: the connection is never set up
 	ls2, free := listeners(t, 1)
 	require.NoError(t, ls2[0].Close()) // nobody listens: connection refused
-	for _, a := range []string{addrs[0], free[0]} {
-		_, err = Open(context.Background(), transport.Driver, Network{Addrs: []string{a}}, WithInsecure(), WithConnectTimeout(300*time.Millisecond))
-		require.ErrorContains(t, err, "driver: stage 0 at "+a+" did not answer: context deadline exceeded; last error:")
+	for _, c := range []struct{ addr, says string }{
+		{silent[0], "did not complete the connection (is it stalled, or its host unreachable?)"},
+		{free[0], "did not answer (is it running, and is the address right?): connection error: "},
+	} {
+		_, err = Open(context.Background(), transport.Driver, Network{Addrs: []string{c.addr}}, WithInsecure(), WithConnectTimeout(timeout))
+		require.ErrorIs(t, err, ErrConnectTimeout)
+		require.ErrorContains(t, err, "driver: not connected within 300ms (the connect timeout): stage 0 at "+c.addr+" "+c.says)
 	}
+	_, err = Open(context.Background(), transport.Driver, Network{Addrs: []string{free[0], silent[0]}}, WithInsecure(), WithConnectTimeout(timeout))
+	require.ErrorContains(t, err, "stage 0 at "+free[0]+" did not answer")
+	require.ErrorContains(t, err, "stage 1 at "+silent[0]+" did not complete the connection")
+}
+
+// TestStageStalledInTheHandshake: a stage that takes the driver's stream
+// and reads its hello but never answers (a process stopped there) makes the
+// driver's Open fail at the connect timeout, saying so; the stage, once it
+// goes on, finds its own connect timeout passed.
+func TestStageStalledInTheHandshake(t *testing.T) {
+	release := make(chan struct{})
+	faultpoint.Set(func(p faultpoint.Point) {
+		if p.Name == faultpoint.HelloReceived && p.Stage == int(transport.Driver) {
+			<-release
+		}
+	})
+	defer faultpoint.Set(nil)
+	ls, addrs := listeners(t, 1)
+	n := Network{Addrs: addrs}
+	stage := openStage(t, ls[0], n, WithInsecure(), WithConnectTimeout(time.Second))
+	start := time.Now()
+	_, err := Open(context.Background(), transport.Driver, n, WithInsecure(), WithConnectTimeout(time.Second))
+	require.ErrorIs(t, err, ErrConnectTimeout)
+	require.EqualError(t, err, "driver: not connected within 1s (the connect timeout): stage 0 at "+addrs[0]+" took the stream but did not answer the handshake (is it stalled, or overloaded?)")
+	require.Less(t, time.Since(start), 3*time.Second)
+	time.Sleep(500 * time.Millisecond) // the stage's own timeout, counted from a little later, passes too
+	close(release)
+	select {
+	case err := <-stage:
+		require.ErrorIs(t, err, ErrConnectTimeout)
+		require.ErrorContains(t, err, "stage 0: not connected within 1s")
+	case <-time.After(10 * time.Second):
+		t.Fatal("the stage's Open did not return")
+	}
+}
+
+// TestOpenCanceled: an Open whose context ends is not a timeout.
+func TestOpenCanceled(t *testing.T) {
+	ls, addrs := listeners(t, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(100*time.Millisecond, cancel)
+	_, err := Open(ctx, 0, Network{Addrs: addrs}, WithInsecure(), WithListener(ls[0]), WithConnectTimeout(time.Minute))
+	require.ErrorIs(t, err, context.Canceled)
+	require.NotErrorIs(t, err, ErrConnectTimeout)
+	require.EqualError(t, err, "stage 0: connecting: context canceled")
 }
 
 func TestOptionsAreChecked(t *testing.T) {

@@ -3,6 +3,7 @@ package grpcnet
 import (
 	"context"
 	stderrors "errors"
+	"github.com/pipemare/pipemare/internal/recycle"
 	"strings"
 	"sync"
 
@@ -113,7 +114,11 @@ func (l *peerLink) write() {
 			l.queue = l.queue[1:]
 			l.mu.Unlock()
 			kind = o.m.Kind
-			err = l.send(o)
+			if err = l.send(o); err == nil && o.m.Own {
+				for _, v := range o.m.Values {
+					recycle.Put(v) // written: the receiver has its own
+				}
+			}
 		default:
 			l.byeSent = true
 			l.mu.Unlock()

@@ -14,6 +14,7 @@ import (
 	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
+	"github.com/pipemare/pipemare/internal/recycle"
 	"github.com/pipemare/pipemare/internal/tensorutil"
 	"github.com/pipemare/pipemare/transport"
 )
@@ -110,10 +111,14 @@ func TestMessagesRoundTripBitExactly(t *testing.T) {
 		{Kind: transport.Activation, To: 1, Micro: 6, Values: []gorgonia.Value{big, wide}},    // chunked, then inline
 		{Kind: transport.Activation, To: 1, Micro: math.MaxInt64, Version: math.MinInt64 + 1}, // extreme numbers
 	}
-	for _, m := range msgs {
+	sent := make([][]string, len(msgs)) // before Send: a sent activation's tensors go back to the pools
+	for k, m := range msgs {
+		for _, v := range m.Values {
+			sent[k] = append(sent[k], rawBits(t, v))
+		}
 		require.NoError(t, p.stages[0].Send(ctx, m))
 	}
-	for _, want := range msgs {
+	for k, want := range msgs {
 		got, err := p.stages[1].Recv(ctx, 0, transport.Activation)
 		require.NoError(t, err)
 		require.Equal(t, transport.Peer(0), got.From)
@@ -123,7 +128,7 @@ func TestMessagesRoundTripBitExactly(t *testing.T) {
 		require.Nil(t, got.Body)
 		require.Len(t, got.Values, len(want.Values))
 		for i := range want.Values {
-			require.Equal(t, rawBits(t, want.Values[i]), rawBits(t, got.Values[i]), "microbatch %d, value %d", want.Micro, i)
+			require.Equal(t, sent[k][i], rawBits(t, got.Values[i]), "microbatch %d, value %d", want.Micro, i)
 		}
 	}
 
@@ -223,4 +228,41 @@ func TestFIFOPerSenderAndKindUnderConcurrentSenders(t *testing.T) {
 		require.Equal(t, msgs, n, "%v", key)
 	}
 	require.Len(t, next, 2*2*goroutines)
+}
+
+// TestActivationsAreRecycled: the dense tensors of an activation marked
+// Own go back to the sender's pools once written (recycle.Debug poisons
+// what is put back), and the receiver's come from its pools, for it to
+// return; a message not marked Own, and the driver's data, keep theirs.
+func TestActivationsAreRecycled(t *testing.T) {
+	recycle.Debug(true)
+	defer recycle.Debug(false)
+	ls, addrs := listeners(t, 2)
+	p := open(t, Network{Addrs: addrs, Links: chain(2), Fingerprint: "fp"}, ls, quick(time.Minute)...)
+	ctx := context.Background()
+	spare := tensor.New(tensor.WithShape(32), tensor.Of(tensor.Float32))
+	recycle.Put(spare) // in the pools, for the receiver (the same process here)
+	act := tensor.New(tensor.WithShape(4, 8), tensor.WithBacking(make([]float32, 32)))
+	data := tensor.New(tensor.WithShape(4, 8), tensor.WithBacking(make([]float32, 32)))
+	require.NoError(t, p.stages[0].Send(ctx, transport.Message{Kind: transport.Activation, To: 1, Micro: 0, Values: []gorgonia.Value{act}, Own: true}))
+	kept := tensor.New(tensor.WithShape(4, 8), tensor.WithBacking(make([]float32, 32)))
+	require.NoError(t, p.stages[0].Send(ctx, transport.Message{Kind: transport.Activation, To: 1, Micro: 1, Values: []gorgonia.Value{kept}}))
+	require.NoError(t, p.driver.Send(ctx, transport.Message{Kind: transport.Control, To: 1, Micro: 0, Values: []gorgonia.Value{data}}))
+	got, err := p.stages[1].Recv(ctx, 0, transport.Activation)
+	require.NoError(t, err)
+	require.Equal(t, make([]float32, 32), got.Values[0].Data(), "the activation arrived intact")
+	second, err := p.stages[1].Recv(ctx, 0, transport.Activation)
+	require.NoError(t, err)
+	_, err = p.stages[1].Recv(ctx, transport.Driver, transport.Control)
+	require.NoError(t, err)
+	in := got.Values[0].(*tensor.Dense)
+	require.True(t, in == spare || in == act, "the receiver's tensor came from the pools")
+	// Sender and receiver share a process here: the receiver may have
+	// taken the very tensor the sender put back.
+	require.Eventually(t, func() bool { return in == act || math.IsNaN(float64(act.Float32s()[0])) }, 10*time.Second, time.Millisecond, "the sent activation went back to the pools")
+	require.Equal(t, make([]float32, 32), data.Data(), "the driver's data is its own")
+	require.Equal(t, make([]float32, 32), kept.Data(), "a message not marked Own leaves its tensors to the sender")
+	recycle.Put(second.Values[0])
+	recycle.Put(got.Values[0]) // the receiver owns it: Debug refuses a tensor put back twice
+	require.Panics(t, func() { recycle.Put(got.Values[0]) })
 }

@@ -29,8 +29,12 @@ const (
 	// for its messages to be delivered, unless WithRecvTimeout says
 	// otherwise.
 	DefaultRecvTimeout = 2 * time.Minute
-	// DefaultConnectTimeout is how long Open waits for its peers.
-	DefaultConnectTimeout = 2 * time.Minute
+	// DefaultConnectTimeout is how long Open waits for its peers to
+	// connect and pass the handshake unless WithConnectTimeout says
+	// otherwise: long enough for processes started together to build
+	// their model, short enough that a peer that never comes is reported
+	// while someone is still watching.
+	DefaultConnectTimeout = 30 * time.Second
 	// chunkSize is the largest piece of a tensor in one frame.
 	chunkSize = 1 << 20
 	// frameSlack is the room a frame has beyond its chunk for the header:
@@ -67,7 +71,11 @@ func WithListenAddr(addr string) Option { return func(s *settings) { s.listenAdd
 func WithRecvTimeout(d time.Duration) Option { return func(s *settings) { s.recvTimeout = d } }
 
 // WithConnectTimeout bounds how long Open waits for every peer to connect
-// and pass the handshake (a stage also waits for the peers that dial it).
+// and pass the handshake (a stage also waits for the peers that dial it),
+// counted from the call to Open: a peer that is not running, stalls in the
+// handshake or was refused makes Open fail after d, naming it (the error is
+// ErrConnectTimeout). Peers started at very different times (pods waiting
+// for their image) need a d that covers the gap.
 func WithConnectTimeout(d time.Duration) Option {
 	return func(s *settings) { s.connectTimeout = d }
 }

@@ -8,17 +8,14 @@ import (
 
 // interpreter evaluates the original graph op by op with each op's Do on
 // fresh copies of its inputs, so no op can overwrite a value another op still
-// needs. It is slow and exact: Profiled times ops with it, and tests use it as
-// a reference that does not depend on the tape machine's memory reuse.
+// needs. It is slow and exact: tests use it as a reference that does not
+// depend on the tape machine's memory reuse.
 // BatchNorm running statistics are saved before the first Do and restored by
 // restore, so evaluating leaves the model as it was.
 type interpreter struct {
 	a     *analysis
 	vals  map[*gorgonia.Node]gorgonia.Value
 	saved bnstate.Saved
-	// around wraps each Do of a laid-out op; it may call do more than once
-	// (to time it) and must return one result.
-	around func(n *gorgonia.Node, do func() (gorgonia.Value, error)) (gorgonia.Value, error)
 }
 
 func newInterpreter(a *analysis, feeds map[*gorgonia.Node]gorgonia.Value) (*interpreter, error) {
@@ -77,12 +74,7 @@ func (in *interpreter) eval(n *gorgonia.Node) (v gorgonia.Value, err error) {
 		}
 		return n.Op().Do(fresh...)
 	}
-	if _, laid := in.a.pos[n]; laid && in.around != nil {
-		v, err = in.around(n, do)
-	} else {
-		v, err = do()
-	}
-	if err != nil {
+	if v, err = do(); err != nil {
 		return nil, errors.Wrapf(err, "op %v of node %q failed", n.Op(), n.Name())
 	}
 	in.vals[n] = v

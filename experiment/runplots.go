@@ -1,7 +1,8 @@
-package main
+package experiment
 
 import (
 	"fmt"
+	"github.com/pkg/errors"
 	"image/color"
 	"math"
 	"os"
@@ -21,19 +22,29 @@ import (
 	"gonum.org/v1/plot/vg/vgimg"
 )
 
-// writePlots draws, into dir, loss.png (every run's loss curve, each
+// Labelled is a run's result and the label its panels are titled with.
+type Labelled struct {
+	Label  string
+	Result *zoo.Result
+}
+
+// PlotFiles are the figures WritePlots writes.
+var PlotFiles = []string{"loss.png", "gantt.png", "utilization.png", "memory.png"}
+
+// WritePlots draws, into dir, loss.png (every run's loss curve, each
 // warm-up's end marked) and gantt.png, utilization.png and memory.png with
 // one panel per run, titled with the run's label, and a legend beside the
-// panels.
-func writePlots(dir string, runs []labelledRun) error {
+// panels (the figures pipemare train and compare write). The results need
+// their Events and Report.
+func WritePlots(dir string, runs []Labelled) error {
 	if err := lossPlot(filepath.Join(dir, "loss.png"), runs); err != nil {
 		return err
 	}
 	figures := []struct {
 		file   string
 		height func(*zoo.Result) vg.Length
-		legend func([]labelledRun) plot.Legend
-		panel  func(*plot.Plot, labelledRun) error
+		legend func([]Labelled) plot.Legend
+		panel  func(*plot.Plot, Labelled) error
 	}{
 		{"gantt.png", func(r *zoo.Result) vg.Length { return vg.Length(1.2+0.25*float64(r.Stages)) * vg.Inch }, ganttLegend, ganttPanel},
 		{"utilization.png", func(*zoo.Result) vg.Length { return 2.6 * vg.Inch }, utilizationLegend, utilizationPanel},
@@ -41,7 +52,7 @@ func writePlots(dir string, runs []labelledRun) error {
 	}
 	for _, f := range figures {
 		if err := saveFigure(filepath.Join(dir, f.file), runs, f.height, f.legend(runs), f.panel); err != nil {
-			return fmt.Errorf("%s: %w", f.file, err)
+			return errors.Wrap(err, f.file)
 		}
 	}
 	return nil
@@ -54,16 +65,16 @@ const (
 
 // saveFigure draws one panel per run, stacked, with the legend in a column
 // on the right, and writes the figure as a PNG.
-func saveFigure(path string, runs []labelledRun, height func(*zoo.Result) vg.Length, legend plot.Legend, panel func(*plot.Plot, labelledRun) error) error {
+func saveFigure(path string, runs []Labelled, height func(*zoo.Result) vg.Length, legend plot.Legend, panel func(*plot.Plot, Labelled) error) error {
 	total := vg.Length(0)
 	for _, r := range runs {
-		total += height(r.res)
+		total += height(r.Result)
 	}
 	img := vgimg.New(figureWidth, total)
 	dc := draw.New(img)
 	top := vg.Length(0)
 	for _, r := range runs {
-		h := height(r.res)
+		h := height(r.Result)
 		p := plot.New()
 		if err := panel(p, r); err != nil {
 			return err
@@ -92,7 +103,7 @@ func writePNG(path string, img *vgimg.Canvas) error {
 // lossPlot draws every run's minibatch loss, a running mean over 10 steps,
 // and a dashed line where each warm-up hands over to the asynchronous
 // schedule.
-func lossPlot(path string, runs []labelledRun) error {
+func lossPlot(path string, runs []Labelled) error {
 	p := plot.New()
 	p.Title.Text = "training loss"
 	p.X.Label.Text = "step (minibatch)"
@@ -101,7 +112,7 @@ func lossPlot(path string, runs []labelledRun) error {
 	for i, r := range runs {
 		var pts plotter.XYs
 		step := 0
-		for _, e := range r.res.Epochs {
+		for _, e := range r.Result.Epochs {
 			for _, l := range e.Losses {
 				pts = append(pts, plotter.XY{X: float64(step), Y: l})
 				step++
@@ -115,14 +126,14 @@ func lossPlot(path string, runs []labelledRun) error {
 		line.Dashes = plotutil.Dashes(i / 7)
 		line.Width = vg.Points(1.5)
 		p.Add(line)
-		p.Legend.Add(r.label, line)
+		p.Legend.Add(r.Label, line)
 		for _, pt := range line.XYs {
 			top = max(top, pt.Y)
 		}
 	}
 	marked := map[int]bool{}
 	for i, r := range runs {
-		w := r.res.Config.Warmup
+		w := r.Result.Config.Warmup
 		if w <= 0 || marked[w] {
 			continue
 		}
@@ -137,7 +148,7 @@ func lossPlot(path string, runs []labelledRun) error {
 		// At the bottom, under the curves (a loss stays well above 0
 		// this early), away from the legend at the top right.
 		y := top * (0.03 + 0.06*float64(len(marked)-1))
-		label, err := plotter.NewLabels(plotter.XYLabels{XYs: plotter.XYs{{X: float64(w), Y: y}}, Labels: []string{fmt.Sprintf(" %s: the warm-up ends, asynchronous from step %d", r.label, w)}})
+		label, err := plotter.NewLabels(plotter.XYLabels{XYs: plotter.XYs{{X: float64(w), Y: y}}, Labels: []string{fmt.Sprintf(" %s: the warm-up ends, asynchronous from step %d", r.Label, w)}})
 		if err != nil {
 			return err
 		}
@@ -174,11 +185,11 @@ var opColors = []struct {
 }
 
 // ganttLegend names the colours of the actions the Gantt panels show.
-func ganttLegend(runs []labelledRun) plot.Legend {
+func ganttLegend(runs []Labelled) plot.Legend {
 	has := map[schedule.Op]bool{}
 	for _, r := range runs {
-		from, to := steadyWindow(r.res)
-		for _, evs := range r.res.Events {
+		from, to := steadyWindow(r.Result)
+		for _, evs := range r.Result.Events {
 			for _, e := range evs {
 				if e.End >= from && e.Start <= to {
 					has[e.Action.Op] = true
@@ -196,21 +207,22 @@ func ganttLegend(runs []labelledRun) plot.Legend {
 }
 
 // steadyWindow is the Gantt's window: the span of three minibatches
-// (three times the median time between two updates of stage 0) where the
-// stages were busiest, among windows starting at a forward of stage 0 in
-// the run's last segment (the asynchronous one after a warm-up): the full
-// pipeline, not its fill or final drain, nor a pause for evaluation.
+// (three times the median time between two updates of stage 0 in the
+// steady state) where the stages were busiest, among windows inside the
+// run's steady state (asyncvm.SteadyState) that start at a forward of
+// stage 0: the full pipeline, neither a warm-up, nor its fill or final
+// drain, nor a pause for evaluation.
 func steadyWindow(r *zoo.Result) (from, to time.Duration) {
 	if len(r.Events) == 0 || len(r.Events[0]) == 0 {
 		return 0, 0
 	}
-	segStart := time.Duration(0)
-	if segs := r.Report.Segments; len(segs) > 0 {
-		segStart = segs[len(segs)-1].Start
+	lo, hi, ok := asyncvm.SteadyState(r.Events, r.Report.Schedule)
+	if !ok { // no steady state: the whole run
+		lo, hi = 0, r.Events[0][len(r.Events[0])-1].End
 	}
 	var updates []time.Duration
 	for _, e := range r.Events[0] {
-		if e.Action.Op == schedule.OpUpdate && e.End >= segStart {
+		if e.Action.Op == schedule.OpUpdate && e.End >= lo && e.End <= hi {
 			updates = append(updates, e.End)
 		}
 	}
@@ -218,8 +230,7 @@ func steadyWindow(r *zoo.Result) (from, to time.Duration) {
 	for k := 1; k < len(updates); k++ {
 		gaps = append(gaps, updates[k]-updates[k-1])
 	}
-	last := r.Events[0][len(r.Events[0])-1].End
-	width := last - segStart
+	width := hi - lo
 	if len(gaps) > 0 {
 		sort.Slice(gaps, func(a, b int) bool { return gaps[a] < gaps[b] })
 		width = min(width, 3*gaps[len(gaps)/2])
@@ -230,7 +241,7 @@ func steadyWindow(r *zoo.Result) (from, to time.Duration) {
 	}
 	best := -1.0
 	for _, e := range r.Events[0] {
-		if e.Action.Op != schedule.OpForward || e.Start < segStart || e.Start+width > last {
+		if e.Action.Op != schedule.OpForward || e.Start < lo || e.Start+width > hi {
 			continue
 		}
 		total := 0.0
@@ -242,7 +253,7 @@ func steadyWindow(r *zoo.Result) (from, to time.Duration) {
 		}
 	}
 	if best < 0 {
-		from = max(segStart, last-width)
+		from = max(lo, hi-width)
 	}
 	return from, from + width
 }
@@ -281,8 +292,8 @@ func (b stageBusy) within(from, to time.Duration) float64 {
 
 // ganttPanel draws each stage's actions over the steady-state window,
 // stage 0 at the top.
-func ganttPanel(p *plot.Plot, r labelledRun) error {
-	res := r.res
+func ganttPanel(p *plot.Plot, r Labelled) error {
+	res := r.Result
 	P := len(res.Events)
 	from, to := steadyWindow(res)
 	byOp := make([]rects, len(opColors))
@@ -306,7 +317,7 @@ func ganttPanel(p *plot.Plot, r labelledRun) error {
 	for _, b := range byOp {
 		p.Add(b)
 	}
-	p.Title.Text = fmt.Sprintf("%s: %d stages, the busiest three minibatches (%.2f–%.2f s of a %.1f s run)", r.label, P, from.Seconds(), to.Seconds(), res.Report.Wall.Seconds())
+	p.Title.Text = fmt.Sprintf("%s: %d stages, the busiest three minibatches (%.2f–%.2f s of a %.1f s run)", r.Label, P, from.Seconds(), to.Seconds(), res.Report.Wall.Seconds())
 	p.X.Label.Text = "seconds since the pipeline started"
 	p.Y.Label.Text = "stage"
 	p.X.Min, p.X.Max = from.Seconds(), to.Seconds()
@@ -316,7 +327,7 @@ func ganttPanel(p *plot.Plot, r labelledRun) error {
 	return nil
 }
 
-func utilizationLegend([]labelledRun) plot.Legend {
+func utilizationLegend([]Labelled) plot.Legend {
 	l := plot.NewLegend()
 	l.Add("measured (steady state)", rects{color: plotutil.Color(0)})
 	l.Add("virtual devices (replay)", rects{color: plotutil.Color(1)})
@@ -325,22 +336,22 @@ func utilizationLegend([]labelledRun) plot.Legend {
 
 // utilizationPanel draws each stage's measured utilization beside its
 // utilization on virtual devices.
-func utilizationPanel(p *plot.Plot, r labelledRun) error {
+func utilizationPanel(p *plot.Plot, r Labelled) error {
 	measured, virtual := rects{color: plotutil.Color(0)}, rects{color: plotutil.Color(1)}
-	for i, s := range r.res.Report.PerStage {
+	for i, s := range r.Result.Report.PerStage {
 		x := float64(i)
 		measured.boxes = append(measured.boxes, rect{x0: x - 0.38, x1: x, y0: 0, y1: s.Utilization})
-		if i < len(r.res.Virtual.PerStage) {
-			virtual.boxes = append(virtual.boxes, rect{x0: x, x1: x + 0.38, y0: 0, y1: r.res.Virtual.PerStage[i]})
+		if i < len(r.Result.Virtual.PerStage) {
+			virtual.boxes = append(virtual.boxes, rect{x0: x, x1: x + 0.38, y0: 0, y1: r.Result.Virtual.PerStage[i]})
 		}
 	}
 	p.Add(measured, virtual)
-	p.Title.Text = fmt.Sprintf("%s: utilization per stage (mean %.3f measured, %.3f on virtual devices)", r.label, r.res.Report.Utilization, r.res.Virtual.Utilization)
+	p.Title.Text = fmt.Sprintf("%s: utilization per stage (mean %.3f measured, %.3f on virtual devices)", r.Label, r.Result.Report.Utilization, r.Result.Virtual.Utilization)
 	p.X.Label.Text = "stage"
 	p.Y.Label.Text = "busy fraction"
-	p.X.Min, p.X.Max = -0.5, float64(len(r.res.Report.PerStage))-0.5
+	p.X.Min, p.X.Max = -0.5, float64(len(r.Result.Report.PerStage))-0.5
 	p.Y.Min, p.Y.Max = 0, 1
-	p.X.Tick.Marker = stageTicks{p: len(r.res.Report.PerStage)}
+	p.X.Tick.Marker = stageTicks{p: len(r.Result.Report.PerStage)}
 	return nil
 }
 
@@ -356,7 +367,7 @@ var memoryCategories = []struct {
 	{"activations", func(m asyncvm.Memory) int64 { return m.StashedActivation }},
 }
 
-func memoryLegend([]labelledRun) plot.Legend {
+func memoryLegend([]Labelled) plot.Legend {
 	l := plot.NewLegend()
 	for k, c := range memoryCategories {
 		l.Add(c.name, rects{color: plotutil.Color(k)})
@@ -368,8 +379,8 @@ func memoryLegend([]labelledRun) plot.Legend {
 // on a log scale, so that a category a hundred times smaller than the
 // stashed activations still shows; a category a run does not use has no
 // bar and is named in the title.
-func memoryPanel(p *plot.Plot, r labelledRun) error {
-	stages := r.res.Report.PerStage
+func memoryPanel(p *plot.Plot, r Labelled) error {
+	stages := r.Result.Report.PerStage
 	width := 0.8 / float64(len(memoryCategories))
 	floor, top := math.Inf(1), 0.0
 	var none []string
@@ -398,8 +409,8 @@ func memoryPanel(p *plot.Plot, r labelledRun) error {
 			b.boxes[i].y0 = floor
 		}
 	}
-	total := r.res.Report.Memory.Total()
-	p.Title.Text = fmt.Sprintf("%s: memory per stage by category, %.0f KiB in all", r.label, float64(total)/1024)
+	total := r.Result.Report.Memory.Total()
+	p.Title.Text = fmt.Sprintf("%s: memory per stage by category, %.0f KiB in all", r.Label, float64(total)/1024)
 	if len(none) > 0 {
 		p.Title.Text += fmt.Sprintf("; no %s", joinOr(none))
 	}

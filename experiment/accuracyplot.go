@@ -1,9 +1,10 @@
-package main
+package experiment
 
 import (
 	"fmt"
 	"math"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -13,10 +14,12 @@ import (
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
 	"gonum.org/v1/plot/vg/vgsvg"
 )
 
-// sweepPlot draws a sweep as an SVG with two panels and a legend on the
+// AccuracyPlot draws a sweep's longest length with results (the last
+// length when none has) as an SVG with two panels and a legend on the
 // right. Left: the final accuracy against τ_0, a line per method through
 // the mean over seeds with error bars of one standard deviation (a dashed
 // line for injected fixed delays, a dotted one for exponential ones); the
@@ -25,7 +28,14 @@ import (
 // at the largest τ_0 of the pipeline's own delays (else of all settings),
 // mean ± std over seeds, a line per method, with the target as a grey
 // line: how soon each method gets there.
-func sweepPlot(path string, rep sweepReport) error {
+func AccuracyPlot(path string, rep *Report) error {
+	at := len(rep.Epochs) - 1
+	for e := len(rep.Epochs) - 1; e >= 0; e-- {
+		if slices.ContainsFunc(rep.Cells, func(c Cell) bool { return c.Epochs == rep.Epochs[e] && len(c.Accuracies) > 0 }) {
+			at = e
+			break
+		}
+	}
 	left := plot.New()
 	left.Title.Text = "final test accuracy, mean ± std over seeds"
 	left.X.Label.Text = "τ₀, the first stage's delay in updates"
@@ -51,7 +61,7 @@ func sweepPlot(path string, rep sweepReport) error {
 	style := func(i, k int, line *plotter.Line, points *plotter.Scatter) {
 		line.Color, points.Color = plotutil.Color(i), plotutil.Color(i)
 		line.Width = vg.Points(1.5)
-		line.Dashes = [][]vg.Length{nil, {vg.Points(6), vg.Points(3)}, {vg.Points(1.5), vg.Points(2.5)}}[k]
+		line.Dashes = [][]vg.Length{plotutil.Dashes(i / 7), {vg.Points(6), vg.Points(3)}, {vg.Points(1.5), vg.Points(2.5)}}[k]
 		points.Shape = plotutil.Shape(i)
 	}
 	kinds := []struct{ prefix, name string }{{"", ""}, {"fixed", ", fixed delays"}, {"exp", ", exponential delays"}}
@@ -60,7 +70,7 @@ func sweepPlot(path string, rep sweepReport) error {
 			var pts plotter.XYs
 			var errs plotter.YErrors
 			for j, s := range rep.Settings {
-				c := rep.Cells[j*len(rep.Methods)+i]
+				c := rep.cell(j, at, i)
 				if len(c.Accuracies) == 0 || !strings.HasPrefix(s.Injected, kind.prefix) || (kind.prefix == "" && s.Injected != "") {
 					continue
 				}
@@ -87,24 +97,24 @@ func sweepPlot(path string, rep sweepReport) error {
 		left.X.Min, left.X.Max = lo-0.05*(hi-lo)-0.4*gap, hi+0.05*(hi-lo)+0.4*gap // the points off the axes
 	}
 
-	right, err := epochPanel(rep, style)
+	right, err := epochPanel(rep, at, style)
 	if err != nil {
 		return err
 	}
 
-	const legendW = 2.3 * vg.Inch
+	const legendW = sweepLegendWidth
 	const height = 5 * vg.Inch
-	img := vgsvg.New(figureWidth, height+vg.Points(24))
+	img := newCanvas(path, sweepFigureWidth, height+vg.Points(24))
 	dc := draw.New(img)
 	seeds := make([]string, len(rep.Seeds))
 	for i, s := range rep.Seeds {
 		seeds[i] = strconv.FormatInt(s, 10)
 	}
-	title := fmt.Sprintf("%s, %d stages, %d epochs, seeds %s", rep.Model, rep.Stages, rep.Epochs, strings.Join(seeds, ", "))
+	title := fmt.Sprintf("%s, %d stages, %s, seeds %s", rep.Model, rep.Stages, epochs(rep.Epochs[at]), strings.Join(seeds, ", "))
 	dc.FillText(draw.TextStyle{Color: left.Title.TextStyle.Color, Font: left.Title.TextStyle.Font, Handler: left.Title.TextStyle.Handler, XAlign: draw.XCenter, YAlign: draw.YTop},
-		vg.Point{X: (figureWidth - legendW) / 2, Y: height + vg.Points(20)}, title)
-	panelW := (figureWidth - legendW) / 2
-	left.Draw(draw.Crop(dc, 0, -(figureWidth - panelW), 0, -vg.Points(24)))
+		vg.Point{X: (sweepFigureWidth - legendW) / 2, Y: height + vg.Points(20)}, title)
+	panelW := (sweepFigureWidth - legendW) / 2
+	left.Draw(draw.Crop(dc, 0, -(sweepFigureWidth - panelW), 0, -vg.Points(24)))
 	right.Draw(draw.Crop(dc, panelW, -legendW, 0, -vg.Points(24)))
 	l := plot.NewLegend()
 	for i, t := range legend {
@@ -112,7 +122,27 @@ func sweepPlot(path string, rep sweepReport) error {
 	}
 	l.Top, l.Left = true, true
 	l.Padding = vg.Points(3)
-	l.Draw(draw.Crop(dc, figureWidth-legendW+8, 0, 0, -vg.Points(36)))
+	l.Draw(draw.Crop(dc, sweepFigureWidth-legendW+8, 0, 0, -vg.Points(36)))
+	return writeCanvas(path, img)
+}
+
+// The sweep figures are wider than a run's, for the variants' names.
+const (
+	sweepFigureWidth = 12 * vg.Inch
+	sweepLegendWidth = 3.4 * vg.Inch
+)
+
+// newCanvas is a canvas of w × h for the file path: a PNG for a name
+// ending in .png, else an SVG.
+func newCanvas(path string, w, h vg.Length) vg.CanvasWriterTo {
+	if strings.HasSuffix(path, ".png") {
+		return vgimg.PngCanvas{Canvas: vgimg.New(w, h)}
+	}
+	return vgsvg.New(w, h)
+}
+
+// writeCanvas writes a canvas to path.
+func writeCanvas(path string, img vg.CanvasWriterTo) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
@@ -124,14 +154,15 @@ func sweepPlot(path string, rep sweepReport) error {
 	return f.Close()
 }
 
-// epochPanel is sweepPlot's right panel: accuracy after each epoch at the
-// largest τ_0 (pipeline delays first), a line per method.
-func epochPanel(rep sweepReport, style func(i, k int, line *plotter.Line, points *plotter.Scatter)) (*plot.Plot, error) {
+// epochPanel is AccuracyPlot's right panel: accuracy after each epoch of
+// the runs of length index e at the largest τ_0 (pipeline delays first), a
+// line per method.
+func epochPanel(rep *Report, e int, style func(i, k int, line *plotter.Line, points *plotter.Scatter)) (*plot.Plot, error) {
 	p := plot.New()
 	p.X.Label.Text = "epoch"
 	p.Y.Label.Text = "test accuracy"
 	at := -1
-	later := func(a, b delaySetting) bool { // a is chosen over b
+	later := func(a, b Setting) bool { // a is chosen over b
 		if (a.Injected == "") != (b.Injected == "") {
 			return a.Injected == ""
 		}
@@ -149,15 +180,15 @@ func epochPanel(rep sweepReport, style func(i, k int, line *plotter.Line, points
 	p.Title.Text = fmt.Sprintf("test accuracy after each epoch at %s (τ₀ = %g)", s.Label, s.Tau0)
 	epochs := 0
 	for i := range rep.Methods {
-		c := rep.Cells[at*len(rep.Methods)+i]
+		c := rep.cell(at, e, i)
 		if len(c.EpochMean) == 0 {
 			continue
 		}
 		var pts plotter.XYs
 		var errs plotter.YErrors
-		for e, m := range c.EpochMean {
-			pts = append(pts, plotter.XY{X: float64(e+1) + 0.3*(float64(i)/math.Max(1, float64(len(rep.Methods)-1))-0.5), Y: m})
-			errs = append(errs, struct{ Low, High float64 }{c.EpochStd[e], c.EpochStd[e]})
+		for k, m := range c.EpochMean {
+			pts = append(pts, plotter.XY{X: float64(k+1) + 0.3*(float64(i)/math.Max(1, float64(len(rep.Methods)-1))-0.5), Y: m})
+			errs = append(errs, struct{ Low, High float64 }{c.EpochStd[k], c.EpochStd[k]})
 		}
 		epochs = max(epochs, len(pts))
 		line, points, bars, err := lineWithBars(pts, errs)

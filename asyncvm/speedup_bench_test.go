@@ -1,0 +1,163 @@
+//go:build unix
+
+package asyncvm_test
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"testing"
+
+	"github.com/pipemare/pipemare/asyncvm"
+	"github.com/pipemare/pipemare/graphsplit"
+	"github.com/pipemare/pipemare/internal/affinity"
+	"github.com/pipemare/pipemare/schedule"
+	"github.com/pipemare/pipemare/zoo"
+	"gorgonia.org/gorgonia"
+)
+
+// BenchmarkInProcessSpeedup is what a second core buys the in-process
+// engine: the zoo's MLP, CNN and ResNet cut into 2 stages balanced by time
+// measured here on one thread (zoo.Balanced), PipeMare at the recipe's N, streaming
+// speedupMinibatches minibatches of the embedded data per op, with
+// GOMAXPROCS=1 and with GOMAXPROCS=2. Run the variants interleaved and
+// compare samples/s (benchstat -col /procs):
+//
+//	go test -c -o asyncvm.test ./asyncvm/
+//	for i in 1 2 3 4 5; do ./asyncvm.test -test.run '^$' -test.bench InProcessSpeedup -test.count 1; done > speedup.txt
+//	benchstat -col /procs speedup.txt
+//
+// On a shared machine, other sessions' processes get an equal share of the
+// CPUs whatever their nice value unless autogroup scheduling is off
+// (kernel.sched_autogroup_enabled=0): see docs/speed.md.
+func BenchmarkInProcessSpeedup(b *testing.B) {
+	if cpus, err := affinity.Allowed(); err != nil || len(cpus) < 2 {
+		b.Skip("needs two CPUs")
+	}
+	for _, name := range []string{"mlp", "cnn", "resnet"} {
+		r, err := zoo.RecipeFor(name)
+		if err != nil {
+			b.Fatal(err)
+		}
+		cut := speedupCut(b, r)
+		for _, procs := range []int{1, 2} {
+			b.Run(fmt.Sprintf("%s/procs=%d", name, procs), func(b *testing.B) {
+				defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+				benchSpeedup(b, r, cut)
+			})
+		}
+	}
+}
+
+// speedupMinibatches is the minibatches one op of BenchmarkInProcessSpeedup
+// streams.
+const speedupMinibatches = 20
+
+// speedupCut is the recipe's model cut into 2 stages balanced by the time
+// each takes on one thread (zoo.Balanced with GOMAXPROCS=1): every variant
+// of the benchmark trains the same plan.
+func speedupCut(b *testing.B, r zoo.Recipe) []int {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	cfg := r.Run
+	cfg.Stages = 2
+	train, _, err := r.Load("embedded", cfg.Microbatch)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cut, _, err := zoo.Balanced(r.Build, train, cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return cut
+}
+
+func benchSpeedup(b *testing.B, r zoo.Recipe, cut []int) {
+	cfg := r.Run
+	m, err := r.Build(cfg.Microbatch, cfg.Seed)
+	if err != nil {
+		b.Fatal(err)
+	}
+	plan, err := graphsplit.Split(m.Graph, m.Cost, m.Learnables, graphsplit.CutAtOps(cut...))
+	if err != nil {
+		b.Fatal(err)
+	}
+	vm, err := asyncvm.New(plan, asyncvm.WithSchedule(schedule.PipeMare),
+		asyncvm.WithMicrobatches(cfg.Microbatches), asyncvm.WithActivations(cfg.Activations),
+		asyncvm.WithSolver(func(int) gorgonia.Solver { return recipeSolver(r) }))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer vm.Close()
+	batches := taxBatches(b, r, m, cfg.Microbatch, cfg.Microbatches, speedupMinibatches)
+	ctx := context.Background()
+	if _, err := vm.Run(ctx, batches); err != nil { // warm up
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := vm.Run(ctx, batches); err != nil {
+			b.Fatal(err)
+		}
+	}
+	samples := b.N * speedupMinibatches * cfg.Microbatches * cfg.Microbatch
+	b.ReportMetric(float64(samples)/b.Elapsed().Seconds(), "samples/s")
+}
+
+// BenchmarkFlushBubble trains the CNN cut into 2 stages balanced on one
+// thread with 1F1B with flush at N = 8 (16 rows a microbatch) on both
+// cores, and reports the measured samples/s beside the bubble formula's:
+// a step of a flushed 1F1B pipeline takes Σ_i t_i + (N−1)·max_i t_i, for
+// stage times t_i per microbatch (forward and backward, measured in the
+// same run), which is (N+P−1)·t when the stages are even. measured/formula
+// is how close the engine comes to it.
+func BenchmarkFlushBubble(b *testing.B) {
+	r, err := zoo.RecipeFor("cnn")
+	if err != nil {
+		b.Fatal(err)
+	}
+	r.Run.Microbatches = 8
+	cut := speedupCut(b, r)
+	m, err := r.Build(r.Run.Microbatch, r.Run.Seed)
+	if err != nil {
+		b.Fatal(err)
+	}
+	plan, err := graphsplit.Split(m.Graph, m.Cost, m.Learnables, graphsplit.CutAtOps(cut...))
+	if err != nil {
+		b.Fatal(err)
+	}
+	const n = 8
+	vm, err := asyncvm.New(plan, asyncvm.WithSchedule(schedule.OneFOneB), asyncvm.WithMicrobatches(n),
+		asyncvm.WithSolver(func(int) gorgonia.Solver { return recipeSolver(r) }))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer vm.Close()
+	batches := taxBatches(b, r, m, r.Run.Microbatch, n, 10)
+	ctx := context.Background()
+	if _, err := vm.Run(ctx, batches); err != nil { // warm up
+		b.Fatal(err)
+	}
+	before := vm.Report()
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := vm.Run(ctx, batches); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	rep := vm.Report()
+	micro := float64(b.N * len(batches) * n)
+	var sum, most float64
+	for i, s := range rep.PerStage {
+		busy := s.BusyFraction*rep.Training.Seconds() - before.PerStage[i].BusyFraction*before.Training.Seconds()
+		t := busy / micro
+		sum += t
+		most = max(most, t)
+	}
+	step := sum + (n-1)*most
+	formula := float64(n*r.Run.Microbatch) / step
+	measured := micro * float64(r.Run.Microbatch) / b.Elapsed().Seconds()
+	b.ReportMetric(measured, "samples/s")
+	b.ReportMetric(formula, "formula-samples/s")
+	b.ReportMetric(measured/formula, "measured/formula")
+}

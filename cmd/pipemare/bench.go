@@ -1,0 +1,246 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+
+	"github.com/pipemare/pipemare/internal/affinity"
+)
+
+// benchCmd measures what a placement buys: the same training (train's
+// flags, and the cut train would choose, measured once) placed as the
+// flags say — in this process on every CPU, or -procs N [-pin] — and in one
+// process on one CPU (train -cpus: GOMAXPROCS follows), rounds times, A B B A …
+// so that the machine's drift falls on both, each a child `pipemare train`.
+// It writes bench.json (every run, the medians, the speed-up) and, as
+// report.json, the last placed run's report with the speed-up beside it.
+func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("pipemare bench", flag.ContinueOnError)
+	var o options
+	o.register(fs)
+	var t trainFlags
+	t.register(fs)
+	rounds := fs.Int("rounds", 3, "interleaved rounds of the placed run and the one-CPU run")
+	if err := parse(fs, args, stdout, stderr); err != nil {
+		return err
+	}
+	set := o.set()
+	for _, name := range []string{"resume", "checkpoint-every", "stage-addrs", "certs", "cpus"} {
+		if set[name] {
+			return usageError(fs, "-%s: bench runs trainings of its own on this host (and pins the one-CPU run itself)", name)
+		}
+	}
+	if *rounds < 1 {
+		return usageError(fs, "-rounds %d: at least one", *rounds)
+	}
+	t.procsSet = set["procs"]
+	if _, _, err := t.place(); err != nil {
+		return usageOr(fs, err)
+	}
+	allowed, err := affinity.Allowed()
+	if err != nil {
+		return err
+	}
+	r, train, _, cfg, err := o.run()
+	if err != nil {
+		return err
+	}
+	if err := chooseCut(&cfg, inProcess, "", r, train, stdout); err != nil {
+		return err
+	}
+	var base []string // train's flags for both runs, the cut fixed
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name != "out" && f.Name != "rounds" && f.Name != "stages" && f.Name != "procs" && f.Name != "pin" && f.Name != "insecure" {
+			base = append(base, "-"+f.Name+"="+f.Value.String())
+		}
+	})
+	if cfg.Cut != nil {
+		base = append(base, "-cut="+formatCut(cfg.Cut))
+	}
+	placed := append([]string{}, base...)
+	if t.procs > 0 {
+		placed = append(placed, fmt.Sprintf("-procs=%d", t.procs), "-insecure")
+		if t.cpu.pin {
+			placed = append(placed, "-pin")
+		}
+	}
+	oneCPU := append(append([]string{}, base...), "-cpus="+affinity.Format(allowed[len(allowed)-1:]))
+	b := benchResult{Placed: placementLabel(t), Against: "one process on one CPU"}
+	out := outputs{dir: o.out, files: []string{"bench.json", "report.json"}}
+	if err := out.prepare(); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "bench: %s against %s, %d rounds\n", b.Placed, b.Against, *rounds)
+	var last []byte
+	for k := 0; k < 2**rounds; k++ {
+		isPlaced := k%4 == 0 || k%4 == 3 // A B B A
+		run, kind := oneCPU, "one-cpu"
+		if isPlaced {
+			run, kind = placed, "placed"
+		}
+		dir := filepath.Join(o.out, fmt.Sprintf("%s-%d", kind, k/2))
+		rep, raw, err := benchTrain(ctx, append(run, "-out="+dir))
+		if err != nil {
+			return fmt.Errorf("%s run %d: %w", kind, k/2, err)
+		}
+		b.Runs = append(b.Runs, benchTraining{Kind: kind, Round: k / 2, SamplesPerSec: rep.samplesPerSec, WeightsSHA256: rep.weights, Dir: dir})
+		fmt.Fprintf(stdout, "  round %d %-8s %8.1f samples/s\n", k/2, kind, rep.samplesPerSec)
+		if isPlaced {
+			last = raw
+		}
+	}
+	b.summarise()
+	fmt.Fprintf(stdout, "speed-up %.2f× (%.2f–%.2f over the rounds): %.1f samples/s %s, %.1f %s\n", b.Speedup, b.SpeedupMin, b.SpeedupMax, b.PlacedSamplesPerSec, b.Placed, b.AgainstSamplesPerSec, b.Against)
+	if !b.SameWeights {
+		fmt.Fprintln(stdout, "the runs trained different weights: the placement changed the arithmetic (a bug)")
+	}
+	if err := out.writeJSON("bench.json", b); err != nil {
+		return err
+	}
+	var report map[string]any
+	if err := json.Unmarshal(last, &report); err != nil {
+		return fmt.Errorf("the placed run's report.json: %w", err)
+	}
+	report["speedup"] = b
+	if err := out.writeJSON("report.json", report); err != nil {
+		return err
+	}
+	if !b.SameWeights {
+		return errors.New("the placed and the one-CPU runs trained different weights")
+	}
+	return nil
+}
+
+// placementLabel names the placement train's flags ask for.
+func placementLabel(t trainFlags) string {
+	switch {
+	case t.procs > 0 && t.cpu.pin:
+		return fmt.Sprintf("%d stage processes, each pinned to a CPU", t.procs)
+	case t.procs > 0:
+		return fmt.Sprintf("%d stage processes", t.procs)
+	}
+	return fmt.Sprintf("one process on %d CPUs", runtime.GOMAXPROCS(0))
+}
+
+// benchResult is bench.json. Samples/s are over the time the pipeline
+// trained (the report's training_ns: evaluation left out); the speed-up is
+// the median, over the rounds, of each round's placed ÷ one-CPU samples/s.
+type benchResult struct {
+	Placed               string          `json:"placed"`
+	Against              string          `json:"against"`
+	Runs                 []benchTraining `json:"runs"`
+	PlacedSamplesPerSec  float64         `json:"placed_samples_per_sec"`
+	AgainstSamplesPerSec float64         `json:"against_samples_per_sec"`
+	Speedup              float64         `json:"speedup"`
+	SpeedupMin           float64         `json:"speedup_min"`
+	SpeedupMax           float64         `json:"speedup_max"`
+	// SameWeights says whether every run trained the same weights, as
+	// they must: placement changes timing, never results.
+	SameWeights bool `json:"same_weights"`
+}
+
+// benchTraining is one training of a bench.
+type benchTraining struct {
+	Kind          string  `json:"kind"` // "placed" or "one-cpu"
+	Round         int     `json:"round"`
+	SamplesPerSec float64 `json:"samples_per_sec"`
+	WeightsSHA256 string  `json:"weights_sha256"`
+	Dir           string  `json:"dir"`
+}
+
+// summarise computes the medians and the speed-up from the runs.
+func (b *benchResult) summarise() {
+	var placed, against, ratios []float64
+	perRound := map[int][2]float64{}
+	b.SameWeights = true
+	for _, r := range b.Runs {
+		pr := perRound[r.Round]
+		if r.Kind == "placed" {
+			placed, pr[0] = append(placed, r.SamplesPerSec), r.SamplesPerSec
+		} else {
+			against, pr[1] = append(against, r.SamplesPerSec), r.SamplesPerSec
+		}
+		perRound[r.Round] = pr
+		b.SameWeights = b.SameWeights && r.WeightsSHA256 == b.Runs[0].WeightsSHA256
+	}
+	for _, pr := range perRound {
+		if pr[1] > 0 {
+			ratios = append(ratios, pr[0]/pr[1])
+		}
+	}
+	b.PlacedSamplesPerSec, b.AgainstSamplesPerSec = medianOf(placed), medianOf(against)
+	b.Speedup = medianOf(ratios)
+	if len(ratios) > 0 {
+		b.SpeedupMin, b.SpeedupMax = slices.Min(ratios), slices.Max(ratios)
+	}
+}
+
+func medianOf(x []float64) float64 {
+	if len(x) == 0 {
+		return 0
+	}
+	x = slices.Clone(x)
+	slices.Sort(x)
+	if n := len(x); n%2 == 0 {
+		return (x[n/2-1] + x[n/2]) / 2
+	}
+	return x[len(x)/2]
+}
+
+// trained is what bench reads of a run's report.json.
+type trained struct {
+	samplesPerSec float64
+	weights       string
+}
+
+// benchTrain runs pipemare train with args as a child of this process
+// (killed with it), and returns what its report says and the report.
+func benchTrain(ctx context.Context, args []string) (trained, []byte, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return trained{}, nil, err
+	}
+	cmd := exec.CommandContext(ctx, exe, append([]string{"train", "-trace-steps=1"}, args...)...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	ownChild(cmd)
+	runtime.LockOSThread() // Pdeathsig follows the thread that forked the child
+	err = cmd.Run()
+	runtime.UnlockOSThread()
+	if err != nil {
+		return trained{}, nil, fmt.Errorf("%w: %s", err, strings.TrimSpace(stderr.String()))
+	}
+	var dir string
+	for _, a := range args {
+		if d, ok := strings.CutPrefix(a, "-out="); ok {
+			dir = d
+		}
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, "report.json"))
+	if err != nil {
+		return trained{}, nil, err
+	}
+	var r struct {
+		Result struct {
+			WeightsSHA256 string `json:"weights_sha256"`
+			Report        struct {
+				SamplesPerSec float64 `json:"samples_per_sec"`
+			} `json:"report"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return trained{}, nil, fmt.Errorf("%s: %w", filepath.Join(dir, "report.json"), err)
+	}
+	return trained{samplesPerSec: r.Result.Report.SamplesPerSec, weights: r.Result.WeightsSHA256}, raw, nil
+}

@@ -1,0 +1,45 @@
+package graphsplit_test
+
+import (
+	"fmt"
+	"math/rand"
+	"testing"
+
+	"github.com/pipemare/pipemare/internal/exectest"
+	"github.com/pipemare/pipemare/internal/testmodels"
+	"github.com/stretchr/testify/require"
+	"gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+)
+
+// TestExecutorComputesWhatTheTapeComputes: every program of every test
+// model's stages (forward, train, keeping forward and backward; with and
+// without the stage ops; float32 and float64) gives, on the executor, the
+// bits gorgonia's tape machine gives for the same graph and inputs, at
+// every run — the executor's buffers from earlier runs reused, on new data
+// — BatchNorm's running statistics included.
+func TestExecutorComputesWhatTheTapeComputes(t *testing.T) {
+	for _, nb := range append(testmodels.All(), testmodels.SharedWeights()...) {
+		for _, dt := range []tensor.Dtype{tensor.Float32, tensor.Float64} {
+			for _, subs := range []bool{true, false} {
+				if testing.Short() && dt == tensor.Float64 {
+					continue
+				}
+				t.Run(fmt.Sprintf("%s/%v/stageops=%v", nb.Name, dt, subs), func(t *testing.T) {
+					m, err := nb.Build(dt, 4, 1)
+					require.NoError(t, err)
+					pipe := exectest.New(t, m.Graph, m.Cost, m.Learnables, subs, 5)
+					rng := rand.New(rand.NewSource(5))
+					for range 4 {
+						batch := m.Batch(rng)
+						feeds := make(map[*gorgonia.Node]gorgonia.Value)
+						for i, in := range m.Inputs {
+							feeds[in] = batch[i]
+						}
+						pipe.Run(t, feeds)
+					}
+				})
+			}
+		}
+	}
+}

@@ -1,0 +1,112 @@
+//go:build !openblas
+
+package stageops
+
+import (
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/gonum"
+	"gorgonia.org/gorgonia"
+)
+
+// gonumBLAS is gonum's pure Go BLAS, whose matrix products run on one
+// goroutine when SetWorkers allows a kernel only one: gonum computes a
+// product of four 64×64 blocks or more of output on a goroutine per block,
+// each summing its block's products along k block by block; gonumBLAS then
+// computes the same block products, in the same order along k, on the
+// calling goroutine, so the result is the same bit for bit.
+type gonumBLAS struct{ gonum.Implementation }
+
+// Every program that imports graphsplit (which imports this package)
+// computes gorgonia's matrix products with gonumBLAS: the same products as
+// gonum's, bit for bit, whatever SetWorkers says.
+func init() { gorgonia.Use(gonumBLAS{}) }
+
+// gonum's blocking (blas/gonum: blockSize, minParBlock).
+const (
+	gemmBlock    = 64
+	gemmParBlock = 4
+)
+
+// Sgemm is gonum's Sgemm.
+func (g gonumBLAS) Sgemm(tA, tB blas.Transpose, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	if workers() > 1 || !blockedGemm(m, n, k, alpha == 0) {
+		g.Implementation.Sgemm(tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+		return
+	}
+	g.Implementation.Sgemm(tA, tB, m, n, 0, alpha, a, lda, b, ldb, 1, c, ldc) // gonum's checks of the arguments, and nothing else
+	scale(m, n, beta, c, ldc)
+	serialBlocks(tA, tB, m, n, k, a, lda, b, ldb, c, ldc, func(m, n, k int, a []float32, b []float32, c []float32) {
+		g.Implementation.Sgemm(tA, tB, m, n, k, alpha, a, lda, b, ldb, 1, c, ldc)
+	})
+}
+
+// Dgemm is gonum's Dgemm.
+func (g gonumBLAS) Dgemm(tA, tB blas.Transpose, m, n, k int, alpha float64, a []float64, lda int, b []float64, ldb int, beta float64, c []float64, ldc int) {
+	if workers() > 1 || !blockedGemm(m, n, k, alpha == 0) {
+		g.Implementation.Dgemm(tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+		return
+	}
+	g.Implementation.Dgemm(tA, tB, m, n, 0, alpha, a, lda, b, ldb, 1, c, ldc)
+	scale(m, n, beta, c, ldc)
+	serialBlocks(tA, tB, m, n, k, a, lda, b, ldb, c, ldc, func(m, n, k int, a []float64, b []float64, c []float64) {
+		g.Implementation.Dgemm(tA, tB, m, n, k, alpha, a, lda, b, ldb, 1, c, ldc)
+	})
+}
+
+// blockedGemm reports whether gonum computes an m×n×k product block by
+// block on goroutines: four blocks of output or more, and work to do (a
+// zero alpha or k leaves gonum only the scaling by beta).
+func blockedGemm(m, n, k int, zeroAlpha bool) bool {
+	blocks := func(d int) int { return (d + gemmBlock - 1) / gemmBlock }
+	return m > 0 && n > 0 && k > 0 && !zeroAlpha && blocks(m)*blocks(n) >= gemmParBlock
+}
+
+// scale is gonum's C ← beta·C before a product: zeroes for beta 0.
+func scale[T float32 | float64](m, n int, beta T, c []T, ldc int) {
+	if beta == 1 {
+		return
+	}
+	for i := 0; i < m; i++ {
+		row := c[i*ldc : i*ldc+n]
+		if beta == 0 {
+			clear(row)
+			continue
+		}
+		for j := range row {
+			row[j] *= beta
+		}
+	}
+}
+
+// serialBlocks calls block for every 64×64 block of C and every 64-long
+// piece of k, in gonum's order along k, with the views of A, B and C
+// gonum's workers take (blas/gonum's sliceView); each call adds its
+// product into its block of C, which gonum's serial kernel does for a
+// single block.
+func serialBlocks[T float32 | float64](tA, tB blas.Transpose, m, n, k int, a []T, lda int, b []T, ldb int, c []T, ldc int, block func(m, n, k int, a, b, c []T)) {
+	view := func(s []T, ld, i, j, r, cols int) []T { return s[i*ld+j : (i+r-1)*ld+j+cols] }
+	aT := tA == blas.Trans || tA == blas.ConjTrans
+	bT := tB == blas.Trans || tB == blas.ConjTrans
+	for i := 0; i < m; i += gemmBlock {
+		li := min(gemmBlock, m-i)
+		for j := 0; j < n; j += gemmBlock {
+			lj := min(gemmBlock, n-j)
+			cSub := view(c, ldc, i, j, li, lj)
+			for l := 0; l < k; l += gemmBlock {
+				lk := min(gemmBlock, k-l)
+				var aSub, bSub []T
+				if aT {
+					aSub = view(a, lda, l, i, lk, li)
+				} else {
+					aSub = view(a, lda, i, l, li, lk)
+				}
+				if bT {
+					bSub = view(b, ldb, j, l, lj, lk)
+				} else {
+					bSub = view(b, ldb, l, j, lk, lj)
+				}
+				block(li, lj, lk, aSub, bSub, cSub)
+			}
+		}
+	}
+}

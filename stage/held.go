@@ -1,0 +1,88 @@
+package stage
+
+import (
+	"github.com/pipemare/pipemare/graphsplit"
+	"github.com/pipemare/pipemare/internal/recycle"
+	"gorgonia.org/gorgonia"
+)
+
+// held are tensors a stage holds, each marked with whether the stage owns
+// it (internal/recycle): it took it from the pools, or received it in an
+// Activation or Gradient message, whose tensors are their receiver's. The
+// others — the driver's data tensors, which the driver sends every stage
+// that reads them, the cost's gradient — are only read. Each owned tensor
+// is returned to the pools once, by release, when nothing reads it any more.
+type held struct {
+	vals []gorgonia.Value
+	own  []bool
+}
+
+func newHeld(n int) held {
+	return held{vals: make([]gorgonia.Value, n), own: make([]bool, n)}
+}
+
+// release returns the owned tensors to the pools.
+func (o held) release() {
+	for i, v := range o.vals {
+		if o.own[i] {
+			recycle.Put(v)
+		}
+	}
+}
+
+// take moves the value at i out of o: o no longer releases it.
+func (o held) take(i int) (gorgonia.Value, bool) {
+	v, own := o.vals[i], o.own[i]
+	o.own[i] = false
+	return v, own
+}
+
+// index is the position of v in o (the same tensor), or −1.
+func (o held) index(v gorgonia.Value) int {
+	for i, x := range o.vals {
+		if x != nil && x == v {
+			return i
+		}
+	}
+	return -1
+}
+
+// copies returns tensors the caller owns with the values of vals (the
+// borrowed results of a program's run).
+func copies(vals []gorgonia.Value) ([]gorgonia.Value, error) {
+	out := make([]gorgonia.Value, len(vals))
+	for i, v := range vals {
+		c, err := recycle.Copy(v)
+		if err != nil {
+			for _, x := range out[:i] {
+				recycle.Put(x)
+			}
+			return nil, err
+		}
+		out[i] = c
+	}
+	return out, nil
+}
+
+// sharedData reports, for each of stage i's inputs, whether it is a data
+// input that another stage reads too: the driver sends them all the same
+// tensor, which stage i must copy before its program runs on it (an op may
+// transpose an input's header for the time it runs).
+func sharedData(plan *graphsplit.Plan, i int) []bool {
+	readers := make(map[int]int) // feed → stages reading it
+	for s := range plan.Stages {
+		for _, f := range DataInputs(plan, s) {
+			readers[f]++
+		}
+	}
+	mine := DataInputs(plan, i)
+	out := make([]bool, len(plan.Stages[i].Inputs))
+	d := 0
+	for k, in := range plan.Stages[i].Inputs {
+		if in.Kind == graphsplit.Data {
+			out[k] = readers[mine[d]] > 1
+			d++
+		}
+	}
+	return out
+}
