@@ -76,9 +76,13 @@ func (ch bnChannel[T]) upstream(g, x, dy []T) {
 
 // rowSum is, for one row, the sum from 0 of the gradient that reaches the
 // bias (dy through the Rectify mask) or, timesXhat, the scale (that times
-// x̂).
+// x̂): elem's terms. The loops keep the channel's constants in locals, as
+// forward and upstream do: a call of elem per element, once inlined,
+// copied the struct through the stack each time, and the misaligned copy's
+// reload stalled on store forwarding where the goroutine's stack happened
+// to sit (a stage process's CNN backward ran 1.6× slower; docs/speed.md).
 func (ch bnChannel[T]) rowSum(x, dy []T, timesXhat bool) T {
-	a, b := ch.alpha, ch.beta
+	a, b, s, c := ch.alpha, ch.beta, ch.scale, ch.bias
 	var acc T
 	switch {
 	case !ch.relu && !timesXhat:
@@ -89,9 +93,22 @@ func (ch bnChannel[T]) rowSum(x, dy []T, timesXhat bool) T {
 		for i, v := range x {
 			acc += T(dy[i] * (v*a + b))
 		}
+	case !timesXhat:
+		for i, v := range x {
+			d := dy[i]
+			if !(T(s*(v*a+b))+c >= 0) {
+				d *= 0
+			}
+			acc += d
+		}
 	default:
 		for i, v := range x {
-			acc += ch.elem(v, dy[i], timesXhat)
+			xhat := v*a + b
+			d := dy[i]
+			if !(T(s*xhat)+c >= 0) {
+				d *= 0
+			}
+			acc += T(d * xhat)
 		}
 	}
 	return acc
