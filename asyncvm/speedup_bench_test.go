@@ -12,13 +12,14 @@ import (
 	"github.com/pipemare/pipemare/graphsplit"
 	"github.com/pipemare/pipemare/internal/affinity"
 	"github.com/pipemare/pipemare/schedule"
+	"github.com/pipemare/pipemare/train"
 	"github.com/pipemare/pipemare/zoo"
 	"gorgonia.org/gorgonia"
 )
 
 // BenchmarkInProcessSpeedup is what a second core buys the in-process
 // engine: the zoo's MLP, CNN and ResNet cut into 2 stages balanced by time
-// measured here on one thread (zoo.Balanced), PipeMare at the recipe's N, streaming
+// measured here on one thread (train.Balanced), PipeMare at the recipe's N, streaming
 // speedupMinibatches minibatches of the embedded data per op, with
 // GOMAXPROCS=1 and with GOMAXPROCS=2. Run the variants interleaved and
 // compare samples/s (benchstat -col /procs):
@@ -54,17 +55,17 @@ func BenchmarkInProcessSpeedup(b *testing.B) {
 const speedupMinibatches = 20
 
 // speedupCut is the recipe's model cut into 2 stages balanced by the time
-// each takes on one thread (zoo.Balanced with GOMAXPROCS=1): every variant
+// each takes on one thread (train.Balanced with GOMAXPROCS=1): every variant
 // of the benchmark trains the same plan.
 func speedupCut(b *testing.B, r zoo.Recipe) []int {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
-	cfg := r.Run
+	cfg := train.Config{Hyper: r.Run}
 	cfg.Stages = 2
-	train, _, err := r.Load("embedded", cfg.Microbatch)
+	trainSet, _, err := r.Load("embedded", cfg.Microbatch)
 	if err != nil {
 		b.Fatal(err)
 	}
-	cut, _, err := zoo.Balanced(r.Build, train, cfg)
+	cut, _, err := train.Balanced(r.Build, trainSet, cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -72,7 +73,7 @@ func speedupCut(b *testing.B, r zoo.Recipe) []int {
 }
 
 func benchSpeedup(b *testing.B, r zoo.Recipe, cut []int) {
-	cfg := r.Run
+	cfg := train.Config{Hyper: r.Run}
 	m, err := r.Build(cfg.Microbatch, cfg.Seed)
 	if err != nil {
 		b.Fatal(err)
@@ -82,7 +83,7 @@ func benchSpeedup(b *testing.B, r zoo.Recipe, cut []int) {
 		b.Fatal(err)
 	}
 	vm, err := asyncvm.New(plan, asyncvm.WithSchedule(schedule.PipeMare),
-		asyncvm.WithMicrobatches(cfg.Microbatches), asyncvm.WithActivations(cfg.Activations),
+		asyncvm.WithMicrobatches(cfg.Microbatches), asyncvm.WithActivations(cfg.Activations()),
 		asyncvm.WithSolver(func(int) gorgonia.Solver { return recipeSolver(r) }))
 	if err != nil {
 		b.Fatal(err)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/pipemare/pipemare/checkpoint"
 	"github.com/pipemare/pipemare/internal/testmodels"
+	"github.com/pipemare/pipemare/train"
 	"github.com/pipemare/pipemare/zoo"
 	"github.com/stretchr/testify/require"
 	"gorgonia.org/gorgonia"
@@ -24,7 +25,7 @@ func TestSavedModelGivesItsAccuracyBack(t *testing.T) {
 	}
 	r, err := zoo.RecipeFor("cnn")
 	require.NoError(t, err)
-	train, test, err := r.Load("embedded", 16*4*3)
+	trainSet, test, err := r.Load("embedded", 16*4*3)
 	require.NoError(t, err)
 	test = test.(*zoo.Dataset).Head(160)
 	var trained *zoo.Model
@@ -33,10 +34,10 @@ func TestSavedModelGivesItsAccuracyBack(t *testing.T) {
 		trained = m
 		return m, err
 	}
-	cfg, err := r.Config(zoo.MethodSequential, 1)
+	cfg, err := train.FromRecipe(r, train.MethodSequential, 1)
 	require.NoError(t, err)
 	cfg.Epochs, cfg.Stages = 1, 2
-	res, err := zoo.Train(context.Background(), build, train, test, cfg)
+	res, err := train.Train(context.Background(), build, trainSet, test, cfg)
 	require.NoError(t, err)
 
 	path := filepath.Join(t.TempDir(), "model"+checkpoint.ModelExt)
@@ -61,7 +62,7 @@ func TestSavedModelGivesItsAccuracyBack(t *testing.T) {
 
 func accuracy(t *testing.T, m *zoo.Model, d zoo.Data) float64 {
 	t.Helper()
-	ev, err := zoo.NewEvaluator(m)
+	ev, err := train.NewEvaluator(m)
 	require.NoError(t, err)
 	defer ev.Close()
 	acc, err := ev.Accuracy(d)

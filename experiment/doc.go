@@ -1,7 +1,7 @@
 // Package experiment trains sweeps of zoo runs and summarises them, and
 // draws the figures of single runs that pipemare train and compare write.
 //
-// A sweep (Sweep) trains a Grid: every Variant — a zoo.Method, optionally
+// A sweep (Sweep) trains a Grid: every Variant — a train.Method, optionally
 // with its parameters given, "spike(warmup=0.1,t1=0.5,decay=step)" — at
 // every delay Setting (N microbatches, or injected delays), run length (in
 // epochs) and seed, on one model. Each run's configuration is the one
@@ -19,7 +19,7 @@
 // and flags); several sweeps of a model can share one cache. A run under
 // way checkpoints every Grid.CheckpointEvery steps into the work directory
 // and, when the sweep starts again, goes on from its last checkpoint with
-// the same result as an uninterrupted run (zoo.Config.Resume); its
+// the same result as an uninterrupted run (train.Config.Resume); its
 // checkpoints are removed once it is recorded.
 //
 // The figures of runs (WritePlots) use the engine's one steady state,

@@ -20,7 +20,7 @@ func ExampleSweep() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	train, test, err := r.Load("embedded", 192)
+	trainSet, test, err := r.Load("embedded", 192)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -45,7 +45,7 @@ func ExampleSweep() {
 	for range 2 {
 		s := &experiment.Sweep{
 			Grid:   experiment.Grid{Model: "mlp", Data: "embedded", Stages: "fine", Limit: 192, TestLimit: 100, Methods: methods, Settings: settings, Epochs: []int{2}, Seeds: []int64{1, 2}},
-			Recipe: r, TrainData: train, TestData: test,
+			Recipe: r, TrainData: trainSet, TestData: test,
 			Cache: experiment.Cache{Dir: filepath.Join(dir, "runs")}, Work: filepath.Join(dir, "work"),
 		}
 		rep, err := s.Run(context.Background())

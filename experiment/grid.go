@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/pipemare/pipemare/schedule"
+	"github.com/pipemare/pipemare/train"
 	"github.com/pipemare/pipemare/zoo"
 	"github.com/pkg/errors"
 )
@@ -29,7 +30,7 @@ type Grid struct {
 	Seeds  []int64
 	// CheckpointEvery is every run's checkpoint interval in steps (0:
 	// none). A checkpoint drains the pipeline, so it is part of what a run
-	// trains (zoo.Config.CheckpointEvery), and of what a cached run must
+	// trains (train.Config.CheckpointEvery), and of what a cached run must
 	// match.
 	CheckpointEvery int
 	// Target is the test accuracy whose training time the sweep reports.
@@ -42,7 +43,7 @@ type Grid struct {
 // baseline is the baseline's text form.
 func (g *Grid) baseline() string {
 	if g.Baseline == "" {
-		return string(zoo.MethodSequential)
+		return string(train.MethodSequential)
 	}
 	return g.Baseline
 }
@@ -64,7 +65,7 @@ func (r Run) Key() string {
 // plan is what a run trains: its configuration and the pipemare train
 // flags that train the same run, or why it cannot run.
 type plan struct {
-	cfg     zoo.Config
+	cfg     train.Config
 	args    []string
 	refused string
 	// steps are the run's optimizer steps, epochSteps an epoch's.
@@ -74,12 +75,12 @@ type plan struct {
 // plan returns run's plan for recipe r on p stages and trainLen training
 // examples. The configuration is built as pipemare train builds it from
 // the flags plan.args: the recipe's run, the setting's N and rows, the
-// length and seed, the method (zoo.Method.Apply), then the variant's
+// length and seed, the method (train.Method.Apply), then the variant's
 // parameters. A run that makes no minibatch is an error; one the method
 // cannot train is refused (plan.refused says why).
 func (g *Grid) plan(r zoo.Recipe, run Run, p, trainLen int) (plan, error) {
 	v, s := run.Variant, run.Setting
-	c := r.Run
+	c := train.Config{Hyper: r.Run}
 	c.Seed, c.Epochs = run.Seed, run.Epochs
 	c.Microbatch, c.Microbatches = s.MicrobatchRows, s.Microbatches
 	if g.Stages != "fine" {
@@ -109,7 +110,7 @@ func (g *Grid) plan(r zoo.Recipe, run Run, p, trainLen int) (plan, error) {
 
 // parameters sets the variant's parameters on the method's configuration c
 // of run, as train's flags do, or says why the run cannot train.
-func (g *Grid) parameters(run Run, c zoo.Config, p int, pl plan) (zoo.Config, string) {
+func (g *Grid) parameters(run Run, c train.Config, p int, pl plan) (train.Config, string) {
 	v, s := run.Variant, run.Setting
 	if v.LR != nil {
 		c.LR = *v.LR
@@ -168,7 +169,7 @@ func t1Steps(fraction float64, async int) int {
 // args are the pipemare train flags of run, whose configuration is c.
 // With injected delays, which train has no flag for, the setting's label
 // says which; their warm-up is off.
-func (g *Grid) args(run Run, c zoo.Config) []string {
+func (g *Grid) args(run Run, c train.Config) []string {
 	v, s := run.Variant, run.Setting
 	a := []string{"-model", g.Model, "-data", g.Data, "-method", string(v.Method), "-stages", g.Stages,
 		"-microbatches", strconv.Itoa(s.Microbatches), "-microbatch", strconv.Itoa(s.MicrobatchRows),

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/pipemare/pipemare/checkpoint"
-	"github.com/pipemare/pipemare/zoo"
+	"github.com/pipemare/pipemare/train"
 	"github.com/pkg/errors"
 )
 
@@ -39,7 +39,7 @@ type Record struct {
 	Refused  string `json:"refused,omitempty"`
 	Diverged string `json:"diverged,omitempty"`
 	// Accuracy is the test accuracy of the model the run ends with (after
-	// the final flush: zoo.Result.ModelAccuracy); EpochAccuracy the test
+	// the final flush: train.Result.ModelAccuracy); EpochAccuracy the test
 	// accuracy after each epoch (with an asynchronous schedule's last
 	// updates still in flight), EpochLoss each epoch's mean loss.
 	Accuracy      float64   `json:"final_accuracy,omitempty"`
@@ -50,7 +50,7 @@ type Record struct {
 	// same until the first epoch at the grid's target (0: never).
 	TrainTime    time.Duration `json:"train_ns,omitempty"`
 	TimeToTarget time.Duration `json:"time_to_target_ns,omitempty"`
-	// WeightsSHA256 is the trained weights' hash (zoo.Result).
+	// WeightsSHA256 is the trained weights' hash (train.Result).
 	WeightsSHA256 string `json:"weights_sha256,omitempty"`
 	// ResumedAt are the steps of the checkpoints the run went on from
 	// (none: it trained in one go).
@@ -61,7 +61,7 @@ type Record struct {
 func (r *Record) ok() bool { return r.Refused == "" && r.Diverged == "" }
 
 // fill sets the record's results from a finished run.
-func (r *Record) fill(res *zoo.Result, target float64) {
+func (r *Record) fill(res *train.Result, target float64) {
 	r.Accuracy, r.WeightsSHA256 = res.ModelAccuracy, res.WeightsSHA256
 	r.EpochAccuracy, r.EpochLoss, r.TrainTime = nil, nil, 0
 	for _, e := range res.Epochs {
@@ -74,7 +74,7 @@ func (r *Record) fill(res *zoo.Result, target float64) {
 
 // TimeToTarget is a run's training time (evaluation excluded) until the
 // first epoch whose test accuracy reached target, 0 when none did.
-func TimeToTarget(res *zoo.Result, target float64) time.Duration {
+func TimeToTarget(res *train.Result, target float64) time.Duration {
 	elapsed := time.Duration(0)
 	for _, e := range res.Epochs {
 		elapsed += e.Wall

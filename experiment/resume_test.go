@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/pipemare/pipemare/train"
 	"github.com/pipemare/pipemare/zoo"
 	"github.com/stretchr/testify/require"
 )
@@ -18,7 +19,7 @@ import (
 func TestSweepGoesOnFromACheckpoint(t *testing.T) {
 	r, err := zoo.RecipeFor("mlp")
 	require.NoError(t, err)
-	train, test, err := r.Load("embedded", 192)
+	trainSet, test, err := r.Load("embedded", 192)
 	require.NoError(t, err)
 	test = test.(*zoo.Dataset).Head(100)
 	sweep := func(dir string, trainer Trainer) *Sweep {
@@ -27,7 +28,7 @@ func TestSweepGoesOnFromACheckpoint(t *testing.T) {
 		return &Sweep{
 			Grid: Grid{Model: "mlp", Data: "embedded", Stages: "fine", Limit: 192, TestLimit: 100,
 				Methods: []Variant{mustVariant(t, "pipemare(warmup=0.2)")}, Settings: sets, Epochs: []int{2}, Seeds: []int64{1}, CheckpointEvery: 2},
-			Recipe: r, TrainData: train, TestData: test, Cache: Cache{Dir: filepath.Join(dir, "runs")}, Work: filepath.Join(dir, "work"), Trainer: trainer,
+			Recipe: r, TrainData: trainSet, TestData: test, Cache: Cache{Dir: filepath.Join(dir, "runs")}, Work: filepath.Join(dir, "work"), Trainer: trainer,
 		}
 	}
 	onceDir := t.TempDir()
@@ -46,9 +47,9 @@ func TestSweepGoesOnFromACheckpoint(t *testing.T) {
 	dir := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	stopping := func(ctx context.Context, build zoo.Builder, train, test zoo.Data, cfg zoo.Config) (*zoo.Result, error) {
+	stopping := func(ctx context.Context, build zoo.Builder, trainSet, test zoo.Data, cfg train.Config) (*train.Result, error) {
 		cfg.Checkpointed = func(int, string) { cancel() }
-		return zoo.Train(ctx, build, train, test, cfg)
+		return train.Train(ctx, build, trainSet, test, cfg)
 	}
 	_, err = sweep(dir, stopping).Run(ctx)
 	require.ErrorIs(t, err, context.Canceled)

@@ -8,12 +8,13 @@ import (
 	"regexp"
 
 	"github.com/pipemare/pipemare/checkpoint"
+	"github.com/pipemare/pipemare/train"
 	"github.com/pipemare/pipemare/zoo"
 	"github.com/pkg/errors"
 )
 
-// Trainer trains one run: zoo.Train, or a stand-in in tests.
-type Trainer func(ctx context.Context, build zoo.Builder, train, test zoo.Data, cfg zoo.Config) (*zoo.Result, error)
+// Trainer trains one run: train.Train, or a stand-in in tests.
+type Trainer func(ctx context.Context, build zoo.Builder, train, test zoo.Data, cfg train.Config) (*train.Result, error)
 
 // diverged matches the errors of a run whose loss stopped being finite.
 var diverged = regexp.MustCompile(`not finite|the loss is`)
@@ -22,7 +23,7 @@ var diverged = regexp.MustCompile(`not finite|the loss is`)
 // run and a diverged one are records too; any other failure, an
 // interruption included, is an error and leaves no record. With
 // checkpoints the run writes them into the work directory work/<key> and,
-// when one is there, goes on from it (bit-identically: zoo.Config.Resume);
+// when one is there, goes on from it (bit-identically: train.Config.Resume);
 // the directory is removed once the run is recorded.
 func (s *Sweep) trainRun(ctx context.Context, run Run, pl plan) (*Record, error) {
 	key := run.Key()

@@ -2,7 +2,6 @@ package experiment
 
 import (
 	"fmt"
-	"github.com/pkg/errors"
 	"image/color"
 	"math"
 	"os"
@@ -11,9 +10,11 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/pkg/errors"
+
 	"github.com/pipemare/pipemare/asyncvm"
 	"github.com/pipemare/pipemare/schedule"
-	"github.com/pipemare/pipemare/zoo"
+	"github.com/pipemare/pipemare/train"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
@@ -25,7 +26,7 @@ import (
 // Labelled is a run's result and the label its panels are titled with.
 type Labelled struct {
 	Label  string
-	Result *zoo.Result
+	Result *train.Result
 }
 
 // PlotFiles are the figures WritePlots writes.
@@ -42,13 +43,13 @@ func WritePlots(dir string, runs []Labelled) error {
 	}
 	figures := []struct {
 		file   string
-		height func(*zoo.Result) vg.Length
+		height func(*train.Result) vg.Length
 		legend func([]Labelled) plot.Legend
 		panel  func(*plot.Plot, Labelled) error
 	}{
-		{"gantt.png", func(r *zoo.Result) vg.Length { return vg.Length(1.2+0.25*float64(r.Stages)) * vg.Inch }, ganttLegend, ganttPanel},
-		{"utilization.png", func(*zoo.Result) vg.Length { return 2.6 * vg.Inch }, utilizationLegend, utilizationPanel},
-		{"memory.png", func(*zoo.Result) vg.Length { return 3 * vg.Inch }, memoryLegend, memoryPanel},
+		{"gantt.png", func(r *train.Result) vg.Length { return vg.Length(1.2+0.25*float64(r.Stages)) * vg.Inch }, ganttLegend, ganttPanel},
+		{"utilization.png", func(*train.Result) vg.Length { return 2.6 * vg.Inch }, utilizationLegend, utilizationPanel},
+		{"memory.png", func(*train.Result) vg.Length { return 3 * vg.Inch }, memoryLegend, memoryPanel},
 	}
 	for _, f := range figures {
 		if err := saveFigure(filepath.Join(dir, f.file), runs, f.height, f.legend(runs), f.panel); err != nil {
@@ -65,7 +66,7 @@ const (
 
 // saveFigure draws one panel per run, stacked, with the legend in a column
 // on the right, and writes the figure as a PNG.
-func saveFigure(path string, runs []Labelled, height func(*zoo.Result) vg.Length, legend plot.Legend, panel func(*plot.Plot, Labelled) error) error {
+func saveFigure(path string, runs []Labelled, height func(*train.Result) vg.Length, legend plot.Legend, panel func(*plot.Plot, Labelled) error) error {
 	total := vg.Length(0)
 	for _, r := range runs {
 		total += height(r.Result)
@@ -212,7 +213,7 @@ func ganttLegend(runs []Labelled) plot.Legend {
 // run's steady state (asyncvm.SteadyState) that start at a forward of
 // stage 0: the full pipeline, neither a warm-up, nor its fill or final
 // drain, nor a pause for evaluation.
-func steadyWindow(r *zoo.Result) (from, to time.Duration) {
+func steadyWindow(r *train.Result) (from, to time.Duration) {
 	if len(r.Events) == 0 || len(r.Events[0]) == 0 {
 		return 0, 0
 	}

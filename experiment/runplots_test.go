@@ -7,7 +7,7 @@ import (
 
 	"github.com/pipemare/pipemare/asyncvm"
 	"github.com/pipemare/pipemare/schedule"
-	"github.com/pipemare/pipemare/zoo"
+	"github.com/pipemare/pipemare/train"
 	"github.com/stretchr/testify/require"
 )
 
@@ -46,7 +46,7 @@ func TestGanttWindowIsTheSteadyState(t *testing.T) {
 		}
 		events = append(events, evs)
 	}
-	from, to := steadyWindow(&zoo.Result{Events: events, Report: asyncvm.Report{Schedule: "pipemare"}})
+	from, to := steadyWindow(&train.Result{Events: events, Report: asyncvm.Report{Schedule: "pipemare"}})
 	require.Equal(t, 3*s, to-from, "three minibatches")
 	require.True(t, (from >= 4*s && to <= 8*s) || (from >= 11*s && to <= 17*s), "window %v–%v overlaps the warm-up, the pause or the drain", from, to)
 }

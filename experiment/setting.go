@@ -56,7 +56,7 @@ func ParseSettings(microbatches, delays string) ([]Setting, error) {
 // Fill sets each setting's N and rows from the recipe's run (N × rows is
 // the recipe's minibatch, which each N must divide) and a pipeline's τ_0
 // on p stages.
-func Fill(settings []Setting, run zoo.Config, p int) error {
+func Fill(settings []Setting, run zoo.Hyper, p int) error {
 	batch := run.Microbatch * run.Microbatches
 	for i := range settings {
 		s := &settings[i]

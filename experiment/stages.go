@@ -3,6 +3,7 @@ package experiment
 import (
 	"strconv"
 
+	"github.com/pipemare/pipemare/train"
 	"github.com/pipemare/pipemare/zoo"
 	"github.com/pkg/errors"
 )
@@ -10,7 +11,7 @@ import (
 // StageCount is the number of stages P that stages ("fine": one per layer,
 // or a number) cuts the recipe's model into.
 func StageCount(r zoo.Recipe, stages string) (int, error) {
-	cfg := r.Run
+	cfg := train.Config{Hyper: r.Run}
 	if stages != "fine" {
 		p, err := strconv.Atoi(stages)
 		if err != nil || p < 1 {

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	stderrors "errors"
+
+	"github.com/pipemare/pipemare/train"
 	"github.com/pipemare/pipemare/zoo"
 
 	"github.com/pkg/errors"
@@ -30,7 +32,7 @@ type Sweep struct {
 	Work, Out string
 	// Jobs is how many runs train at a time (at least 1).
 	Jobs int
-	// Trainer trains a run (nil: zoo.Train).
+	// Trainer trains a run (nil: train.Train).
 	Trainer Trainer
 	// Log, when set, hears of each run that finishes and of each resume.
 	Log io.Writer
@@ -40,7 +42,7 @@ type Sweep struct {
 
 func (s *Sweep) trainer() Trainer {
 	if s.Trainer == nil {
-		return zoo.Train
+		return train.Train
 	}
 	return s.Trainer
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/pipemare/pipemare/internal/jsonkeys"
+	"github.com/pipemare/pipemare/train"
 	"github.com/pipemare/pipemare/zoo"
 	"github.com/pkg/errors"
 	"github.com/stretchr/testify/require"
@@ -29,7 +30,7 @@ func (examples) Batch(*zoo.Model, []int) (x, y *tensor.Dense) { return nil, nil 
 // fakeAccuracy is what fakeTrainer makes a run end with: 0.8 + 0.01 per
 // epoch + 0.001 × seed, less 5 points for naive asynchrony and 2.5/epochs
 // points for the corrected methods; prediction diverges.
-func fakeAccuracy(c zoo.Config) float64 {
+func fakeAccuracy(c train.Config) float64 {
 	acc := 0.8 + 0.01*float64(c.Epochs) + 0.001*float64(c.Seed)
 	switch {
 	case c.Schedule.Async && c.T1 == 0 && !c.Spike:
@@ -40,15 +41,15 @@ func fakeAccuracy(c zoo.Config) float64 {
 	return acc
 }
 
-// fakeTrainer stands in for zoo.Train: it counts its calls and returns a
+// fakeTrainer stands in for train.Train: it counts its calls and returns a
 // result of fakeAccuracy, failing the runs fail names once.
 type fakeTrainer struct {
 	mu    sync.Mutex
-	calls []zoo.Config
+	calls []train.Config
 	fail  map[int64]bool // seeds whose first naive run fails
 }
 
-func (f *fakeTrainer) train(ctx context.Context, _ zoo.Builder, _, _ zoo.Data, c zoo.Config) (*zoo.Result, error) {
+func (f *fakeTrainer) trainSet(ctx context.Context, _ zoo.Builder, _, _ zoo.Data, c train.Config) (*train.Result, error) {
 	f.mu.Lock()
 	f.calls = append(f.calls, c)
 	fail := f.fail[c.Seed] && c.Schedule.Async && c.T1 == 0 && !c.Spike && !c.Predict
@@ -60,12 +61,12 @@ func (f *fakeTrainer) train(ctx context.Context, _ zoo.Builder, _, _ zoo.Data, c
 	case fail:
 		return nil, errors.New("disk full")
 	case c.Predict:
-		return nil, errors.New("zoo: step 3: the loss is NaN")
+		return nil, errors.New("train: step 3: the loss is NaN")
 	}
 	acc := fakeAccuracy(c)
-	res := &zoo.Result{ModelAccuracy: acc, WeightsSHA256: fmt.Sprintf("w%.4f", acc)}
+	res := &train.Result{ModelAccuracy: acc, WeightsSHA256: fmt.Sprintf("w%.4f", acc)}
 	for e := 1; e <= c.Epochs; e++ {
-		res.Epochs = append(res.Epochs, zoo.EpochResult{Epoch: e, Accuracy: acc - 0.01*float64(c.Epochs-e), Loss: 1 / float64(e), Wall: time.Second})
+		res.Epochs = append(res.Epochs, train.EpochResult{Epoch: e, Accuracy: acc - 0.01*float64(c.Epochs-e), Loss: 1 / float64(e), Wall: time.Second})
 	}
 	return res, nil
 }
@@ -84,7 +85,7 @@ func fakeSweep(t *testing.T, f *fakeTrainer, dir string, methods ...string) *Swe
 			Epochs: []int{1, 2, 4}, Seeds: []int64{1, 2, 3}, CheckpointEvery: 100, Target: 0.815},
 		Recipe: r, TrainData: examples(640), TestData: examples(10),
 		Cache: Cache{Dir: filepath.Join(dir, "runs")}, Work: filepath.Join(dir, "work"), Out: filepath.Join(dir, "out"),
-		Jobs: 2, Trainer: f.train,
+		Jobs: 2, Trainer: f.trainSet,
 	}
 }
 

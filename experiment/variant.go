@@ -4,11 +4,11 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/pipemare/pipemare/zoo"
+	"github.com/pipemare/pipemare/train"
 	"github.com/pkg/errors"
 )
 
-// Variant is a zoo.Method with some of its parameters given: one row of a
+// Variant is a train.Method with some of its parameters given: one row of a
 // sweep. Its text form (String, ParseVariant) is the method's name, then
 // the parameters given in parentheses, in a fixed order:
 //
@@ -16,7 +16,7 @@ import (
 //
 // A parameter left out keeps the recipe's or the method's value.
 type Variant struct {
-	Method zoo.Method
+	Method train.Method
 	// Warmup is the synchronous warm-up (T3) as a fraction of the run's
 	// steps, in [0, 1), instead of the recipe's epochs. A method without a
 	// warm-up (naive) gets one.
@@ -74,7 +74,7 @@ func (v Variant) key() string {
 // parameter, a parameter given twice and a value out of its range.
 func ParseVariant(s string) (Variant, error) {
 	name, params, hasParams := strings.Cut(strings.TrimSpace(s), "(")
-	m, err := zoo.ParseMethod(strings.TrimSpace(name))
+	m, err := train.ParseMethod(strings.TrimSpace(name))
 	if err != nil {
 		return Variant{}, err
 	}

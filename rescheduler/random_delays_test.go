@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/pipemare/pipemare/delay"
+	"github.com/pipemare/pipemare/train"
 	"github.com/pipemare/pipemare/zoo"
 	"github.com/stretchr/testify/require"
 )
@@ -23,14 +24,13 @@ func TestT1WithRandomDelays(t *testing.T) {
 	if testing.Short() {
 		t.Skip("trains 5 models for 2 epochs each")
 	}
-	train, test, err := zoo.LoadFashionMNIST("embedded")
+	trainSet, test, err := zoo.LoadFashionMNIST("embedded")
 	require.NoError(t, err)
 	const microbatch, epochs = 32, 2
-	steps := epochs * train.Len() / microbatch
+	steps := epochs * trainSet.Len() / microbatch
 	run := func(mean float64, t1 int) (loss, acc float64, err error) {
-		c := zoo.Config{Microbatch: microbatch, Microbatches: 1, Epochs: epochs, LR: 0.05, Cosine: true, Seed: 1, T1: t1,
-			Delays: delay.Exponential{MeanDelay: mean, Limit: int(4 * mean), Seed: 1, N: 1}}
-		r, err := zoo.Train(context.Background(), zoo.MLP, train, test, c)
+		c := train.Config{Hyper: zoo.Hyper{Microbatch: microbatch, Microbatches: 1, Epochs: epochs, LR: 0.05, Cosine: true, Seed: 1}, T1: t1, Delays: delay.Exponential{MeanDelay: mean, Limit: int(4 * mean), Seed: 1, N: 1}}
+		r, err := train.Train(context.Background(), zoo.MLP, trainSet, test, c)
 		if err != nil {
 			return 0, 0, err
 		}

@@ -1,4 +1,4 @@
-package zoo
+package zoo_test
 
 import (
 	"bytes"
@@ -12,7 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pipemare/pipemare/asyncvm"
+	"github.com/pipemare/pipemare/internal/testutil"
+	"github.com/pipemare/pipemare/internal/zootest"
+	"github.com/pipemare/pipemare/train"
+	"github.com/pipemare/pipemare/zoo"
 	"github.com/stretchr/testify/require"
 	"gorgonia.org/tensor"
 )
@@ -85,25 +88,25 @@ func (c accuracyCheck) checkRuns() []checkRun {
 // before stage programs ran their tapes on their own goroutine). The
 // Transformers' baselines train each minibatch as one batch
 // (oneBatchBaseline), on checkData's weighting.
-func runConfig(r Recipe, run checkRun, stepsPerEpoch int) (Config, error) {
+func runConfig(r zoo.Recipe, run checkRun, stepsPerEpoch int) (train.Config, error) {
 	if run.epochs > 0 {
 		r.Run.Epochs = run.epochs
 	}
-	var c Config
+	var c train.Config
 	var err error
 	switch run.kind {
 	case "sequential":
-		c, err = r.Config(MethodSequential, stepsPerEpoch)
-		c.Stages, c.Activations = 1, asyncvm.Keep
+		c, err = train.FromRecipe(r, train.MethodSequential, stepsPerEpoch)
+		c.Stages, c.KeepActivations = 1, true
 		if oneBatchBaseline[r.Model] { // on checkData's microbatchMeans
 			c.Microbatch, c.Microbatches = c.Microbatch*c.Microbatches, 1
 		}
 	case "pipemare":
-		c, err = r.Config(r.Method, stepsPerEpoch)
+		c, err = train.FromRecipe(r, "", stepsPerEpoch)
 	case "naive":
-		c, err = r.Config(MethodNaive, stepsPerEpoch)
+		c, err = train.FromRecipe(r, train.MethodNaive, stepsPerEpoch)
 	default:
-		return Config{}, fmt.Errorf("no run %q (one of %v)", run.kind, runKinds)
+		return train.Config{}, fmt.Errorf("no run %q (one of %v)", run.kind, runKinds)
 	}
 	c.Seed = run.seed
 	return c, err
@@ -111,11 +114,11 @@ func runConfig(r Recipe, run checkRun, stepsPerEpoch int) (Config, error) {
 
 // checkData is the training data of a run of runConfig: the one-batch
 // baselines' weighted (microbatchMeans), the others' as loaded.
-func checkData(r Recipe, run checkRun, train Data) Data {
+func checkData(r zoo.Recipe, run checkRun, data zoo.Data) zoo.Data {
 	if run.kind == "sequential" && oneBatchBaseline[r.Model] {
-		return microbatchMeans{train, r.Run.Microbatch}
+		return microbatchMeans{data, r.Run.Microbatch}
 	}
-	return train
+	return data
 }
 
 // childRun is what a child process reports.
@@ -140,13 +143,13 @@ func TestAccuracyRun(t *testing.T) {
 	var run checkRun
 	_, err := fmt.Sscanf(strings.ReplaceAll(spec, "/", " "), "%s %s %d %d %d", &model, &run.kind, &run.seed, &run.epochs, &run.limit)
 	require.NoError(t, err, "%s=%s", childEnv, spec)
-	r, err := RecipeFor(model)
+	r, err := zoo.RecipeFor(model)
 	require.NoError(t, err)
-	train, test, err := r.Load("embedded", run.limit)
+	data, test, err := r.Load("embedded", run.limit)
 	require.NoError(t, err)
-	cfg, err := runConfig(r, run, train.Len()/(r.Run.Microbatch*r.Run.Microbatches))
+	cfg, err := runConfig(r, run, data.Len()/(r.Run.Microbatch*r.Run.Microbatches))
 	require.NoError(t, err)
-	res, acc, err := trainThenEvaluate(t.Context(), r.Build, checkData(r, run, train), test, cfg)
+	res, acc, err := trainThenEvaluate(t.Context(), r.Build, checkData(r, run, data), test, cfg)
 	out := childRun{}
 	if err != nil {
 		out.Err = err.Error()
@@ -163,17 +166,17 @@ func TestAccuracyRun(t *testing.T) {
 // every epoch: Train's epochs evaluate one test example. On the checks'
 // 4,000 training images a 2,000-image evaluation (forwards only) is about a
 // sixth of an epoch's work.
-func trainThenEvaluate(ctx context.Context, build Builder, train, test Data, cfg Config) (*Result, float64, error) {
-	var m *Model
-	res, err := Train(ctx, func(batch int, seed int64) (*Model, error) {
+func trainThenEvaluate(ctx context.Context, build zoo.Builder, data, test zoo.Data, cfg train.Config) (*train.Result, float64, error) {
+	var m *zoo.Model
+	res, err := train.Train(ctx, func(batch int, seed int64) (*zoo.Model, error) {
 		var err error
 		m, err = build(batch, seed)
 		return m, err
-	}, train, firstExamples{test, 1}, cfg)
+	}, data, firstExamples{test, 1}, cfg)
 	if err != nil {
 		return res, 0, err
 	}
-	eval, err := NewEvaluator(m)
+	eval, err := train.NewEvaluator(m)
 	if err != nil {
 		return res, 0, err
 	}
@@ -184,13 +187,13 @@ func trainThenEvaluate(ctx context.Context, build Builder, train, test Data, cfg
 
 // firstExamples is the first n examples of d.
 type firstExamples struct {
-	d Data
+	d zoo.Data
 	n int
 }
 
 func (f firstExamples) Len() int { return min(f.n, f.d.Len()) }
 
-func (f firstExamples) Batch(m *Model, idx []int) (x, y *tensor.Dense) { return f.d.Batch(m, idx) }
+func (f firstExamples) Batch(m *zoo.Model, idx []int) (x, y *tensor.Dense) { return f.d.Batch(m, idx) }
 
 // runChild trains one run of the model's recipe in a child process, which
 // is killed when the check ends and times out with the parent. It returns
@@ -237,13 +240,13 @@ func runChild(t *testing.T, model string, run checkRun) (childRun, time.Duration
 }
 
 func runAccuracyCheck(t *testing.T, c accuracyCheck) {
-	if raceEnabled {
+	if testutil.RaceEnabled {
 		t.Skip("accuracy runs are skipped under the race detector")
 	}
 	if testing.Short() && !c.short {
 		t.Skip("long accuracy run")
 	}
-	r, err := RecipeFor(c.model)
+	r, err := zoo.RecipeFor(c.model)
 	require.NoError(t, err)
 	checkRuns := c.checkRuns()
 	queued := make([]*queuedRun, len(checkRuns))
@@ -418,14 +421,14 @@ func TestMLPAccuracy(t *testing.T) {
 // evaluation gives the accuracy Train measures of the model it ends with,
 // after an asynchronous run (its final flush) and with BatchNorm.
 func TestTrainThenEvaluateMeasuresTheTrainedModel(t *testing.T) {
-	forEachModel(t, []string{"mlp", "cnn"}, func(t *testing.T, r Recipe) {
-		train, test := fewSteps(t, r, 8, 300)
+	zootest.ForEachModel(t, []string{"mlp", "cnn"}, func(t *testing.T, r zoo.Recipe) {
+		data, test := zootest.FewSteps(t, r, 8, 300)
 		r.Run.Epochs = 2
-		cfg, err := r.Config(MethodPipeMare, 8)
+		cfg, err := train.FromRecipe(r, train.MethodPipeMare, 8)
 		require.NoError(t, err)
-		want, err := Train(context.Background(), r.Build, train, test, cfg)
+		want, err := train.Train(context.Background(), r.Build, data, test, cfg)
 		require.NoError(t, err)
-		res, acc, err := trainThenEvaluate(context.Background(), r.Build, train, test, cfg)
+		res, acc, err := trainThenEvaluate(context.Background(), r.Build, data, test, cfg)
 		require.NoError(t, err)
 		require.Equal(t, want.WeightsSHA256, res.WeightsSHA256, "evaluating less often changed the training")
 		require.Equal(t, want.ModelAccuracy, acc)

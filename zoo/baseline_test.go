@@ -1,10 +1,13 @@
-package zoo
+package zoo_test
 
 import (
 	"context"
 	"math"
 	"testing"
 
+	"github.com/pipemare/pipemare/internal/zootest"
+	"github.com/pipemare/pipemare/train"
+	"github.com/pipemare/pipemare/zoo"
 	"github.com/stretchr/testify/require"
 	"gorgonia.org/tensor"
 )
@@ -28,14 +31,14 @@ var oneBatchBaseline = map[string]bool{"transformer": true, "transformer-tied": 
 // cost (1/N) Σ_k (−Σ_k y·log p / n_k): the mean of the microbatch costs,
 // whose gradient is the mean gradient a step of the pipeline applies.
 type microbatchMeans struct {
-	Data
+	zoo.Data
 	words int
 }
 
-func (d microbatchMeans) Batch(m *Model, idx []int) (*tensor.Dense, *tensor.Dense) {
+func (d microbatchMeans) Batch(m *zoo.Model, idx []int) (*tensor.Dense, *tensor.Dense) {
 	x, y := d.Data.Batch(m, idx)
 	ys := y.Data().([]float32)
-	per := d.words * G2PLen * G2PVocab
+	per := d.words * zoo.G2PLen * zoo.G2PVocab
 	for lo := 0; lo < len(ys); lo += per {
 		group := ys[lo:min(lo+per, len(ys))]
 		var n float32
@@ -59,11 +62,11 @@ func (d microbatchMeans) Batch(m *Model, idx []int) (*tensor.Dense, *tensor.Dens
 // rounding (measured: 8e-8 of the weight); unweighted, one batch trains a
 // different model (4e-3), so the weighting is what makes them agree.
 func TestOneBatchBaselineTrainsLikeItsMicrobatches(t *testing.T) {
-	forEachModel(t, []string{"transformer"}, func(t *testing.T, r Recipe) {
-		train, test := fewSteps(t, r, 3, 100)
+	zootest.ForEachModel(t, []string{"transformer"}, func(t *testing.T, r zoo.Recipe) {
+		data, test := zootest.FewSteps(t, r, 3, 100)
 		r.Run.Epochs = 1
-		run := func(data Data, cfg Config) [][]float32 {
-			res, err := Train(context.Background(), r.Build, data, test, cfg)
+		run := func(data zoo.Data, cfg train.Config) [][]float32 {
+			res, err := train.Train(context.Background(), r.Build, data, test, cfg)
 			require.NoError(t, err)
 			var w [][]float32
 			for _, l := range res.Plan.Learnables {
@@ -75,9 +78,9 @@ func TestOneBatchBaselineTrainsLikeItsMicrobatches(t *testing.T) {
 		cfg, err := runConfig(r, baseline, 3) // the check's
 		require.NoError(t, err)
 		require.Equal(t, 1, cfg.Microbatches, "the check's baseline trains one batch per step")
-		one, unweighted := run(checkData(r, baseline, train), cfg), run(train, cfg)
+		one, unweighted := run(checkData(r, baseline, data), cfg), run(data, cfg)
 		cfg.Microbatch, cfg.Microbatches = r.Run.Microbatch, r.Run.Microbatches
-		micro := run(train, cfg)
+		micro := run(data, cfg)
 		worst := func(a, b [][]float32) float64 {
 			d := 0.0
 			for i := range a {

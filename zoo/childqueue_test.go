@@ -1,4 +1,4 @@
-package zoo
+package zoo_test
 
 import (
 	"runtime"

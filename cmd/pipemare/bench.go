@@ -52,11 +52,11 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	r, train, _, cfg, err := o.run()
+	r, trainSet, _, cfg, err := o.run()
 	if err != nil {
 		return err
 	}
-	if err := chooseCut(&cfg, inProcess, "", r, train, stdout); err != nil {
+	if err := chooseCut(&cfg, inProcess, "", r, trainSet, stdout); err != nil {
 		return err
 	}
 	var base []string // train's flags for both runs, the cut fixed

@@ -12,19 +12,19 @@ import (
 
 	"github.com/pipemare/pipemare/experiment"
 	"github.com/pipemare/pipemare/schedule"
-	"github.com/pipemare/pipemare/zoo"
+	"github.com/pipemare/pipemare/train"
 )
 
 // labelledRun is one labelled training run of compare (or train's only one).
 type labelledRun struct {
 	label string
-	cfg   zoo.Config
-	res   *zoo.Result
+	cfg   train.Config
+	res   *train.Result
 }
 
 // runLabel names a run by its schedule and the techniques it has on:
 // "pipemare +T1+T2+W", "pipemare +T1+spike+W", "gpipe".
-func runLabel(cfg zoo.Config) string {
+func runLabel(cfg train.Config) string {
 	label := ""
 	for _, t := range []struct {
 		on   bool
@@ -79,11 +79,11 @@ func compareCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err := parse(fs, args, stdout, stderr); err != nil {
 		return err
 	}
-	r, train, test, err := o.load()
+	r, trainSet, test, err := o.load()
 	if err != nil {
 		return err
 	}
-	runs, err := compareRuns(&o, train.Len())
+	runs, err := compareRuns(&o, trainSet.Len())
 	if err != nil {
 		return usageError(fs, "%v", err)
 	}
@@ -114,7 +114,7 @@ func compareCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	var trainErr error
 	for _, ru := range runs {
 		fmt.Fprintf(stdout, "running %s…\n", ru.label)
-		res, err := trainWithProgress(ctx, r.Build, ru.cfg, train, test, stdout, stderr)
+		res, err := trainWithProgress(ctx, r.Build, ru.cfg, trainSet, test, stdout, stderr)
 		if err != nil {
 			trainErr = fmt.Errorf("%s: %w", ru.label, err)
 		}
@@ -123,7 +123,7 @@ func compareCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		}
 		ru.res = res
 		done = append(done, ru)
-		rr := runReport{Label: ru.label, Settings: newSettings(&o, ru.cfg, train, test), Result: res}
+		rr := runReport{Label: ru.label, Settings: newSettings(&o, ru.cfg, trainSet, test), Result: res}
 		tta := "—"
 		if rr.TimeToTarget = experiment.TimeToTarget(res, *target); rr.TimeToTarget > 0 {
 			tta = rr.TimeToTarget.Round(10 * time.Millisecond).String()

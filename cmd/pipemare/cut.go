@@ -8,20 +8,21 @@ import (
 	"path/filepath"
 	"runtime"
 
+	"github.com/pipemare/pipemare/train"
 	"github.com/pipemare/pipemare/zoo"
 )
 
 // chooseCut gives cfg the cut train runs. -cut is taken as given, and
 // -stages fine cuts at every layer. A number of stages (-stages P) is cut
 // where the stages take as long as each other on this machine
-// (zoo.Balanced, timed on one thread: each stage of a pipeline gets about
+// (train.Balanced, timed on one thread: each stage of a pipeline gets about
 // one core), when this process drives every stage — in this process, or
 // -procs, which hands the children the cut — unless a resumed run
 // (resumeDir, its settings) recorded one, which it keeps. Stages on other
 // hosts or under a launcher each build their own plan, so every process
 // must cut alike without measuring: they take the cost estimate's cut,
 // unless -cut gives one (pipemare plan -stages P measures it).
-func chooseCut(cfg *zoo.Config, w where, resumeDir string, r zoo.Recipe, train zoo.Data, stdout io.Writer) error {
+func chooseCut(cfg *train.Config, w where, resumeDir string, r zoo.Recipe, trainSet zoo.Data, stdout io.Writer) error {
 	if cfg.Cut != nil || cfg.Stages == 0 {
 		return nil
 	}
@@ -36,7 +37,7 @@ func chooseCut(cfg *zoo.Config, w where, resumeDir string, r zoo.Recipe, train z
 		return nil
 	}
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
-	cut, bal, err := zoo.Balanced(r.Build, train, *cfg)
+	cut, bal, err := train.Balanced(r.Build, trainSet, *cfg)
 	if err != nil {
 		return err
 	}

@@ -11,7 +11,7 @@ import (
 )
 
 // train runs pipemare train in this process and fails unless it exits 0.
-func train(t *testing.T, args ...string) string {
+func trainRun(t *testing.T, args ...string) string {
 	t.Helper()
 	code, out, stderr := runCLI(context.Background(), append([]string{"train"}, args...)...)
 	require.Equal(t, 0, code, "%v\n%s\n%s", args, out, stderr)
@@ -42,11 +42,11 @@ func TestResumeRefusesDamage(t *testing.T) {
 	}
 	args := append([]string{"-checkpoint-every", "3"}, mlpArgs...)
 	run := t.TempDir()
-	out := train(t, append(args, "-out", run)...)
+	out := trainRun(t, append(args, "-out", run)...)
 	require.Equal(t, []int{3, 6, 9, 12, 15}, checkpointSteps(out))
 	want := reportOf(t, run)
 	other := t.TempDir() // the same model cut into two stages: another plan
-	train(t, append(append([]string{"-stages", "2"}, args...), "-out", other)...)
+	trainRun(t, append(append([]string{"-stages", "2"}, args...), "-out", other)...)
 
 	latest := filepath.Join(run, checkpointsDir, stepDir(15))
 	prev := filepath.Join(run, checkpointsDir, stepDir(12))
@@ -79,7 +79,7 @@ func TestResumeRefusesDamage(t *testing.T) {
 			require.Contains(t, first, filepath.Join(dir, rel(t, run, latest)), "names the checkpoint")
 			before := filepath.Join(dir, rel(t, run, prev))
 			require.Contains(t, first, "the previous complete checkpoint is "+before+": continue from it with -resume "+before)
-			out := train(t, append(args, "-resume", before)...)
+			out := trainRun(t, append(args, "-resume", before)...)
 			require.Equal(t, 12, resumedStep(t, out))
 			requireSameRun(t, want, reportOf(t, dir))
 		})
@@ -116,12 +116,12 @@ func TestResumeRefusesDamage(t *testing.T) {
 		require.True(t, os.IsNotExist(err), "and creates nothing")
 
 		// What a launcher that restarts the whole job gives (-resume auto).
-		out := train(t, append(args, "-out", dir, "-resume", resumeAuto)...)
+		out := trainRun(t, append(args, "-out", dir, "-resume", resumeAuto)...)
 		require.Contains(t, out, "no checkpoint in "+dir+" yet: starting the run there")
 		got := reportOf(t, dir)
 		require.Equal(t, want.Result.WeightsSHA256, got.Result.WeightsSHA256)
 		require.Nil(t, got.Resumed)
-		out = train(t, append(args, "-out", dir, "-resume", resumeAuto)...) // restarted once more
+		out = trainRun(t, append(args, "-out", dir, "-resume", resumeAuto)...) // restarted once more
 		require.Equal(t, 15, resumedStep(t, out), "then it resumes")
 		requireSameRun(t, want, reportOf(t, dir))
 	})

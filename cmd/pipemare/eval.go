@@ -13,6 +13,7 @@ import (
 
 	"github.com/pipemare/pipemare/checkpoint"
 	"github.com/pipemare/pipemare/graphsplit"
+	"github.com/pipemare/pipemare/train"
 	"github.com/pipemare/pipemare/zoo"
 )
 
@@ -27,7 +28,7 @@ type evalReport struct {
 	WeightsSHA256 string `json:"weights_sha256"`
 	Data          string `json:"data"`
 	TestExamples  int    `json:"test_examples"`
-	// TestAccuracy is zoo.Evaluator.Accuracy over the test examples: for
+	// TestAccuracy is train.Evaluator.Accuracy over the test examples: for
 	// the model a run wrote, evaluated on the same test examples, its
 	// report's model_test_accuracy (final_accuracy is measured before the
 	// last updates in flight are applied).
@@ -83,7 +84,7 @@ func evalCmd(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	e, err := zoo.NewEvaluator(m)
+	e, err := train.NewEvaluator(m)
 	if err != nil {
 		return err
 	}
@@ -115,7 +116,7 @@ func evalCmd(_ context.Context, args []string, stdout, stderr io.Writer) error {
 
 // writePredictions writes ps to path: CSV with a header, or one JSON
 // object a line.
-func writePredictions(path string, ps []zoo.Prediction) error {
+func writePredictions(path string, ps []train.Prediction) error {
 	var buf bytes.Buffer
 	if filepath.Ext(path) == ".jsonl" {
 		enc := json.NewEncoder(&buf)

@@ -34,7 +34,7 @@ func TestEvalGivesTheRunsAccuracy(t *testing.T) {
 				t.Skip("a CNN training")
 			}
 			dir := t.TempDir()
-			out := train(t, append(c.args, "-out", dir)...)
+			out := trainRun(t, append(c.args, "-out", dir)...)
 			require.Contains(t, out, "wrote "+dir+"/report.json, model.safetensors,")
 			want := reportOf(t, dir).Result
 			weights[c.model] = filepath.Join(dir, modelFile)

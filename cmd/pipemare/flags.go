@@ -9,8 +9,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/pipemare/pipemare/asyncvm"
 	"github.com/pipemare/pipemare/schedule"
+	"github.com/pipemare/pipemare/train"
 	"github.com/pipemare/pipemare/zoo"
 )
 
@@ -135,8 +135,8 @@ func (o *options) load() (zoo.Recipe, zoo.Data, zoo.Data, error) {
 	if err := o.check(); err != nil {
 		return r, nil, nil, usageError(o.fs, "%v", err)
 	}
-	train, test, err := loadData(r, o.data, o.limit, o.testLimit)
-	return r, train, test, err
+	trainSet, test, err := loadData(r, o.data, o.limit, o.testLimit)
+	return r, trainSet, test, err
 }
 
 // loadData loads r's data as -data names it, the first limit training
@@ -146,36 +146,36 @@ func loadData(r zoo.Recipe, data string, limit, testLimit int) (zoo.Data, zoo.Da
 	if dir == "auto" {
 		dir = ""
 	}
-	train, test, err := r.Load(dir, limit)
+	trainSet, test, err := r.Load(dir, limit)
 	if err != nil {
 		return nil, nil, fmt.Errorf("-data %s: %w", data, err)
 	}
 	if testLimit > 0 && testLimit < test.Len() {
 		test = head{test, testLimit}
 	}
-	return train, test, nil
+	return trainSet, test, nil
 }
 
 // run is what the flags train: the model's recipe, its data (load) and
-// the run's zoo.Config (config, with -schedule or the method's schedule;
+// the run's train.Config (config, with -schedule or the method's schedule;
 // its errors are of the command line).
-func (o *options) run() (zoo.Recipe, zoo.Data, zoo.Data, zoo.Config, error) {
+func (o *options) run() (zoo.Recipe, zoo.Data, zoo.Data, train.Config, error) {
 	var s schedule.Schedule // the method's unless -schedule
 	if o.schedule != "" {
 		var err error
 		if s, err = scheduleNamed(o.schedule); err != nil {
-			return zoo.Recipe{}, nil, nil, zoo.Config{}, usageError(o.fs, "%v", err)
+			return zoo.Recipe{}, nil, nil, train.Config{}, usageError(o.fs, "%v", err)
 		}
 	}
-	r, train, test, err := o.load()
+	r, trainSet, test, err := o.load()
 	if err != nil {
-		return r, nil, nil, zoo.Config{}, err
+		return r, nil, nil, train.Config{}, err
 	}
-	cfg, err := o.config(s, train.Len())
+	cfg, err := o.config(s, trainSet.Len())
 	if err != nil {
 		return r, nil, nil, cfg, usageError(o.fs, "%v", err)
 	}
-	return r, train, test, cfg, nil
+	return r, trainSet, test, cfg, nil
 }
 
 // check refuses flag values outside their range, naming the flag: the
@@ -202,7 +202,7 @@ func (o *options) check() error {
 		return fmt.Errorf("-t2 %g: must be in [0, 1) (0: off; -1: the method's)", o.t2)
 	}
 	if o.method != "" {
-		if _, err := zoo.ParseMethod(o.method); err != nil {
+		if _, err := train.ParseMethod(o.method); err != nil {
 			return fmt.Errorf("-method %q: %v", o.method, err)
 		}
 	}
@@ -232,27 +232,27 @@ func (o *options) check() error {
 	return nil
 }
 
-// config turns the flags into a zoo.Config for a training set of
+// config turns the flags into a train.Config for a training set of
 // trainLen examples, starting from the model's recipe (zoo.RecipeFor) and
 // its method (-method): flags left at their defaults keep the recipe's and
 // the method's values. s, when set, is the schedule (-schedule, or
 // compare's), replacing the method's. It refuses, naming the flag, any
 // run that would not train what it names: no step at all, a warm-up that
 // leaves no asynchronous step, techniques the method cannot have.
-func (o *options) config(s schedule.Schedule, trainLen int) (zoo.Config, error) {
+func (o *options) config(s schedule.Schedule, trainLen int) (train.Config, error) {
 	r, err := zoo.RecipeFor(o.model)
 	if err != nil {
-		return zoo.Config{}, err
+		return train.Config{}, err
 	}
 	if err := o.check(); err != nil {
-		return zoo.Config{}, err
+		return train.Config{}, err
 	}
 	set := o.set()
-	method := r.Method
+	method := train.Method(r.Method)
 	if o.method != "" {
-		method = zoo.Method(o.method) // check made sure
+		method = train.Method(o.method) // check made sure
 	}
-	c := r.Run
+	c := train.Config{Hyper: r.Run}
 	if set["cosine"] {
 		c.Cosine = o.cosine
 	}
@@ -282,10 +282,7 @@ func (o *options) config(s schedule.Schedule, trainLen int) (zoo.Config, error) 
 		c.Stages = len(c.Cut) + 1
 	}
 	if set["stash"] {
-		c.Activations = asyncvm.Recompute
-		if o.stash {
-			c.Activations = asyncvm.Keep
-		}
+		c.KeepActivations = o.stash
 	}
 	rows := c.Microbatch * c.Microbatches
 	steps := trainLen / rows
@@ -358,7 +355,7 @@ func formatCut(cut []int) string {
 // withoutTechniques is c with PipeMare's techniques and Kosson et al.'s
 // corrections off (T1, T2, warm-up, spike compensation, prediction): what
 // a synchronous or weight-stashing schedule runs, and naive asynchrony.
-func withoutTechniques(c zoo.Config) zoo.Config {
+func withoutTechniques(c train.Config) train.Config {
 	c.T1, c.T2, c.Warmup, c.Spike, c.Predict = 0, 0, 0, false, false
 	return c
 }
@@ -380,7 +377,7 @@ func modelUsage(more string) string {
 // methodNames lists the methods for the usage.
 func methodNames() string {
 	var names []string
-	for _, m := range zoo.Methods() {
+	for _, m := range train.Methods() {
 		names = append(names, string(m))
 	}
 	return strings.Join(names, ", ")
@@ -388,7 +385,7 @@ func methodNames() string {
 
 // noMinibatch is the error of a run whose training set makes no minibatch,
 // naming the flag that made it so.
-func noMinibatch(set map[string]bool, o *options, trainLen int, c zoo.Config) error {
+func noMinibatch(set map[string]bool, o *options, trainLen int, c train.Config) error {
 	rows := c.Microbatch * c.Microbatches
 	switch {
 	case set["limit"]:

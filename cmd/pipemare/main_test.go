@@ -15,9 +15,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pipemare/pipemare/asyncvm"
 	"github.com/pipemare/pipemare/internal/jsonkeys"
 	"github.com/pipemare/pipemare/schedule"
+	"github.com/pipemare/pipemare/train"
 	"github.com/pipemare/pipemare/zoo"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -100,7 +100,7 @@ func TestBadValues(t *testing.T) {
 // TestFlagsDeferToTheRecipe: flags left alone keep the model's recipe,
 // flags given override it, -stash=false included.
 func TestFlagsDeferToTheRecipe(t *testing.T) {
-	cfg := func(args ...string) zoo.Config {
+	cfg := func(args ...string) train.Config {
 		fs := flag.NewFlagSet("test", flag.ContinueOnError)
 		var o options
 		o.register(fs)
@@ -118,12 +118,12 @@ func TestFlagsDeferToTheRecipe(t *testing.T) {
 	r, err := zoo.RecipeFor("transformer")
 	require.NoError(t, err)
 	def := cfg("-model", "transformer")
-	want, err := r.Config(r.Method, 4404/(r.Run.Microbatch*r.Run.Microbatches))
+	want, err := train.FromRecipe(r, "", 4404/(r.Run.Microbatch*r.Run.Microbatches))
 	require.NoError(t, err)
 	def.Schedule, want.Schedule = schedule.Schedule{}, schedule.Schedule{}
 	require.Equal(t, want, def)
 	over := cfg("-model", "transformer", "-stash=false", "-seed", "7", "-lr", "0.1", "-momentum", "0.5", "-cosine=false", "-epochs", "2", "-warmup", "0")
-	require.Equal(t, asyncvm.Recompute, over.Activations)
+	require.False(t, over.KeepActivations)
 	require.Equal(t, int64(7), over.Seed)
 	require.Equal(t, 0.1, over.LR)
 	require.Equal(t, "Momentum(0.5)", over.SolverName())

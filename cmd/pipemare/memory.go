@@ -6,6 +6,7 @@ import (
 
 	"github.com/pipemare/pipemare/footprint"
 	"github.com/pipemare/pipemare/graphsplit"
+	"github.com/pipemare/pipemare/train"
 	"github.com/pipemare/pipemare/zoo"
 )
 
@@ -23,7 +24,7 @@ func writeMemory(w io.Writer, model string, plan *graphsplit.Plan) error {
 	if r.Run.NoMomentum {
 		slots = 0
 	}
-	fmt.Fprintf(w, "\nmemory besides activations, %s's recipe (N = %d, %s):\n", model, r.Run.Microbatches, r.Run.SolverName())
+	fmt.Fprintf(w, "\nmemory besides activations, %s's recipe (N = %d, %s):\n", model, r.Run.Microbatches, train.Config{Hyper: r.Run}.SolverName())
 	for i, n := range []int{r.Run.Microbatches, 1} {
 		if i > 0 && n == r.Run.Microbatches {
 			break

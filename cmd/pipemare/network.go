@@ -15,10 +15,10 @@ import (
 	"github.com/pipemare/pipemare/graphsplit"
 	"github.com/pipemare/pipemare/launch"
 	"github.com/pipemare/pipemare/stage"
+	"github.com/pipemare/pipemare/train"
 	"github.com/pipemare/pipemare/transport"
 	"github.com/pipemare/pipemare/transport/grpcnet"
 	"github.com/pipemare/pipemare/transport/pki"
-	"github.com/pipemare/pipemare/zoo"
 )
 
 // netFlags are the flags of a process that talks to stages in other
@@ -121,7 +121,7 @@ func (n *netFlags) credentials(p transport.Peer) ([]grpcnet.Option, error) {
 // connector opens peer p's endpoint for the plan at pl's addresses (one
 // per stage: stagesFit checked): a stage's (listening where pl says) or the
 // driver's, waiting for the other peers at most -connect-timeout.
-func (n *netFlags) connector(p transport.Peer, pl place) zoo.Connector {
+func (n *netFlags) connector(p transport.Peer, pl place) train.Connector {
 	return func(ctx context.Context, plan *graphsplit.Plan) (transport.Endpoint, error) {
 		opts, err := n.credentials(p)
 		if err != nil {

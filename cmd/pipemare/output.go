@@ -9,7 +9,7 @@ import (
 	"github.com/pipemare/pipemare/asyncvm"
 	"github.com/pipemare/pipemare/checkpoint"
 	"github.com/pipemare/pipemare/experiment"
-	"github.com/pipemare/pipemare/zoo"
+	"github.com/pipemare/pipemare/train"
 )
 
 // outputs is the -out directory of a command and the files it writes there.
@@ -70,7 +70,7 @@ func (o outputs) writeSettings(s settings) error {
 
 // writeTrace writes the Chrome trace of a run's last k minibatches (k = 0:
 // all) to the file name (asyncvm.WriteTrace).
-func (o outputs) writeTrace(name string, r *zoo.Result, k int) error {
+func (o outputs) writeTrace(name string, r *train.Result, k int) error {
 	return o.write(name, func(f *os.File) error {
 		return asyncvm.WriteTrace(f, r.Events, asyncvm.TraceLastMinibatches(k, r.Report.Microbatches))
 	})

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/pipemare/pipemare/graphsplit"
+	"github.com/pipemare/pipemare/train"
 	"github.com/pipemare/pipemare/transport"
 	"github.com/pipemare/pipemare/zoo"
 )
@@ -122,7 +123,7 @@ const stopGrace = 10 * time.Second
 // 0). It returns stop, which the caller calls once training returned
 // (with its error): it ends and waits for what connect started and
 // returns how that ended.
-func (t *trainFlags) connect(ctx context.Context, cfg *zoo.Config, o *options, w where, pl place, rep *placement, r zoo.Recipe, train zoo.Data, stdout, stderr io.Writer) (stop func(error) error, err error) {
+func (t *trainFlags) connect(ctx context.Context, cfg *train.Config, o *options, w where, pl place, rep *placement, r zoo.Recipe, trainSet zoo.Data, stdout, stderr io.Writer) (stop func(error) error, err error) {
 	switch w {
 	case remote:
 		cfg.Connect = t.net.connector(transport.Driver, pl)
@@ -130,7 +131,7 @@ func (t *trainFlags) connect(ctx context.Context, cfg *zoo.Config, o *options, w
 		sctx, cancel := context.WithCancel(ctx)
 		served := make(chan error, 1)
 		first, scfg := pl, *cfg
-		go func() { served <- serveStage(sctx, r, train, scfg, &t.net, first, io.Discard) }()
+		go func() { served <- serveStage(sctx, r, trainSet, scfg, &t.net, first, io.Discard) }()
 		pl.stage = -1
 		cfg.Connect = t.net.connector(transport.Driver, pl)
 		return func(trainErr error) error {

@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/pipemare/pipemare/asyncvm"
 	"github.com/pipemare/pipemare/graphsplit"
 	"github.com/pipemare/pipemare/zoo"
 	"gorgonia.org/gorgonia"
@@ -48,7 +47,7 @@ func planCmd(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	keep := r.Run.Activations == asyncvm.Keep
+	keep := r.Run.KeepActivations
 	if *stages != "fine" { // balanced by measuring, on one thread, as train does
 		opts = append(opts, graphsplit.Profiled(feeds, keep))
 	}
@@ -95,7 +94,7 @@ func planCmd(_ context.Context, args []string, stdout, stderr io.Writer) error {
 // firstMicrobatch is the first microbatch of r's embedded training data,
 // as feeds of m.
 func firstMicrobatch(r zoo.Recipe, m *zoo.Model) (map[*gorgonia.Node]gorgonia.Value, error) {
-	train, _, err := r.Load("", m.Batch)
+	trainSet, _, err := r.Load("", m.Batch)
 	if err != nil {
 		return nil, err
 	}
@@ -103,7 +102,7 @@ func firstMicrobatch(r zoo.Recipe, m *zoo.Model) (map[*gorgonia.Node]gorgonia.Va
 	for i := range idx {
 		idx[i] = i
 	}
-	x, y := train.Batch(m, idx)
+	x, y := trainSet.Batch(m, idx)
 	return map[*gorgonia.Node]gorgonia.Value{m.X: x, m.Y: y}, nil
 }
 

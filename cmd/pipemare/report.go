@@ -3,7 +3,7 @@ package main
 import (
 	"time"
 
-	"github.com/pipemare/pipemare/asyncvm"
+	"github.com/pipemare/pipemare/train"
 	"github.com/pipemare/pipemare/zoo"
 )
 
@@ -26,10 +26,10 @@ type runReport struct {
 	// Resumed is the checkpoint a resumed run went on from; absent for a
 	// run that started afresh.
 	Resumed *resumed `json:"resumed,omitempty"`
-	// Result is the run as zoo.Result serialises it: epochs (losses, test
+	// Result is the run as train.Result serialises it: epochs (losses, test
 	// accuracy, an interrupted epoch marked), the engine's asyncvm.Report,
 	// the virtual-device replay, the final accuracy and weights_sha256.
-	Result *zoo.Result `json:"result"`
+	Result *train.Result `json:"result"`
 }
 
 // placement is where a run's stages ran.
@@ -95,13 +95,13 @@ type settings struct {
 	Epochs         int `json:"epochs"`
 	// LR is the base learning rate, cosine-annealed to LR/100 when Cosine
 	// is set, divided by 10 at half and three quarters of the run when
-	// StepDecay is (NAdam: zoo.Config.NAdam's schedule); Solver is
+	// StepDecay is (NAdam: train.Config.NAdam's schedule); Solver is
 	// "Momentum(β)", "SGD" or "NAdam".
 	LR        float64 `json:"lr"`
 	Cosine    bool    `json:"cosine"`
 	StepDecay bool    `json:"step_decay,omitempty"`
 	Solver    string  `json:"solver"`
-	// Method is the zoo.Method the run started from (-method, or the
+	// Method is the train.Method the run started from (-method, or the
 	// recipe's); the fields below say what it turned on, after the flags.
 	Method string `json:"method"`
 	// T1Steps is T1's rescheduling length K in asynchronous steps, T2Gamma
@@ -121,20 +121,20 @@ type settings struct {
 	CheckpointEvery int `json:"checkpoint_every,omitempty"`
 }
 
-func newSettings(o *options, cfg zoo.Config, train, test zoo.Data) settings {
+func newSettings(o *options, cfg train.Config, trainSet, test zoo.Data) settings {
 	method := o.method
 	if r, err := zoo.RecipeFor(o.model); err == nil && method == "" {
 		method = string(r.Method)
 	}
 	acts := "recompute"
-	if cfg.Activations == asyncvm.Keep {
+	if cfg.KeepActivations {
 		acts = "keep"
 	}
 	return settings{
-		Model: o.model, Data: o.data, TrainingExamples: train.Len(), TestExamples: test.Len(),
+		Model: o.model, Data: o.data, TrainingExamples: trainSet.Len(), TestExamples: test.Len(),
 		Schedule: cfg.Schedule.Name, Stages: o.stages, Cut: cfg.Cut,
 		MicrobatchRows: cfg.Microbatch, Microbatches: cfg.Microbatches,
-		StepsPerEpoch: train.Len() / (cfg.Microbatch * cfg.Microbatches), Epochs: cfg.Epochs,
+		StepsPerEpoch: trainSet.Len() / (cfg.Microbatch * cfg.Microbatches), Epochs: cfg.Epochs,
 		LR: cfg.LR, Cosine: cfg.Cosine, StepDecay: cfg.StepDecay, Solver: cfg.SolverName(),
 		Method: method, T1Steps: cfg.T1, T2Gamma: cfg.T2, WarmupSteps: cfg.Warmup,
 		Spike: cfg.Spike, Predict: cfg.Predict,

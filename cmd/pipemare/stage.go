@@ -9,6 +9,7 @@ import (
 
 	"github.com/pipemare/pipemare/graphsplit"
 	"github.com/pipemare/pipemare/launch"
+	"github.com/pipemare/pipemare/train"
 	"github.com/pipemare/pipemare/transport"
 	"github.com/pipemare/pipemare/zoo"
 )
@@ -39,7 +40,7 @@ func stageCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := cpu.apply(); err != nil {
 		return usageOr(fs, err)
 	}
-	r, train, _, cfg, err := o.run()
+	r, trainSet, _, cfg, err := o.run()
 	if err != nil {
 		return err
 	}
@@ -50,7 +51,7 @@ func stageCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return usageOr(fs, err)
 	}
-	return serveStage(ctx, r, train, cfg, &n, pl, stdout)
+	return serveStage(ctx, r, trainSet, cfg, &n, pl, stdout)
 }
 
 // stagePlace is where a stage process stands: its index from -stage or
@@ -105,10 +106,10 @@ func stagePlace(n *netFlags, index int, listen string, env launch.Config, found 
 // driver stops it, saying so on stdout; a driver that does not connect
 // within -connect-timeout, or sends no first order within twice that,
 // ends it with an error.
-func serveStage(ctx context.Context, r zoo.Recipe, train zoo.Data, cfg zoo.Config, n *netFlags, pl place, stdout io.Writer) error {
+func serveStage(ctx context.Context, r zoo.Recipe, trainSet zoo.Data, cfg train.Config, n *netFlags, pl place, stdout io.Writer) error {
 	cfg.FirstOrderTimeout = n.firstOrder()
 	connect := n.connector(transport.Peer(pl.stage), pl)
-	err := zoo.ServeStage(ctx, r.Build, train, cfg, pl.stage, func(ctx context.Context, plan *graphsplit.Plan) (transport.Endpoint, error) {
+	err := train.ServeStage(ctx, r.Build, trainSet, cfg, pl.stage, func(ctx context.Context, plan *graphsplit.Plan) (transport.Endpoint, error) {
 		ep, err := connect(ctx, plan)
 		if err == nil {
 			fmt.Fprintf(stdout, "stage %d of %d: connected to the driver and the stages it exchanges tensors with\n", pl.stage, len(pl.addrs))

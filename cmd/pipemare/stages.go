@@ -6,15 +6,16 @@ import (
 	"strconv"
 
 	"github.com/pipemare/pipemare/graphsplit"
+	"github.com/pipemare/pipemare/train"
 	"github.com/pipemare/pipemare/zoo"
 )
 
 // planStages is the number of stages the run cfg describes is cut into,
-// cut as Train and ServeStage cut it (zoo.Config.Split), so that a command
+// cut as Train and ServeStage cut it (train.Config.Split), so that a command
 // can refuse a command line that does not fit the plan before it trains
 // anything. More stages than r's model has layers is a usageErr naming
 // -stages (given as stages).
-func planStages(r zoo.Recipe, cfg zoo.Config, stages string) (int, error) {
+func planStages(r zoo.Recipe, cfg train.Config, stages string) (int, error) {
 	_, plan, err := cfg.Split(r.Build)
 	if err != nil && cfg.Cut != nil {
 		return 0, usageErr{fmt.Errorf("-cut %s: %v", formatCut(cfg.Cut), err)}
@@ -34,7 +35,7 @@ func planStages(r zoo.Recipe, cfg zoo.Config, stages string) (int, error) {
 // ("fine" or a number options.check has checked): what compare and sweep
 // check their schedules against.
 func stageCount(r zoo.Recipe, stages string) (int, error) {
-	cfg := r.Run
+	cfg := train.Config{Hyper: r.Run}
 	if stages != "fine" {
 		cfg.Stages, _ = strconv.Atoi(stages)
 	}

@@ -90,7 +90,7 @@ func (f *sweepFlags) sweep(fs *flag.FlagSet) (*experiment.Sweep, error) {
 	o.register(flag.NewFlagSet("", flag.ContinueOnError))
 	o.fs = fs
 	o.model, o.data, o.stages, o.limit, o.testLimit = f.model, f.data, f.stages, f.limit, f.testLimit
-	r, train, test, err := o.load()
+	r, trainSet, test, err := o.load()
 	if err != nil {
 		return nil, err
 	}
@@ -107,7 +107,7 @@ func (f *sweepFlags) sweep(fs *flag.FlagSet) (*experiment.Sweep, error) {
 	if work == "" {
 		work = filepath.Join(f.out, "checkpoints")
 	}
-	return &experiment.Sweep{Grid: g, Recipe: r, TrainData: train, TestData: test, Cache: experiment.Cache{Dir: runs},
+	return &experiment.Sweep{Grid: g, Recipe: r, TrainData: trainSet, TestData: test, Cache: experiment.Cache{Dir: runs},
 		Work: work, Out: f.out, Jobs: f.jobs}, nil
 }
 

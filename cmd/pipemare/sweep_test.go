@@ -88,7 +88,7 @@ func TestSweepBadValues(t *testing.T) {
 		args []string
 		msg  string
 	}{
-		{[]string{"-methods", "sequential,hogwild"}, `-methods: zoo: no method "hogwild"`},
+		{[]string{"-methods", "sequential,hogwild"}, `-methods: train: no method "hogwild"`},
 		{[]string{"-methods", "sequential,spike(t3=1)"}, `no parameter "t3"`},
 		{[]string{"-methods", "pipemare"}, "-methods: the baseline sequential (-baseline) is not among them"},
 		{[]string{"-microbatches", "5"}, "-microbatches: microbatches: N=5 does not divide the recipe's minibatch of 64 rows (4 × 16)"},

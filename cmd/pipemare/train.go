@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/pipemare/pipemare/checkpoint"
+	"github.com/pipemare/pipemare/train"
 	"github.com/pipemare/pipemare/zoo"
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
@@ -55,7 +56,7 @@ func trainCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return usageOr(fs, err)
 	}
-	r, train, test, cfg, err := o.run()
+	r, trainSet, test, cfg, err := o.run()
 	if err != nil {
 		return err
 	}
@@ -67,17 +68,17 @@ func trainCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return usageOr(fs, err)
 	}
 	if where == launchedStage { // a stage of a launched pipeline: no outputs of its own
-		return serveStage(ctx, r, train, cfg, &t.net, pl, stdout)
+		return serveStage(ctx, r, trainSet, cfg, &t.net, pl, stdout)
 	}
 	resumeDir := ""
 	if how != fresh {
 		resumeDir = o.out
 	}
-	if err := chooseCut(&cfg, where, resumeDir, r, train, stdout); err != nil {
+	if err := chooseCut(&cfg, where, resumeDir, r, trainSet, stdout); err != nil {
 		return err
 	}
 	cfg.CheckpointEvery = t.checkpointEvery
-	st := newSettings(o, cfg, train, test)
+	st := newSettings(o, cfg, trainSet, test)
 	c, err := startPoint(o.out, from, how, st) // before -out is created: a mistyped -resume creates nothing
 	if err != nil {
 		return err
@@ -105,12 +106,12 @@ func trainCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintf(stdout, "no checkpoint in %s yet: starting the run there\n", o.out)
 	}
 	fmt.Fprintf(stdout, "training %s (%d examples) with %s, %s stages, N=%d × %d rows, %d epochs, lr %g (%s), T1 K=%d, T2 γ=%g, warm-up %d steps\n",
-		o.model, train.Len(), runLabel(cfg), o.stages, cfg.Microbatches, cfg.Microbatch, cfg.Epochs, cfg.LR, cfg.SolverName(), cfg.T1, cfg.T2, cfg.Warmup)
-	stop, err := t.connect(ctx, &cfg, o, where, pl, rep.Placement, r, train, stdout, stderr)
+		o.model, trainSet.Len(), runLabel(cfg), o.stages, cfg.Microbatches, cfg.Microbatch, cfg.Epochs, cfg.LR, cfg.SolverName(), cfg.T1, cfg.T2, cfg.Warmup)
+	stop, err := t.connect(ctx, &cfg, o, where, pl, rep.Placement, r, trainSet, stdout, stderr)
 	if err != nil {
 		return err
 	}
-	res, err := trainWithProgress(ctx, r.Build, cfg, train, test, stdout, stderr)
+	res, err := trainWithProgress(ctx, r.Build, cfg, trainSet, test, stdout, stderr)
 	err = errors.Join(err, stop(err))
 	if res == nil || len(res.Epochs) == 0 {
 		return err
@@ -155,9 +156,9 @@ var isTerminal = func(w io.Writer) bool {
 // (a variable for tests).
 var barThrottle = 200 * time.Millisecond
 
-// trainWithProgress runs zoo.Train with one line per epoch on stdout and,
+// trainWithProgress runs train.Train with one line per epoch on stdout and,
 // when stderr is a terminal, a progress bar per epoch on stderr.
-func trainWithProgress(ctx context.Context, build zoo.Builder, cfg zoo.Config, train, test zoo.Data, stdout, stderr io.Writer) (*zoo.Result, error) {
+func trainWithProgress(ctx context.Context, build zoo.Builder, cfg train.Config, trainSet, test zoo.Data, stdout, stderr io.Writer) (*train.Result, error) {
 	var bar *progressbar.ProgressBar
 	showBar := isTerminal(stderr)
 	epoch := 1
@@ -176,7 +177,7 @@ func trainWithProgress(ctx context.Context, build zoo.Builder, cfg zoo.Config, t
 			onSteps(done)
 		}
 	}
-	cfg.Progress = func(e zoo.EpochResult) {
+	cfg.Progress = func(e train.EpochResult) {
 		if bar != nil {
 			_ = bar.Finish()
 			bar = nil
@@ -184,7 +185,7 @@ func trainWithProgress(ctx context.Context, build zoo.Builder, cfg zoo.Config, t
 		epoch++
 		fmt.Fprintf(stdout, "epoch %d: loss %.4f, test accuracy %.4f, %.0f samples/s, utilization %.3f\n", e.Epoch, e.Loss, e.Accuracy, e.SamplesPerSec, e.Utilization)
 	}
-	res, err := zoo.Train(ctx, build, train, test, cfg)
+	res, err := train.Train(ctx, build, trainSet, test, cfg)
 	if bar != nil { // an interrupted epoch: clear its bar before the summary
 		_ = bar.Clear()
 	}

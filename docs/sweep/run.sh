@@ -6,6 +6,7 @@
 # run under way goes on from its last checkpoint (in $WORK, not committed).
 #
 #   docs/sweep/run.sh transformer cnn   # each model's phases, in order
+#   PHASES=length docs/sweep/run.sh resnet   # only the phases named
 #
 # Each model's phases run one training at a time, niced, on one thread
 # (GOMAXPROCS=1); start two models side by side for two at a time:
@@ -27,6 +28,7 @@ export GOMAXPROCS=1
 sweep() { # phase, then sweep's flags
 	phase=$1
 	shift
+	case " ${PHASES:-$phase} " in *" $phase "*) ;; *) return 0 ;; esac
 	nice -n 19 "$PM" sweep -model "$model" -runs "docs/sweep/$model/runs" -work "$WORK/$model" \
 		-out "docs/sweep/$model/$phase" -checkpoint-every 1000 "$@"
 }
@@ -37,6 +39,11 @@ resnet)
 	# Full Fashion-MNIST, 15 stages, N = 4 microbatches of 16 (τ₀ = 8).
 	sweep screen -data auto -microbatches 4 -epochs 1 -seeds 1,2 -target 0.85 -methods \
 		'sequential,sequential(decay=step),naive,spike(warmup=0.1),spike(warmup=0.05),spike(warmup=0),spike(warmup=0.1,t1=0.25),spike(warmup=0.1,t1=0.5),spike(warmup=0.1,t1=0),spike(warmup=0.1,decay=step),spike(warmup=0.1,t2=0.9),spike(warmup=0.1,lr=0.025),pipemare(warmup=0.1),predict(warmup=0.1),predict(warmup=0.1,t1=0)'
+	# Run lengths: screen's best (spike at half the rate) beside the
+	# synchronous baseline at both rates and naive PipeMare; 6 epochs are
+	# 5,622 steps, 5,060 of them asynchronous.
+	sweep length -data auto -microbatches 4 -epochs 2,6 -seeds 1,2,3 -target 0.85 -methods \
+		'sequential,sequential(lr=0.025),naive,spike(warmup=0.1,lr=0.025),spike(warmup=0.1)'
 	;;
 transformer)
 	# The whole filtered CMUdict, 20 stages, N = 4 microbatches of 8 words (τ₀ = 10).
@@ -45,6 +52,9 @@ transformer)
 	# Round 2, around screen's best (spike with momentum 0.5; T2 with γ = 0.5).
 	sweep screen2 -data /var/tmp/pipemare-cmudict -microbatches 4 -epochs 1 -seeds 1,2 -target 0.85 -methods \
 		'sequential,sequential(momentum=0.5),spike(warmup=0.1,momentum=0.5),spike(warmup=0.05,momentum=0.5),spike(warmup=0.1,momentum=0.5,lr=0.125),spike(warmup=0.1,momentum=0.75,lr=0.125),spike(warmup=0.1,t2=0.5,momentum=0.5),spike(warmup=0.1,t1=0.5,momentum=0.5),pipemare(warmup=0.1,t2=0.5),pipemare(warmup=0.1,t2=0.25),pipemare(warmup=0.1,t2=0),pipemare(warmup=0.1,t2=0.5,momentum=0.5),predict(warmup=0.1,momentum=0.5)'
+	# Run lengths: 3 epochs are 6,219 steps, 5,597 of them asynchronous.
+	sweep length -data /var/tmp/pipemare-cmudict -microbatches 4 -epochs 1,3,6 -seeds 1,2,3 -target 0.85 -methods \
+		'sequential,naive,spike(warmup=0.1,momentum=0.5),pipemare(warmup=0.1,t2=0.5)'
 	;;
 cnn)
 	# Full Fashion-MNIST; one stage per layer is 4 stages, so N = 1

@@ -1,5 +1,5 @@
 // Package tape runs the graphs of stage programs (graphsplit.Program) and
-// of the zoo's evaluation (zoo.Evaluator): compiled once by gorgonia's own
+// of the zoo's evaluation (train.Evaluator): compiled once by gorgonia's own
 // compiler, run many times by an executor of this package on the caller's
 // goroutine, bit for bit what gorgonia's tape machine computes.
 //

@@ -1,10 +1,14 @@
-package zoo
+package train
 
 import (
 	"context"
 	"math"
 	"math/rand"
 	"testing"
+
+	"github.com/pipemare/pipemare/internal/testutil"
+	"github.com/pipemare/pipemare/internal/zootest"
+	"github.com/pipemare/pipemare/zoo"
 
 	"github.com/pipemare/pipemare/asyncvm"
 	"github.com/pipemare/pipemare/correction"
@@ -42,9 +46,9 @@ func must[S gorgonia.Solver](s S, err error) gorgonia.Solver {
 
 // trainedBits trains the zoo MLP with cfg's schedule and the given solvers
 // on steps minibatches and returns its learnables' bits.
-func trainedBits(t *testing.T, cfg Config, data Data, newSolver func(int) (gorgonia.Solver, error)) [][]uint32 {
+func trainedBits(t *testing.T, cfg Config, data zoo.Data, newSolver func(int) (gorgonia.Solver, error)) [][]uint32 {
 	t.Helper()
-	m, err := MLP(cfg.Microbatch, cfg.Seed)
+	m, err := zoo.MLP(cfg.Microbatch, cfg.Seed)
 	require.NoError(t, err)
 	plan, err := graphsplit.Split(m.Graph, m.Cost, m.Learnables, graphsplit.Stages(3))
 	require.NoError(t, err)
@@ -56,7 +60,7 @@ func trainedBits(t *testing.T, cfg Config, data Data, newSolver func(int) (gorgo
 	require.NoError(t, err)
 	defer vm.Close()
 	rng := rand.New(rand.NewSource(cfg.Seed))
-	_, err = vm.Run(context.Background(), Minibatches(data, m, cfg.Microbatches, rng))
+	_, err = vm.Run(context.Background(), zoo.Minibatches(data, m, cfg.Microbatches, rng))
 	require.NoError(t, err)
 	require.NoError(t, vm.Flush(context.Background()))
 	out := make([][]uint32, len(m.Learnables))
@@ -73,13 +77,13 @@ func trainedBits(t *testing.T, cfg Config, data Data, newSolver func(int) (gorgo
 // has the same weights, bit for bit: PipeMare with a warm-up, T1 and T2;
 // the synchronous schedule; and SGD, which was gorgonia's Momentum(0).
 func TestOurSolversTrainAsGorgonias(t *testing.T) {
-	if raceEnabled {
+	if testutil.RaceEnabled {
 		t.Skip("compares numerics; the pipeline's concurrency is raced in asyncvm")
 	}
-	r, err := RecipeFor("mlp")
+	r, err := zoo.RecipeFor("mlp")
 	require.NoError(t, err)
 	const steps = 6
-	data, _ := fewSteps(t, r, steps, 0)
+	data, _ := zootest.FewSteps(t, r, steps, 0)
 	pm := recipeConfig(t, r, MethodPipeMare, steps)
 	pm.Warmup, pm.T1 = 2, steps-2
 	sync := recipeConfig(t, r, MethodSequential, steps)
@@ -102,7 +106,7 @@ func TestOurSolversTrainAsGorgonias(t *testing.T) {
 // both terms are. No zoo model starts with a −0 weight, so none ever has
 // one, and the two give the same bits.
 func TestNoInitialNegativeZero(t *testing.T) {
-	for _, r := range Recipes() {
+	for _, r := range zoo.Recipes() {
 		m, err := r.Build(r.Run.Microbatch, r.Run.Seed)
 		require.NoError(t, err)
 		for _, n := range m.Learnables {
@@ -124,7 +128,7 @@ func (v valueGrad) SetGrad(x gorgonia.Value) error  { v.g = x.(*tensor.Dense); r
 // TestStepDecay: the base schedule is the rate until half the run, a tenth
 // of it until three quarters, a hundredth after; not with the cosine.
 func TestStepDecay(t *testing.T) {
-	c := Config{LR: 0.1, StepDecay: true, Epochs: 4, NoMomentum: true}
+	c := Config{Hyper: zoo.Hyper{LR: 0.1, Epochs: 4, NoMomentum: true}, StepDecay: true}
 	s, err := c.Solver(10)(0)
 	require.NoError(t, err)
 	model := []gorgonia.ValueGrad{valueGrad{tensor.New(tensor.WithBacking([]float32{1})), tensor.New(tensor.WithBacking([]float32{1}))}}

@@ -1,8 +1,10 @@
-package zoo
+package train
 
 import (
 	"context"
 	"sync"
+
+	"github.com/pipemare/pipemare/zoo"
 
 	"github.com/pipemare/pipemare/asyncvm"
 	"github.com/pipemare/pipemare/graphsplit"
@@ -27,10 +29,10 @@ func (cfg Config) normalized() (Config, error) {
 		cfg.Schedule = schedule.PipeMare
 	}
 	if cfg.Microbatch <= 0 || cfg.Microbatches <= 0 || cfg.Epochs <= 0 || cfg.LR <= 0 {
-		return cfg, errors.Errorf("zoo: microbatch %d, microbatches %d, epochs %d and learning rate %g must be positive", cfg.Microbatch, cfg.Microbatches, cfg.Epochs, cfg.LR)
+		return cfg, errors.Errorf("train: microbatch %d, microbatches %d, epochs %d and learning rate %g must be positive", cfg.Microbatch, cfg.Microbatches, cfg.Epochs, cfg.LR)
 	}
 	if cfg.T2 < 0 || cfg.T2 >= 1 {
-		return cfg, errors.Errorf("zoo: T2 γ = %g must be in [0, 1)", cfg.T2)
+		return cfg, errors.Errorf("train: T2 γ = %g must be in [0, 1)", cfg.T2)
 	}
 	return cfg, cfg.check()
 }
@@ -46,7 +48,7 @@ var building sync.Mutex
 // run, which every process of a run gets alike, so that a caller can
 // check the plan — its number of stages — before it trains. Models are
 // built one at a time. The caller closes the plan.
-func (cfg Config) Split(build Builder) (*Model, *graphsplit.Plan, error) {
+func (cfg Config) Split(build zoo.Builder) (*zoo.Model, *graphsplit.Plan, error) {
 	building.Lock()
 	defer building.Unlock()
 	m, err := build(cfg.Microbatch, cfg.Seed)
@@ -73,16 +75,16 @@ func (cfg Config) cutOptions() []graphsplit.Option {
 // Balanced cuts the model build makes for cfg into cfg.Stages stages at
 // layer boundaries, balanced by the time each stage takes on this machine
 // (graphsplit.Profiled, on the first microbatch of train, with the
-// programs cfg.Activations runs), and returns the cut, for Config.Cut,
+// programs cfg.KeepActivations runs), and returns the cut, for Config.Cut,
 // with its measured balance. The cut depends on the machine and on what
 // else runs while it measures; a run that records it (Config.Cut) is
 // reproducible, and every process of a pipeline must be given the same.
-func Balanced(build Builder, train Data, cfg Config) ([]int, *graphsplit.Balance, error) {
+func Balanced(build zoo.Builder, train zoo.Data, cfg Config) ([]int, *graphsplit.Balance, error) {
 	if cfg.Stages < 1 {
-		return nil, nil, errors.Errorf("zoo: Balanced: %d stages; give a number of stages to balance", cfg.Stages)
+		return nil, nil, errors.Errorf("train: Balanced: %d stages; give a number of stages to balance", cfg.Stages)
 	}
 	if train.Len() < cfg.Microbatch {
-		return nil, nil, errors.Errorf("zoo: Balanced: %d training examples make no microbatch of %d", train.Len(), cfg.Microbatch)
+		return nil, nil, errors.Errorf("train: Balanced: %d training examples make no microbatch of %d", train.Len(), cfg.Microbatch)
 	}
 	building.Lock()
 	defer building.Unlock()
@@ -96,19 +98,19 @@ func Balanced(build Builder, train Data, cfg Config) ([]int, *graphsplit.Balance
 	}
 	x, y := train.Batch(m, idx)
 	feeds := map[*gorgonia.Node]gorgonia.Value{m.X: x, m.Y: y}
-	plan, err := graphsplit.Split(m.Graph, m.Cost, m.Learnables, graphsplit.FineGrained(), graphsplit.Stages(cfg.Stages), graphsplit.Profiled(feeds, cfg.Activations == asyncvm.Keep))
+	plan, err := graphsplit.Split(m.Graph, m.Cost, m.Learnables, graphsplit.FineGrained(), graphsplit.Stages(cfg.Stages), graphsplit.Profiled(feeds, cfg.KeepActivations))
 	if err != nil {
-		return nil, nil, errors.Wrap(err, "zoo: Balanced")
+		return nil, nil, errors.Wrap(err, "train: Balanced")
 	}
 	defer plan.Close()
 	return plan.Cuts(), plan.Balance, nil
 }
 
 // stepsPerEpoch is the minibatches an epoch of train makes.
-func (cfg Config) stepsPerEpoch(train Data) (int, error) {
+func (cfg Config) stepsPerEpoch(train zoo.Data) (int, error) {
 	steps := train.Len() / (cfg.Microbatch * cfg.Microbatches)
 	if steps == 0 {
-		return 0, errors.Errorf("zoo: %d training examples make no minibatch of %d microbatches × %d", train.Len(), cfg.Microbatches, cfg.Microbatch)
+		return 0, errors.Errorf("train: %d training examples make no minibatch of %d microbatches × %d", train.Len(), cfg.Microbatches, cfg.Microbatch)
 	}
 	return steps, nil
 }
@@ -123,11 +125,19 @@ func (cfg Config) engine(stepsPerEpoch int) []asyncvm.Option {
 	if cfg.Delays != nil {
 		return opts
 	}
-	opts = append(opts, asyncvm.WithSchedule(cfg.Schedule), asyncvm.WithActivations(cfg.Activations))
+	opts = append(opts, asyncvm.WithSchedule(cfg.Schedule), asyncvm.WithActivations(cfg.Activations()))
 	if cfg.Warmup > 0 {
 		opts = append(opts, asyncvm.WithWarmup(cfg.Warmup, schedule.OneFOneB))
 	}
 	return opts
+}
+
+// Activations is what the run's stages keep between forward and backward.
+func (cfg Config) Activations() asyncvm.Activations {
+	if cfg.KeepActivations {
+		return asyncvm.Keep
+	}
+	return asyncvm.Recompute
 }
 
 // ServeStage serves stage i of the run that cfg, build and train describe
@@ -138,13 +148,13 @@ func (cfg Config) engine(stepsPerEpoch int) []asyncvm.Option {
 // the transport's handshake refuses a driver whose plan differs. It
 // returns nil when the driver stopped the stage, otherwise the stage's
 // failure or why it lost its driver, naming the stage.
-func ServeStage(ctx context.Context, build Builder, train Data, cfg Config, i int, connect Connector) error {
+func ServeStage(ctx context.Context, build zoo.Builder, train zoo.Data, cfg Config, i int, connect Connector) error {
 	cfg, err := cfg.normalized()
 	if err != nil {
 		return err
 	}
 	if cfg.Delays != nil {
-		return errors.New("zoo: injected delays train in one process; a stage process cannot serve them")
+		return errors.New("train: injected delays train in one process; a stage process cannot serve them")
 	}
 	steps, err := cfg.stepsPerEpoch(train)
 	if err != nil {
@@ -155,11 +165,11 @@ func ServeStage(ctx context.Context, build Builder, train Data, cfg Config, i in
 		return err
 	}
 	if i < 0 || i >= len(plan.Stages) {
-		return errors.Errorf("zoo: stage %d: the plan has stages 0..%d", i, len(plan.Stages)-1)
+		return errors.Errorf("train: stage %d: the plan has stages 0..%d", i, len(plan.Stages)-1)
 	}
 	ep, err := connect(ctx, plan)
 	if err != nil {
-		return errors.Wrapf(err, "zoo: stage %d", i)
+		return errors.Wrapf(err, "train: stage %d", i)
 	}
 	opts := cfg.engine(steps)
 	if cfg.FirstOrderTimeout > 0 {

@@ -1,11 +1,13 @@
-package zoo
+package train
 
 import (
 	"context"
 	"math"
 	"testing"
 
-	"github.com/pipemare/pipemare/asyncvm"
+	"github.com/pipemare/pipemare/internal/zootest"
+	"github.com/pipemare/pipemare/zoo"
+
 	"github.com/stretchr/testify/require"
 )
 
@@ -17,21 +19,21 @@ import (
 // derive. The accuracy checks' baselines keep them for speed, relying on
 // this.
 func TestKeepIsBitIdenticalWhenSynchronous(t *testing.T) {
-	forEachModel(t, []string{"mlp", "cnn", "resnet", "transformer"}, func(t *testing.T, r Recipe) {
-		train, test := fewSteps(t, r, 3, 100)
+	zootest.ForEachModel(t, []string{"mlp", "cnn", "resnet", "transformer"}, func(t *testing.T, r zoo.Recipe) {
+		train, test := zootest.FewSteps(t, r, 3, 100)
 		r.Run.Epochs = 1
-		cfg, err := r.Config(MethodSequential, 3)
+		cfg, err := FromRecipe(r, MethodSequential, 3)
 		require.NoError(t, err)
-		hashes, kept := map[asyncvm.Activations]string{}, map[asyncvm.Activations]int64{}
-		for _, a := range []asyncvm.Activations{asyncvm.Recompute, asyncvm.Keep} {
-			cfg.Activations = a
+		hashes, kept := map[bool]string{}, map[bool]int64{}
+		for _, keep := range []bool{false, true} {
+			cfg.KeepActivations = keep
 			res, err := Train(context.Background(), r.Build, train, test, cfg)
-			require.NoError(t, err, "activations %d", a)
-			hashes[a] = planSHA256(t, res.Plan)
-			kept[a] = res.Report.Memory.StashedActivation
+			require.NoError(t, err, "keeping activations: %v", keep)
+			hashes[keep] = planSHA256(t, res.Plan)
+			kept[keep] = res.Report.Memory.StashedActivation
 		}
-		require.Greater(t, kept[asyncvm.Keep], kept[asyncvm.Recompute], "keeping holds more than the stages' inputs")
-		require.Equal(t, hashes[asyncvm.Recompute], hashes[asyncvm.Keep], "%s: keeping activations changed the synchronous weights", r.Model)
+		require.Greater(t, kept[true], kept[false], "keeping holds more than the stages' inputs")
+		require.Equal(t, hashes[false], hashes[true], "%s: keeping activations changed the synchronous weights", r.Model)
 	})
 }
 
@@ -42,12 +44,12 @@ func TestKeepIsBitIdenticalWhenSynchronous(t *testing.T) {
 // Transformer, whose split changes some float rounding (not traced to the
 // op), every weight agrees to float32 rounding.
 func TestOneStageBaselineIsThePipelinesBitForBit(t *testing.T) {
-	forEachModel(t, []string{"mlp", "cnn", "resnet", "transformer"}, func(t *testing.T, r Recipe) {
-		train, test := fewSteps(t, r, 3, 100)
+	zootest.ForEachModel(t, []string{"mlp", "cnn", "resnet", "transformer"}, func(t *testing.T, r zoo.Recipe) {
+		train, test := zootest.FewSteps(t, r, 3, 100)
 		r.Run.Epochs = 1
-		cfg, err := r.Config(MethodSequential, 3)
+		cfg, err := FromRecipe(r, MethodSequential, 3)
 		require.NoError(t, err)
-		cfg.Activations = asyncvm.Keep
+		cfg.KeepActivations = true
 		var weights [2][][]float32
 		var hashes [2]string
 		var stages [2]int
@@ -68,7 +70,7 @@ func TestOneStageBaselineIsThePipelinesBitForBit(t *testing.T) {
 			require.Equal(t, hashes[0], hashes[1], "%s: one stage and %d train different synchronous weights", r.Model, stages[1])
 			return
 		}
-		require.NotEqual(t, hashes[0], hashes[1], "the Transformer's rounding differs (else this test would say bit-identical)")
+		require.NotEqual(t, hashes[0], hashes[1], "the zoo.Transformer's rounding differs (else this test would say bit-identical)")
 		for i := range weights[0] {
 			for j, a := range weights[0][i] {
 				b := weights[1][i][j]
@@ -76,34 +78,4 @@ func TestOneStageBaselineIsThePipelinesBitForBit(t *testing.T) {
 			}
 		}
 	})
-}
-
-// forEachModel runs fn on each model's recipe as a subtest that trains a
-// few steps: skipped under the race detector (numerics, not concurrency)
-// and, with -short, for every model but the MLP.
-func forEachModel(t *testing.T, models []string, fn func(t *testing.T, r Recipe)) {
-	if raceEnabled {
-		t.Skip("training runs are skipped under the race detector")
-	}
-	for _, model := range models {
-		t.Run(model, func(t *testing.T) {
-			if testing.Short() && model != "mlp" {
-				t.Skip("trains a few steps of a larger model")
-			}
-			r, err := RecipeFor(model)
-			require.NoError(t, err)
-			fn(t, r)
-		})
-	}
-}
-
-// fewSteps returns the embedded data for steps minibatches of r's run and
-// the first testRows test images (a CMUdict test set whole).
-func fewSteps(t *testing.T, r Recipe, steps, testRows int) (train, test Data) {
-	train, test, err := r.Load("embedded", steps*r.Run.Microbatch*r.Run.Microbatches)
-	require.NoError(t, err)
-	if d, ok := test.(*Dataset); ok {
-		test = d.Head(testRows)
-	}
-	return train, test
 }

@@ -1,8 +1,10 @@
-package zoo
+package train
 
 import (
 	"context"
 	"testing"
+
+	"github.com/pipemare/pipemare/zoo"
 
 	"github.com/pipemare/pipemare/graphsplit"
 	"github.com/pipemare/pipemare/schedule"
@@ -19,8 +21,8 @@ func TestServeStageTrainsLikeTrain(t *testing.T) {
 	train, test, err := testFashion()
 	require.NoError(t, err)
 	data, eval := train.Head(192), test.Head(64)
-	cfg := Config{Schedule: schedule.PipeMare, Microbatch: 16, Microbatches: 4, Epochs: 2, LR: 0.03, T1: 3, T2: 0.9, Warmup: 3, Seed: 1}
-	alone, err := Train(context.Background(), MLP, data, eval, cfg)
+	cfg := Config{Hyper: zoo.Hyper{Microbatch: 16, Microbatches: 4, Epochs: 2, LR: 0.03, Seed: 1}, Schedule: schedule.PipeMare, T1: 3, T2: 0.9, Warmup: 3}
+	alone, err := Train(context.Background(), zoo.MLP, data, eval, cfg)
 	require.NoError(t, err)
 
 	const stages = 3
@@ -29,7 +31,7 @@ func TestServeStageTrainsLikeTrain(t *testing.T) {
 	served := make(chan error, stages)
 	for i := 0; i < stages; i++ {
 		go func() {
-			served <- ServeStage(context.Background(), MLP, data, cfg, i, func(_ context.Context, plan *graphsplit.Plan) (transport.Endpoint, error) {
+			served <- ServeStage(context.Background(), zoo.MLP, data, cfg, i, func(_ context.Context, plan *graphsplit.Plan) (transport.Endpoint, error) {
 				require.Len(t, plan.Stages, stages)
 				return net.Endpoint(transport.Peer(i)), nil
 			})
@@ -39,15 +41,15 @@ func TestServeStageTrainsLikeTrain(t *testing.T) {
 	driven.Connect = func(context.Context, *graphsplit.Plan) (transport.Endpoint, error) {
 		return net.Endpoint(transport.Driver), nil
 	}
-	res, err := Train(context.Background(), MLP, data, eval, driven)
+	res, err := Train(context.Background(), zoo.MLP, data, eval, driven)
 	require.NoError(t, err)
 	require.Equal(t, alone.WeightsSHA256, res.WeightsSHA256)
 	require.Equal(t, alone.Accuracy, res.Accuracy)
 	for range stages {
 		require.NoError(t, <-served)
 	}
-	err = ServeStage(context.Background(), MLP, data, cfg, stages, nil)
-	require.ErrorContains(t, err, "zoo: stage 3: the plan has stages 0..2")
+	err = ServeStage(context.Background(), zoo.MLP, data, cfg, stages, nil)
+	require.ErrorContains(t, err, "train: stage 3: the plan has stages 0..2")
 }
 
 // TestPredictionsAreWhatAccuracyCounts: one prediction per test example,
@@ -56,7 +58,7 @@ func TestServeStageTrainsLikeTrain(t *testing.T) {
 func TestPredictionsAreWhatAccuracyCounts(t *testing.T) {
 	_, test, err := testFashion()
 	require.NoError(t, err)
-	m, err := MLP(16, 3)
+	m, err := zoo.MLP(16, 3)
 	require.NoError(t, err)
 	e, err := NewEvaluator(m)
 	require.NoError(t, err)
@@ -85,11 +87,11 @@ func TestPredictionsAreWhatAccuracyCounts(t *testing.T) {
 // the race detector finds Gorgonia's group counter shared by models built
 // at once, unless split builds them one at a time.
 func TestModelsAreBuiltOneAtATime(t *testing.T) {
-	cfg := Config{Microbatch: 4, Microbatches: 2, Epochs: 1, LR: 0.1, Seed: 1}
+	cfg := Config{Hyper: zoo.Hyper{Microbatch: 4, Microbatches: 2, Epochs: 1, LR: 0.1, Seed: 1}}
 	errs := make(chan error, 4)
 	for range cap(errs) {
 		go func() {
-			_, _, err := cfg.Split(CNN)
+			_, _, err := cfg.Split(zoo.CNN)
 			errs <- err
 		}()
 	}
@@ -102,11 +104,11 @@ func TestModelsAreBuiltOneAtATime(t *testing.T) {
 // stages, and a run given that cut (Config.Cut) cuts the model there, into
 // 2 stages, whatever it measures itself.
 func TestBalancedCutIsReproduced(t *testing.T) {
-	r, err := RecipeFor("cnn")
+	r, err := zoo.RecipeFor("cnn")
 	require.NoError(t, err)
 	train, _, err := r.Load("embedded", 64)
 	require.NoError(t, err)
-	cfg := r.Run
+	cfg := Config{Hyper: r.Run}
 	cfg.Stages = 2
 	cut, bal, err := Balanced(r.Build, train, cfg)
 	require.NoError(t, err)

@@ -1,4 +1,4 @@
-package zoo
+package train
 
 import (
 	"context"
@@ -44,7 +44,7 @@ func (c Config) savedConfig(model string, examples int) savedConfig {
 		Model: model, Schedule: c.Schedule.Name, Stages: c.Stages, Cut: c.Cut, Microbatch: c.Microbatch, Microbatches: c.Microbatches,
 		Epochs: c.Epochs, LR: c.LR, Cosine: c.Cosine, StepDecay: c.StepDecay, Momentum: c.beta(), T1: c.T1, T2: c.T2, Warmup: c.Warmup,
 		Spike: c.Spike, Predict: c.Predict, NAdam: c.NAdam,
-		Keep: c.Activations != 0, Seed: c.Seed, CheckpointEvery: c.CheckpointEvery, Examples: examples,
+		Keep: c.KeepActivations, Seed: c.Seed, CheckpointEvery: c.CheckpointEvery, Examples: examples,
 	}
 }
 
@@ -61,7 +61,7 @@ type savedRun struct {
 func manifest(rc savedConfig, epochs []EpochResult, epoch, index int) (checkpoint.Manifest, error) {
 	b, err := json.Marshal(savedRun{Config: rc, Epochs: epochs})
 	if err != nil {
-		return checkpoint.Manifest{}, errors.Wrap(err, "zoo: checkpoint")
+		return checkpoint.Manifest{}, errors.Wrap(err, "train: checkpoint")
 	}
 	return checkpoint.Manifest{Config: b, Data: checkpoint.DataPosition{Epoch: int64(epoch), Index: int64(index), Seed: rc.Seed}}, nil
 }
@@ -71,10 +71,10 @@ func manifest(rc savedConfig, epochs []EpochResult, epoch, index int) (checkpoin
 func resumed(m *checkpoint.Manifest, rc savedConfig) (epochs []EpochResult, epoch, index int, err error) {
 	var s savedRun
 	if err := json.Unmarshal(m.Config, &s); err != nil {
-		return nil, 0, 0, errors.Wrap(err, "zoo: the checkpoint's configuration")
+		return nil, 0, 0, errors.Wrap(err, "train: the checkpoint's configuration")
 	}
 	if d := diff(s.Config, rc); d != "" {
-		return nil, 0, 0, errors.Errorf("zoo: the checkpoint was taken by another run: %s; resume with the same flags", d)
+		return nil, 0, 0, errors.Errorf("train: the checkpoint was taken by another run: %s; resume with the same flags", d)
 	}
 	return s.Epochs, int(m.Data.Epoch), int(m.Data.Index), nil
 }
@@ -120,7 +120,7 @@ func saveCheckpoint(ctx context.Context, vm *asyncvm.VM, cfg Config, rc savedCon
 	if dir != "" && cfg.Checkpointed != nil { // committed, even if pruning failed
 		cfg.Checkpointed(step, dir)
 	}
-	return errors.Wrap(err, "zoo: checkpoint")
+	return errors.Wrap(err, "train: checkpoint")
 }
 
 // checkpointDir is dir itself when it holds a checkpoint, or the one its

@@ -1,4 +1,4 @@
-package zoo
+package train
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"math"
 	"math/rand"
 	"time"
+
+	"github.com/pipemare/pipemare/zoo"
 
 	"github.com/pipemare/pipemare/asyncvm"
 	"github.com/pipemare/pipemare/correction"
@@ -22,6 +24,14 @@ import (
 
 // Config is one training run.
 type Config struct {
+	// Hyper holds the run's batch, length, base rate, momentum and seed,
+	// and whether stages keep their activations (a recipe's Run). LR is
+	// the Momentum solver's base rate, cosine-annealed to LR/100 over the
+	// run when Cosine is set, divided by 10 at half and again at three
+	// quarters of the run when StepDecay is (not both; with neither it is
+	// constant); Momentum its β (default 0.9; NoMomentum for plain SGD).
+	zoo.Hyper
+	StepDecay bool
 	// Schedule is the pipeline schedule (default PipeMare).
 	Schedule schedule.Schedule
 	// Stages is P; 0 cuts one stage per layer (fine grain). Cut, when
@@ -30,20 +40,6 @@ type Config struct {
 	// rerun cuts alike), and Stages is then len(Cut)+1.
 	Stages int
 	Cut    []int
-	// Microbatch is the rows of one microbatch (the model's batch size);
-	// Microbatches is N.
-	Microbatch, Microbatches int
-	Epochs                   int
-	// LR is the base learning rate of the Momentum solver, cosine-annealed
-	// to LR/100 over the run when Cosine is set, divided by 10 at half and
-	// again at three quarters of the run when StepDecay is (not both; with
-	// neither it is constant); Momentum its β (default 0.9; set NoMomentum
-	// for plain SGD).
-	LR         float64
-	Cosine     bool
-	StepDecay  bool
-	Momentum   float64
-	NoMomentum bool
 	// T1 is PipeMare's learning-rate rescheduling length K in asynchronous
 	// steps (a synchronous warm-up does not count; 0: off); T2 its
 	// discrepancy correction γ (0: off).
@@ -68,9 +64,6 @@ type Config struct {
 	NAdam bool
 	// Warmup trains the first steps with 1F1B-flush (T3).
 	Warmup int
-	// Activations is what stages keep between forward and backward.
-	Activations asyncvm.Activations
-	Seed        int64
 	// Delays, when set, trains with injected delays (asyncvm.NewInjected)
 	// instead of running the pipeline.
 	Delays delay.Source
@@ -148,7 +141,7 @@ func (e EpochResult) MarshalJSON() ([]byte, error) {
 type Result struct {
 	// Config is the run's configuration (not serialised).
 	Config Config `json:"-"`
-	// Model is the model's name; Schedule the name of the schedule it ran
+	// zoo.Model is the model's name; Schedule the name of the schedule it ran
 	// with (a warm-up shows in Report.Segments).
 	Model    string `json:"model"`
 	Schedule string `json:"schedule"`
@@ -235,19 +228,19 @@ const nadamWarmup = 3.0 / 50
 func (c Config) check() error {
 	switch {
 	case c.StepDecay && c.Cosine:
-		return errors.New("zoo: step decay and the cosine are two base schedules; turn one off")
+		return errors.New("train: step decay and the cosine are two base schedules; turn one off")
 	case c.StepDecay && c.NAdam:
-		return errors.New("zoo: step decay with NAdam, which has AsyncPP's own schedule")
+		return errors.New("train: step decay with NAdam, which has AsyncPP's own schedule")
 	case c.Spike && c.NAdam:
-		return errors.New("zoo: spike compensation is for a momentum solver, not NAdam")
+		return errors.New("train: spike compensation is for a momentum solver, not NAdam")
 	case c.Spike && c.beta() == 0:
-		return errors.New("zoo: spike compensation needs momentum, and the run has none (SGD)")
+		return errors.New("train: spike compensation needs momentum, and the run has none (SGD)")
 	case c.Predict && c.T2 != 0:
-		return errors.Errorf("zoo: weight prediction with T2 (γ = %g): T2's backward estimate would undo the prediction; turn one off", c.T2)
+		return errors.Errorf("train: weight prediction with T2 (γ = %g): T2's backward estimate would undo the prediction; turn one off", c.T2)
 	case c.Predict && c.Schedule.StashWeights:
-		return errors.Errorf("zoo: weight prediction with %s: its stash keeps the weights, not the predicted ones the forwards read", c.Schedule.Name)
+		return errors.Errorf("train: weight prediction with %s: its stash keeps the weights, not the predicted ones the forwards read", c.Schedule.Name)
 	case c.Predict && c.Delays != nil:
-		return errors.New("zoo: weight prediction with injected delays: their forwards read recorded weight versions, not predicted ones")
+		return errors.New("train: weight prediction with injected delays: their forwards read recorded weight versions, not predicted ones")
 	}
 	return nil
 }
@@ -302,7 +295,7 @@ func (c Config) Solver(stepsPerEpoch int) func(stage int) (gorgonia.Solver, erro
 // Train builds a fresh model with build, trains it on train for cfg.Epochs
 // with the pipeline (or with injected delays) and measures test accuracy
 // after every epoch.
-func Train(ctx context.Context, build Builder, train, test Data, cfg Config) (*Result, error) {
+func Train(ctx context.Context, build zoo.Builder, train, test zoo.Data, cfg Config) (*Result, error) {
 	cfg, err := cfg.normalized()
 	if err != nil {
 		return nil, err
@@ -321,15 +314,15 @@ func Train(ctx context.Context, build Builder, train, test Data, cfg Config) (*R
 		return nil, err
 	}
 	if cfg.CheckpointEvery < 0 || (cfg.CheckpointEvery > 0) != (cfg.CheckpointDir != "") {
-		return nil, errors.Errorf("zoo: checkpoint every %d steps into %q: give both a positive interval and a directory, or neither", cfg.CheckpointEvery, cfg.CheckpointDir)
+		return nil, errors.Errorf("train: checkpoint every %d steps into %q: give both a positive interval and a directory, or neither", cfg.CheckpointEvery, cfg.CheckpointDir)
 	}
 	opts := cfg.engine(stepsPerEpoch)
 	var vm *asyncvm.VM
 	switch {
 	case cfg.Delays != nil && cfg.Connect != nil:
-		return nil, errors.New("zoo: injected delays train in one process; they cannot drive stages elsewhere (Connect)")
+		return nil, errors.New("train: injected delays train in one process; they cannot drive stages elsewhere (Connect)")
 	case cfg.Delays != nil && cfg.Warmup > 0:
-		return nil, errors.Errorf("zoo: injected delays start at the first step; a warm-up of %d steps cannot be combined with them", cfg.Warmup)
+		return nil, errors.Errorf("train: injected delays start at the first step; a warm-up of %d steps cannot be combined with them", cfg.Warmup)
 	case cfg.Delays != nil:
 		vm, err = asyncvm.NewInjected(plan, cfg.Delays, opts...)
 	case cfg.Connect != nil:
@@ -383,7 +376,7 @@ func Train(ctx context.Context, build Builder, train, test Data, cfg Config) (*R
 	rng := rand.New(rand.NewSource(cfg.Seed))
 	every := max(cfg.ProgressEvery, 1)
 	for epoch := 1; epoch <= cfg.Epochs; epoch++ {
-		batches := Minibatches(train, m, cfg.Microbatches, rng) // every epoch draws its order, resumed or not
+		batches := zoo.Minibatches(train, m, cfg.Microbatches, rng) // every epoch draws its order, resumed or not
 		if epoch < firstEpoch {
 			continue
 		}

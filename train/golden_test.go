@@ -1,4 +1,4 @@
-package zoo
+package train
 
 import (
 	"context"
@@ -6,6 +6,10 @@ import (
 	"flag"
 	"os"
 	"testing"
+
+	"github.com/pipemare/pipemare/internal/testutil"
+	"github.com/pipemare/pipemare/internal/zootest"
+	"github.com/pipemare/pipemare/zoo"
 
 	"github.com/pipemare/pipemare/delay"
 	"github.com/pipemare/pipemare/graphsplit"
@@ -23,7 +27,7 @@ const goldenFile = "testdata/weights_sha256.json"
 // spike, predict and nadam (Method) — and compares the SHA-256 of the
 // final weights with the recorded ones.
 func TestMLPWeightsAreUnchanged(t *testing.T) {
-	if raceEnabled {
+	if testutil.RaceEnabled {
 		t.Skip("training runs are skipped under the race detector")
 	}
 	want := map[string]string{}
@@ -32,9 +36,9 @@ func TestMLPWeightsAreUnchanged(t *testing.T) {
 	} else if !*updateGolden {
 		t.Fatalf("%v (run with -update-golden to record)", err)
 	}
-	r, err := RecipeFor("mlp")
+	r, err := zoo.RecipeFor("mlp")
 	require.NoError(t, err)
-	train, test := fewSteps(t, r, 10, 200)
+	train, test := zootest.FewSteps(t, r, 10, 200)
 	r.Run.Epochs = 2
 	steps := train.Len() / (r.Run.Microbatch * r.Run.Microbatches)
 	pipedream := recipeConfig(t, r, MethodNaive, steps)

@@ -1,8 +1,9 @@
-package zoo
+package train
 
 import (
 	"github.com/pipemare/pipemare/internal/bnstate"
 	"github.com/pipemare/pipemare/internal/tape"
+	"github.com/pipemare/pipemare/zoo"
 	"github.com/pkg/errors"
 	"gorgonia.org/gorgonia"
 )
@@ -12,7 +13,7 @@ import (
 // inference mode. Build it once, before or after training; use it between
 // training calls, never while a pipeline runs.
 type Evaluator struct {
-	m      *Model
+	m      *zoo.Model
 	prog   *tape.Program
 	logits gorgonia.Value
 }
@@ -20,14 +21,14 @@ type Evaluator struct {
 // NewEvaluator compiles m's graph for evaluation. Compiling a gorgonia tape
 // machine switches BatchNorm ops between modes, which would reset their
 // running statistics: they are saved and put back.
-func NewEvaluator(m *Model) (*Evaluator, error) {
+func NewEvaluator(m *zoo.Model) (*Evaluator, error) {
 	e := &Evaluator{m: m}
 	gorgonia.Read(m.Logits, &e.logits)
 	var err error
 	func() {
 		defer func() {
 			if r := recover(); r != nil {
-				err = errors.Errorf("zoo: compiling %s for evaluation: %v", m.Name, r)
+				err = errors.Errorf("train: compiling %s for evaluation: %v", m.Name, r)
 			}
 		}()
 		restore := bnstate.Training(m.BatchNorms)
@@ -42,7 +43,7 @@ func NewEvaluator(m *Model) (*Evaluator, error) {
 // model's batch size (the last chunk padded with repeats, which are not
 // counted). For images that is classification accuracy; for sequences,
 // per-token accuracy.
-func (e *Evaluator) Accuracy(d Data) (float64, error) {
+func (e *Evaluator) Accuracy(d zoo.Data) (float64, error) {
 	right, total := 0, 0
 	err := e.each(d, func(p Prediction) {
 		total++
@@ -69,7 +70,7 @@ type Prediction struct {
 
 // Predictions are the model's answers for every target of d, in order:
 // the ones Accuracy counts.
-func (e *Evaluator) Predictions(d Data) ([]Prediction, error) {
+func (e *Evaluator) Predictions(d zoo.Data) ([]Prediction, error) {
 	var out []Prediction
 	err := e.each(d, func(p Prediction) { out = append(out, p) })
 	return out, err
@@ -77,11 +78,11 @@ func (e *Evaluator) Predictions(d Data) ([]Prediction, error) {
 
 // each runs the model over d in chunks of its batch size and calls fn for
 // every target, in order.
-func (e *Evaluator) each(d Data, fn func(Prediction)) error {
+func (e *Evaluator) each(d zoo.Data, fn func(Prediction)) error {
 	m := e.m
 	restore, err := bnstate.Infer(m.BatchNorms)
 	if err != nil {
-		return errors.Wrap(err, "zoo: evaluation")
+		return errors.Wrap(err, "train: evaluation")
 	}
 	defer restore()
 	total := 0
@@ -92,14 +93,14 @@ func (e *Evaluator) each(d Data, fn func(Prediction)) error {
 		}
 		x, y := d.Batch(m, idx)
 		if err := gorgonia.Let(m.X, x); err != nil {
-			return errors.Wrap(err, "zoo: evaluation")
+			return errors.Wrap(err, "train: evaluation")
 		}
 		if err := gorgonia.Let(m.Y, y); err != nil {
-			return errors.Wrap(err, "zoo: evaluation")
+			return errors.Wrap(err, "train: evaluation")
 		}
 		e.logits = nil
 		if err := e.prog.Run(); err != nil {
-			return errors.Wrap(err, "zoo: evaluation")
+			return errors.Wrap(err, "train: evaluation")
 		}
 		logits := e.logits.Data().([]float32)
 		labels := y.Data().([]float32)
@@ -128,7 +129,7 @@ func (e *Evaluator) each(d Data, fn func(Prediction)) error {
 		}
 	}
 	if total == 0 {
-		return errors.New("zoo: no targets to evaluate")
+		return errors.New("train: no targets to evaluate")
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package zoo
+package train
 
 import (
 	"context"
@@ -6,6 +6,9 @@ import (
 	"runtime"
 	"sync"
 	"testing"
+
+	"github.com/pipemare/pipemare/internal/testutil"
+	"github.com/pipemare/pipemare/zoo"
 
 	"github.com/pipemare/pipemare/graphsplit"
 	"github.com/pipemare/pipemare/schedule"
@@ -17,27 +20,24 @@ import (
 func shortRun(t *testing.T, ctx context.Context, seed int64, steps func(done int)) (*Result, error) {
 	train, test, err := testFashion()
 	require.NoError(t, err)
-	cfg := Config{
-		Schedule: schedule.PipeMare, Microbatch: 16, Microbatches: 4, Epochs: 2,
-		LR: 0.03, T1: 6, T2: 0.9, Seed: seed, ProgressEvery: 1,
-	}
+	cfg := Config{Hyper: zoo.Hyper{Microbatch: 16, Microbatches: 4, Epochs: 2, LR: 0.03, Seed: seed}, Schedule: schedule.PipeMare, T1: 6, T2: 0.9, ProgressEvery: 1}
 	if steps != nil {
 		cfg.Steps = func(done, _ int) { steps(done) }
 	}
-	return Train(ctx, MLP, train.Head(192), test.Head(64), cfg)
+	return Train(ctx, zoo.MLP, train.Head(192), test.Head(64), cfg)
 }
 
 // testFashion loads the embedded Fashion-MNIST subset once for the
 // package's tests (8 s under the race detector).
-func testFashion() (train, test *Dataset, err error) {
-	fashionOnce.Do(func() { fashion.train, fashion.test, fashion.err = LoadFashionMNIST("embedded") })
+func testFashion() (train, test *zoo.Dataset, err error) {
+	fashionOnce.Do(func() { fashion.train, fashion.test, fashion.err = zoo.LoadFashionMNIST("embedded") })
 	return fashion.train, fashion.test, fashion.err
 }
 
 var (
 	fashionOnce sync.Once
 	fashion     struct {
-		train, test *Dataset
+		train, test *zoo.Dataset
 		err         error
 	}
 )
@@ -58,7 +58,7 @@ func TestWeightsSHA256OfARun(t *testing.T) {
 	require.NoError(t, err)
 	b, err := shortRun(t, context.Background(), 1, nil)
 	require.NoError(t, err)
-	m, err := MLP(16, 1)
+	m, err := zoo.MLP(16, 1)
 	require.NoError(t, err)
 	initial, err := (&graphsplit.Plan{Learnables: m.Learnables}).WeightsSHA256()
 	require.NoError(t, err)
@@ -128,7 +128,7 @@ func TestInterruptedEpoch(t *testing.T) {
 func TestTrainRefusesZeroSteps(t *testing.T) {
 	train, test, err := testFashion()
 	require.NoError(t, err)
-	_, err = Train(context.Background(), MLP, train.Head(10), test.Head(200), Config{Microbatch: 16, Microbatches: 4, Epochs: 1, LR: 0.03})
+	_, err = Train(context.Background(), zoo.MLP, train.Head(10), test.Head(200), Config{Hyper: zoo.Hyper{Microbatch: 16, Microbatches: 4, Epochs: 1, LR: 0.03}})
 	require.ErrorContains(t, err, "10 training examples make no minibatch of 4 microbatches × 16")
 }
 
@@ -143,7 +143,7 @@ func TestTrainingIsBitIdentical(t *testing.T) {
 	if runtime.GOARCH != "amd64" {
 		t.Skip("the hashes are amd64's")
 	}
-	if raceEnabled {
+	if testutil.RaceEnabled {
 		t.Skip("results do not depend on the race detector; it only makes this slow")
 	}
 	train, test, err := testFashion()
@@ -152,12 +152,12 @@ func TestTrainingIsBitIdentical(t *testing.T) {
 		cfg  Config
 		want string
 	}{
-		{Config{Schedule: schedule.PipeMare, Microbatch: 16, Microbatches: 4, Epochs: 2, LR: 0.03, T1: 3, T2: 0.9, Warmup: 3, Cosine: true, Seed: 1},
+		{Config{Hyper: zoo.Hyper{Microbatch: 16, Microbatches: 4, Epochs: 2, LR: 0.03, Cosine: true, Seed: 1}, Schedule: schedule.PipeMare, T1: 3, T2: 0.9, Warmup: 3},
 			"30959429dc322b4947ae4c557f4731e8061f9bf2b98e897fb2ae555beee1a55c"},
-		{Config{Schedule: schedule.Sequential, Microbatch: 16, Microbatches: 4, Epochs: 2, LR: 0.03, Cosine: true, Seed: 1},
+		{Config{Hyper: zoo.Hyper{Microbatch: 16, Microbatches: 4, Epochs: 2, LR: 0.03, Cosine: true, Seed: 1}, Schedule: schedule.Sequential},
 			"9fc069263ca1e4f2c08f32231f84315fb5d99f7cd3a920a1d2d358715f33418e"},
 	} {
-		res, err := Train(context.Background(), CNN, train.Head(192), test.Head(64), c.cfg)
+		res, err := Train(context.Background(), zoo.CNN, train.Head(192), test.Head(64), c.cfg)
 		require.NoError(t, err)
 		require.Equal(t, c.want, res.WeightsSHA256, c.cfg.Schedule.Name)
 	}

@@ -1,7 +1,9 @@
-package zoo
+package train
 
 import (
 	"strings"
+
+	"github.com/pipemare/pipemare/zoo"
 
 	"github.com/pipemare/pipemare/schedule"
 	"github.com/pkg/errors"
@@ -55,16 +57,16 @@ func ParseMethod(s string) (Method, error) {
 		}
 		names = append(names, string(m))
 	}
-	return "", errors.Errorf("zoo: no method %q (one of %s)", s, strings.Join(names, ", "))
+	return "", errors.Errorf("train: no method %q (one of %s)", s, strings.Join(names, ", "))
 }
 
 // nadamLR is AsyncPP's η (run.bash: --lr 3e-4).
 const nadamLR = 3e-4
 
-// Apply returns c, a synchronous run such as Recipe.Run (Schedule, T1,
+// Apply returns c, a synchronous run such as zoo.Recipe.Run (Schedule, T1,
 // T2, Warmup, Spike, Predict and NAdam unset), set up to train with m on
 // a training set of stepsPerEpoch minibatches; warmupEpochs is the
-// synchronous warm-up of the methods that have one (Recipe.Warmup). The
+// synchronous warm-up of the methods that have one (zoo.Recipe.Warmup). The
 // NAdam method sets LR to AsyncPP's 3e-4. Every asynchronous method but
 // 2BW keeps c's other settings, so a method's run differs from the
 // baseline's only in what the method names.
@@ -85,7 +87,7 @@ func (m Method) Apply(c Config, warmupEpochs, stepsPerEpoch int) (Config, error)
 		c.T2 = 0.9
 	case MethodSpike:
 		if c.beta() == 0 {
-			return c, errors.Errorf("zoo: method %s: spike compensation needs momentum, and the run has none (SGD)", m)
+			return c, errors.Errorf("train: method %s: spike compensation needs momentum, and the run has none (SGD)", m)
 		}
 		c.Schedule = schedule.PipeMare
 		c = withT1(c)
@@ -106,7 +108,15 @@ func (m Method) Apply(c Config, warmupEpochs, stepsPerEpoch int) (Config, error)
 	return c, nil
 }
 
-// Config returns the recipe's run trained with m.
-func (r Recipe) Config(m Method, stepsPerEpoch int) (Config, error) {
-	return m.Apply(r.Run, r.Warmup, stepsPerEpoch)
+// FromRecipe returns r's run trained with m (r.Method, the recipe's
+// default, when m is empty) on a training set of stepsPerEpoch
+// minibatches.
+func FromRecipe(r zoo.Recipe, m Method, stepsPerEpoch int) (Config, error) {
+	if m == "" {
+		var err error
+		if m, err = ParseMethod(r.Method); err != nil {
+			return Config{}, errors.Wrapf(err, "train: the %s recipe's method", r.Model)
+		}
+	}
+	return m.Apply(Config{Hyper: r.Run}, r.Warmup, stepsPerEpoch)
 }

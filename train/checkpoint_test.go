@@ -1,8 +1,12 @@
-package zoo
+package train
 
 import (
 	"context"
 	"testing"
+
+	"github.com/pipemare/pipemare/internal/testutil"
+	"github.com/pipemare/pipemare/internal/zootest"
+	"github.com/pipemare/pipemare/zoo"
 
 	"github.com/pipemare/pipemare/schedule"
 	"github.com/stretchr/testify/require"
@@ -15,16 +19,16 @@ import (
 // (BatchNorm) — and its report holds every epoch. A resume with another
 // configuration is refused, naming what differs.
 func TestResumedRunIsExact(t *testing.T) {
-	if raceEnabled {
+	if testutil.RaceEnabled {
 		t.Skip("training runs are skipped under the race detector")
 	}
 	for _, model := range []string{"mlp", "cnn"} {
 		if testing.Short() && model == "cnn" {
 			continue
 		}
-		r, err := RecipeFor(model)
+		r, err := zoo.RecipeFor(model)
 		require.NoError(t, err)
-		train, test := fewSteps(t, r, 10, 64)
+		train, test := zootest.FewSteps(t, r, 10, 64)
 		r.Run.Epochs = 2
 		steps := train.Len() / (r.Run.Microbatch * r.Run.Microbatches)
 		pipedream := recipeConfig(t, r, MethodNaive, steps)
@@ -84,12 +88,12 @@ func TestResumedRunIsExact(t *testing.T) {
 // epoch's test accuracy (measured on the drained pipeline, as the run left
 // alone measures it), so a run resumed from it reports the whole run.
 func TestResumeFromAnEpochEnd(t *testing.T) {
-	if raceEnabled {
+	if testutil.RaceEnabled {
 		t.Skip("training runs are skipped under the race detector")
 	}
-	r, err := RecipeFor("mlp")
+	r, err := zoo.RecipeFor("mlp")
 	require.NoError(t, err)
-	train, test := fewSteps(t, r, 5, 64)
+	train, test := zootest.FewSteps(t, r, 5, 64)
 	r.Run.Epochs = 2
 	cfg := recipeConfig(t, r, MethodPipeMare, 5)
 	cfg.CheckpointEvery, cfg.CheckpointDir = 5, t.TempDir()

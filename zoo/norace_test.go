@@ -1,5 +1,0 @@
-//go:build !race
-
-package zoo
-
-const raceEnabled = false
