@@ -9,6 +9,7 @@ import (
 	"github.com/pipemare/pipemare/graphsplit"
 	"github.com/pipemare/pipemare/internal/tensorutil"
 	"github.com/pipemare/pipemare/internal/testmodels"
+	"github.com/pipemare/pipemare/internal/testutil"
 	"github.com/pipemare/pipemare/schedule"
 	"github.com/stretchr/testify/require"
 	"gorgonia.org/gorgonia"
@@ -117,7 +118,7 @@ func TestPipeDreamComputesDelayedGradients(t *testing.T) {
 			require.NoError(t, err)
 			want := delayedReference(t, ref, plan, d, n, steps, listVersions(schedule.PipeDream.Actions(p, n, steps)))
 			for i := range got {
-				require.LessOrEqual(t, relErr(t, got[i], want[i]), 1e-12, "learnable %s", ref.Learnables[i].Name())
+				require.LessOrEqual(t, testutil.RelErr(t, got[i], want[i]), 1e-12, "learnable %s", ref.Learnables[i].Name())
 			}
 		})
 	}
@@ -157,7 +158,7 @@ func TestPipeDream2BWAppliesEveryGradientOneUpdateLate(t *testing.T) {
 			require.NoError(t, err)
 			want := delayedReference(t, ref, plan, d, n, steps, func(_, m int) int { return max(0, m/n-1) })
 			for i := range got {
-				require.LessOrEqual(t, relErr(t, got[i], want[i]), 1e-12, "learnable %s", ref.Learnables[i].Name())
+				require.LessOrEqual(t, testutil.RelErr(t, got[i], want[i]), 1e-12, "learnable %s", ref.Learnables[i].Name())
 			}
 		})
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/pipemare/pipemare/graphsplit"
 	"github.com/pipemare/pipemare/internal/tensorutil"
 	"github.com/pipemare/pipemare/internal/testmodels"
+	"github.com/pipemare/pipemare/internal/testutil"
 	"github.com/pipemare/pipemare/rescheduler"
 	"github.com/pipemare/pipemare/schedule"
 	"github.com/stretchr/testify/require"
@@ -88,7 +89,7 @@ const goldenN, goldenSteps = 2, 10
 // final weights with the ones recorded in testdata: a change that is not
 // meant to change results leaves every one of them as it was.
 func TestWeightsAreUnchanged(t *testing.T) {
-	if raceEnabled {
+	if testutil.RaceEnabled {
 		t.Skip("80 trainings in a row; see race_test.go")
 	}
 	want := map[string]string{}
@@ -142,7 +143,7 @@ func trainForGolden(t *testing.T, build testmodels.Builder, dt tensor.Dtype, r g
 	require.NoError(t, err)
 	defer vm.Close()
 	trainGoldenSteps(t, m, vm)
-	return planSHA256(t, plan)
+	return testutil.PlanSHA256(t, plan)
 }
 
 // trainGoldenSteps trains vm on goldenSteps minibatches of m's random data
@@ -183,12 +184,4 @@ func concatRows(t *testing.T, in *gorgonia.Node, micro [][]gorgonia.Value, i int
 		}
 	}
 	return full
-}
-
-// planSHA256 is the plan's Plan.WeightsSHA256.
-func planSHA256(t *testing.T, plan *graphsplit.Plan) string {
-	t.Helper()
-	h, err := plan.WeightsSHA256()
-	require.NoError(t, err)
-	return h
 }

@@ -139,32 +139,6 @@ func pipelineTraining(t testing.TB, m *testmodels.Model, d data, n, steps int, s
 	return out, vm
 }
 
-func relErr(t testing.TB, a, b gorgonia.Value) float64 {
-	fa, fb := floats(t, a), floats(t, b)
-	require.Equal(t, len(fa), len(fb))
-	diff, scale := 0.0, 1e-30
-	for i := range fa {
-		diff = math.Max(diff, math.Abs(fa[i]-fb[i]))
-		scale = math.Max(scale, math.Abs(fb[i]))
-	}
-	return diff / scale
-}
-
-func floats(t testing.TB, v gorgonia.Value) []float64 {
-	switch d := v.Data().(type) {
-	case []float64:
-		return d
-	case []float32:
-		out := make([]float64, len(d))
-		for i, x := range d {
-			out[i] = float64(x)
-		}
-		return out
-	}
-	t.Fatalf("unsupported %T", v.Data())
-	return nil
-}
-
 func bitsEqual(a, b []gorgonia.Value) bool {
 	for i := range a {
 		switch x := a[i].Data().(type) {

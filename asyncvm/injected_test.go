@@ -7,6 +7,7 @@ import (
 	"github.com/pipemare/pipemare/delay"
 	"github.com/pipemare/pipemare/graphsplit"
 	"github.com/pipemare/pipemare/internal/testmodels"
+	"github.com/pipemare/pipemare/internal/testutil"
 	"github.com/pipemare/pipemare/schedule"
 	"github.com/stretchr/testify/require"
 	"gorgonia.org/tensor"
@@ -67,7 +68,7 @@ func TestInjectionWithZeroDelaysIsPlainTraining(t *testing.T) {
 		require.NoError(t, err)
 	}
 	for i, v := range m.LearnableValues() {
-		require.LessOrEqual(t, relErr(t, v, want[i]), 1e-12)
+		require.LessOrEqual(t, testutil.RelErr(t, v, want[i]), 1e-12)
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pipemare/pipemare/asyncvm"
+	"github.com/pipemare/pipemare/internal/testutil"
 	"github.com/pipemare/pipemare/transport"
 	"github.com/pipemare/pipemare/transport/grpcnet"
 	"github.com/pipemare/pipemare/transport/pki"
@@ -33,7 +34,7 @@ import (
 //	   ├── veth ── netns pm<id>s1: stage 1 at 198.18.0.11:7200
 //	   …
 func TestStagesInNetworkNamespacesTrainLikeTheEngine(t *testing.T) {
-	if testing.Short() || raceEnabled {
+	if testing.Short() || testutil.RaceEnabled {
 		t.Skip("creates network namespaces and starts 20 processes")
 	}
 	namespaces, addrs, links := stageNamespaces(t)
@@ -53,7 +54,7 @@ func TestStagesInNetworkNamespacesTrainLikeTheEngine(t *testing.T) {
 			require.NoError(t, err)
 			trainGoldenSteps(t, m, vm)
 			require.NoError(t, vm.Close())
-			want := planSHA256(t, plan)
+			want := testutil.PlanSHA256(t, plan)
 			before := linkBytes(t, links)
 
 			var cmds []*exec.Cmd
@@ -74,7 +75,7 @@ func TestStagesInNetworkNamespacesTrainLikeTheEngine(t *testing.T) {
 			require.NoError(t, err)
 			trainGoldenSteps(t, m, vm)
 			require.NoError(t, vm.Close())
-			require.Equal(t, want, planSHA256(t, plan), "%s: stages in network namespaces train exactly like the in-process engine", run)
+			require.Equal(t, want, testutil.PlanSHA256(t, plan), "%s: stages in network namespaces train exactly like the in-process engine", run)
 			for i, err := range waitAll(t, cmds, 30*time.Second) {
 				require.NoError(t, err, "stage process %d", i)
 			}

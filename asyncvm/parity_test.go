@@ -6,6 +6,7 @@ import (
 
 	"github.com/pipemare/pipemare/graphsplit"
 	"github.com/pipemare/pipemare/internal/testmodels"
+	"github.com/pipemare/pipemare/internal/testutil"
 	"github.com/pipemare/pipemare/schedule"
 	"github.com/stretchr/testify/require"
 	"gorgonia.org/gorgonia"
@@ -52,7 +53,7 @@ func TestSynchronousSchedulesTrainLikePlainGorgonia(t *testing.T) {
 							WithSchedule(s), WithSolver(momentum(0.05)))
 						defer vm.Close()
 						for i := range got {
-							require.LessOrEqual(t, relErr(t, got[i], want[i]), tol, "learnable %s", m.Learnables[i].Name())
+							require.LessOrEqual(t, testutil.RelErr(t, got[i], want[i]), tol, "learnable %s", m.Learnables[i].Name())
 						}
 					})
 				}

@@ -15,6 +15,7 @@ import (
 	"github.com/pipemare/pipemare/asyncvm"
 	"github.com/pipemare/pipemare/graphsplit"
 	"github.com/pipemare/pipemare/internal/testmodels"
+	"github.com/pipemare/pipemare/internal/testutil"
 	"github.com/pipemare/pipemare/stage"
 	"github.com/pipemare/pipemare/transport"
 	"github.com/pipemare/pipemare/transport/grpcnet"
@@ -175,7 +176,7 @@ func waitAll(t *testing.T, cmds []*exec.Cmd, within time.Duration) []error {
 // embedding, a recurrence), whose owner and replicas exchange gradients
 // and versions; every process exits cleanly when the driver closes.
 func TestStagesInProcessesTrainLikeTheEngine(t *testing.T) {
-	if testing.Short() || raceEnabled {
+	if testing.Short() || testutil.RaceEnabled {
 		t.Skip("starts 20 processes")
 	}
 	for _, spec := range []string{"sequential", "gpipe", "1f1b", "pipedream", "pipemare-t1t2-warmup", "tied:pipemare", "gru:1f1b"} {
@@ -189,7 +190,7 @@ func TestStagesInProcessesTrainLikeTheEngine(t *testing.T) {
 			require.NoError(t, err)
 			trainGoldenSteps(t, m, vm)
 			require.NoError(t, vm.Close())
-			want := planSHA256(t, plan)
+			want := testutil.PlanSHA256(t, plan)
 
 			addrs, cmds := stageProcesses(t, spec)
 			m, plan = remotePlan(t, model)
@@ -200,7 +201,7 @@ func TestStagesInProcessesTrainLikeTheEngine(t *testing.T) {
 			require.NoError(t, err)
 			trainGoldenSteps(t, m, vm) // Flush pulls the stages' weights into plan
 			require.NoError(t, vm.Close())
-			require.Equal(t, want, planSHA256(t, plan), "%s: stages in processes train exactly like the in-process engine", run)
+			require.Equal(t, want, testutil.PlanSHA256(t, plan), "%s: stages in processes train exactly like the in-process engine", run)
 			for i, err := range waitAll(t, cmds, 30*time.Second) {
 				require.NoError(t, err, "stage process %d", i)
 			}
@@ -212,7 +213,7 @@ func TestStagesInProcessesTrainLikeTheEngine(t *testing.T) {
 // mid-run; the next call returns an error naming that stage and what it
 // was running, within the receive timeout, and every other process exits.
 func TestAKilledStageProcessStopsThePipeline(t *testing.T) {
-	if testing.Short() || raceEnabled {
+	if testing.Short() || testutil.RaceEnabled {
 		t.Skip("starts processes")
 	}
 	const run = "pipemare"

@@ -7,6 +7,7 @@ import (
 
 	"github.com/pipemare/pipemare/graphsplit"
 	"github.com/pipemare/pipemare/internal/testmodels"
+	"github.com/pipemare/pipemare/internal/testutil"
 	"github.com/pipemare/pipemare/schedule"
 	"github.com/stretchr/testify/require"
 	"gorgonia.org/gorgonia"
@@ -43,7 +44,7 @@ func TestSharedWeightsTrainLikePlainGorgonia(t *testing.T) {
 						WithSchedule(s), WithSolver(momentum(0.05)))
 					defer vm.Close()
 					for i := range got {
-						require.LessOrEqual(t, relErr(t, got[i], want[i]), 1e-12, "learnable %s", m.Learnables[i].Name())
+						require.LessOrEqual(t, testutil.RelErr(t, got[i], want[i]), 1e-12, "learnable %s", m.Learnables[i].Name())
 					}
 				})
 			}

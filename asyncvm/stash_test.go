@@ -6,6 +6,7 @@ import (
 
 	"github.com/pipemare/pipemare/graphsplit"
 	"github.com/pipemare/pipemare/internal/testmodels"
+	"github.com/pipemare/pipemare/internal/testutil"
 	"github.com/pipemare/pipemare/schedule"
 	"github.com/stretchr/testify/require"
 	"gorgonia.org/tensor"
@@ -37,7 +38,7 @@ func TestStashTrainsLikeRecompute(t *testing.T) {
 				rep := vm.Report()
 				require.NoError(t, vm.Close())
 				for i := range got {
-					require.LessOrEqual(t, relErr(t, got[i], want[i]), tol, "learnable %s", m.Learnables[i].Name())
+					require.LessOrEqual(t, testutil.RelErr(t, got[i], want[i]), tol, "learnable %s", m.Learnables[i].Name())
 				}
 				require.Positive(t, rep.Memory.StashedActivation)
 
@@ -49,7 +50,7 @@ func TestStashTrainsLikeRecompute(t *testing.T) {
 					stashed, vm2 := pipelineTraining(t, m2, d, n, steps, []graphsplit.Option{graphsplit.FineGrained()}, WithSchedule(s), WithActivations(Keep), WithSolver(momentum(0.05)))
 					require.NoError(t, vm2.Close())
 					for i := range recompute {
-						require.LessOrEqual(t, relErr(t, stashed[i], recompute[i]), tol, "%s learnable %s", s.Name, m.Learnables[i].Name())
+						require.LessOrEqual(t, testutil.RelErr(t, stashed[i], recompute[i]), tol, "%s learnable %s", s.Name, m.Learnables[i].Name())
 					}
 				}
 			})

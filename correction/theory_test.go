@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pipemare/pipemare/internal/testutil"
+
 	"github.com/pipemare/pipemare/correction"
 	"github.com/pipemare/pipemare/internal/delaysim"
 	"github.com/stretchr/testify/require"
@@ -109,7 +111,7 @@ func TestClosedFormsOfTheStableStep(t *testing.T) {
 // on the delayed quadratic, and checks it against the characteristic
 // polynomial's bound: the code is the method the formulas describe.
 func TestStableStepOfEachMethod(t *testing.T) {
-	if raceEnabled {
+	if testutil.RaceEnabled {
 		t.Skip("numerics in one goroutine, 5× slower under the race detector and nothing for it to check; go test ./... runs it")
 	}
 	taus := []int{1, 2, 5, 10}

@@ -4,6 +4,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/pipemare/pipemare/internal/testutil"
 	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 )
@@ -54,7 +55,7 @@ func FuzzSplitParity(f *testing.F) {
 		if err != nil {
 			t.Fatalf("reference: %v", err)
 		}
-		if err := checkParity(plan, m.feeds, wantCost, wantGrads); err != nil {
+		if err := checkParity(t, plan, m.feeds, wantCost, wantGrads); err != nil {
 			if bug := wholeGraphIsWrong(t, data, opts); bug != "" {
 				t.Skipf("not a splitter bug: %s", bug)
 			}
@@ -110,11 +111,11 @@ func wholeGraphIsWrong(t *testing.T, data []byte, opts []Option) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e, err := relErr(planCost, wantCost); err != nil || e > 1e-12 {
+	if testutil.RelErr(t, planCost, wantCost) > 1e-12 {
 		return "" // the plan is wrong: a real failure
 	}
 	wholeWrong := false
-	if e, err := relErr(refCost, wantCost); err == nil && e > 1e-12 {
+	if testutil.RelErr(t, refCost, wantCost) > 1e-12 {
 		wholeWrong = true
 	}
 	for i, g := range symbolic {
@@ -122,10 +123,10 @@ func wholeGraphIsWrong(t *testing.T, data []byte, opts []Option) string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if e, err := relErr(planGrads[i], want); err != nil || e > 1e-12 {
+		if testutil.RelErr(t, planGrads[i], want) > 1e-12 {
 			return ""
 		}
-		if e, err := relErr(refGrads[i], want); err == nil && e > 1e-12 {
+		if testutil.RelErr(t, refGrads[i], want) > 1e-12 {
 			wholeWrong = true
 		}
 	}
@@ -135,26 +136,14 @@ func wholeGraphIsWrong(t *testing.T, data []byte, opts []Option) string {
 	return "gorgonia's tape machine gets the whole graph wrong (in-place reuse of memory still needed) and the plan matches the op-by-op evaluation of the same symbolic gradient"
 }
 
-func absErr(a, b gorgonia.Value) (float64, error) {
-	fa, err := floats(a)
-	if err != nil {
-		return 0, err
-	}
-	fb, err := floats(b)
-	if err != nil {
-		return 0, err
-	}
+// absErr is max|a−b| over two tensors or scalars; it fails the test when
+// testutil.Floats fails on either.
+func absErr(tb testing.TB, a, b gorgonia.Value) float64 {
+	tb.Helper()
+	fa, fb := testutil.Floats(tb, a), testutil.Floats(tb, b)
 	d := 0.0
 	for i := range fa {
 		d = math.Max(d, math.Abs(fa[i]-fb[i]))
 	}
-	return d, nil
-}
-
-func maxAbs(v []float64) float64 {
-	m := 0.0
-	for _, x := range v {
-		m = math.Max(m, math.Abs(x))
-	}
-	return m
+	return d
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/pipemare/pipemare/internal/testmodels"
+	"github.com/pipemare/pipemare/internal/testutil"
 	"github.com/pkg/errors"
 	"github.com/stretchr/testify/require"
 	G "gorgonia.org/gorgonia"
@@ -21,7 +22,7 @@ func unguarded() Option { return func(c *config) { c.unguarded = true } }
 // once unguarded, from the same BatchNorm statistics: cost, gradients and
 // the BatchNorm statistics the runs leave must be bit-identical.
 func TestGuardsChangeNoBit(t *testing.T) {
-	if raceEnabled {
+	if testutil.RaceEnabled {
 		t.Skip("numerics in one goroutine, 5× slower under the race detector and nothing for it to check; go test ./... runs it")
 	}
 	forEachModel(t, func(t *testing.T, m *testmodels.Model, feeds map[*G.Node]G.Value) {
@@ -102,8 +103,7 @@ func fill(t tensor.Tensor, v float64) {
 // bits returns the bit patterns of v's elements (float32 elements widened
 // exactly), for exact comparison.
 func bits(t *testing.T, v G.Value) []uint64 {
-	f, err := floats(v)
-	require.NoError(t, err)
+	f := testutil.Floats(t, v)
 	out := make([]uint64, len(f))
 	for i, x := range f {
 		out[i] = math.Float64bits(x)

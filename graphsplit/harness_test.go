@@ -2,11 +2,11 @@ package graphsplit
 
 import (
 	"fmt"
-	"math"
 	"math/rand"
 	"testing"
 
 	"github.com/pipemare/pipemare/internal/testmodels"
+	"github.com/pipemare/pipemare/internal/testutil"
 
 	"github.com/pkg/errors"
 	"gorgonia.org/gorgonia"
@@ -72,48 +72,6 @@ func reference(g *gorgonia.ExprGraph, cost *gorgonia.Node, learnables gorgonia.N
 	return c, gv, nil
 }
 
-// relErr is max|a−b| / max(max|b|, 1e-30) over two tensors or scalars.
-func relErr(a, b gorgonia.Value) (float64, error) {
-	fa, err := floats(a)
-	if err != nil {
-		return 0, err
-	}
-	fb, err := floats(b)
-	if err != nil {
-		return 0, err
-	}
-	if len(fa) != len(fb) {
-		return 0, errors.Errorf("sizes differ: %d vs %d", len(fa), len(fb))
-	}
-	diff, scale := 0.0, 1e-30
-	for i := range fa {
-		diff = math.Max(diff, math.Abs(fa[i]-fb[i]))
-		scale = math.Max(scale, math.Abs(fb[i]))
-	}
-	return diff / scale, nil
-}
-
-func floats(v gorgonia.Value) ([]float64, error) {
-	if v == nil {
-		return nil, errors.New("nil value")
-	}
-	switch d := v.Data().(type) {
-	case []float64:
-		return d, nil
-	case []float32:
-		out := make([]float64, len(d))
-		for i, x := range d {
-			out[i] = float64(x)
-		}
-		return out, nil
-	case float64:
-		return []float64{d}, nil
-	case float32:
-		return []float64{float64(d)}, nil
-	}
-	return nil, errors.Errorf("unsupported value %T", v.Data())
-}
-
 // tolerance is the relative error allowed between a plan and the whole graph.
 func tolerance(dt tensor.Dtype) float64 {
 	if dt == tensor.Float32 {
@@ -123,19 +81,22 @@ func tolerance(dt tensor.Dtype) float64 {
 }
 
 // checkParity compares a plan's stage-by-stage cost and gradients with the
-// reference ones.
-func checkParity(plan *Plan, feeds map[*gorgonia.Node]gorgonia.Value, wantCost gorgonia.Value, wantGrads []gorgonia.Value) error {
+// reference ones. It returns an error when they differ by more than the
+// tolerance, and fails the test when they cannot be compared (a nil value,
+// unsupported data, sizes that differ: testutil.RelErr).
+func checkParity(tb testing.TB, plan *Plan, feeds map[*gorgonia.Node]gorgonia.Value, wantCost gorgonia.Value, wantGrads []gorgonia.Value) error {
+	tb.Helper()
 	c, grads, err := stagewise(plan, feeds)
 	if err != nil {
 		return err
 	}
 	tol := tolerance(plan.Dtype)
-	if e, err := relErr(c, wantCost); err != nil || e > tol {
-		return errors.Errorf("%d stages: cost %v, want %v (relative error %g, err %v)", len(plan.Stages), c, wantCost, e, err)
+	if e := testutil.RelErr(tb, c, wantCost); e > tol {
+		return errors.Errorf("%d stages: cost %v, want %v (relative error %g)", len(plan.Stages), c, wantCost, e)
 	}
 	for i, gr := range grads {
-		if e, err := relErr(gr, wantGrads[i]); err != nil || e > tol {
-			return errors.Errorf("%d stages: gradient of %s: relative error %g > %g (err %v)", len(plan.Stages), plan.Learnables[i].Name(), e, tol, err)
+		if e := testutil.RelErr(tb, gr, wantGrads[i]); e > tol {
+			return errors.Errorf("%d stages: gradient of %s: relative error %g > %g", len(plan.Stages), plan.Learnables[i].Name(), e, tol)
 		}
 	}
 	return nil

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/pipemare/pipemare/internal/testmodels"
+	"github.com/pipemare/pipemare/internal/testutil"
 	"github.com/stretchr/testify/require"
 	"gorgonia.org/gorgonia"
 )
@@ -15,7 +16,7 @@ import (
 // has them (BatchNorm and MaxPool are stage ops without state); without op
 // substitution the stages with BatchNorm or MaxPool are refused.
 func TestStashProgramsMatchRecompute(t *testing.T) {
-	if raceEnabled {
+	if testutil.RaceEnabled {
 		t.Skip("numerics in one goroutine, 5× slower under the race detector and nothing for it to check; go test ./... runs it")
 	}
 	forEachModel(t, func(t *testing.T, m *testmodels.Model, feeds map[*gorgonia.Node]gorgonia.Value) {
@@ -45,13 +46,9 @@ func TestStashProgramsMatchRecompute(t *testing.T) {
 			c, grads, err := stagewiseWith(plan, feeds, stashes)
 			require.NoError(t, err)
 			tol := tolerance(dt)
-			e, err := relErr(c, wantCost)
-			require.NoError(t, err)
-			require.LessOrEqual(t, e, tol)
+			require.LessOrEqual(t, testutil.RelErr(t, c, wantCost), tol)
 			for i, g := range grads {
-				e, err := relErr(g, wantGrads[i])
-				require.NoError(t, err)
-				require.LessOrEqual(t, e, tol, "P=%d gradient of %s", p, plan.Learnables[i].Name())
+				require.LessOrEqual(t, testutil.RelErr(t, g, wantGrads[i]), tol, "P=%d gradient of %s", p, plan.Learnables[i].Name())
 			}
 		}
 		require.Positive(t, stashed)

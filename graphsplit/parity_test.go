@@ -3,6 +3,8 @@ package graphsplit
 import (
 	"testing"
 
+	"github.com/pipemare/pipemare/internal/testutil"
+
 	"github.com/pipemare/pipemare/internal/testmodels"
 	"github.com/stretchr/testify/require"
 	"gorgonia.org/gorgonia"
@@ -13,7 +15,7 @@ import (
 // compares cost and gradients with the whole graph (float64 ≤ 1e-12
 // relative, float32 ≤ 1e-6).
 func TestParity(t *testing.T) {
-	if raceEnabled {
+	if testutil.RaceEnabled {
 		t.Skip("numerics in one goroutine, 5× slower under the race detector and nothing for it to check; go test ./... runs it")
 	}
 	forEachModel(t, func(t *testing.T, m *testmodels.Model, feeds map[*gorgonia.Node]gorgonia.Value) {
@@ -33,14 +35,14 @@ func TestParity(t *testing.T) {
 				plan, err := Split(m.Graph, m.Cost, m.Learnables, opts...)
 				require.NoError(t, err)
 				require.Len(t, plan.Stages, p)
-				require.NoError(t, checkParity(plan, feeds, wantCost, wantGrads))
+				require.NoError(t, checkParity(t, plan, feeds, wantCost, wantGrads))
 				plan.Close()
 			}
 		}
 		// The finest balanced cut, one op per stage where legal.
 		plan, err := Split(m.Graph, m.Cost, m.Learnables, Stages(maxP))
 		require.NoError(t, err)
-		require.NoError(t, checkParity(plan, feeds, wantCost, wantGrads))
+		require.NoError(t, checkParity(t, plan, feeds, wantCost, wantGrads))
 		plan.Close()
 	})
 }

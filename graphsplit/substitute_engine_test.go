@@ -3,12 +3,12 @@ package graphsplit_test
 import (
 	"context"
 	"fmt"
-	"math"
 	"testing"
 
 	"github.com/pipemare/pipemare/asyncvm"
 	"github.com/pipemare/pipemare/graphsplit"
 	"github.com/pipemare/pipemare/internal/tensorutil"
+	"github.com/pipemare/pipemare/internal/testutil"
 	"github.com/pipemare/pipemare/schedule"
 	"github.com/pipemare/pipemare/zoo"
 	"github.com/stretchr/testify/require"
@@ -33,7 +33,7 @@ import (
 // between gonum's BLAS and OpenBLAS, against 9e-4 between the user's ops
 // and stage ops on OpenBLAS.)
 func TestStageOpsTrainTheZooBitForBit(t *testing.T) {
-	if raceEnabled {
+	if testutil.RaceEnabled {
 		t.Skip("numerics in one goroutine, 5× slower under the race detector and nothing for it to check; go test ./... runs it")
 	}
 	models := []string{"cnn", "resnet"}
@@ -68,7 +68,7 @@ func requireAllBits(t *testing.T, want, got []gorgonia.Value, what string) {
 	t.Helper()
 	require.Equal(t, len(want), len(got))
 	for i := range want {
-		requireBits(t, want[i], got[i], fmt.Sprintf("%s, value %d", what, i))
+		testutil.RequireBits(t, want[i], got[i], fmt.Sprintf("%s, value %d", what, i))
 	}
 }
 
@@ -123,29 +123,11 @@ func trainZoo(t *testing.T, r zoo.Recipe, s schedule.Schedule, acts asyncvm.Acti
 	return append(out, gorgonia.NewF64(loss))
 }
 
-func requireBits(t *testing.T, want, got gorgonia.Value, what string) {
-	t.Helper()
-	switch w := want.Data().(type) {
-	case float64:
-		require.Equal(t, math.Float64bits(w), math.Float64bits(got.Data().(float64)), "%s: %v vs %v", what, w, got)
-	case []float32:
-		g := got.Data().([]float32)
-		require.Equal(t, len(w), len(g), what)
-		for i := range w {
-			if math.Float32bits(w[i]) != math.Float32bits(g[i]) {
-				t.Fatalf("%s: element %d: %v, want %v", what, i, g[i], w[i])
-			}
-		}
-	default:
-		t.Fatalf("%s: unexpected %T", what, w)
-	}
-}
-
 // TestOpSubstitutionKeepsTheCuts: stage ops change how stages compute, not
 // where the plan cuts — for every zoo model and splitting option, the stage
 // table and every stage's ports and learnables are those of the user's ops.
 func TestOpSubstitutionKeepsTheCuts(t *testing.T) {
-	if raceEnabled {
+	if testutil.RaceEnabled {
 		t.Skip("numerics in one goroutine, 5× slower under the race detector and nothing for it to check; go test ./... runs it")
 	}
 	for _, r := range zoo.Recipes() {

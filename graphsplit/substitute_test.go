@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/pipemare/pipemare/internal/testmodels"
+	"github.com/pipemare/pipemare/internal/testutil"
 	"github.com/stretchr/testify/require"
 	"gonum.org/v1/gonum/blas/gonum"
 	"gorgonia.org/gorgonia"
@@ -21,7 +22,7 @@ import (
 // the stage ops' GEMMs round differently: they agree with the user's ops to
 // the parity tests' tolerance, and keeping with recomputing bit for bit.
 func TestOpSubstitutionChangesNoBit(t *testing.T) {
-	if raceEnabled {
+	if testutil.RaceEnabled {
 		t.Skip("numerics in one goroutine, 5× slower under the race detector and nothing for it to check; go test ./... runs it")
 	}
 	_, exact := tensor.WhichBLAS().(gonum.Implementation)
@@ -47,9 +48,7 @@ func TestOpSubstitutionChangesNoBit(t *testing.T) {
 							require.True(t, sameBits(want[i], recomputed[i]), "P=%d value %d", p, i)
 							continue
 						}
-						e, err := relErr(recomputed[i], want[i])
-						require.NoError(t, err)
-						require.LessOrEqual(t, e, tolerance(dt), "P=%d value %d", p, i)
+						require.LessOrEqual(t, testutil.RelErr(t, recomputed[i], want[i]), tolerance(dt), "P=%d value %d", p, i)
 					}
 				}
 			})

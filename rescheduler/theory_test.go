@@ -4,6 +4,8 @@ import (
 	"math"
 	"testing"
 
+	"github.com/pipemare/pipemare/internal/testutil"
+
 	"github.com/stretchr/testify/require"
 	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -57,9 +59,9 @@ func delayedQuadraticPeak(t *testing.T, s gorgonia.Solver, lambda []float64, tau
 }
 
 // skipUnderRace skips a single-goroutine arithmetic test under the race
-// detector (see raceEnabled).
+// detector (see testutil.RaceEnabled).
 func skipUnderRace(t *testing.T) {
-	if raceEnabled {
+	if testutil.RaceEnabled {
 		t.Skip("single-goroutine arithmetic: go test ./... runs it without the race detector")
 	}
 }

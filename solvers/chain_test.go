@@ -3,6 +3,8 @@ package solvers_test
 import (
 	"testing"
 
+	"github.com/pipemare/pipemare/internal/testutil"
+
 	"github.com/pipemare/pipemare/correction"
 	"github.com/pipemare/pipemare/rescheduler"
 	"github.com/pipemare/pipemare/solvers"
@@ -29,7 +31,7 @@ func pipemare(t *testing.T) gorgonia.Solver {
 // the weights, every layer's state (T1's counts and rate, T2's δ and γ,
 // the velocity) and T2's backward weights.
 func TestChainStateContinuesBitIdentically(t *testing.T) {
-	if raceEnabled {
+	if testutil.RaceEnabled {
 		t.Skip("numerics in one goroutine, 5× slower under the race detector and nothing for it to check; go test ./... runs it")
 	}
 	const k, n = 3, 8

@@ -3,6 +3,8 @@ package solvers_test
 import (
 	"testing"
 
+	"github.com/pipemare/pipemare/internal/testutil"
+
 	"github.com/pipemare/pipemare/solvers"
 	"github.com/stretchr/testify/require"
 	"gorgonia.org/gorgonia"
@@ -78,7 +80,7 @@ func sameAsGorgonia(t *testing.T, mk func() *trainee, p pair, k int) {
 // gorgonia's on every zoo model (float32, real data, BatchNorm in the CNN
 // and the ResNet).
 func TestBitIdenticalToGorgoniaOnTheZoo(t *testing.T) {
-	if raceEnabled {
+	if testutil.RaceEnabled {
 		t.Skip("numerics in one goroutine, 5× slower under the race detector and nothing for it to check; go test ./... runs it")
 	}
 	for _, c := range []struct {
@@ -99,7 +101,7 @@ func TestBitIdenticalToGorgoniaOnTheZoo(t *testing.T) {
 // TestBitIdenticalToGorgoniaInFloat64 runs the internal test models in
 // float64.
 func TestBitIdenticalToGorgoniaInFloat64(t *testing.T) {
-	if raceEnabled {
+	if testutil.RaceEnabled {
 		t.Skip("numerics in one goroutine, 5× slower under the race detector and nothing for it to check; go test ./... runs it")
 	}
 	for _, model := range []string{"mlp", "cnn", "attention"} {

@@ -3,6 +3,8 @@ package solvers_test
 import (
 	"testing"
 
+	"github.com/pipemare/pipemare/internal/testutil"
+
 	"github.com/pipemare/pipemare/internal/tensorutil"
 	"github.com/pipemare/pipemare/solvers"
 	"github.com/stretchr/testify/require"
@@ -71,7 +73,7 @@ func resumes(t *testing.T, mk func() *trainee, solver func() gorgonia.Solver, k,
 }
 
 func TestSavedStateContinuesBitIdentically(t *testing.T) {
-	if raceEnabled {
+	if testutil.RaceEnabled {
 		t.Skip("numerics in one goroutine, 5× slower under the race detector and nothing for it to check; go test ./... runs it")
 	}
 	for name, solver := range ours() {

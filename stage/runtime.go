@@ -398,7 +398,7 @@ func (r *Runtime) do(ctx context.Context, ep transport.Endpoint, a schedule.Acti
 	}
 	defer func() {
 		if p := recover(); p != nil {
-			err = &actionError{a, step, fmt.Errorf("panic: %v\n%s", p, debug.Stack())}
+			err = &actionError{a, step, errors.Errorf("panic: %v\n%s", p, debug.Stack())}
 		}
 	}()
 	began := time.Time{}

@@ -12,7 +12,6 @@ import (
 	"github.com/pipemare/pipemare/zoo"
 
 	"github.com/pipemare/pipemare/delay"
-	"github.com/pipemare/pipemare/graphsplit"
 	"github.com/pipemare/pipemare/schedule"
 	"github.com/stretchr/testify/require"
 )
@@ -56,7 +55,7 @@ func TestMLPWeightsAreUnchanged(t *testing.T) {
 	for name, cfg := range runs {
 		res, err := Train(context.Background(), r.Build, train, test, cfg)
 		require.NoError(t, err, name)
-		got[name] = planSHA256(t, res.Plan)
+		got[name] = testutil.PlanSHA256(t, res.Plan)
 		if !*updateGolden {
 			require.Equal(t, want[name], got[name], "%s: the final weights changed", name)
 		}
@@ -68,12 +67,4 @@ func TestMLPWeightsAreUnchanged(t *testing.T) {
 		return
 	}
 	require.Len(t, got, len(want))
-}
-
-// planSHA256 is the plan's Plan.WeightsSHA256.
-func planSHA256(t *testing.T, plan *graphsplit.Plan) string {
-	t.Helper()
-	h, err := plan.WeightsSHA256()
-	require.NoError(t, err)
-	return h
 }

@@ -5,6 +5,8 @@ import (
 	"math"
 	"testing"
 
+	"github.com/pipemare/pipemare/internal/testutil"
+
 	"github.com/pipemare/pipemare/internal/zootest"
 	"github.com/pipemare/pipemare/zoo"
 
@@ -29,7 +31,7 @@ func TestKeepIsBitIdenticalWhenSynchronous(t *testing.T) {
 			cfg.KeepActivations = keep
 			res, err := Train(context.Background(), r.Build, train, test, cfg)
 			require.NoError(t, err, "keeping activations: %v", keep)
-			hashes[keep] = planSHA256(t, res.Plan)
+			hashes[keep] = testutil.PlanSHA256(t, res.Plan)
 			kept[keep] = res.Report.Memory.StashedActivation
 		}
 		require.Greater(t, kept[true], kept[false], "keeping holds more than the stages' inputs")
@@ -58,7 +60,7 @@ func TestOneStageBaselineIsThePipelinesBitForBit(t *testing.T) {
 			cfg.Stages = p
 			res, err := Train(context.Background(), r.Build, train, test, cfg)
 			require.NoError(t, err, "stages %d", p)
-			hashes[i], stages[i] = planSHA256(t, res.Plan), res.Stages
+			hashes[i], stages[i] = testutil.PlanSHA256(t, res.Plan), res.Stages
 			names = names[:0]
 			for _, n := range res.Plan.Learnables {
 				weights[i] = append(weights[i], append([]float32(nil), n.Value().Data().([]float32)...))

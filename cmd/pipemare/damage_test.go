@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pipemare/pipemare/internal/testutil"
+
 	"github.com/stretchr/testify/require"
 )
 
@@ -37,7 +39,7 @@ func trainFails(t *testing.T, code int, args ...string) string {
 // directory with no checkpoint is refused, naming it, and creates nothing;
 // -resume auto starts the run there, and resumes it the next time.
 func TestResumeRefusesDamage(t *testing.T) {
-	if raceEnabled {
+	if testutil.RaceEnabled {
 		t.Skip("trainings (several seconds each under the race detector)")
 	}
 	args := append([]string{"-checkpoint-every", "3"}, mlpArgs...)

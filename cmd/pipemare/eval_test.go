@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pipemare/pipemare/internal/testutil"
+
 	"github.com/stretchr/testify/require"
 )
 
@@ -19,7 +21,7 @@ import (
 // writes one row per test example, right exactly as often as the accuracy
 // says. Weights of another model are refused naming the file.
 func TestEvalGivesTheRunsAccuracy(t *testing.T) {
-	if raceEnabled {
+	if testutil.RaceEnabled {
 		t.Skip("trainings (several seconds each under the race detector)")
 	}
 	cnn := []string{"-model", "cnn", "-limit", "256", "-epochs", "2", "-test-limit", "100"}

@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pipemare/pipemare/internal/testutil"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/pipemare/pipemare/internal/faultpoint"
@@ -94,7 +96,7 @@ func asMain() int {
 // under the race detector.
 func skipProcesses(t *testing.T) {
 	t.Helper()
-	if testing.Short() || raceEnabled {
+	if testing.Short() || testutil.RaceEnabled {
 		t.Skip("starts pipemare processes")
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/pipemare/pipemare/internal/tape"
+	"github.com/pipemare/pipemare/internal/testutil"
 	"github.com/stretchr/testify/require"
 	"gonum.org/v1/gonum/blas/gonum"
 	"gorgonia.org/gorgonia"
@@ -80,33 +81,12 @@ func onExecutor(t *testing.T, g *gorgonia.ExprGraph, vals, want []gorgonia.Value
 		p.Poison()
 		require.NoError(t, p.Run())
 		for i := range want {
-			requireBits(t, want[i], vals[i], fmt.Sprintf("executor run %d, value %d", run, i))
+			testutil.RequireBits(t, want[i], vals[i], fmt.Sprintf("executor run %d, value %d", run, i))
 		}
 	}
 	for _, o := range p.Ops() {
 		if ty := reflect.TypeOf(o.Op); ty.Kind() == reflect.Pointer && ty.Elem().PkgPath() == reflect.TypeOf(named{}).PkgPath() {
 			require.Equal(t, "prealloc", o.How, "%v: %s", o.Op, o.Why)
-		}
-	}
-}
-
-func requireBits(t *testing.T, want, got gorgonia.Value, what string) {
-	t.Helper()
-	require.Equal(t, want.Shape().TotalSize(), got.Shape().TotalSize(), what)
-	switch w := want.Data().(type) {
-	case []float32:
-		g := got.Data().([]float32)
-		for i := range w {
-			if math.Float32bits(w[i]) != math.Float32bits(g[i]) {
-				t.Fatalf("%s: element %d: gorgonia %v, stage op %v", what, i, w[i], g[i])
-			}
-		}
-	case []float64:
-		g := got.Data().([]float64)
-		for i := range w {
-			if math.Float64bits(w[i]) != math.Float64bits(g[i]) {
-				t.Fatalf("%s: element %d: gorgonia %v, stage op %v", what, i, w[i], g[i])
-			}
 		}
 	}
 }
@@ -119,7 +99,7 @@ func requireSame(t *testing.T, want, got []gorgonia.Value, names ...string) {
 		if i > 0 {
 			what = "gradient of " + names[i-1]
 		}
-		requireBits(t, want[i], got[i], what)
+		testutil.RequireBits(t, want[i], got[i], what)
 	}
 }
 
@@ -246,14 +226,14 @@ func testBatchNorm(t *testing.T, dt tensor.Dtype, shape tensor.Shape, affine, re
 		requireSame(t, want, got, names...)
 		wm, wv := refOp.Stats()
 		gm, gv := ourOp.Stats()
-		requireBits(t, wm, gm, "running mean")
-		requireBits(t, wv, gv, "running variance")
+		testutil.RequireBits(t, wm, gm, "running mean")
+		testutil.RequireBits(t, wv, gv, "running variance")
 	}
 	// Inference mode: the forward uses the running statistics.
 	require.NoError(t, refOp.SetTraining(false))
 	require.NoError(t, ourOp.SetTraining(false))
 	refVals, ourVals := forward(t, ref), forward(t, ours)
-	requireBits(t, refVals, ourVals, "inference output")
+	testutil.RequireBits(t, refVals, ourVals, "inference output")
 }
 
 // forward runs a side's output only, with a tape machine in inference mode.
@@ -306,7 +286,7 @@ func TestMaxPoolIsGorgonias(t *testing.T) {
 // TestConvIsGorgonias is bit for bit with gonum's BLAS (gorgonia's
 // default); see requireClose for another.
 func TestConvIsGorgonias(t *testing.T) {
-	if raceEnabled {
+	if testutil.RaceEnabled {
 		t.Skip("numerics in one goroutine, 5× slower under the race detector and nothing for it to check; go test ./... runs it")
 	}
 	for _, dt := range dtypes {

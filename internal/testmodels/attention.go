@@ -1,9 +1,9 @@
 package testmodels
 
 import (
-	"fmt"
 	"math"
 
+	"github.com/pkg/errors"
 	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 )
@@ -43,7 +43,7 @@ func Attention(dt tensor.Dtype, batch int, seed int64) (*Model, error) {
 	y := b.input("y", true, batch, NumClasses)
 
 	fail := func(what string, err error) (*Model, error) {
-		return nil, wrap(name, fmt.Errorf("%s: %w", what, err))
+		return nil, wrap(name, errors.Wrap(err, what))
 	}
 
 	x2, err := gorgonia.Reshape(x, tensor.Shape{batch * T, D})
@@ -142,44 +142,44 @@ func layerNorm(b *builder, name string, x *gorgonia.Node, eps float64) (*gorgoni
 
 	mu, err := gorgonia.Mean(x, 1)
 	if err != nil {
-		return nil, fmt.Errorf("mean: %w", err)
+		return nil, errors.Wrap(err, "mean")
 	}
 	if mu, err = gorgonia.Reshape(mu, tensor.Shape{n, 1}); err != nil {
-		return nil, fmt.Errorf("mean: %w", err)
+		return nil, errors.Wrap(err, "mean")
 	}
 	centered, err := gorgonia.BroadcastSub(x, mu, nil, []byte{1})
 	if err != nil {
-		return nil, fmt.Errorf("center: %w", err)
+		return nil, errors.Wrap(err, "center")
 	}
 	sq, err := gorgonia.Square(centered)
 	if err != nil {
-		return nil, fmt.Errorf("square: %w", err)
+		return nil, errors.Wrap(err, "square")
 	}
 	variance, err := gorgonia.Mean(sq, 1)
 	if err != nil {
-		return nil, fmt.Errorf("variance: %w", err)
+		return nil, errors.Wrap(err, "variance")
 	}
 	if variance, err = gorgonia.Add(variance, b.scalar(eps)); err != nil {
-		return nil, fmt.Errorf("epsilon: %w", err)
+		return nil, errors.Wrap(err, "epsilon")
 	}
 	std, err := gorgonia.Sqrt(variance)
 	if err != nil {
-		return nil, fmt.Errorf("sqrt: %w", err)
+		return nil, errors.Wrap(err, "sqrt")
 	}
 	if std, err = gorgonia.Reshape(std, tensor.Shape{n, 1}); err != nil {
-		return nil, fmt.Errorf("std: %w", err)
+		return nil, errors.Wrap(err, "std")
 	}
 	normed, err := gorgonia.BroadcastHadamardDiv(centered, std, nil, []byte{1})
 	if err != nil {
-		return nil, fmt.Errorf("normalise: %w", err)
+		return nil, errors.Wrap(err, "normalise")
 	}
 	scaled, err := gorgonia.BroadcastHadamardProd(normed, gain, nil, []byte{0})
 	if err != nil {
-		return nil, fmt.Errorf("gain: %w", err)
+		return nil, errors.Wrap(err, "gain")
 	}
 	out, err := gorgonia.BroadcastAdd(scaled, bias, nil, []byte{0})
 	if err != nil {
-		return nil, fmt.Errorf("bias: %w", err)
+		return nil, errors.Wrap(err, "bias")
 	}
 	return out, nil
 }

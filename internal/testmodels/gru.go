@@ -1,8 +1,7 @@
 package testmodels
 
 import (
-	"fmt"
-
+	"github.com/pkg/errors"
 	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 )
@@ -52,7 +51,7 @@ func GRU(dt tensor.Dtype, batch int, seed int64) (*Model, error) {
 	}
 	for t := 0; t < gruSteps; t++ {
 		fail := func(what string, err error) (*Model, error) {
-			return nil, wrap(name, fmt.Errorf("step %d: %s: %w", t, what, err))
+			return nil, wrap(name, errors.Wrapf(err, "step %d: %s", t, what))
 		}
 		xt, err := gorgonia.Slice(x, nil, gorgonia.S(t*D, (t+1)*D))
 		if err != nil {

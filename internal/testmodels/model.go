@@ -1,10 +1,10 @@
 package testmodels
 
 import (
-	"fmt"
 	"math"
 	"math/rand"
 
+	"github.com/pkg/errors"
 	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 )
@@ -152,12 +152,12 @@ type builder struct {
 
 func newBuilder(name string, dt tensor.Dtype, batch int, seed int64) (*builder, error) {
 	if dt != tensor.Float64 && dt != tensor.Float32 {
-		return nil, fmt.Errorf("testmodels: %s: unsupported dtype %v (want Float64 or Float32)", name, dt)
+		return nil, errors.Errorf("testmodels: %s: unsupported dtype %v (want Float64 or Float32)", name, dt)
 	}
 	if batch < 2 {
 		// BatchNorm needs at least two samples for its unbiased running
 		// variance; keep the rule uniform across models.
-		return nil, fmt.Errorf("testmodels: %s: batch size must be at least 2, got %d", name, batch)
+		return nil, errors.Errorf("testmodels: %s: batch size must be at least 2, got %d", name, batch)
 	}
 	return &builder{
 		name:  name,
@@ -220,11 +220,11 @@ func (b *builder) linear(name string, x *gorgonia.Node, in, out int) (*gorgonia.
 	bias := b.param(name+".b", b.uniform(-0.1, 0.1), 1, out)
 	xw, err := gorgonia.Mul(x, w)
 	if err != nil {
-		return nil, fmt.Errorf("%s: matmul: %w", name, err)
+		return nil, errors.Wrapf(err, "%s: matmul", name)
 	}
 	y, err := gorgonia.BroadcastAdd(xw, bias, nil, []byte{0})
 	if err != nil {
-		return nil, fmt.Errorf("%s: bias: %w", name, err)
+		return nil, errors.Wrapf(err, "%s: bias", name)
 	}
 	return y, nil
 }
@@ -236,7 +236,7 @@ func (b *builder) conv(name string, x *gorgonia.Node, inC, outC int) (*gorgonia.
 	w := b.glorot(name+".W", inC*k*k, outC*k*k, outC, inC, k, k)
 	y, err := gorgonia.Conv2d(x, w, tensor.Shape{k, k}, []int{1, 1}, []int{1, 1}, []int{1, 1})
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+		return nil, errors.Wrap(err, name)
 	}
 	return y, nil
 }
@@ -250,7 +250,7 @@ func (b *builder) batchNorm(name string, x *gorgonia.Node) (*gorgonia.Node, erro
 	bias := b.param(name+".bias", b.uniform(-0.1, 0.1), 1, c, 1, 1)
 	y, _, _, op, err := gorgonia.BatchNorm(x, scale, bias, 0.9, 1e-5)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+		return nil, errors.Wrap(err, name)
 	}
 	b.bns = append(b.bns, op)
 	return y, nil
@@ -262,23 +262,23 @@ func (b *builder) batchNorm(name string, x *gorgonia.Node) (*gorgonia.Node, erro
 func (b *builder) crossEntropy(logits, y *gorgonia.Node) (*gorgonia.Node, error) {
 	logp, err := gorgonia.LogSoftMax(logits, 1)
 	if err != nil {
-		return nil, fmt.Errorf("log-softmax: %w", err)
+		return nil, errors.Wrap(err, "log-softmax")
 	}
 	picked, err := gorgonia.HadamardProd(y, logp)
 	if err != nil {
-		return nil, fmt.Errorf("select labels: %w", err)
+		return nil, errors.Wrap(err, "select labels")
 	}
 	perSample, err := gorgonia.Sum(picked, 1)
 	if err != nil {
-		return nil, fmt.Errorf("sum classes: %w", err)
+		return nil, errors.Wrap(err, "sum classes")
 	}
 	mean, err := gorgonia.Mean(perSample)
 	if err != nil {
-		return nil, fmt.Errorf("mean: %w", err)
+		return nil, errors.Wrap(err, "mean")
 	}
 	cost, err := gorgonia.Neg(mean)
 	if err != nil {
-		return nil, fmt.Errorf("neg: %w", err)
+		return nil, errors.Wrap(err, "neg")
 	}
 	return cost, nil
 }
@@ -300,5 +300,5 @@ func (b *builder) model(cost *gorgonia.Node) *Model {
 
 // wrap annotates a model construction error with the model name.
 func wrap(name string, err error) error {
-	return fmt.Errorf("testmodels: %s: %w", name, err)
+	return errors.Wrapf(err, "testmodels: %s", name)
 }

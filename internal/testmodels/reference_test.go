@@ -6,6 +6,7 @@ import (
 	"math/rand"
 	"testing"
 
+	"github.com/pipemare/pipemare/internal/testutil"
 	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 )
@@ -22,7 +23,7 @@ type refParams map[string][]float64
 func paramsOf(tb testing.TB, m *Model) refParams {
 	p := refParams{}
 	for _, l := range m.Learnables {
-		p[l.Name()[len(m.Name)+1:]] = floats(tb, l.Value())
+		p[l.Name()[len(m.Name)+1:]] = testutil.Floats(tb, l.Value())
 	}
 	return p
 }
@@ -361,7 +362,7 @@ func TestCostMatchesReference(t *testing.T) {
 					rng := rand.New(rand.NewSource(23))
 					for range 2 { // the second run reuses the machine's registers
 						batch := m.Batch(rng)
-						x, y := floats(t, batch[0]), floats(t, batch[1])
+						x, y := testutil.Floats(t, batch[0]), testutil.Floats(t, batch[1])
 						params := paramsOf(t, m)
 						for i, v := range batch {
 							if err := gorgonia.Let(m.Inputs[i], v); err != nil {

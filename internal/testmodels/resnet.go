@@ -3,6 +3,7 @@ package testmodels
 import (
 	"fmt"
 
+	"github.com/pkg/errors"
 	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 )
@@ -70,18 +71,18 @@ func residualBlock(b *builder, name string, x *gorgonia.Node, width int) (*gorgo
 		return nil, err
 	}
 	if f, err = gorgonia.Rectify(f); err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+		return nil, errors.Wrap(err, name)
 	}
 	if f, err = b.linear(name+".fc2", f, width, width); err != nil {
 		return nil, err
 	}
 	sum, err := gorgonia.Add(x, f)
 	if err != nil {
-		return nil, fmt.Errorf("%s: skip: %w", name, err)
+		return nil, errors.Wrapf(err, "%s: skip", name)
 	}
 	out, err := gorgonia.Rectify(sum)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+		return nil, errors.Wrap(err, name)
 	}
 	return out, nil
 }

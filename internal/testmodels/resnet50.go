@@ -3,6 +3,7 @@ package testmodels
 import (
 	"fmt"
 
+	"github.com/pkg/errors"
 	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 )
@@ -24,7 +25,7 @@ import (
 func ResNet50(dt tensor.Dtype, batch int, seed int64) (*Model, error) {
 	const name = "resnet50"
 	if batch < 1 {
-		return nil, fmt.Errorf("testmodels: %s: batch size must be positive, got %d", name, batch)
+		return nil, errors.Errorf("testmodels: %s: batch size must be positive, got %d", name, batch)
 	}
 	// Microbatch 1 is the paper's setting: every BatchNorm here
 	// normalises over at least 7×7 pixels, so the two-sample rule of the
@@ -96,7 +97,7 @@ func (b *builder) bottleneck(name string, x *gorgonia.Node, in, width, stride in
 		}
 	}
 	if h, err = gorgonia.Add(s, h); err != nil {
-		return nil, fmt.Errorf("%s: skip: %w", name, err)
+		return nil, errors.Wrapf(err, "%s: skip", name)
 	}
 	return gorgonia.Rectify(h)
 }
@@ -107,7 +108,7 @@ func (b *builder) convBN(name string, x *gorgonia.Node, inC, outC, k, stride, pa
 	w := b.glorot(name+".W", inC*k*k, outC*k*k, outC, inC, k, k)
 	h, err := gorgonia.Conv2d(x, w, tensor.Shape{k, k}, []int{pad, pad}, []int{stride, stride}, []int{1, 1})
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+		return nil, errors.Wrap(err, name)
 	}
 	if h, err = b.batchNorm(name+".bn", h); err != nil {
 		return nil, err

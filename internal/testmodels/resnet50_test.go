@@ -3,6 +3,8 @@ package testmodels
 import (
 	"testing"
 
+	"github.com/pipemare/pipemare/internal/testutil"
+
 	"github.com/stretchr/testify/require"
 	"gorgonia.org/tensor"
 )
@@ -10,7 +12,7 @@ import (
 // TestResNet50IsResNet50 checks the model against torchvision's resnet50:
 // 25,557,032 parameters, 53 convolutions each with its BatchNorm.
 func TestResNet50IsResNet50(t *testing.T) {
-	if raceEnabled {
+	if testutil.RaceEnabled {
 		t.Skip("numerics in one goroutine, 5× slower under the race detector and nothing for it to check; go test ./... runs it")
 	}
 	m, err := ResNet50(tensor.Float32, 1, 1)

@@ -4,9 +4,12 @@ import (
 	"fmt"
 	"math"
 	"math/rand"
+	"os"
 	"sync"
 	"testing"
 
+	"github.com/pipemare/pipemare/internal/testutil"
+	"github.com/pkg/errors"
 	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 )
@@ -84,40 +87,18 @@ func (h *harness) grads(tb testing.TB) [][]float64 {
 		if !v.Shape().Eq(h.m.Learnables[i].Shape()) {
 			tb.Fatalf("%s: gradient of %s has shape %v, want %v", h.m.Name, h.m.Learnables[i].Name(), v.Shape(), h.m.Learnables[i].Shape())
 		}
-		out[i] = floats(tb, v)
+		out[i] = testutil.Floats(tb, v)
 	}
 	return out
 }
 
 func scalarOf(tb testing.TB, v gorgonia.Value) float64 {
 	tb.Helper()
-	fs := floats(tb, v)
+	fs := testutil.Floats(tb, v)
 	if len(fs) != 1 {
 		tb.Fatalf("expected a scalar, got %d values", len(fs))
 	}
 	return fs[0]
-}
-
-// floats returns a float64 copy of the data of v.
-func floats(tb testing.TB, v gorgonia.Value) []float64 {
-	tb.Helper()
-	switch d := v.Data().(type) {
-	case float64:
-		return []float64{d}
-	case float32:
-		return []float64{float64(d)}
-	case []float64:
-		return append([]float64(nil), d...)
-	case []float32:
-		out := make([]float64, len(d))
-		for i, f := range d {
-			out[i] = float64(f)
-		}
-		return out
-	default:
-		tb.Fatalf("unsupported value data %T", d)
-		return nil
-	}
 }
 
 func build(tb testing.TB, nb NamedBuilder, dt tensor.Dtype, seed int64) *Model {
@@ -219,7 +200,7 @@ func TestDeterministicInit(t *testing.T) {
 					if !a[i].Shape().Eq(b[i].Shape()) {
 						t.Fatalf("learnable %d: shapes %v and %v differ", i, a[i].Shape(), b[i].Shape())
 					}
-					fa, fb, fc := floats(t, a[i]), floats(t, b[i]), floats(t, c[i])
+					fa, fb, fc := testutil.Floats(t, a[i]), testutil.Floats(t, b[i]), testutil.Floats(t, c[i])
 					for j := range fa {
 						if fa[j] != fb[j] {
 							t.Fatalf("learnable %d entry %d: %v != %v with the same seed", i, j, fa[j], fb[j])
@@ -251,14 +232,14 @@ func TestBatch(t *testing.T) {
 					if !a[i].Shape().Eq(in.Shape()) || a[i].Dtype() != dt {
 						t.Fatalf("value %d: shape %v dtype %v; want %v %v", i, a[i].Shape(), a[i].Dtype(), in.Shape(), dt)
 					}
-					fa, fb := floats(t, a[i]), floats(t, b[i])
+					fa, fb := testutil.Floats(t, a[i]), testutil.Floats(t, b[i])
 					for j := range fa {
 						if fa[j] != fb[j] {
 							t.Fatalf("value %d entry %d differs across identical rngs", i, j)
 						}
 					}
 				}
-				y := floats(t, a[len(a)-1])
+				y := testutil.Floats(t, a[len(a)-1])
 				for r := 0; r < testBatch; r++ {
 					sum, ones := 0.0, 0
 					for c := 0; c < NumClasses; c++ {
@@ -340,7 +321,7 @@ func TestRunsLeaveValuesIntact(t *testing.T) {
 					}
 					same := func(what string, before []tensor.Tensor, after []gorgonia.Value) {
 						for i := range before {
-							a, b := floats(t, before[i]), floats(t, after[i])
+							a, b := testutil.Floats(t, before[i]), testutil.Floats(t, after[i])
 							for j := range a {
 								if a[j] != b[j] {
 									t.Fatalf("%s %d entry %d changed: %v -> %v", what, i, j, a[j], b[j])
@@ -476,6 +457,24 @@ func TestSnapshotValues(t *testing.T) {
 	s := SnapshotValues([]gorgonia.Value{gorgonia.NewF32(2.5), nil})
 	if s[1] != nil || s[0].Dtype() != tensor.Float32 || s[0].Data().(float32) != 2.5 {
 		t.Fatalf("unexpected snapshot of scalar/nil values: %v", s)
+	}
+}
+
+// TestErrorsKeepTheirCause: construction errors wrap what gorgonia
+// returned (github.com/pkg/errors), readable through errors.Is and As, with
+// the messages "testmodels: <model>: <what>: <cause>".
+func TestErrorsKeepTheirCause(t *testing.T) {
+	cause := &os.PathError{Op: "op", Path: "p", Err: os.ErrInvalid}
+	err := wrap("gru", errors.Wrapf(cause, "step %d: %s", 2, "gates"))
+	if got, want := err.Error(), "testmodels: gru: step 2: gates: op p: invalid argument"; got != want {
+		t.Errorf("message %q, want %q", got, want)
+	}
+	var pe *os.PathError
+	if !errors.Is(err, os.ErrInvalid) || !errors.As(err, &pe) || pe != cause {
+		t.Errorf("errors.Is/As do not reach the cause through %v", err)
+	}
+	if _, err := MLP(tensor.Int, testBatch, 1); err == nil || err.Error() != "testmodels: mlp: unsupported dtype int (want Float64 or Float32)" {
+		t.Errorf("MLP(Int): %v", err)
 	}
 }
 

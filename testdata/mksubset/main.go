@@ -13,11 +13,12 @@ import (
 	"compress/gzip"
 	"encoding/binary"
 	"flag"
-	"fmt"
 	"io"
 	"log"
 	"os"
 	"path/filepath"
+
+	"github.com/pkg/errors"
 )
 
 func main() {
@@ -58,16 +59,16 @@ func subset(from, to string, keep int) error {
 		return err
 	}
 	if len(raw) < 8 || raw[0] != 0 || raw[1] != 0 || raw[2] != 8 {
-		return fmt.Errorf("not an unsigned-byte IDX file")
+		return errors.New("not an unsigned-byte IDX file")
 	}
 	dims := int(raw[3])
 	header := 4 + 4*dims
 	if len(raw) < header {
-		return fmt.Errorf("truncated header")
+		return errors.New("truncated header")
 	}
 	count := int(binary.BigEndian.Uint32(raw[4:8]))
 	if keep > count {
-		return fmt.Errorf("asked for %d items, the file has %d", keep, count)
+		return errors.Errorf("asked for %d items, the file has %d", keep, count)
 	}
 	item := 1
 	for d := 1; d < dims; d++ {

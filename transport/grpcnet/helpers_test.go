@@ -40,14 +40,6 @@ type pipeline struct {
 	stages []*Endpoint
 }
 
-// ep returns peer p's endpoint.
-func (p *pipeline) ep(peer transport.Peer) *Endpoint {
-	if peer == transport.Driver {
-		return p.driver
-	}
-	return p.stages[peer]
-}
-
 // open opens a driver and len(ls) stages concurrently, stage i serving on
 // ls[i]; the same options go to every peer. It closes them at the test's
 // end.

@@ -1,5 +1,0 @@
-//go:build !race
-
-package asyncvm_test
-
-const raceEnabled = false

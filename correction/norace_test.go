@@ -1,5 +1,0 @@
-//go:build !race
-
-package correction_test
-
-const raceEnabled = false

@@ -1,5 +1,0 @@
-//go:build !race
-
-package graphsplit_test
-
-const raceEnabled = false

@@ -1,5 +1,0 @@
-//go:build !race
-
-package graphsplit
-
-const raceEnabled = false

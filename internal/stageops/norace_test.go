@@ -1,5 +1,0 @@
-//go:build !race
-
-package stageops
-
-const raceEnabled = false

@@ -1,5 +1,0 @@
-//go:build !race
-
-package testmodels
-
-const raceEnabled = false

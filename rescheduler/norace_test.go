@@ -1,5 +1,0 @@
-//go:build !race
-
-package rescheduler
-
-const raceEnabled = false

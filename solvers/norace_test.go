@@ -1,5 +1,0 @@
-//go:build !race
-
-package solvers_test
-
-const raceEnabled = false
