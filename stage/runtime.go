@@ -343,10 +343,10 @@ func (r *Runtime) ended(parent context.Context, orders *transport.Mailbox) error
 	switch err := orders.Err(); {
 	case errors.Is(err, transport.ErrClosed):
 		return nil
+	case parent.Err() != nil: // the caller stopped the stage: the orders' end is its doing
+		return errors.Wrapf(parent.Err(), "stage %d", r.index)
 	case err != nil:
 		return errors.Wrapf(err, "stage %d: lost the driver", r.index)
-	case parent.Err() != nil:
-		return errors.Wrapf(parent.Err(), "stage %d", r.index)
 	}
 	return nil
 }

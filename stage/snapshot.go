@@ -161,6 +161,8 @@ func (r *Runtime) restore(s Snapshot) error {
 		rp.readAt, rp.last = map[int]int{}, s.Version
 	}
 	r.version, r.seg, r.told = s.Version, s.Segment, s.Told
+	params := r.stats.ParamBytes // the stage's own: a shard does not carry it
 	r.stats = s.Stats.Clone()
+	r.stats.ParamBytes = params
 	return nil
 }
