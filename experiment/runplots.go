@@ -23,29 +23,23 @@ import (
 	"gonum.org/v1/plot/vg/vgimg"
 )
 
-// Labelled is a run's result and the label its panels are titled with.
-type Labelled struct {
-	Label  string
-	Result *train.Result
-}
-
 // PlotFiles are the figures WritePlots writes.
 var PlotFiles = []string{"loss.png", "gantt.png", "utilization.png", "memory.png"}
 
-// WritePlots draws, into dir, loss.png (every run's loss curve, each
+// WritePlots draws the runs' results, into dir, loss.png (every run's loss curve, each
 // warm-up's end marked) and gantt.png, utilization.png and memory.png with
 // one panel per run, titled with the run's label, and a legend beside the
 // panels (the figures pipemare train and compare write). The results need
 // their Events and Report.
-func WritePlots(dir string, runs []Labelled) error {
+func WritePlots(dir string, runs []Compared) error {
 	if err := lossPlot(filepath.Join(dir, "loss.png"), runs); err != nil {
 		return err
 	}
 	figures := []struct {
 		file   string
 		height func(*train.Result) vg.Length
-		legend func([]Labelled) plot.Legend
-		panel  func(*plot.Plot, Labelled) error
+		legend func([]Compared) plot.Legend
+		panel  func(*plot.Plot, Compared) error
 	}{
 		{"gantt.png", func(r *train.Result) vg.Length { return vg.Length(1.2+0.25*float64(r.Stages)) * vg.Inch }, ganttLegend, ganttPanel},
 		{"utilization.png", func(*train.Result) vg.Length { return 2.6 * vg.Inch }, utilizationLegend, utilizationPanel},
@@ -66,7 +60,7 @@ const (
 
 // saveFigure draws one panel per run, stacked, with the legend in a column
 // on the right, and writes the figure as a PNG.
-func saveFigure(path string, runs []Labelled, height func(*train.Result) vg.Length, legend plot.Legend, panel func(*plot.Plot, Labelled) error) error {
+func saveFigure(path string, runs []Compared, height func(*train.Result) vg.Length, legend plot.Legend, panel func(*plot.Plot, Compared) error) error {
 	total := vg.Length(0)
 	for _, r := range runs {
 		total += height(r.Result)
@@ -104,7 +98,7 @@ func writePNG(path string, img *vgimg.Canvas) error {
 // lossPlot draws every run's minibatch loss, a running mean over 10 steps,
 // and a dashed line where each warm-up hands over to the asynchronous
 // schedule.
-func lossPlot(path string, runs []Labelled) error {
+func lossPlot(path string, runs []Compared) error {
 	p := plot.New()
 	p.Title.Text = "training loss"
 	p.X.Label.Text = "step (minibatch)"
@@ -186,7 +180,7 @@ var opColors = []struct {
 }
 
 // ganttLegend names the colours of the actions the Gantt panels show.
-func ganttLegend(runs []Labelled) plot.Legend {
+func ganttLegend(runs []Compared) plot.Legend {
 	has := map[schedule.Op]bool{}
 	for _, r := range runs {
 		from, to := steadyWindow(r.Result)
@@ -293,7 +287,7 @@ func (b stageBusy) within(from, to time.Duration) float64 {
 
 // ganttPanel draws each stage's actions over the steady-state window,
 // stage 0 at the top.
-func ganttPanel(p *plot.Plot, r Labelled) error {
+func ganttPanel(p *plot.Plot, r Compared) error {
 	res := r.Result
 	P := len(res.Events)
 	from, to := steadyWindow(res)
@@ -328,7 +322,7 @@ func ganttPanel(p *plot.Plot, r Labelled) error {
 	return nil
 }
 
-func utilizationLegend([]Labelled) plot.Legend {
+func utilizationLegend([]Compared) plot.Legend {
 	l := plot.NewLegend()
 	l.Add("measured (steady state)", rects{color: plotutil.Color(0)})
 	l.Add("virtual devices (replay)", rects{color: plotutil.Color(1)})
@@ -337,7 +331,7 @@ func utilizationLegend([]Labelled) plot.Legend {
 
 // utilizationPanel draws each stage's measured utilization beside its
 // utilization on virtual devices.
-func utilizationPanel(p *plot.Plot, r Labelled) error {
+func utilizationPanel(p *plot.Plot, r Compared) error {
 	measured, virtual := rects{color: plotutil.Color(0)}, rects{color: plotutil.Color(1)}
 	for i, s := range r.Result.Report.PerStage {
 		x := float64(i)
@@ -368,7 +362,7 @@ var memoryCategories = []struct {
 	{"activations", func(m asyncvm.Memory) int64 { return m.StashedActivation }},
 }
 
-func memoryLegend([]Labelled) plot.Legend {
+func memoryLegend([]Compared) plot.Legend {
 	l := plot.NewLegend()
 	for k, c := range memoryCategories {
 		l.Add(c.name, rects{color: plotutil.Color(k)})
@@ -380,7 +374,7 @@ func memoryLegend([]Labelled) plot.Legend {
 // on a log scale, so that a category a hundred times smaller than the
 // stashed activations still shows; a category a run does not use has no
 // bar and is named in the title.
-func memoryPanel(p *plot.Plot, r Labelled) error {
+func memoryPanel(p *plot.Plot, r Compared) error {
 	stages := r.Result.Report.PerStage
 	width := 0.8 / float64(len(memoryCategories))
 	floor, top := math.Inf(1), 0.0

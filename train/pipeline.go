@@ -11,7 +11,6 @@ import (
 	"github.com/pipemare/pipemare/schedule"
 	"github.com/pipemare/pipemare/transport"
 	"github.com/pkg/errors"
-	"gorgonia.org/gorgonia"
 )
 
 // Connector opens this process's endpoint of a network transport for a
@@ -92,12 +91,7 @@ func Balanced(build zoo.Builder, train zoo.Data, cfg Config) ([]int, *graphsplit
 	if err != nil {
 		return nil, nil, err
 	}
-	idx := make([]int, cfg.Microbatch)
-	for i := range idx {
-		idx[i] = i
-	}
-	x, y := train.Batch(m, idx)
-	feeds := map[*gorgonia.Node]gorgonia.Value{m.X: x, m.Y: y}
+	feeds := zoo.FirstMicrobatch(train, m)
 	plan, err := graphsplit.Split(m.Graph, m.Cost, m.Learnables, graphsplit.FineGrained(), graphsplit.Stages(cfg.Stages), graphsplit.Profiled(feeds, cfg.KeepActivations))
 	if err != nil {
 		return nil, nil, errors.Wrap(err, "train: Balanced")

@@ -46,3 +46,15 @@ func (d *Dataset) Batch(m *Model, idx []int) (*tensor.Dense, *tensor.Dense) {
 	return tensor.New(tensor.WithShape(shape...), tensor.WithBacking(xs)),
 		tensor.New(tensor.WithShape(len(idx), d.Classes), tensor.WithBacking(ys))
 }
+
+// FirstMicrobatch is the feeds of m's inputs for the first m.Batch
+// examples of d: one microbatch, for timing or checking a model (d must
+// hold at least m.Batch examples).
+func FirstMicrobatch(d Data, m *Model) map[*gorgonia.Node]gorgonia.Value {
+	idx := make([]int, m.Batch)
+	for i := range idx {
+		idx[i] = i
+	}
+	x, y := d.Batch(m, idx)
+	return map[*gorgonia.Node]gorgonia.Value{m.X: x, m.Y: y}
+}

@@ -12,10 +12,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"strings"
 
+	"github.com/pipemare/pipemare/experiment"
 	"github.com/pipemare/pipemare/internal/affinity"
+	"github.com/pipemare/pipemare/rundir"
 )
 
 // benchCmd measures what a placement buys: the same training (train's
@@ -76,36 +77,33 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 	}
 	oneCPU := append(append([]string{}, base...), "-cpus="+affinity.Format(allowed[len(allowed)-1:]))
-	b := benchResult{Placed: placementLabel(t), Against: "one process on one CPU"}
-	out := outputs{dir: o.out, files: []string{"bench.json", "report.json"}}
-	if err := out.prepare(); err != nil {
+	b := experiment.Bench{Placed: placementLabel(t), Against: "one process on one CPU"}
+	out := rundir.Dir{Path: o.out, Files: []string{"bench.json", "report.json"}}
+	if err := out.Prepare(); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "bench: %s against %s, %d rounds\n", b.Placed, b.Against, *rounds)
 	var last []byte
-	for k := 0; k < 2**rounds; k++ {
-		isPlaced := k%4 == 0 || k%4 == 3 // A B B A
-		run, kind := oneCPU, "one-cpu"
-		if isPlaced {
-			run, kind = placed, "placed"
+	err = b.RunBench(ctx, *rounds, func(ctx context.Context, kind string, round int) (experiment.BenchRun, error) {
+		run := oneCPU
+		if kind == "placed" {
+			run = placed
 		}
-		dir := filepath.Join(o.out, fmt.Sprintf("%s-%d", kind, k/2))
+		dir := filepath.Join(o.out, fmt.Sprintf("%s-%d", kind, round))
 		rep, raw, err := benchTrain(ctx, append(run, "-out="+dir))
-		if err != nil {
-			return fmt.Errorf("%s run %d: %w", kind, k/2, err)
-		}
-		b.Runs = append(b.Runs, benchTraining{Kind: kind, Round: k / 2, SamplesPerSec: rep.samplesPerSec, WeightsSHA256: rep.weights, Dir: dir})
-		fmt.Fprintf(stdout, "  round %d %-8s %8.1f samples/s\n", k/2, kind, rep.samplesPerSec)
-		if isPlaced {
+		if kind == "placed" {
 			last = raw
 		}
+		return experiment.BenchRun{SamplesPerSec: rep.samplesPerSec, WeightsSHA256: rep.weights, Dir: dir}, err
+	}, stdout)
+	if err != nil {
+		return err
 	}
-	b.summarise()
 	fmt.Fprintf(stdout, "speed-up %.2f× (%.2f–%.2f over the rounds): %.1f samples/s %s, %.1f %s\n", b.Speedup, b.SpeedupMin, b.SpeedupMax, b.PlacedSamplesPerSec, b.Placed, b.AgainstSamplesPerSec, b.Against)
 	if !b.SameWeights {
 		fmt.Fprintln(stdout, "the runs trained different weights: the placement changed the arithmetic (a bug)")
 	}
-	if err := out.writeJSON("bench.json", b); err != nil {
+	if err := out.WriteJSON("bench.json", b); err != nil {
 		return err
 	}
 	var report map[string]any
@@ -113,7 +111,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return fmt.Errorf("the placed run's report.json: %w", err)
 	}
 	report["speedup"] = b
-	if err := out.writeJSON("report.json", report); err != nil {
+	if err := out.WriteJSON("report.json", report); err != nil {
 		return err
 	}
 	if !b.SameWeights {
@@ -131,71 +129,6 @@ func placementLabel(t trainFlags) string {
 		return fmt.Sprintf("%d stage processes", t.procs)
 	}
 	return fmt.Sprintf("one process on %d CPUs", runtime.GOMAXPROCS(0))
-}
-
-// benchResult is bench.json. Samples/s are over the time the pipeline
-// trained (the report's training_ns: evaluation left out); the speed-up is
-// the median, over the rounds, of each round's placed ÷ one-CPU samples/s.
-type benchResult struct {
-	Placed               string          `json:"placed"`
-	Against              string          `json:"against"`
-	Runs                 []benchTraining `json:"runs"`
-	PlacedSamplesPerSec  float64         `json:"placed_samples_per_sec"`
-	AgainstSamplesPerSec float64         `json:"against_samples_per_sec"`
-	Speedup              float64         `json:"speedup"`
-	SpeedupMin           float64         `json:"speedup_min"`
-	SpeedupMax           float64         `json:"speedup_max"`
-	// SameWeights says whether every run trained the same weights, as
-	// they must: placement changes timing, never results.
-	SameWeights bool `json:"same_weights"`
-}
-
-// benchTraining is one training of a bench.
-type benchTraining struct {
-	Kind          string  `json:"kind"` // "placed" or "one-cpu"
-	Round         int     `json:"round"`
-	SamplesPerSec float64 `json:"samples_per_sec"`
-	WeightsSHA256 string  `json:"weights_sha256"`
-	Dir           string  `json:"dir"`
-}
-
-// summarise computes the medians and the speed-up from the runs.
-func (b *benchResult) summarise() {
-	var placed, against, ratios []float64
-	perRound := map[int][2]float64{}
-	b.SameWeights = true
-	for _, r := range b.Runs {
-		pr := perRound[r.Round]
-		if r.Kind == "placed" {
-			placed, pr[0] = append(placed, r.SamplesPerSec), r.SamplesPerSec
-		} else {
-			against, pr[1] = append(against, r.SamplesPerSec), r.SamplesPerSec
-		}
-		perRound[r.Round] = pr
-		b.SameWeights = b.SameWeights && r.WeightsSHA256 == b.Runs[0].WeightsSHA256
-	}
-	for _, pr := range perRound {
-		if pr[1] > 0 {
-			ratios = append(ratios, pr[0]/pr[1])
-		}
-	}
-	b.PlacedSamplesPerSec, b.AgainstSamplesPerSec = medianOf(placed), medianOf(against)
-	b.Speedup = medianOf(ratios)
-	if len(ratios) > 0 {
-		b.SpeedupMin, b.SpeedupMax = slices.Min(ratios), slices.Max(ratios)
-	}
-}
-
-func medianOf(x []float64) float64 {
-	if len(x) == 0 {
-		return 0
-	}
-	x = slices.Clone(x)
-	slices.Sort(x)
-	if n := len(x); n%2 == 0 {
-		return (x[n/2-1] + x[n/2]) / 2
-	}
-	return x[len(x)/2]
 }
 
 // trained is what bench reads of a run's report.json.

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/pipemare/pipemare/experiment"
 	"github.com/pipemare/pipemare/internal/affinity"
 	"github.com/stretchr/testify/require"
 )
@@ -40,7 +41,7 @@ func BenchmarkPlacement(b *testing.B) {
 					require.Equal(b, 0, code, "%s\n%s", out, stderr)
 					raw, err := os.ReadFile(filepath.Join(dir, "bench.json"))
 					require.NoError(b, err)
-					var r benchResult
+					var r experiment.Bench
 					require.NoError(b, json.Unmarshal(raw, &r))
 					require.True(b, r.SameWeights)
 					b.ReportMetric(r.Speedup, "speedup")
@@ -65,7 +66,7 @@ func TestBench(t *testing.T) {
 	require.Regexp(t, `speed-up \d+\.\d\d× \(\d+\.\d\d–\d+\.\d\d over the rounds\)`, out)
 	raw, err := os.ReadFile(filepath.Join(dir, "bench.json"))
 	require.NoError(t, err)
-	var r benchResult
+	var r experiment.Bench
 	require.NoError(t, json.Unmarshal(raw, &r))
 	require.True(t, r.SameWeights, "placement changes timing, never weights")
 	require.Len(t, r.Runs, 2)

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pipemare/pipemare/internal/faultpoint"
+	"github.com/pipemare/pipemare/rundir"
 )
 
 var (
@@ -102,7 +103,7 @@ func TestKillAndResume(t *testing.T) {
 			code, _, stderr := p.wait(t, time.Minute)
 			require.Equal(t, -1, code, "killed at %s of step %d:\n%s", c.point, at, stderr)
 			require.Contains(t, stderr, "test hook: SIGKILL at "+c.point)
-			root := filepath.Join(dir, checkpointsDir)
+			root := filepath.Join(dir, rundir.CheckpointsDir)
 			latest, err := os.ReadFile(filepath.Join(root, "LATEST"))
 			require.NoError(t, err)
 			require.Equal(t, stepDir(steps[0]), string(latest[:len(latest)-1]), "LATEST still names the first checkpoint")

@@ -1,13 +1,11 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"runtime"
 
+	"github.com/pipemare/pipemare/rundir"
 	"github.com/pipemare/pipemare/train"
 	"github.com/pipemare/pipemare/zoo"
 )
@@ -27,7 +25,7 @@ func chooseCut(cfg *train.Config, w where, resumeDir string, r zoo.Recipe, train
 		return nil
 	}
 	if resumeDir != "" {
-		if cut := recordedCut(resumeDir); cut != nil {
+		if cut := rundir.RecordedCut(resumeDir); cut != nil {
 			cfg.Cut = cut
 			return nil
 		}
@@ -44,17 +42,4 @@ func chooseCut(cfg *train.Config, w where, resumeDir string, r zoo.Recipe, train
 	cfg.Cut = cut
 	fmt.Fprintf(stdout, "%d stages cut at ops %s, balanced on this machine: %s\n", cfg.Stages, formatCut(cut), bal)
 	return nil
-}
-
-// recordedCut is the cut in the settings of the run in dir (nil: none).
-func recordedCut(dir string) []int {
-	b, err := os.ReadFile(filepath.Join(dir, settingsFile))
-	if err != nil {
-		return nil
-	}
-	var s settings
-	if json.Unmarshal(b, &s) != nil {
-		return nil
-	}
-	return s.Cut
 }

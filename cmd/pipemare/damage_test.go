@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/pipemare/pipemare/internal/testutil"
+	"github.com/pipemare/pipemare/rundir"
 
 	"github.com/stretchr/testify/require"
 )
@@ -50,8 +51,8 @@ func TestResumeRefusesDamage(t *testing.T) {
 	other := t.TempDir() // the same model cut into two stages: another plan
 	trainRun(t, append(append([]string{"-stages", "2"}, args...), "-out", other)...)
 
-	latest := filepath.Join(run, checkpointsDir, stepDir(15))
-	prev := filepath.Join(run, checkpointsDir, stepDir(12))
+	latest := filepath.Join(run, rundir.CheckpointsDir, stepDir(15))
+	prev := filepath.Join(run, rundir.CheckpointsDir, stepDir(12))
 	shard := filepath.Join(latest, "stage-001.safetensors")
 	for _, c := range []struct {
 		name   string
@@ -90,11 +91,11 @@ func TestResumeRefusesDamage(t *testing.T) {
 	t.Run("another plan", func(t *testing.T) {
 		dir := filepath.Join(t.TempDir(), "out")
 		require.NoError(t, os.CopyFS(dir, os.DirFS(run)))
-		require.NoError(t, os.RemoveAll(filepath.Join(dir, checkpointsDir)))
-		require.NoError(t, os.CopyFS(filepath.Join(dir, checkpointsDir), os.DirFS(filepath.Join(other, checkpointsDir))))
+		require.NoError(t, os.RemoveAll(filepath.Join(dir, rundir.CheckpointsDir)))
+		require.NoError(t, os.CopyFS(filepath.Join(dir, rundir.CheckpointsDir), os.DirFS(filepath.Join(other, rundir.CheckpointsDir))))
 		first := trainFails(t, 1, append(args, "-resume", dir)...)
 		require.Regexp(t, `MANIFEST.json is of another model or plan: fingerprint "[0-9a-f]+", want "[0-9a-f]+"`, first)
-		require.Contains(t, first, filepath.Join(dir, checkpointsDir, stepDir(15)))
+		require.Contains(t, first, filepath.Join(dir, rundir.CheckpointsDir, stepDir(15)))
 	})
 
 	t.Run("other flags", func(t *testing.T) {
@@ -106,7 +107,7 @@ func TestResumeRefusesDamage(t *testing.T) {
 
 	t.Run("a fresh run where checkpoints are", func(t *testing.T) {
 		first := trainFails(t, 1, append(args, "-out", run)...)
-		require.Contains(t, first, "-out "+run+" holds the checkpoints of an earlier run ("+filepath.Join(run, checkpointsDir)+", latest step 15): continue it with -resume "+run)
+		require.Contains(t, first, "-out "+run+" holds the checkpoints of an earlier run ("+filepath.Join(run, rundir.CheckpointsDir)+", latest step 15): continue it with -resume "+run)
 	})
 
 	t.Run("nothing to resume yet", func(t *testing.T) {
@@ -118,12 +119,12 @@ func TestResumeRefusesDamage(t *testing.T) {
 		require.True(t, os.IsNotExist(err), "and creates nothing")
 
 		// What a launcher that restarts the whole job gives (-resume auto).
-		out := trainRun(t, append(args, "-out", dir, "-resume", resumeAuto)...)
+		out := trainRun(t, append(args, "-out", dir, "-resume", rundir.ResumeAuto)...)
 		require.Contains(t, out, "no checkpoint in "+dir+" yet: starting the run there")
 		got := reportOf(t, dir)
 		require.Equal(t, want.Result.WeightsSHA256, got.Result.WeightsSHA256)
 		require.Nil(t, got.Resumed)
-		out = trainRun(t, append(args, "-out", dir, "-resume", resumeAuto)...) // restarted once more
+		out = trainRun(t, append(args, "-out", dir, "-resume", rundir.ResumeAuto)...) // restarted once more
 		require.Equal(t, 15, resumedStep(t, out), "then it resumes")
 		requireSameRun(t, want, reportOf(t, dir))
 	})

@@ -15,6 +15,7 @@ import (
 
 	"github.com/pipemare/pipemare/experiment"
 	"github.com/pipemare/pipemare/launch"
+	"github.com/pipemare/pipemare/rundir"
 	"github.com/pipemare/pipemare/zoo"
 )
 
@@ -90,7 +91,7 @@ func TestJobSetManifestArgs(t *testing.T) {
 		}
 		require.Positive(t, tf.checkpointEvery, "a restarted pipeline has checkpoints to resume from")
 		require.Equal(t, "/checkpoints", o.out)
-		require.Equal(t, resumeAuto, tf.resume, "a restart resumes, the first start starts")
+		require.Equal(t, rundir.ResumeAuto, tf.resume, "a restart resumes, the first start starts")
 		require.GreaterOrEqual(t, tf.net.connectTimeout, time.Minute, "pods may start minutes apart")
 		r, err := zoo.RecipeFor(o.model)
 		require.NoError(t, err)

@@ -1,41 +1,16 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/csv"
 	"encoding/json"
 	"flag"
-	"fmt"
 	"io"
 	"path/filepath"
-	"strconv"
 
 	"github.com/pipemare/pipemare/checkpoint"
-	"github.com/pipemare/pipemare/graphsplit"
 	"github.com/pipemare/pipemare/train"
 	"github.com/pipemare/pipemare/zoo"
 )
-
-// evalReport is what pipemare eval writes: the test accuracy of a trained
-// model, loaded into a freshly built zoo model.
-type evalReport struct {
-	Model string `json:"model"`
-	// Weights is the model file; WeightsSHA256 the hash of the learnables
-	// it loaded (graphsplit.Plan.WeightsSHA256: the weights_sha256 of the
-	// run that wrote it).
-	Weights       string `json:"weights"`
-	WeightsSHA256 string `json:"weights_sha256"`
-	Data          string `json:"data"`
-	TestExamples  int    `json:"test_examples"`
-	// TestAccuracy is train.Evaluator.Accuracy over the test examples: for
-	// the model a run wrote, evaluated on the same test examples, its
-	// report's model_test_accuracy (final_accuracy is measured before the
-	// last updates in flight are applied).
-	TestAccuracy float64 `json:"test_accuracy"`
-	// Predictions is the file -predictions wrote, if any.
-	Predictions string `json:"predictions,omitempty"`
-}
 
 // evalCmd loads a trained model (train's model.safetensors) into a fresh
 // zoo model and measures its test accuracy.
@@ -73,32 +48,13 @@ func evalCmd(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	m, err := r.Build(rows, 1)
+	rep, ps, err := train.EvaluateFile(r, *weights, rows, *data, test, *predictions != "")
 	if err != nil {
-		return err
-	}
-	if err := checkpoint.LoadModel(*weights, m.Learnables); err != nil {
-		return fmt.Errorf("-weights: %w", err)
-	}
-	hash, err := (&graphsplit.Plan{Learnables: m.Learnables}).WeightsSHA256()
-	if err != nil {
-		return err
-	}
-	e, err := train.NewEvaluator(m)
-	if err != nil {
-		return err
-	}
-	defer e.Close()
-	rep := evalReport{Model: r.Model, Weights: *weights, WeightsSHA256: hash, Data: *data, TestExamples: test.Len(), Predictions: *predictions}
-	if rep.TestAccuracy, err = e.Accuracy(test); err != nil {
 		return err
 	}
 	if *predictions != "" {
-		ps, err := e.Predictions(test)
-		if err != nil {
-			return err
-		}
-		if err := writePredictions(*predictions, ps); err != nil {
+		rep.Predictions = *predictions
+		if err := train.WritePredictions(*predictions, ps); err != nil {
 			return err
 		}
 	}
@@ -112,32 +68,4 @@ func evalCmd(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	_, err = stdout.Write(b)
 	return err
-}
-
-// writePredictions writes ps to path: CSV with a header, or one JSON
-// object a line.
-func writePredictions(path string, ps []train.Prediction) error {
-	var buf bytes.Buffer
-	if filepath.Ext(path) == ".jsonl" {
-		enc := json.NewEncoder(&buf)
-		for _, p := range ps {
-			if err := enc.Encode(p); err != nil {
-				return err
-			}
-		}
-	} else {
-		w := csv.NewWriter(&buf)
-		_ = w.Write([]string{"example", "position", "target", "predicted"})
-		for _, p := range ps {
-			_ = w.Write([]string{strconv.Itoa(p.Example), strconv.Itoa(p.Position), strconv.Itoa(p.Target), strconv.Itoa(p.Predicted)})
-		}
-		w.Flush()
-		if err := w.Error(); err != nil {
-			return err
-		}
-	}
-	if err := checkpoint.WriteFile(path, buf.Bytes()); err != nil {
-		return fmt.Errorf("-predictions: %w", err)
-	}
-	return nil
 }

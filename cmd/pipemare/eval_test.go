@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/pipemare/pipemare/internal/testutil"
+	"github.com/pipemare/pipemare/rundir"
+	"github.com/pipemare/pipemare/train"
 
 	"github.com/stretchr/testify/require"
 )
@@ -39,11 +41,11 @@ func TestEvalGivesTheRunsAccuracy(t *testing.T) {
 			out := trainRun(t, append(c.args, "-out", dir)...)
 			require.Contains(t, out, "wrote "+dir+"/report.json, model.safetensors,")
 			want := reportOf(t, dir).Result
-			weights[c.model] = filepath.Join(dir, modelFile)
+			weights[c.model] = filepath.Join(dir, rundir.ModelFile)
 			preds := filepath.Join(dir, "predictions.csv")
 			code, stdout, stderr := runCLI(context.Background(), "eval", "-model", c.model, "-weights", weights[c.model], "-test-limit", c.args[len(c.args)-1], "-predictions", preds)
 			require.Equal(t, 0, code, stderr)
-			var got evalReport
+			var got train.Evaluation
 			require.NoError(t, json.Unmarshal([]byte(stdout), &got))
 			require.Equal(t, want.WeightsSHA256, got.WeightsSHA256, "eval loaded the weights the run trained")
 			require.Equal(t, want.ModelAccuracy, got.TestAccuracy, "and measures the run's accuracy exactly")

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/pipemare/pipemare/experiment"
+	"github.com/pipemare/pipemare/rundir"
 	"github.com/pipemare/pipemare/schedule"
 	"github.com/pipemare/pipemare/train"
 	"github.com/pipemare/pipemare/zoo"
@@ -322,7 +324,7 @@ func (o *options) config(s schedule.Schedule, trainLen int) (train.Config, error
 		c.T2 = o.t2
 	}
 	if !c.Schedule.Async { // techniques for asynchrony only
-		c = withoutTechniques(c)
+		c = experiment.WithoutTechniques(c)
 	}
 	if c.Predict && c.T2 != 0 {
 		return c, fmt.Errorf("-t2 %g: weight prediction (-method %s) cannot have T2, whose backward estimate would undo it", c.T2, method)
@@ -350,14 +352,6 @@ func formatCut(cut []int) string {
 		parts[i] = strconv.Itoa(q)
 	}
 	return strings.Join(parts, ",")
-}
-
-// withoutTechniques is c with PipeMare's techniques and Kosson et al.'s
-// corrections off (T1, T2, warm-up, spike compensation, prediction): what
-// a synchronous or weight-stashing schedule runs, and naive asynchrony.
-func withoutTechniques(c train.Config) train.Config {
-	c.T1, c.T2, c.Warmup, c.Spike, c.Predict = 0, 0, 0, false, false
-	return c
 }
 
 // modelUsage is the usage of a -model flag: every model of the zoo
@@ -417,3 +411,8 @@ type head struct {
 }
 
 func (h head) Len() int { return h.n }
+
+// settings are the run cfg's settings as report.json records them.
+func (o *options) settings(cfg train.Config, trainSet, test zoo.Data) rundir.Settings {
+	return rundir.NewSettings(o.model, o.data, o.stages, o.method, cfg, trainSet.Len(), test.Len())
+}

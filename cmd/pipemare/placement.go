@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/pipemare/pipemare/graphsplit"
+	"github.com/pipemare/pipemare/rundir"
 	"github.com/pipemare/pipemare/train"
 	"github.com/pipemare/pipemare/transport"
 	"github.com/pipemare/pipemare/zoo"
@@ -29,7 +30,7 @@ type trainFlags struct {
 func (t *trainFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&t.procs, "procs", 0, "run the stages in this many processes of this program on this host, at least 1 (pipemare stage over loopback, mutual TLS with throw-away certificates unless -insecure); one per stage: the plan must have as many (-stages). Without -procs the stages run in this process")
 	fs.IntVar(&t.checkpointEvery, "checkpoint-every", 0, "drain the pipeline and write a checkpoint every n minibatches to the checkpoints directory of -out (0: none)")
-	fs.StringVar(&t.resume, "resume", "", "continue the run whose -out was this directory, from its latest checkpoint (or from the checkpoint directory given: DIR/checkpoints/step-…), with the flags it was started with; it must hold a checkpoint (a new run is -out DIR). "+resumeAuto+": continue -out's run if it has a checkpoint, else start it there (for a launcher that restarts the whole job)")
+	fs.StringVar(&t.resume, "resume", "", "continue the run whose -out was this directory, from its latest checkpoint (or from the checkpoint directory given: DIR/checkpoints/step-…), with the flags it was started with; it must hold a checkpoint (a new run is -out DIR). "+rundir.ResumeAuto+": continue -out's run if it has a checkpoint, else start it there (for a launcher that restarts the whole job)")
 	t.net.register(fs)
 	t.cpu.register(fs, false)
 }
@@ -97,8 +98,8 @@ func (t *trainFlags) place() (where, place, error) {
 
 // placement is what report.json says of where the stages ran (the
 // addresses and processes of -procs are filled in once they start).
-func (t *trainFlags) placement(w where, pl place) *placement {
-	p := &placement{Where: "in-process", DriverCPUs: t.cpu.cpus}
+func (t *trainFlags) placement(w where, pl place) *rundir.Placement {
+	p := &rundir.Placement{Where: "in-process", DriverCPUs: t.cpu.cpus}
 	switch w {
 	case localProcs:
 		p.Where = "processes"
@@ -123,7 +124,7 @@ const stopGrace = 10 * time.Second
 // 0). It returns stop, which the caller calls once training returned
 // (with its error): it ends and waits for what connect started and
 // returns how that ended.
-func (t *trainFlags) connect(ctx context.Context, cfg *train.Config, o *options, w where, pl place, rep *placement, r zoo.Recipe, trainSet zoo.Data, stdout, stderr io.Writer) (stop func(error) error, err error) {
+func (t *trainFlags) connect(ctx context.Context, cfg *train.Config, o *options, w where, pl place, rep *rundir.Placement, r zoo.Recipe, trainSet zoo.Data, stdout, stderr io.Writer) (stop func(error) error, err error) {
 	switch w {
 	case remote:
 		cfg.Connect = t.net.connector(transport.Driver, pl)

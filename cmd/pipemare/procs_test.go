@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/pipemare/pipemare/internal/affinity"
+	"github.com/pipemare/pipemare/rundir"
 	"github.com/stretchr/testify/require"
 )
 
@@ -106,7 +107,7 @@ func TestProcsRefusals(t *testing.T) {
 		{[]string{"-cut", "6", "-stages", "3"}, 2, "-stages 3 and -cut 6: the cut makes 2 stages; give one of the two"},
 		{[]string{"-cut", "5000"}, 2, "-cut 5000: graphsplit: CutAtOps([5000]): position 5000 is not between 1 and"},
 		{[]string{"-resume", missing}, 1, "-resume " + missing + ": stat " + missing + ": no such file or directory (a new run is -out " + missing + ")"},
-		{[]string{"-resume", empty}, 1, "-resume " + empty + ": no checkpoint in " + filepath.Join(empty, checkpointsDir) + " to continue from (a new run is -out " + empty + "; -resume auto continues one if there is one, else starts it)"},
+		{[]string{"-resume", empty}, 1, "-resume " + empty + ": no checkpoint in " + filepath.Join(empty, rundir.CheckpointsDir) + " to continue from (a new run is -out " + empty + "; -resume auto continues one if there is one, else starts it)"},
 	} {
 		out := filepath.Join(t.TempDir(), "out")
 		args := append([]string{"train", "-model", "mlp", "-limit", "64", "-epochs", "2", "-out", out}, c.args...)

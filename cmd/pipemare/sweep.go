@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
-	"strconv"
 
 	"github.com/pipemare/pipemare/experiment"
 	"github.com/pkg/errors"
@@ -64,24 +63,20 @@ func (f *sweepFlags) sweep(fs *flag.FlagSet) (*experiment.Sweep, error) {
 	g := experiment.Grid{Model: f.model, Data: f.data, Stages: f.stages, Limit: f.limit, TestLimit: f.testLimit,
 		CheckpointEvery: f.checkpointEvery, Target: f.target, Baseline: f.baseline}
 	var err error
-	if g.Methods, err = parseVariants(f.methods, f.baseline); err != nil {
+	if g.Methods, err = experiment.ParseVariants(f.methods, f.baseline); err != nil {
 		return nil, usageError(fs, "-methods: %v", err)
 	}
-	if g.Settings, err = experiment.ParseSettings(f.microbatches, f.delays); err != nil || len(g.Settings) == 0 {
-		return nil, usageError(fs, "-microbatches and -delays: %v", orNone(err, "no setting"))
+	if g.Settings, err = experiment.ParseSettings(f.microbatches, f.delays); err == nil && len(g.Settings) == 0 {
+		err = errors.New("no setting")
 	}
-	if g.Epochs, err = positiveInts(f.epochs); err != nil || len(g.Epochs) == 0 {
-		return nil, usageError(fs, "-epochs %q: %v", f.epochs, orNone(err, "no length"))
+	if err != nil {
+		return nil, usageError(fs, "-microbatches and -delays: %v", err)
 	}
-	for _, v := range experiment.SplitList(f.seeds) {
-		s, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			return nil, usageError(fs, "-seeds %q: %q is not a number", f.seeds, v)
-		}
-		g.Seeds = append(g.Seeds, s)
+	if g.Epochs, err = experiment.ParseEpochs(f.epochs); err != nil {
+		return nil, usageError(fs, "-epochs %q: %v", f.epochs, err)
 	}
-	if len(g.Seeds) == 0 {
-		return nil, usageError(fs, "-seeds: no seed")
+	if g.Seeds, err = experiment.ParseSeeds(f.seeds); err != nil {
+		return nil, usageError(fs, "-seeds %q: %v", f.seeds, err)
 	}
 	if f.checkpointEvery < 0 {
 		return nil, usageError(fs, "-checkpoint-every %d: a number of steps (0: no checkpoints)", f.checkpointEvery)
@@ -109,46 +104,4 @@ func (f *sweepFlags) sweep(fs *flag.FlagSet) (*experiment.Sweep, error) {
 	}
 	return &experiment.Sweep{Grid: g, Recipe: r, TrainData: trainSet, TestData: test, Cache: experiment.Cache{Dir: runs},
 		Work: work, Out: f.out, Jobs: f.jobs}, nil
-}
-
-// parseVariants reads -methods, which must hold the baseline.
-func parseVariants(list, baseline string) ([]experiment.Variant, error) {
-	var out []experiment.Variant
-	found := false
-	for _, s := range experiment.SplitList(list) {
-		v, err := experiment.ParseVariant(s)
-		if err != nil {
-			return nil, err
-		}
-		found = found || v.String() == baseline
-		out = append(out, v)
-	}
-	switch {
-	case len(out) == 0:
-		return nil, errors.New("no method")
-	case !found:
-		return nil, errors.Errorf("the baseline %s (-baseline) is not among them", baseline)
-	}
-	return out, nil
-}
-
-// positiveInts reads a comma-separated list of numbers ≥ 0.
-func positiveInts(list string) ([]int, error) {
-	var out []int
-	for _, v := range experiment.SplitList(list) {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			return nil, errors.Errorf("%q is not a number of epochs", v)
-		}
-		out = append(out, n)
-	}
-	return out, nil
-}
-
-// orNone is err, or the error msg when err is nil.
-func orNone(err error, msg string) error {
-	if err != nil {
-		return err
-	}
-	return errors.New(msg)
 }

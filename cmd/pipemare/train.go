@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/pipemare/pipemare/checkpoint"
+	"github.com/pipemare/pipemare/experiment"
+	"github.com/pipemare/pipemare/rundir"
 	"github.com/pipemare/pipemare/train"
 	"github.com/pipemare/pipemare/zoo"
 	"github.com/schollz/progressbar/v3"
@@ -38,15 +40,15 @@ func trainCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return usageError(fs, "-checkpoint-every %d: a number of minibatches (0: no checkpoints)", t.checkpointEvery)
 	}
 	t.procsSet = o.set()["procs"]
-	from, how := "", fresh
+	from, how := "", rundir.Fresh
 	if t.resume != "" { // the run's output directory
-		out, f := resumeTarget(t.resume, o.out)
-		if t.resume != resumeAuto && o.set()["out"] && filepath.Clean(o.out) != out {
+		out, f := rundir.ResumeTarget(t.resume, o.out)
+		if t.resume != rundir.ResumeAuto && o.set()["out"] && filepath.Clean(o.out) != out {
 			return usageError(fs, "-out %s and -resume %s: a resumed run writes to the directory it resumes (%s)", o.out, t.resume, out)
 		}
-		o.out, from, how = out, f, resume
-		if t.resume == resumeAuto {
-			how = resumeIfAny
+		o.out, from, how = out, f, rundir.Resume
+		if t.resume == rundir.ResumeAuto {
+			how = rundir.ResumeIfAny
 		}
 	}
 	where, pl, err := t.place()
@@ -71,28 +73,28 @@ func trainCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return serveStage(ctx, r, trainSet, cfg, &t.net, pl, stdout)
 	}
 	resumeDir := ""
-	if how != fresh {
+	if how != rundir.Fresh {
 		resumeDir = o.out
 	}
 	if err := chooseCut(&cfg, where, resumeDir, r, trainSet, stdout); err != nil {
 		return err
 	}
 	cfg.CheckpointEvery = t.checkpointEvery
-	st := newSettings(o, cfg, trainSet, test)
-	c, err := startPoint(o.out, from, how, st) // before -out is created: a mistyped -resume creates nothing
+	st := o.settings(cfg, trainSet, test)
+	c, err := rundir.StartPoint(o.out, from, how, st) // before -out is created: a mistyped -resume creates nothing
 	if err != nil {
 		return err
 	}
-	out := outputs{dir: o.out, files: append([]string{"report.json", "trace.json", settingsFile, modelFile}, plotFiles...)}
-	if err := out.prepare(); err != nil {
+	out := rundir.Dir{Path: o.out, Files: append([]string{"report.json", "trace.json", rundir.SettingsFile, rundir.ModelFile}, experiment.PlotFiles...)}
+	if err := out.Prepare(); err != nil {
 		return err
 	}
-	rep := runReport{Settings: st, Placement: t.placement(where, pl)}
-	if err := out.writeSettings(st); err != nil {
+	rep := rundir.Report{Settings: st, Placement: t.placement(where, pl)}
+	if err := out.WriteSettings(st); err != nil {
 		return err
 	}
 	if cfg.CheckpointEvery > 0 {
-		if cfg.CheckpointDir, err = filepath.Abs(filepath.Join(o.out, checkpointsDir)); err != nil { // the same path for stages in other processes
+		if cfg.CheckpointDir, err = filepath.Abs(filepath.Join(o.out, rundir.CheckpointsDir)); err != nil { // the same path for stages in other processes
 			return err
 		}
 		cfg.Checkpointed = func(step int, dir string) { fmt.Fprintf(stdout, "checkpoint at step %d: %s\n", step, dir) }
@@ -100,13 +102,13 @@ func trainCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	switch {
 	case c != nil:
 		cfg.Resume = c.Dir
-		rep.Resumed = &resumed{Checkpoint: c.Dir, Step: c.Manifest.Step}
+		rep.Resumed = &rundir.Resumed{Checkpoint: c.Dir, Step: c.Manifest.Step}
 		fmt.Fprintf(stdout, "resuming from %s: step %d (epoch %d, minibatch %d)\n", c.Dir, c.Manifest.Step, c.Manifest.Data.Epoch, c.Manifest.Data.Index)
-	case how == resumeIfAny:
+	case how == rundir.ResumeIfAny:
 		fmt.Fprintf(stdout, "no checkpoint in %s yet: starting the run there\n", o.out)
 	}
 	fmt.Fprintf(stdout, "training %s (%d examples) with %s, %s stages, N=%d × %d rows, %d epochs, lr %g (%s), T1 K=%d, T2 γ=%g, warm-up %d steps\n",
-		o.model, trainSet.Len(), runLabel(cfg), o.stages, cfg.Microbatches, cfg.Microbatch, cfg.Epochs, cfg.LR, cfg.SolverName(), cfg.T1, cfg.T2, cfg.Warmup)
+		o.model, trainSet.Len(), experiment.RunLabel(cfg), o.stages, cfg.Microbatches, cfg.Microbatch, cfg.Epochs, cfg.LR, cfg.SolverName(), cfg.T1, cfg.T2, cfg.Warmup)
 	stop, err := t.connect(ctx, &cfg, o, where, pl, rep.Placement, r, trainSet, stdout, stderr)
 	if err != nil {
 		return err
@@ -118,29 +120,19 @@ func trainCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	// Interrupted runs too: the report of what ran.
 	rep.Result = res
-	werr := writeRun(out, rep, o.traceSteps)
+	run := experiment.Compared{Label: experiment.RunLabel(res.Config), Config: res.Config, Result: res}
+	werr := writeRuns(out, rep, []experiment.Compared{run}, func(experiment.Compared) string { return "trace.json" }, o.traceSteps)
 	if werr == nil && res.WeightsSHA256 != "" { // a finished run: its model
-		werr = checkpoint.SaveModel(filepath.Join(o.out, modelFile), res.Plan.Learnables)
+		werr = checkpoint.SaveModel(filepath.Join(o.out, rundir.ModelFile), res.Plan.Learnables)
 	}
 	if werr == nil {
 		model := ""
 		if res.WeightsSHA256 != "" {
-			model = " " + modelFile + ","
+			model = " " + rundir.ModelFile + ","
 		}
 		fmt.Fprintf(stdout, "wrote %s/report.json,%s trace.json and plots\n", o.out, model)
 	}
 	return errors.Join(err, werr)
-}
-
-// writeRun writes train's outputs: report.json, trace.json and the plots.
-func writeRun(out outputs, r runReport, traceSteps int) error {
-	if err := out.writeJSON("report.json", r); err != nil {
-		return err
-	}
-	if err := out.writeTrace("trace.json", r.Result, traceSteps); err != nil {
-		return err
-	}
-	return writePlots(out.dir, []labelledRun{{label: runLabel(r.Result.Config), res: r.Result}})
 }
 
 // onSteps, when set (by tests), is called after each progress update.

@@ -1,4 +1,4 @@
-package main
+package rundir
 
 import (
 	"encoding/json"
@@ -14,64 +14,64 @@ import (
 
 // The files of a run in its output directory besides its results.
 const (
-	// checkpointsDir holds the run's checkpoints (package checkpoint's
+	// CheckpointsDir holds the run's checkpoints (package checkpoint's
 	// layout: LATEST and step-… directories).
-	checkpointsDir = "checkpoints"
-	// settingsFile holds the run's settings, written before it trains:
+	CheckpointsDir = "checkpoints"
+	// SettingsFile holds the run's settings, written before it trains:
 	// -resume compares them with its own.
-	settingsFile = "settings.json"
-	// modelFile is the trained model (checkpoint.SaveModel).
-	modelFile = "model" + checkpoint.ModelExt
+	SettingsFile = "settings.json"
+	// ModelFile is the trained model (checkpoint.SaveModel).
+	ModelFile = "model" + checkpoint.ModelExt
 )
 
-// resumeAuto is the -resume of a job that a launcher restarts whole (a
+// ResumeAuto is the -resume of a job that a launcher restarts whole (a
 // Kubernetes JobSet): continue -out's run if it has a checkpoint, else
 // start it there.
-const resumeAuto = "auto"
+const ResumeAuto = "auto"
 
-// resumeTarget splits -resume DIR into the run's output directory and the
+// ResumeTarget splits -resume DIR into the run's output directory and the
 // checkpoint to continue from: DIR's latest (DIR/checkpoints), or, when
 // DIR is one checkpoint of a run (OUT/checkpoints/step-…), that one; for
-// resumeAuto, out's latest.
-func resumeTarget(dir, out string) (string, string) {
-	if dir == resumeAuto {
+// ResumeAuto, out's latest.
+func ResumeTarget(dir, out string) (string, string) {
+	if dir == ResumeAuto {
 		dir = out
 	}
 	dir = filepath.Clean(dir)
-	if strings.HasPrefix(filepath.Base(dir), "step-") && filepath.Base(filepath.Dir(dir)) == checkpointsDir {
+	if strings.HasPrefix(filepath.Base(dir), "step-") && filepath.Base(filepath.Dir(dir)) == CheckpointsDir {
 		return filepath.Dir(filepath.Dir(dir)), dir
 	}
-	return dir, filepath.Join(dir, checkpointsDir)
+	return dir, filepath.Join(dir, CheckpointsDir)
 }
 
-// startKind is how a run starts in its output directory: afresh (-out),
+// Start is how a run starts in its output directory: afresh (-out),
 // from a checkpoint (-resume DIR), or from one if there is one (-resume
 // auto).
-type startKind int
+type Start int
 
 const (
-	fresh startKind = iota
-	resume
-	resumeIfAny
+	Fresh       Start = iota // -out: a new run
+	Resume                   // -resume DIR: from a checkpoint DIR holds
+	ResumeIfAny              // -resume auto: from one if there is one
 )
 
-// startPoint checks the output directory out against the run about to
+// StartPoint checks the output directory out against the run about to
 // start there with settings now, and returns the checkpoint it continues
 // from (nil: it starts afresh). Resuming, out's settings must be now's
 // (the error names the flags that differ), and from is a checkpoint
 // directory or a root whose LATEST to take; a root with no checkpoint is
-// an error naming it (a mistyped -resume), except for resumeIfAny, where
+// an error naming it (a mistyped -resume), except for ResumeIfAny, where
 // it is a fresh start (a restarted job that never reached its first
 // checkpoint). Afresh, out must not hold checkpoints: they would be
 // replaced. It creates nothing.
-func startPoint(out, from string, how startKind, now settings) (*checkpoint.Checkpoint, error) {
-	if how == resume {
+func StartPoint(out, from string, how Start, now Settings) (*checkpoint.Checkpoint, error) {
+	if how == Resume {
 		if _, err := os.Stat(out); err != nil {
 			return nil, fmt.Errorf("-resume %s: %w (a new run is -out %s)", out, err, out)
 		}
 	}
-	if how == fresh {
-		root := filepath.Join(out, checkpointsDir)
+	if how == Fresh {
+		root := filepath.Join(out, CheckpointsDir)
 		if st, err := os.Stat(root); err != nil || !st.IsDir() { // nothing to replace (an -out that cannot be written is prepare's to report)
 			return nil, nil
 		}
@@ -84,12 +84,12 @@ func startPoint(out, from string, how startKind, now settings) (*checkpoint.Chec
 		}
 		return nil, nil
 	}
-	b, err := os.ReadFile(filepath.Join(out, settingsFile))
+	b, err := os.ReadFile(filepath.Join(out, SettingsFile))
 	switch {
 	case err == nil:
-		var then settings
+		var then Settings
 		if err := json.Unmarshal(b, &then); err != nil {
-			return nil, fmt.Errorf("-resume: %s: %w", filepath.Join(out, settingsFile), err)
+			return nil, fmt.Errorf("-resume: %s: %w", filepath.Join(out, SettingsFile), err)
 		}
 		if d := settingsDiff(then, now); d != "" {
 			return nil, fmt.Errorf("-resume %s: the run was started with other flags: %s; resume with the flags it was started with", out, d)
@@ -97,7 +97,7 @@ func startPoint(out, from string, how startKind, now settings) (*checkpoint.Chec
 	case !os.IsNotExist(err):
 		return nil, fmt.Errorf("-resume: %w", err)
 	}
-	if filepath.Base(from) != checkpointsDir { // one checkpoint, named
+	if filepath.Base(from) != CheckpointsDir { // one checkpoint, named
 		c, err := checkpoint.Open(from)
 		if err != nil {
 			return nil, fmt.Errorf("-resume %s: %w", from, err)
@@ -111,10 +111,10 @@ func startPoint(out, from string, how startKind, now settings) (*checkpoint.Chec
 		}
 	}
 	switch {
-	case errors.Is(err, checkpoint.ErrNoCheckpoint) && how == resumeIfAny:
+	case errors.Is(err, checkpoint.ErrNoCheckpoint) && how == ResumeIfAny:
 		return nil, nil
 	case errors.Is(err, checkpoint.ErrNoCheckpoint):
-		return nil, fmt.Errorf("-resume %s: no checkpoint in %s to continue from (a new run is -out %s; -resume %s continues one if there is one, else starts it)", out, from, out, resumeAuto)
+		return nil, fmt.Errorf("-resume %s: no checkpoint in %s to continue from (a new run is -out %s; -resume %s continues one if there is one, else starts it)", out, from, out, ResumeAuto)
 	case err != nil:
 		return nil, unusableLatest(out, from, err)
 	}
@@ -185,7 +185,7 @@ var settingFlags = map[string]string{
 
 // settingsDiff names, in the settings' order, each flag whose setting
 // differs between then and now, with both values; "" when none does.
-func settingsDiff(then, now settings) string {
+func settingsDiff(then, now Settings) string {
 	var out []string
 	a, b := reflect.ValueOf(then), reflect.ValueOf(now)
 	for i := range a.NumField() {
@@ -197,4 +197,18 @@ func settingsDiff(then, now settings) string {
 		out = append(out, fmt.Sprintf("%s (%s) %v there, %v here", flag, key, a.Field(i).Interface(), b.Field(i).Interface()))
 	}
 	return strings.Join(out, "; ")
+}
+
+// RecordedCut is the cut in the settings of the run in dir (nil: none): a
+// resumed run keeps the cut it measured.
+func RecordedCut(dir string) []int {
+	b, err := os.ReadFile(filepath.Join(dir, SettingsFile))
+	if err != nil {
+		return nil
+	}
+	var s Settings
+	if json.Unmarshal(b, &s) != nil {
+		return nil
+	}
+	return s.Cut
 }

@@ -1,4 +1,4 @@
-package main
+package rundir
 
 import (
 	"time"
@@ -7,33 +7,33 @@ import (
 	"github.com/pipemare/pipemare/zoo"
 )
 
-// runReport is report.json of pipemare train, and one run of compare's:
+// Report is report.json of pipemare train, and one run of compare's:
 // the settings the run trained with and what it measured. Every key is
 // snake_case; durations are integer nanoseconds (keys ending in _ns).
-type runReport struct {
+type Report struct {
 	// Label names the run in compare's table ("pipemare (naive)"); train
 	// leaves it out.
 	Label string `json:"label,omitempty"`
 	// Settings are the run's settings: the model's recipe with the flags
 	// given on top.
-	Settings settings `json:"settings"`
+	Settings Settings `json:"settings"`
 	// TimeToTarget is compare's training time (evaluation excluded) until
 	// the first epoch whose test accuracy reached -target; absent when no
 	// epoch did, and from train's report.
 	TimeToTarget time.Duration `json:"time_to_target_ns,omitempty"`
 	// Placement is where train's stages ran; compare leaves it out.
-	Placement *placement `json:"placement,omitempty"`
+	Placement *Placement `json:"placement,omitempty"`
 	// Resumed is the checkpoint a resumed run went on from; absent for a
 	// run that started afresh.
-	Resumed *resumed `json:"resumed,omitempty"`
+	Resumed *Resumed `json:"resumed,omitempty"`
 	// Result is the run as train.Result serialises it: epochs (losses, test
 	// accuracy, an interrupted epoch marked), the engine's asyncvm.Report,
 	// the virtual-device replay, the final accuracy and weights_sha256.
 	Result *train.Result `json:"result"`
 }
 
-// placement is where a run's stages ran.
-type placement struct {
+// Placement is where a run's stages ran.
+type Placement struct {
 	// Where is "in-process" (goroutines of the driver), "processes"
 	// (train -procs: child processes on this host) or "remote" (stages
 	// started elsewhere: -stage-addrs, or a launcher's environment).
@@ -53,26 +53,27 @@ type placement struct {
 	DriverCPUs string   `json:"driver_cpus,omitempty"`
 }
 
-// resumed is the checkpoint a run was resumed from.
-type resumed struct {
+// Resumed is the checkpoint a run was resumed from.
+type Resumed struct {
 	// Checkpoint is its directory; Step the minibatches it held.
 	Checkpoint string `json:"checkpoint"`
 	Step       int64  `json:"step"`
 }
 
-// compareReport is report.json of pipemare compare.
-type compareReport struct {
+// CompareReport is report.json of pipemare compare.
+type CompareReport struct {
 	// Model is the model every run trained.
 	Model string `json:"model"`
 	// TargetAccuracy is -target, the accuracy TimeToTarget times.
 	TargetAccuracy float64 `json:"target_accuracy"`
 	// Runs are the schedules in the order of the table (runs an interrupt
 	// left out are missing).
-	Runs []runReport `json:"runs"`
+	Runs []Report `json:"runs"`
 }
 
-// settings are a run's settings as report.json records them.
-type settings struct {
+// Settings are a run's settings as report.json and settings.json record
+// them: the model's recipe with the flags given on top.
+type Settings struct {
 	// Model is the zoo model; Data the -data flag; TrainingExamples and
 	// TestExamples the sizes of the data used (after -limit).
 	Model            string `json:"model"`
@@ -121,20 +122,23 @@ type settings struct {
 	CheckpointEvery int `json:"checkpoint_every,omitempty"`
 }
 
-func newSettings(o *options, cfg train.Config, trainSet, test zoo.Data) settings {
-	method := o.method
-	if r, err := zoo.RecipeFor(o.model); err == nil && method == "" {
-		method = string(r.Method)
+// NewSettings records the run cfg of the model (a zoo model name) on data
+// (-data's value) with trainLen and testLen examples, cut as stages says
+// (-stages: "fine" or a number), started from method (a train.Method name;
+// "": the recipe's).
+func NewSettings(model, data, stages, method string, cfg train.Config, trainLen, testLen int) Settings {
+	if r, err := zoo.RecipeFor(model); err == nil && method == "" {
+		method = r.Method
 	}
 	acts := "recompute"
 	if cfg.KeepActivations {
 		acts = "keep"
 	}
-	return settings{
-		Model: o.model, Data: o.data, TrainingExamples: trainSet.Len(), TestExamples: test.Len(),
-		Schedule: cfg.Schedule.Name, Stages: o.stages, Cut: cfg.Cut,
+	return Settings{
+		Model: model, Data: data, TrainingExamples: trainLen, TestExamples: testLen,
+		Schedule: cfg.Schedule.Name, Stages: stages, Cut: cfg.Cut,
 		MicrobatchRows: cfg.Microbatch, Microbatches: cfg.Microbatches,
-		StepsPerEpoch: trainSet.Len() / (cfg.Microbatch * cfg.Microbatches), Epochs: cfg.Epochs,
+		StepsPerEpoch: trainLen / (cfg.Microbatch * cfg.Microbatches), Epochs: cfg.Epochs,
 		LR: cfg.LR, Cosine: cfg.Cosine, StepDecay: cfg.StepDecay, Solver: cfg.SolverName(),
 		Method: method, T1Steps: cfg.T1, T2Gamma: cfg.T2, WarmupSteps: cfg.Warmup,
 		Spike: cfg.Spike, Predict: cfg.Predict,
