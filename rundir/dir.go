@@ -2,9 +2,10 @@ package rundir
 
 import (
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/pkg/errors"
 
 	"github.com/pipemare/pipemare/asyncvm"
 	"github.com/pipemare/pipemare/checkpoint"
@@ -23,7 +24,7 @@ type Dir struct {
 // the empty files it created to check.
 func (o Dir) Prepare() error {
 	if err := os.MkdirAll(o.Path, 0o755); err != nil {
-		return fmt.Errorf("-out %s: %w", o.Path, err)
+		return errors.Wrapf(err, "-out %s", o.Path)
 	}
 	for _, name := range o.Files {
 		path := filepath.Join(o.Path, name)
@@ -31,14 +32,14 @@ func (o Dir) Prepare() error {
 		existed := statErr == nil
 		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o644)
 		if err != nil {
-			return fmt.Errorf("-out %s: cannot write %s: %w", o.Path, name, err)
+			return errors.Wrapf(err, "-out %s: cannot write %s", o.Path, name)
 		}
 		if err := f.Close(); err != nil {
-			return fmt.Errorf("-out %s: cannot write %s: %w", o.Path, name, err)
+			return errors.Wrapf(err, "-out %s: cannot write %s", o.Path, name)
 		}
 		if !existed {
 			if err := os.Remove(path); err != nil {
-				return fmt.Errorf("-out %s: %w", o.Path, err)
+				return errors.Wrapf(err, "-out %s", o.Path)
 			}
 		}
 	}
@@ -49,7 +50,7 @@ func (o Dir) Prepare() error {
 func (o Dir) WriteJSON(name string, v any) error {
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
-		return fmt.Errorf("%s: %w", name, err)
+		return errors.Wrapf(err, "%s", name)
 	}
 	return o.Write(name, func(f *os.File) error { _, err := f.Write(append(b, '\n')); return err })
 }
@@ -59,7 +60,7 @@ func (o Dir) WriteJSON(name string, v any) error {
 func (o Dir) WriteSettings(s Settings) error {
 	b, err := json.MarshalIndent(s, "", "  ")
 	if err != nil {
-		return fmt.Errorf("%s: %w", SettingsFile, err)
+		return errors.Wrapf(err, "%s", SettingsFile)
 	}
 	return checkpoint.WriteFile(filepath.Join(o.Path, SettingsFile), append(b, '\n'))
 }
@@ -82,10 +83,10 @@ func (o Dir) Write(name string, fill func(*os.File) error) error {
 	}
 	if err := fill(f); err != nil {
 		f.Close()
-		return fmt.Errorf("writing %s: %w", path, err)
+		return errors.Wrapf(err, "writing %s", path)
 	}
 	if err := f.Close(); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
+		return errors.Wrapf(err, "writing %s", path)
 	}
 	return nil
 }

@@ -2,12 +2,13 @@ package rundir
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
+
+	"github.com/pkg/errors"
 
 	"github.com/pipemare/pipemare/checkpoint"
 )
@@ -67,7 +68,7 @@ const (
 func StartPoint(out, from string, how Start, now Settings) (*checkpoint.Checkpoint, error) {
 	if how == Resume {
 		if _, err := os.Stat(out); err != nil {
-			return nil, fmt.Errorf("-resume %s: %w (a new run is -out %s)", out, err, out)
+			return nil, errors.Errorf("-resume %s: %v (a new run is -out %s)", out, err, out)
 		}
 	}
 	if how == Fresh {
@@ -80,7 +81,7 @@ func StartPoint(out, from string, how Start, now Settings) (*checkpoint.Checkpoi
 			if err == nil {
 				step = fmt.Sprintf("step %d", c.Manifest.Step)
 			}
-			return nil, fmt.Errorf("-out %s holds the checkpoints of an earlier run (%s, latest %s): continue it with -resume %s, or give another -out", out, root, step, out)
+			return nil, errors.Errorf("-out %s holds the checkpoints of an earlier run (%s, latest %s): continue it with -resume %s, or give another -out", out, root, step, out)
 		}
 		return nil, nil
 	}
@@ -89,18 +90,18 @@ func StartPoint(out, from string, how Start, now Settings) (*checkpoint.Checkpoi
 	case err == nil:
 		var then Settings
 		if err := json.Unmarshal(b, &then); err != nil {
-			return nil, fmt.Errorf("-resume: %s: %w", filepath.Join(out, SettingsFile), err)
+			return nil, errors.Wrapf(err, "-resume: %s", filepath.Join(out, SettingsFile))
 		}
 		if d := settingsDiff(then, now); d != "" {
-			return nil, fmt.Errorf("-resume %s: the run was started with other flags: %s; resume with the flags it was started with", out, d)
+			return nil, errors.Errorf("-resume %s: the run was started with other flags: %s; resume with the flags it was started with", out, d)
 		}
 	case !os.IsNotExist(err):
-		return nil, fmt.Errorf("-resume: %w", err)
+		return nil, errors.Wrap(err, "-resume")
 	}
 	if filepath.Base(from) != CheckpointsDir { // one checkpoint, named
 		c, err := checkpoint.Open(from)
 		if err != nil {
-			return nil, fmt.Errorf("-resume %s: %w", from, err)
+			return nil, errors.Wrapf(err, "-resume %s", from)
 		}
 		return c, nil
 	}
@@ -114,7 +115,7 @@ func StartPoint(out, from string, how Start, now Settings) (*checkpoint.Checkpoi
 	case errors.Is(err, checkpoint.ErrNoCheckpoint) && how == ResumeIfAny:
 		return nil, nil
 	case errors.Is(err, checkpoint.ErrNoCheckpoint):
-		return nil, fmt.Errorf("-resume %s: no checkpoint in %s to continue from (a new run is -out %s; -resume %s continues one if there is one, else starts it)", out, from, out, ResumeAuto)
+		return nil, errors.Errorf("-resume %s: no checkpoint in %s to continue from (a new run is -out %s; -resume %s continues one if there is one, else starts it)", out, from, out, ResumeAuto)
 	case err != nil:
 		return nil, unusableLatest(out, from, err)
 	}
@@ -152,7 +153,7 @@ func newerComplete(root string, latest *checkpoint.Checkpoint) *checkpoint.Check
 func unusableLatest(out, root string, err error) error {
 	b, rerr := os.ReadFile(filepath.Join(root, "LATEST"))
 	if rerr != nil {
-		return fmt.Errorf("-resume %s: %w", out, err)
+		return errors.Wrapf(err, "-resume %s", out)
 	}
 	latest := filepath.Join(root, strings.TrimSpace(string(b)))
 	if _, oerr := checkpoint.Open(latest); oerr != nil {
@@ -166,11 +167,11 @@ func unusableLatest(out, root string, err error) error {
 	for i := len(entries) - 1; i >= 0; i-- {
 		if e := entries[i]; e.Complete && e.Dir < latest {
 			if _, err := checkpoint.Open(e.Dir); err == nil {
-				return fmt.Errorf("%s; the previous complete checkpoint is %s: continue from it with -resume %s", msg, e.Dir, e.Dir)
+				return errors.Errorf("%s; the previous complete checkpoint is %s: continue from it with -resume %s", msg, e.Dir, e.Dir)
 			}
 		}
 	}
-	return fmt.Errorf("%s; there is no earlier complete checkpoint: start afresh in another -out", msg)
+	return errors.Errorf("%s; there is no earlier complete checkpoint: start afresh in another -out", msg)
 }
 
 // settingFlags names the flag behind each setting of report.json's

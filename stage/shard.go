@@ -19,7 +19,7 @@ import (
 //	batchnorm/<j>           mean and variance of each BatchNorm op, in turn
 //	ring/<slot>/<i>         delay injection's past versions; ints ring_version/<slot>
 //	prev/<i>                PipeDream-2BW's weights before the last update
-//	solver …                every solver layer's state (checkpoint.Shard.PutStates)
+//	solver …                every solver layer's state (putSolverStates)
 //	ints                    version, prev_version, told, stale, stash_weights,
 //	                        forward_delay, and the statistics (stats/…)
 //	floats, strings         the announced delay; the segment's schedule
@@ -40,7 +40,7 @@ func (s Snapshot) Shard() checkpoint.Shard {
 	for i, t := range s.Prev {
 		sh.Tensors[fmt.Sprintf("prev/%d", i)] = t
 	}
-	sh.PutStates("solver", s.Solver)
+	putSolverStates(&sh, "solver", s.Solver)
 	sh.Ints["stage"] = int64(s.Stage)
 	sh.Ints["version"] = int64(s.Version)
 	sh.Ints["prev_version"] = int64(s.PrevVersion)
@@ -116,7 +116,7 @@ func SnapshotOf(sh checkpoint.Shard) (Snapshot, error) {
 		}
 		s.Ring, s.RingVersions = append(s.Ring, ts), append(s.RingVersions, int(v))
 	}
-	if s.Solver, err = sh.States("solver"); err != nil {
+	if s.Solver, err = solverStates(sh, "solver"); err != nil {
 		return s, errors.Wrap(err, "stage: the shard's solver state")
 	}
 	st := &s.Stats

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math/rand"
 
+	"github.com/pkg/errors"
+
 	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 )
@@ -15,7 +17,7 @@ func conv(g *gorgonia.ExprGraph, in initializer, name string, x *gorgonia.Node, 
 	*learn = append(*learn, w)
 	h, err := gorgonia.Conv2d(x, w, tensor.Shape{3, 3}, []int{1, 1}, []int{stride, stride}, []int{1, 1})
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+		return nil, errors.Wrapf(err, "%s", name)
 	}
 	return h, nil
 }
@@ -35,7 +37,7 @@ func batchNorm(g *gorgonia.ExprGraph, name string, x *gorgonia.Node, m *Model) (
 	m.Learnables = append(m.Learnables, scale, bias)
 	y, _, _, op, err := gorgonia.BatchNorm(x, scale, bias, bnMomentum, 1e-5)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+		return nil, errors.Wrapf(err, "%s", name)
 	}
 	m.BatchNorms = append(m.BatchNorms, op)
 	return y, nil

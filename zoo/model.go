@@ -1,9 +1,10 @@
 package zoo
 
 import (
-	"fmt"
 	"math"
 	"math/rand"
+
+	"github.com/pkg/errors"
 
 	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -64,7 +65,7 @@ func linear(g *gorgonia.ExprGraph, in initializer, name string, x *gorgonia.Node
 	*learn = append(*learn, w, b)
 	xw, err := gorgonia.Mul(x, w)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+		return nil, errors.Wrapf(err, "%s", name)
 	}
 	return gorgonia.BroadcastAdd(xw, b, nil, []byte{0})
 }

@@ -1,4 +1,4 @@
-package checkpoint_test
+package stage
 
 import (
 	"math/rand"
@@ -14,15 +14,15 @@ import (
 	"gorgonia.org/tensor"
 )
 
-// stage is one pipeline stage as far as a checkpoint goes: a model trained
-// step by step and its solver chain T1(T2(Momentum)).
-type stage struct {
+// chainStage is one pipeline stage as far as a checkpoint goes: a model
+// trained step by step and its solver chain T1(T2(Momentum)).
+type chainStage struct {
 	m      *testmodels.Model
 	vm     gorgonia.VM
 	solver gorgonia.Solver
 }
 
-func newStage(t *testing.T) *stage {
+func newChainStage(t *testing.T) *chainStage {
 	t.Helper()
 	m, err := testmodels.MLP(tensor.Float32, 4, 1)
 	require.NoError(t, err)
@@ -37,10 +37,10 @@ func newStage(t *testing.T) *stage {
 	t1, err := rescheduler.New(t2, rescheduler.WithPhase(10))
 	require.NoError(t, err)
 	t1.SetDelay(2, false)
-	return &stage{m: m, vm: vm, solver: t1}
+	return &chainStage{m: m, vm: vm, solver: t1}
 }
 
-func (s *stage) train(t *testing.T, from, n int) {
+func (s *chainStage) train(t *testing.T, from, n int) {
 	t.Helper()
 	for step := from; step < from+n; step++ {
 		for i, v := range s.m.Batch(rand.New(rand.NewSource(int64(step)))) {
@@ -52,14 +52,14 @@ func (s *stage) train(t *testing.T, from, n int) {
 	}
 }
 
-// shard is what the engine will put in a stage's shard: its weights and
-// every layer of its solver.
-func (s *stage) shard(t *testing.T) checkpoint.Shard {
+// shard is what a stage puts in its shard of its weights and of every
+// layer of its solver.
+func (s *chainStage) shard(t *testing.T) checkpoint.Shard {
 	t.Helper()
-	var sh checkpoint.Shard
+	sh := checkpoint.Shard{Tensors: map[string]tensor.Tensor{}, Ints: map[string]int64{}, Floats: map[string]float64{}, Strings: map[string]string{}}
 	states, err := solvers.Save(s.solver)
 	require.NoError(t, err)
-	sh.PutStates("solver", states)
+	putSolverStates(&sh, "solver", states)
 	for _, n := range s.m.Learnables {
 		sh.Tensors["weights/"+n.Name()] = n.Value().(tensor.Tensor)
 	}
@@ -67,12 +67,12 @@ func (s *stage) shard(t *testing.T) checkpoint.Shard {
 	return sh
 }
 
-func (s *stage) restore(t *testing.T, sh checkpoint.Shard) {
+func (s *chainStage) restore(t *testing.T, sh checkpoint.Shard) {
 	t.Helper()
 	for _, n := range s.m.Learnables {
 		require.NoError(t, gorgonia.Let(n, sh.Tensors["weights/"+n.Name()]))
 	}
-	states, err := sh.States("solver")
+	states, err := solverStates(sh, "solver")
 	require.NoError(t, err)
 	require.NoError(t, solvers.Bind(s.solver, gorgonia.NodesToValueGrads(s.m.Learnables)))
 	require.NoError(t, solvers.Load(s.solver, states))
@@ -82,7 +82,7 @@ func (s *stage) restore(t *testing.T, sh checkpoint.Shard) {
 // saved in a committed checkpoint after 4 steps and restored into a fresh
 // stage continue bit-identically to a stage that never stopped.
 func TestSolverChainThroughACheckpoint(t *testing.T) {
-	whole, first, rest := newStage(t), newStage(t), newStage(t)
+	whole, first, rest := newChainStage(t), newChainStage(t), newChainStage(t)
 	whole.train(t, 0, 9)
 	first.train(t, 0, 4)
 
@@ -110,6 +110,6 @@ func TestSolverChainThroughACheckpoint(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, ws, rs)
 
-	_, err = checkpoint.Shard{}.States("solver")
+	_, err = solverStates(checkpoint.Shard{}, "solver")
 	require.ErrorContains(t, err, `no solver states under "solver"`)
 }
