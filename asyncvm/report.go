@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/pipemare/pipemare/schedule"
+	"github.com/pipemare/pipemare/stage"
 )
 
 // Report is everything the engine measured, for programs to read and for
@@ -181,82 +182,23 @@ func (vm *VM) Report() Report {
 		r.Segments = append(r.Segments, SegmentReport{Schedule: s.sched.Name, First: s.first, Steps: s.steps, Start: s.startedAt})
 	}
 	events := vm.Events()
-	var first, last time.Duration = -1, 0
-	for _, ev := range events {
-		if len(ev) == 0 {
-			continue
-		}
-		if first < 0 || ev[0].Start < first {
-			first = ev[0].Start
-		}
-		last = max(last, ev[len(ev)-1].End)
-	}
+	first, last := actionSpan(events)
 	winStart, winEnd, _ := SteadyState(events, r.Schedule)
 	if first >= 0 {
 		r.Wall = last - first
 		r.Training = r.Wall - vm.paused(first, last)
 	}
+	win := reportWindow{start: winStart, end: winEnd, training: r.Training}
 	virtual := vm.Replay()
 	idles := idle(events, vm.topo, vm.paused)
 	util := 0.0
 	for i, h := range vm.heard {
-		st := h.stats.Clone()
-		sr := StageReport{Stage: i, Delays: st.Delays, BackwardLag: st.BackwardLag, PeakWeightVersions: st.PeakWeightVersions}
-		if len(st.SharedDelays) > 0 {
-			sr.SharedDelays = st.SharedDelays
-		}
-		if vm.cfg.sched.Async {
-			sr.FormulaDelay = schedule.Delay(vm.p, vm.n, i)
-		}
-		for _, ev := range events[i] {
-			switch ev.Action.Op {
-			case schedule.OpForward:
-				sr.Forwards++
-			case schedule.OpBackward:
-				sr.Backwards++
-			case schedule.OpUpdate:
-				sr.Updates++
-			}
-			s, e := max(ev.Start, winStart), min(ev.End, winEnd)
-			if e > s {
-				sr.Busy += e - s
-			}
-		}
-		if winEnd > winStart {
-			sr.Window = winEnd - winStart
-			sr.Utilization = float64(sr.Busy) / float64(sr.Window)
-		}
-		if r.Training > 0 {
-			total := time.Duration(0)
-			for _, ev := range events[i] {
-				total += ev.End - ev.Start
-			}
-			sr.BusyFraction = float64(total) / float64(r.Training)
-		}
+		sr := vm.stageReport(i, h.stats.Clone(), events[i], win)
 		if i < len(virtual.PerStage) {
 			sr.VirtualBusyFraction = virtual.PerStage[i]
 		}
 		sr.Idle = idles[i]
 		util += sr.Utilization
-		n, sum := 0, 0
-		for d, c := range sr.Delays {
-			n += c
-			sum += d * c
-		}
-		if n > 0 {
-			sr.MeanDelay = float64(sum) / float64(n)
-		}
-		if st.DiscrepancyCount > 0 {
-			sr.Discrepancy = st.DiscrepancySum / float64(st.DiscrepancyCount)
-		}
-		sr.Memory = Memory{
-			Parameters:        st.ParamBytes,
-			OptimizerState:    st.StateBytes,
-			Gradients:         st.ParamBytes,
-			StashedWeights:    st.PeakWeightBytes,
-			Correction:        st.CorrectionBytes,
-			StashedActivation: st.PeakActivationBytes,
-		}
 		r.Memory.add(sr.Memory)
 		r.PerStage = append(r.PerStage, sr)
 		if i == vm.p-1 {
@@ -272,6 +214,96 @@ func (vm *VM) Report() Report {
 	runtime.ReadMemStats(&ms)
 	r.HeapInUse, r.HeapSys = ms.HeapInuse, ms.HeapSys
 	return r
+}
+
+// actionSpan returns the start of the earliest first action and the end of the
+// latest last action over the stages' events; first is −1 when no action
+// ran.
+func actionSpan(events [][]Event) (first, last time.Duration) {
+	first, last = -1, 0
+	for _, ev := range events {
+		if len(ev) == 0 {
+			continue
+		}
+		if first < 0 || ev[0].Start < first {
+			first = ev[0].Start
+		}
+		last = max(last, ev[len(ev)-1].End)
+	}
+	return first, last
+}
+
+// reportWindow is what a stage's report is measured against: the steady
+// state [start, end) and the time the pipeline trained (Report.Training).
+type reportWindow struct {
+	start, end time.Duration
+	training   time.Duration
+}
+
+// stageReport is stage i's report from its stats st and its events, but
+// for what the whole run's measurements give (VirtualBusyFraction, Idle):
+// its action counts, busy time and utilization within the steady state,
+// busy fraction of the training time, delays and their mean, discrepancy
+// and memory.
+func (vm *VM) stageReport(i int, st stage.Stats, events []Event, win reportWindow) StageReport {
+	sr := StageReport{Stage: i, Delays: st.Delays, BackwardLag: st.BackwardLag, PeakWeightVersions: st.PeakWeightVersions}
+	if len(st.SharedDelays) > 0 {
+		sr.SharedDelays = st.SharedDelays
+	}
+	if vm.cfg.sched.Async {
+		sr.FormulaDelay = schedule.Delay(vm.p, vm.n, i)
+	}
+	for _, ev := range events {
+		switch ev.Action.Op {
+		case schedule.OpForward:
+			sr.Forwards++
+		case schedule.OpBackward:
+			sr.Backwards++
+		case schedule.OpUpdate:
+			sr.Updates++
+		}
+		s, e := max(ev.Start, win.start), min(ev.End, win.end)
+		if e > s {
+			sr.Busy += e - s
+		}
+	}
+	if win.end > win.start {
+		sr.Window = win.end - win.start
+		sr.Utilization = float64(sr.Busy) / float64(sr.Window)
+	}
+	if win.training > 0 {
+		total := time.Duration(0)
+		for _, ev := range events {
+			total += ev.End - ev.Start
+		}
+		sr.BusyFraction = float64(total) / float64(win.training)
+	}
+	sr.MeanDelay = meanDelay(sr.Delays)
+	if st.DiscrepancyCount > 0 {
+		sr.Discrepancy = st.DiscrepancySum / float64(st.DiscrepancyCount)
+	}
+	sr.Memory = Memory{
+		Parameters:        st.ParamBytes,
+		OptimizerState:    st.StateBytes,
+		Gradients:         st.ParamBytes,
+		StashedWeights:    st.PeakWeightBytes,
+		Correction:        st.CorrectionBytes,
+		StashedActivation: st.PeakActivationBytes,
+	}
+	return sr
+}
+
+// meanDelay is the mean delay of a histogram of delays (0 when empty).
+func meanDelay(delays map[int]int) float64 {
+	n, sum := 0, 0
+	for d, c := range delays {
+		n += c
+		sum += d * c
+	}
+	if n == 0 {
+		return 0
+	}
+	return float64(sum) / float64(n)
 }
 
 // SortedKeys returns a histogram's keys in increasing order.

@@ -88,21 +88,11 @@ func isSizeOf(n *gorgonia.Node) bool {
 	return n.Op() != nil && opTypeName(n.Op()) == "sizeOp"
 }
 
+// analyze checks the model Split is given and analyses it: which nodes the
+// cost needs, what each of them is, and the layout of its ops.
 func analyze(g *gorgonia.ExprGraph, cost *gorgonia.Node, learnables gorgonia.Nodes) (*analysis, error) {
-	if g == nil {
-		return nil, errors.New("graphsplit: graph is nil")
-	}
-	if cost == nil {
-		return nil, errors.New("graphsplit: cost node is nil")
-	}
-	if cost.Graph() != g {
-		return nil, errors.Errorf("graphsplit: cost %q belongs to another graph than the one given; pass the graph the cost was built in", cost.Name())
-	}
-	if !cost.IsScalar() {
-		return nil, errors.Errorf("graphsplit: cost %q has shape %v, want a scalar; reduce it (e.g. gorgonia.Mean) before splitting", cost.Name(), cost.Shape())
-	}
-	if len(learnables) == 0 {
-		return nil, errors.New("graphsplit: no learnables given; pass the nodes the solver updates")
+	if err := checkModel(g, cost, learnables); err != nil {
+		return nil, err
 	}
 	a := &analysis{
 		g: g, cost: cost,
@@ -112,25 +102,77 @@ func analyze(g *gorgonia.ExprGraph, cost *gorgonia.Node, learnables gorgonia.Nod
 		replicable: make(map[*gorgonia.Node]bool),
 		pos:        make(map[*gorgonia.Node]int),
 	}
+	if err := a.addLearnables(learnables); err != nil {
+		return nil, err
+	}
+	if err := a.markNeeded(learnables); err != nil {
+		return nil, err
+	}
+	ops, err := a.classify()
+	if err != nil {
+		return nil, err
+	}
+	if a.replicable[cost] {
+		return nil, errors.Errorf("graphsplit: cost %q is a constant expression", cost.Name())
+	}
+	if _, ok := a.learn[cost]; ok {
+		return nil, errors.Errorf("graphsplit: cost %q is itself a learnable", cost.Name())
+	}
+	if err := a.checkDifferentiable(); err != nil {
+		return nil, err
+	}
+	a.layout(ops, a.dataDep)
+	return a, nil
+}
+
+// checkModel refuses a nil graph or cost, a cost of another graph or that
+// is not a scalar, and an empty list of learnables.
+func checkModel(g *gorgonia.ExprGraph, cost *gorgonia.Node, learnables gorgonia.Nodes) error {
+	if g == nil {
+		return errors.New("graphsplit: graph is nil")
+	}
+	if cost == nil {
+		return errors.New("graphsplit: cost node is nil")
+	}
+	if cost.Graph() != g {
+		return errors.Errorf("graphsplit: cost %q belongs to another graph than the one given; pass the graph the cost was built in", cost.Name())
+	}
+	if !cost.IsScalar() {
+		return errors.Errorf("graphsplit: cost %q has shape %v, want a scalar; reduce it (e.g. gorgonia.Mean) before splitting", cost.Name(), cost.Shape())
+	}
+	if len(learnables) == 0 {
+		return errors.New("graphsplit: no learnables given; pass the nodes the solver updates")
+	}
+	return nil
+}
+
+// addLearnables records the learnables' indices in a.learn, refusing one
+// that is nil, of another graph, computed, without a value, or listed
+// twice (checked in that order, learnable by learnable).
+func (a *analysis) addLearnables(learnables gorgonia.Nodes) error {
 	for i, l := range learnables {
 		switch {
 		case l == nil:
-			return nil, errors.Errorf("graphsplit: learnable %d is nil", i)
-		case l.Graph() != g:
-			return nil, errors.Errorf("graphsplit: learnable %d (%q) belongs to another graph", i, l.Name())
+			return errors.Errorf("graphsplit: learnable %d is nil", i)
+		case l.Graph() != a.g:
+			return errors.Errorf("graphsplit: learnable %d (%q) belongs to another graph", i, l.Name())
 		case !l.IsVar():
-			return nil, errors.Errorf("graphsplit: learnable %d (%q) is computed by op %v; learnables must be input nodes with a value (gorgonia.NewMatrix(..., WithValue/WithInit))", i, l.Name(), l.Op())
+			return errors.Errorf("graphsplit: learnable %d (%q) is computed by op %v; learnables must be input nodes with a value (gorgonia.NewMatrix(..., WithValue/WithInit))", i, l.Name(), l.Op())
 		case l.Value() == nil:
-			return nil, errors.Errorf("graphsplit: learnable %d (%q) has no value; initialise it (gorgonia.WithInit or WithValue) before splitting", i, l.Name())
+			return errors.Errorf("graphsplit: learnable %d (%q) has no value; initialise it (gorgonia.WithInit or WithValue) before splitting", i, l.Name())
 		}
 		if j, dup := a.learn[l]; dup {
-			return nil, errors.Errorf("graphsplit: learnable %q is listed twice (positions %d and %d)", l.Name(), j, i)
+			return errors.Errorf("graphsplit: learnable %q is listed twice (positions %d and %d)", l.Name(), j, i)
 		}
 		a.learn[l] = i
 	}
+	return nil
+}
 
-	// Everything the cost depends on.
-	stack := gorgonia.Nodes{cost}
+// markNeeded marks in a.needed everything the cost depends on, the cost
+// included, and refuses a learnable the cost does not depend on.
+func (a *analysis) markNeeded(learnables gorgonia.Nodes) error {
+	stack := gorgonia.Nodes{a.cost}
 	for len(stack) > 0 {
 		n := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
@@ -142,15 +184,23 @@ func analyze(g *gorgonia.ExprGraph, cost *gorgonia.Node, learnables gorgonia.Nod
 	}
 	for _, l := range learnables {
 		if !a.needed[l] {
-			return nil, errors.Errorf("graphsplit: the cost %q does not depend on learnable %q; drop it from the learnables or connect it to the cost", cost.Name(), l.Name())
+			return errors.Errorf("graphsplit: the cost %q does not depend on learnable %q; drop it from the learnables or connect it to the cost", a.cost.Name(), l.Name())
 		}
 	}
+	return nil
+}
 
-	// Classify in topological order (the graph's insertion order).
+// classify goes through the needed nodes other than learnables in
+// topological order (the graph's insertion order): it collects the data
+// inputs in a.feeds, marks the constants and shape-only expressions
+// replicable and the nodes that depend on data in a.dataDep, and returns
+// the other nodes, the ops, in that order. It refuses scalar data inputs,
+// ops without inputs (random ops) and Dropout.
+func (a *analysis) classify() (gorgonia.Nodes, error) {
 	dataDep := make(map[*gorgonia.Node]bool)
 	a.dataDep = dataDep
 	var ops gorgonia.Nodes
-	for _, n := range g.AllNodes() {
+	for _, n := range a.g.AllNodes() {
 		if !a.needed[n] {
 			continue
 		}
@@ -187,17 +237,7 @@ func analyze(g *gorgonia.ExprGraph, cost *gorgonia.Node, learnables gorgonia.Nod
 		}
 		ops = append(ops, n)
 	}
-	if a.replicable[cost] {
-		return nil, errors.Errorf("graphsplit: cost %q is a constant expression", cost.Name())
-	}
-	if _, ok := a.learn[cost]; ok {
-		return nil, errors.Errorf("graphsplit: cost %q is itself a learnable", cost.Name())
-	}
-	if err := a.checkDifferentiable(); err != nil {
-		return nil, err
-	}
-	a.layout(ops, dataDep)
-	return a, nil
+	return ops, nil
 }
 
 // checkDifferentiable refuses an op that gorgonia's symbolic backward

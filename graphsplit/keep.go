@@ -48,6 +48,58 @@ func (p *Plan) NewKeeping(s int) (k *Keeping, err error) {
 			k, err = nil, errors.Errorf("graphsplit: stage %d keeping programs: gorgonia panicked: %v\n%s", s, r, debug.Stack())
 		}
 	}()
+	kp, err := p.newKeeper(s)
+	if err != nil {
+		return nil, err
+	}
+	if err := kp.splitBackward(); err != nil {
+		return nil, err
+	}
+	back, err := kp.backward()
+	if err != nil {
+		return nil, err
+	}
+	fwd, err := kp.forward()
+	if err != nil {
+		return nil, err
+	}
+	return &Keeping{Forward: fwd, Backward: back}, nil
+}
+
+// keeper is the state of NewKeeping for stage s: the draft train program
+// the keeping programs are cut from, what its nodes are, and, once
+// splitBackward ran, which of them the backward saves, rebuilds and
+// computes; backward fills g and local.
+type keeper struct {
+	p  *Plan
+	s  int
+	st *Stage
+	// train is the stage's draft train program; index gives each of its
+	// nodes' position in train.Graph.AllNodes(), orig its origin.
+	train *Program
+	index map[*gorgonia.Node]int
+	orig  map[*gorgonia.Node]origin
+	// isParam and isGradIn map train's learnables and output-gradient
+	// placeholders to their indices.
+	isParam  map[*gorgonia.Node]int
+	isGradIn map[*gorgonia.Node]int
+
+	// saved are the forward nodes the backward reads and that the forward
+	// returns; rebuilt the shape-only ones it reads, which it rebuilds;
+	// bwd the nodes the backward computes. Each is in train's node order.
+	saved, rebuilt, bwd gorgonia.Nodes
+
+	// g is the backward program's graph; local maps train's nodes to
+	// theirs in g.
+	g     *gorgonia.ExprGraph
+	local map[*gorgonia.Node]*gorgonia.Node
+}
+
+// newKeeper drafts stage s's train program, its output-gradient
+// placeholders shaped like those of the stage's Train, and indexes its
+// nodes.
+func (p *Plan) newKeeper(s int) (*keeper, error) {
+	st := p.Stages[s]
 	gradShapes := make(map[int64]tensor.Shape)
 	for i, g := range st.Train.OutputGrads {
 		if g != nil {
@@ -58,25 +110,31 @@ func (p *Plan) NewKeeping(s int) (k *Keeping, err error) {
 	if err != nil {
 		return nil, err
 	}
+	k := &keeper{p: p, s: s, st: st, train: train}
 	all := train.Graph.AllNodes()
-	index := make(map[*gorgonia.Node]int, len(all))
+	k.index = make(map[*gorgonia.Node]int, len(all))
 	for i, n := range all {
-		index[n] = i
+		k.index[n] = i
 	}
-	orig := train.nodeOrigins()
-	isParam := make(map[*gorgonia.Node]int)
+	k.orig = train.nodeOrigins()
+	k.isParam = make(map[*gorgonia.Node]int)
 	for i, l := range train.Learnables {
-		isParam[l] = i
+		k.isParam[l] = i
 	}
-	isGradIn := make(map[*gorgonia.Node]int)
+	k.isGradIn = make(map[*gorgonia.Node]int)
 	for i, g := range train.OutputGrads {
 		if g != nil {
-			isGradIn[g] = i
+			k.isGradIn[g] = i
 		}
 	}
+	return k, nil
+}
 
-	// The backward: every node the gradients need that the forward did not
-	// build. Forward nodes it reads are saved.
+// splitBackward sets saved, rebuilt and bwd: the backward is every node
+// the gradients need that the forward did not build; the forward nodes it
+// reads are saved, or rebuilt when they are shape-only expressions. It
+// fails when a saved node stands for no original node.
+func (k *keeper) splitBackward() error {
 	bwd := make(map[*gorgonia.Node]bool)
 	saved := make(map[*gorgonia.Node]bool)
 	var walk func(n *gorgonia.Node)
@@ -84,148 +142,197 @@ func (p *Plan) NewKeeping(s int) (k *Keeping, err error) {
 		if bwd[n] || saved[n] {
 			return
 		}
-		if _, ok := isParam[n]; ok || isConstant(n) {
+		if _, ok := k.isParam[n]; ok || isConstant(n) {
 			return
 		}
-		if index[n] < train.fwdCount {
+		if k.index[n] < k.train.fwdCount {
 			saved[n] = true
 			return
 		}
 		bwd[n] = true
-		it := train.Graph.From(n.ID())
+		it := k.train.Graph.From(n.ID())
 		for it != nil && it.Next() {
 			walk(it.Node().(*gorgonia.Node))
 		}
 	}
-	for _, g := range append(append(gorgonia.Nodes{}, train.InputGrads...), train.LearnableGrads...) {
+	for _, g := range append(append(gorgonia.Nodes{}, k.train.InputGrads...), k.train.LearnableGrads...) {
 		if g != nil {
 			walk(g)
 		}
 	}
-	var savedList, rebuilt, bwdList gorgonia.Nodes
 	for n := range saved {
-		o, ok := orig[n]
+		o, ok := k.orig[n]
 		switch {
 		case !ok:
-			return nil, errors.Errorf("graphsplit: stage %d: the backward reads forward node %q that no original node maps to", s, n.Name())
-		case o.aux < 0 && p.a.replicable[o.node]:
+			return errors.Errorf("graphsplit: stage %d: the backward reads forward node %q that no original node maps to", k.s, n.Name())
+		case o.aux < 0 && k.p.a.replicable[o.node]:
 			// Shape-only expressions (SizeOf …) are rebuilt, not saved:
 			// ops read them as dimensions when they are built.
-			rebuilt = append(rebuilt, n)
+			k.rebuilt = append(k.rebuilt, n)
 		default:
-			savedList = append(savedList, n)
+			k.saved = append(k.saved, n)
 		}
 	}
 	for n := range bwd {
-		bwdList = append(bwdList, n)
+		k.bwd = append(k.bwd, n)
 	}
-	byIndex := func(ns gorgonia.Nodes) {
-		sort.Slice(ns, func(i, j int) bool { return index[ns[i]] < index[ns[j]] })
-	}
-	byIndex(savedList)
-	byIndex(rebuilt)
-	byIndex(bwdList)
+	k.byIndex(k.saved)
+	k.byIndex(k.rebuilt)
+	k.byIndex(k.bwd)
+	return nil
+}
 
-	// The backward program.
-	g := gorgonia.NewGraph(gorgonia.WithGraphName(fmt.Sprintf("stage%d_backward", s)))
-	back := &Program{Stage: s, Graph: g, kind: "backward"}
-	local := make(map[*gorgonia.Node]*gorgonia.Node)
-	for i, n := range savedList {
-		ph := newInput(g, n.Dtype(), n.Shape(), fmt.Sprintf("stage%d/saved%d/%s", s, i, orig[n].name()))
-		local[n] = ph
+// byIndex sorts ns, nodes of train, in train's node order.
+func (k *keeper) byIndex(ns gorgonia.Nodes) {
+	sort.Slice(ns, func(i, j int) bool { return k.index[ns[i]] < k.index[ns[j]] })
+}
+
+// backward builds the backward program: its inputs (the saved tensors,
+// learnables and output gradients), the rebuilt shape expressions, the
+// backward's ops in train's order, and its gradient outputs.
+func (k *keeper) backward() (*Program, error) {
+	k.g = gorgonia.NewGraph(gorgonia.WithGraphName(fmt.Sprintf("stage%d_backward", k.s)))
+	k.local = make(map[*gorgonia.Node]*gorgonia.Node)
+	back := &Program{Stage: k.s, Graph: k.g, kind: "backward"}
+	k.backwardInputs(back)
+	if err := k.rebuildShapes(); err != nil {
+		return nil, err
+	}
+	if err := k.applyBackward(); err != nil {
+		return nil, err
+	}
+	if err := k.backwardOutputs(back); err != nil {
+		return nil, err
+	}
+	trainWhere := k.train.origins()
+	backWhere := make(map[*gorgonia.Node]string, len(k.local))
+	for n, l := range k.local {
+		backWhere[l] = trainWhere[n]
+	}
+	if err := back.finish(backWhere, k.p.a.unguarded); err != nil {
+		return nil, err
+	}
+	return back, nil
+}
+
+// backwardInputs adds back's placeholders to g, in this order: one per
+// saved tensor (back.Inputs), the stage's learnables bound to their values
+// (back.Learnables), and one per output gradient (back.OutputGrads, nil
+// where train has none); local maps train's nodes to them.
+func (k *keeper) backwardInputs(back *Program) {
+	for i, n := range k.saved {
+		ph := newInput(k.g, n.Dtype(), n.Shape(), fmt.Sprintf("stage%d/saved%d/%s", k.s, i, k.orig[n].name()))
+		k.local[n] = ph
 		back.Inputs = append(back.Inputs, ph)
 	}
-	for i, l := range st.Learnables {
-		n := placeholder(g, l, fmt.Sprintf("stage%d/param%d/%s", s, i, l.Name()), gorgonia.WithValue(l.Value()))
-		local[train.Learnables[i]] = n
+	for i, l := range k.st.Learnables {
+		n := placeholder(k.g, l, fmt.Sprintf("stage%d/param%d/%s", k.s, i, l.Name()), gorgonia.WithValue(l.Value()))
+		k.local[k.train.Learnables[i]] = n
 		back.Learnables = append(back.Learnables, n)
 		back.params = append(back.params, l.Value())
 	}
-	back.OutputGrads = make(gorgonia.Nodes, len(train.OutputGrads))
-	for i, gr := range train.OutputGrads {
+	back.OutputGrads = make(gorgonia.Nodes, len(k.train.OutputGrads))
+	for i, gr := range k.train.OutputGrads {
 		if gr != nil {
-			ph := newInput(g, gr.Dtype(), gr.Shape(), gr.Name())
-			local[gr] = ph
+			ph := newInput(k.g, gr.Dtype(), gr.Shape(), gr.Name())
+			k.local[gr] = ph
 			back.OutputGrads[i] = ph
 		}
 	}
-	shapes := &builder{a: p.a, st: st, g: g, local: make(map[*gorgonia.Node]*gorgonia.Node), stubOnly: true}
-	for _, n := range rebuilt {
-		l, err := shapes.node(orig[n].node)
+}
+
+// rebuildShapes builds the rebuilt shape expressions in g, in order, from
+// their original nodes.
+func (k *keeper) rebuildShapes() error {
+	shapes := &builder{a: k.p.a, st: k.st, g: k.g, local: make(map[*gorgonia.Node]*gorgonia.Node), stubOnly: true}
+	for _, n := range k.rebuilt {
+		l, err := shapes.node(k.orig[n].node)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		local[n] = l
+		k.local[n] = l
 	}
-	get := func(n *gorgonia.Node) (*gorgonia.Node, error) {
-		if l, ok := local[n]; ok {
-			return l, nil
-		}
-		if isConstant(n) {
-			l := cloneConstant(n, g)
-			local[n] = l
-			return l, nil
-		}
-		return nil, errors.Errorf("graphsplit: stage %d backward: node %q is not available", s, n.Name())
-	}
-	for _, n := range bwdList {
-		if _, ok := isGradIn[n]; ok {
+	return nil
+}
+
+// applyBackward re-applies the op of every backward node but the output
+// gradients' placeholders to its children in g, in train's order.
+func (k *keeper) applyBackward() error {
+	for _, n := range k.bwd {
+		if _, ok := k.isGradIn[n]; ok {
 			continue
 		}
 		var kids gorgonia.Nodes
-		it := train.Graph.From(n.ID())
+		it := k.train.Graph.From(n.ID())
 		for it != nil && it.Next() {
-			k, err := get(it.Node().(*gorgonia.Node))
+			c, err := k.get(it.Node().(*gorgonia.Node))
 			if err != nil {
-				return nil, err
+				return err
 			}
-			kids = append(kids, k)
+			kids = append(kids, c)
 		}
 		l, err := applyOp(n, kids)
 		if err != nil {
-			return nil, errors.Wrapf(err, "graphsplit: stage %d backward", s)
+			return errors.Wrapf(err, "graphsplit: stage %d backward", k.s)
 		}
-		local[n] = l
+		k.local[n] = l
 	}
-	back.InputGrads = make(gorgonia.Nodes, len(train.InputGrads))
-	for i, gr := range train.InputGrads {
+	return nil
+}
+
+// backwardOutputs sets back's InputGrads (nil where train has none) and
+// LearnableGrads to g's nodes for train's.
+func (k *keeper) backwardOutputs(back *Program) (err error) {
+	back.InputGrads = make(gorgonia.Nodes, len(k.train.InputGrads))
+	for i, gr := range k.train.InputGrads {
 		if gr != nil {
-			if back.InputGrads[i], err = get(gr); err != nil {
-				return nil, err
+			if back.InputGrads[i], err = k.get(gr); err != nil {
+				return err
 			}
 		}
 	}
-	back.LearnableGrads = make(gorgonia.Nodes, len(train.LearnableGrads))
-	for i, gr := range train.LearnableGrads {
-		if back.LearnableGrads[i], err = get(gr); err != nil {
-			return nil, err
+	back.LearnableGrads = make(gorgonia.Nodes, len(k.train.LearnableGrads))
+	for i, gr := range k.train.LearnableGrads {
+		if back.LearnableGrads[i], err = k.get(gr); err != nil {
+			return err
 		}
 	}
-	trainWhere := train.origins()
-	backWhere := make(map[*gorgonia.Node]string, len(local))
-	for n, l := range local {
-		backWhere[l] = trainWhere[n]
-	}
-	if err := back.finish(backWhere, p.a.unguarded); err != nil {
-		return nil, err
-	}
+	return nil
+}
 
-	// The forward program, saving what the backward reads.
-	fwd, err := buildProgram(p.a, st, false, dropped{}, nil)
+// get returns g's node for train's node n: the one local holds, or a
+// clone of n if it is a constant (then recorded in local). Any other node
+// is an error.
+func (k *keeper) get(n *gorgonia.Node) (*gorgonia.Node, error) {
+	if l, ok := k.local[n]; ok {
+		return l, nil
+	}
+	if isConstant(n) {
+		l := cloneConstant(n, k.g)
+		k.local[n] = l
+		return l, nil
+	}
+	return nil, errors.Errorf("graphsplit: stage %d backward: node %q is not available", k.s, n.Name())
+}
+
+// forward builds the forward program, saving what the backward reads:
+// its Kept outputs are its nodes for saved, in order.
+func (k *keeper) forward() (*Program, error) {
+	fwd, err := buildProgram(k.p.a, k.st, false, dropped{}, nil)
 	if err != nil {
 		return nil, err
 	}
-	for _, n := range savedList {
-		l, ok := fwd.at(orig[n])
+	for _, n := range k.saved {
+		l, ok := fwd.at(k.orig[n])
 		if !ok {
-			return nil, errors.Errorf("graphsplit: stage %d: saved node %q is not in the forward program", s, orig[n].name())
+			return nil, errors.Errorf("graphsplit: stage %d: saved node %q is not in the forward program", k.s, k.orig[n].name())
 		}
 		fwd.Kept = append(fwd.Kept, l)
 	}
-	if err := fwd.finish(fwd.origins(), p.a.unguarded); err != nil {
+	if err := fwd.finish(fwd.origins(), k.p.a.unguarded); err != nil {
 		return nil, err
 	}
-	return &Keeping{Forward: fwd, Backward: back}, nil
+	return fwd, nil
 }
 
 // Programs returns the pair of programs stage s runs for a forward and a

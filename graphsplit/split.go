@@ -218,6 +218,29 @@ func assemble(a *analysis, costs []float64) (*Plan, error) {
 	for l, i := range a.learn {
 		plan.Learnables[i] = l
 	}
+	stages := a.newStages(costs)
+	r := a.reads()
+	for _, f := range a.feeds {
+		plan.Feeds = append(plan.Feeds, port(f, Data, -1, r.consumers[f]))
+	}
+	for s, st := range stages {
+		a.addPorts(st, r.inputs[s], r.consumers)
+	}
+	if err := assignLearnables(plan, stages, r.readers); err != nil {
+		return nil, err
+	}
+	if err := buildPrograms(a, stages); err != nil {
+		return nil, err
+	}
+	plan.Stages = stages
+	plan.a = a
+	return plan, nil
+}
+
+// newStages returns the assignment's stages, each with its op nodes in
+// laid-out order, its stateful ops, and its Model, FLOPs and Bytes costs
+// (summed in that order).
+func (a *analysis) newStages(costs []float64) []*Stage {
 	stages := make([]*Stage, a.nStages)
 	for s := range stages {
 		stages[s] = &Stage{Index: s}
@@ -232,11 +255,26 @@ func assemble(a *analysis, costs []float64) (*Plan, error) {
 			st.Stateful = append(st.Stateful, n)
 		}
 	}
+	return stages
+}
 
-	// Who reads what.
-	readers := make(map[*gorgonia.Node][]int)            // learnable → reading stages, ascending
-	consumers := make(map[*gorgonia.Node][]int)          // activation or feed → reading stages
-	inputs := make([]gorgonia.Nodes, a.nStages)          // per stage, first-use order
+// stageReads is who reads what across the stages.
+type stageReads struct {
+	readers   map[*gorgonia.Node][]int // learnable → reading stages, ascending
+	consumers map[*gorgonia.Node][]int // activation or feed → reading stages, ascending
+	inputs    []gorgonia.Nodes         // per stage, its inputs in first-use order
+}
+
+// reads finds, walking the ops in laid-out order, which stages read each
+// learnable, which stages read each activation or data input from outside
+// (neither replicable expressions nor a stage's own ops count), and each
+// stage's inputs.
+func (a *analysis) reads() stageReads {
+	r := stageReads{
+		readers:   make(map[*gorgonia.Node][]int),
+		consumers: make(map[*gorgonia.Node][]int),
+		inputs:    make([]gorgonia.Nodes, a.nStages),
+	}
 	seenIn := make([]map[*gorgonia.Node]bool, a.nStages) // per stage
 	for s := range seenIn {
 		seenIn[s] = make(map[*gorgonia.Node]bool)
@@ -245,8 +283,8 @@ func assemble(a *analysis, costs []float64) (*Plan, error) {
 		s := a.stageAt[p]
 		for _, c := range a.children(n) {
 			if _, ok := a.learn[c]; ok {
-				if rs := readers[c]; len(rs) == 0 || rs[len(rs)-1] != s {
-					readers[c] = append(rs, s) // stages only grow along seq
+				if rs := r.readers[c]; len(rs) == 0 || rs[len(rs)-1] != s {
+					r.readers[c] = append(rs, s) // stages only grow along seq
 				}
 				continue
 			}
@@ -255,40 +293,49 @@ func assemble(a *analysis, costs []float64) (*Plan, error) {
 			}
 			if c.IsVar() || a.stage(c) < s {
 				seenIn[s][c] = true
-				inputs[s] = append(inputs[s], c)
-				consumers[c] = append(consumers[c], s)
+				r.inputs[s] = append(r.inputs[s], c)
+				r.consumers[c] = append(r.consumers[c], s)
 			}
 		}
 	}
-	for _, f := range a.feeds {
-		plan.Feeds = append(plan.Feeds, port(f, Data, -1, consumers[f]))
-	}
-	for s, st := range stages {
-		for _, c := range inputs[s] {
-			if c.IsVar() {
-				st.Inputs = append(st.Inputs, port(c, Data, -1, consumers[c]))
-				continue
-			}
-			pt := port(c, Activation, a.stage(c), consumers[c])
-			st.Inputs = append(st.Inputs, pt)
-			st.Cost.InBytes += pt.Bytes()
+	return r
+}
+
+// addPorts sets st's Inputs (one port per node of inputs, in order: data
+// or an activation of an earlier stage) and Outputs (the cost, and every
+// op another stage consumes, in st's node order), and adds the
+// activations' bytes to its InBytes and OutBytes.
+func (a *analysis) addPorts(st *Stage, inputs gorgonia.Nodes, consumers map[*gorgonia.Node][]int) {
+	for _, c := range inputs {
+		if c.IsVar() {
+			st.Inputs = append(st.Inputs, port(c, Data, -1, consumers[c]))
+			continue
 		}
-		for _, n := range st.Nodes {
-			if n == a.cost {
-				st.Outputs = append(st.Outputs, port(n, CostPort, s, nil))
-				continue
-			}
-			if cs := consumers[n]; len(cs) > 0 {
-				pt := port(n, Activation, s, cs)
-				st.Outputs = append(st.Outputs, pt)
-				st.Cost.OutBytes += pt.Bytes()
-			}
+		pt := port(c, Activation, a.stage(c), consumers[c])
+		st.Inputs = append(st.Inputs, pt)
+		st.Cost.InBytes += pt.Bytes()
+	}
+	for _, n := range st.Nodes {
+		if n == a.cost {
+			st.Outputs = append(st.Outputs, port(n, CostPort, st.Index, nil))
+			continue
+		}
+		if cs := consumers[n]; len(cs) > 0 {
+			pt := port(n, Activation, st.Index, cs)
+			st.Outputs = append(st.Outputs, pt)
+			st.Cost.OutBytes += pt.Bytes()
 		}
 	}
+}
+
+// assignLearnables gives each learnable of plan, in order, to the stages
+// that read it (readers), recording a learnable read by several as
+// Shared (owned by the first). A learnable no stage reads is an error.
+func assignLearnables(plan *Plan, stages []*Stage, readers map[*gorgonia.Node][]int) error {
 	for i, l := range plan.Learnables {
 		rs := readers[l]
 		if len(rs) == 0 {
-			return nil, errors.Errorf("graphsplit: learnable %d (%q) is read only through shape or constant expressions, so it gets no gradient; drop it from the learnables", i, l.Name())
+			return errors.Errorf("graphsplit: learnable %d (%q) is read only through shape or constant expressions, so it gets no gradient; drop it from the learnables", i, l.Name())
 		}
 		var sh *Shared
 		if len(rs) > 1 {
@@ -303,17 +350,22 @@ func assemble(a *analysis, costs []float64) (*Plan, error) {
 			st.Cost.ParamBytes += int64(l.Shape().TotalSize()) * int64(l.Dtype().Size())
 		}
 	}
-	// Train programs last stage first: a stage's gradient placeholders take
-	// the shapes of the gradients its consumers compute.
+	return nil
+}
+
+// buildPrograms builds every stage's Forward and Train programs, last
+// stage first: a stage's gradient placeholders take the shapes of the
+// gradients its consumers compute.
+func buildPrograms(a *analysis, stages []*Stage) error {
 	gradShapes := make(map[int64]tensor.Shape)
 	for s := len(stages) - 1; s >= 0; s-- {
 		st := stages[s]
 		var err error
 		if st.Forward, err = newProgram(a, st, false, nil); err != nil {
-			return nil, err
+			return err
 		}
 		if st.Train, err = newProgram(a, st, true, gradShapes); err != nil {
-			return nil, err
+			return err
 		}
 		for i, gr := range st.Train.InputGrads {
 			if _, seen := gradShapes[st.Inputs[i].Key]; gr != nil && !seen {
@@ -321,9 +373,7 @@ func assemble(a *analysis, costs []float64) (*Plan, error) {
 			}
 		}
 	}
-	plan.Stages = stages
-	plan.a = a
-	return plan, nil
+	return nil
 }
 
 func port(n *gorgonia.Node, kind PortKind, producer int, consumers []int) Port {

@@ -316,26 +316,7 @@ func Train(ctx context.Context, build zoo.Builder, train, test zoo.Data, cfg Con
 	if cfg.CheckpointEvery < 0 || (cfg.CheckpointEvery > 0) != (cfg.CheckpointDir != "") {
 		return nil, errors.Errorf("train: checkpoint every %d steps into %q: give both a positive interval and a directory, or neither", cfg.CheckpointEvery, cfg.CheckpointDir)
 	}
-	opts := cfg.engine(stepsPerEpoch)
-	var vm *asyncvm.VM
-	switch {
-	case cfg.Delays != nil && cfg.Connect != nil:
-		return nil, errors.New("train: injected delays train in one process; they cannot drive stages elsewhere (Connect)")
-	case cfg.Delays != nil && cfg.Warmup > 0:
-		return nil, errors.Errorf("train: injected delays start at the first step; a warm-up of %d steps cannot be combined with them", cfg.Warmup)
-	case cfg.Delays != nil:
-		vm, err = asyncvm.NewInjected(plan, cfg.Delays, opts...)
-	case cfg.Connect != nil:
-		ep, cerr := cfg.Connect(ctx, plan)
-		if cerr != nil {
-			return nil, cerr
-		}
-		if vm, err = asyncvm.New(plan, append(opts, asyncvm.WithEndpoint(ep))...); err != nil {
-			_ = ep.Close()
-		}
-	default:
-		vm, err = asyncvm.New(plan, opts...)
-	}
+	vm, err := cfg.newVM(ctx, plan, cfg.engine(stepsPerEpoch))
 	if err != nil {
 		return nil, err
 	}
@@ -344,120 +325,221 @@ func Train(ctx context.Context, build zoo.Builder, train, test zoo.Data, cfg Con
 	res := &Result{Config: cfg, Model: m.Name, Schedule: cfg.Schedule.Name, Stages: len(plan.Stages), Plan: plan}
 	start := time.Now()
 	// Whatever happens, the result holds what ran.
-	defer func() {
-		res.Wall = time.Since(start)
-		res.Report = vm.Report()
-		if cfg.Delays == nil {
-			res.Events = vm.Events()
-			res.Virtual = vm.Replay()
-		}
-		for _, e := range res.Epochs {
-			if !e.Interrupted {
-				res.Accuracy = e.Accuracy
-			}
-		}
-		res.Interrupted = len(res.Epochs) < cfg.Epochs || res.Epochs[len(res.Epochs)-1].Interrupted
-	}()
+	defer res.record(vm, cfg, start)
 	rc := cfg.savedConfig(m.Name, train.Len())
 	firstEpoch, firstIndex := 1, 0
 	if cfg.Resume != "" {
-		dir, err := checkpointDir(cfg.Resume)
-		if err != nil {
-			return nil, err
-		}
-		man, err := vm.Resume(ctx, dir)
-		if err != nil {
-			return nil, err
-		}
-		if res.Epochs, firstEpoch, firstIndex, err = resumed(man, rc); err != nil {
+		if res.Epochs, firstEpoch, firstIndex, err = resume(ctx, vm, cfg.Resume, rc); err != nil {
 			return nil, err
 		}
 	}
+	t := &trainer{ctx: ctx, cfg: cfg, vm: vm, eval: eval, test: test, rc: rc, res: res}
 	rng := rand.New(rand.NewSource(cfg.Seed))
-	every := max(cfg.ProgressEvery, 1)
 	for epoch := 1; epoch <= cfg.Epochs; epoch++ {
 		batches := zoo.Minibatches(train, m, cfg.Microbatches, rng) // every epoch draws its order, resumed or not
 		if epoch < firstEpoch {
 			continue
 		}
-		er := EpochResult{Epoch: epoch}
-		done := 0
-		if epoch == firstEpoch && firstIndex > 0 { // a checkpoint inside this epoch
-			last := res.Epochs[len(res.Epochs)-1]
-			er, res.Epochs, done = last, res.Epochs[:len(res.Epochs)-1], firstIndex
-			er.Interrupted = false
+		from := 0
+		if epoch == firstEpoch {
+			from = firstIndex
 		}
-		began := time.Now().Add(-er.Wall)
-		for done < len(batches) {
-			end := len(batches)
-			if k := cfg.CheckpointEvery; k > 0 { // streams end at the checkpoints
-				step := (epoch-1)*len(batches) + done
-				end = min(end, done+k-step%k)
-			}
-			err := vm.Stream(ctx, feedsOf(batches[done:end]), func(_ int, loss float64) {
-				er.Losses = append(er.Losses, loss)
-				done++
-				if cfg.Steps != nil && (done%every == 0 || done == len(batches)) {
-					cfg.Steps(done, len(batches))
-				}
-			})
-			if err != nil { // keep what ran of the epoch, without accuracy
-				er.measure(time.Since(began), cfg)
-				er.Interrupted = true
-				res.Epochs = append(res.Epochs, er)
-				return res, err
-			}
-			if k, step := cfg.CheckpointEvery, (epoch-1)*len(batches)+done; k > 0 && step%k == 0 && done < len(batches) {
-				er.measure(time.Since(began), cfg)
-				saved := append(append([]EpochResult(nil), res.Epochs...), er)
-				saved[len(saved)-1].Interrupted = true // the rest of the epoch is to come
-				if err := saveCheckpoint(ctx, vm, cfg, rc, saved, step, epoch, done); err != nil {
-					return res, err
-				}
-			}
-		}
-		// A checkpoint at the end of the epoch drains first and is written
-		// after the epoch's accuracy is measured, so that it holds it.
-		step := epoch * len(batches)
-		atCheckpoint := cfg.CheckpointEvery > 0 && step%cfg.CheckpointEvery == 0
-		if atCheckpoint {
-			if err := vm.Flush(ctx); err != nil {
-				return res, err
-			}
-		}
-		er.measure(time.Since(began), cfg)
-		if cfg.Delays == nil {
-			er.Utilization = vm.Report().Utilization
-		}
-		if err := vm.Pull(ctx); err != nil { // stages elsewhere hold the weights
-			return res, err
-		}
-		if er.Accuracy, err = eval.Accuracy(test); err != nil {
-			return res, err
-		}
-		res.Epochs = append(res.Epochs, er)
-		if atCheckpoint {
-			if err := saveCheckpoint(ctx, vm, cfg, rc, res.Epochs, step, epoch+1, 0); err != nil {
-				return res, err
-			}
-		}
-		if cfg.Progress != nil {
-			cfg.Progress(er)
-		}
-	}
-	if err := vm.Flush(ctx); err != nil {
-		return res, err
-	}
-	if res.WeightsSHA256, err = plan.WeightsSHA256(); err != nil {
-		return res, err
-	}
-	res.ModelAccuracy = res.Epochs[len(res.Epochs)-1].Accuracy
-	if cfg.Schedule.Async { // the flush applied the updates in flight
-		if res.ModelAccuracy, err = eval.Accuracy(test); err != nil {
+		if err := t.epoch(epoch, batches, from); err != nil {
 			return res, err
 		}
 	}
-	return res, nil
+	return res, t.finish(plan)
+}
+
+// newVM builds the engine that trains plan with opts: with injected
+// delays (cfg.Delays), driving stages in other processes (cfg.Connect; the
+// endpoint is closed if the engine cannot be built), or in this process.
+// It refuses injected delays with Connect or with a warm-up.
+func (cfg Config) newVM(ctx context.Context, plan *graphsplit.Plan, opts []asyncvm.Option) (*asyncvm.VM, error) {
+	switch {
+	case cfg.Delays != nil && cfg.Connect != nil:
+		return nil, errors.New("train: injected delays train in one process; they cannot drive stages elsewhere (Connect)")
+	case cfg.Delays != nil && cfg.Warmup > 0:
+		return nil, errors.Errorf("train: injected delays start at the first step; a warm-up of %d steps cannot be combined with them", cfg.Warmup)
+	case cfg.Delays != nil:
+		return asyncvm.NewInjected(plan, cfg.Delays, opts...)
+	case cfg.Connect != nil:
+		ep, err := cfg.Connect(ctx, plan)
+		if err != nil {
+			return nil, err
+		}
+		vm, err := asyncvm.New(plan, append(opts, asyncvm.WithEndpoint(ep))...)
+		if err != nil {
+			_ = ep.Close()
+		}
+		return vm, err
+	default:
+		return asyncvm.New(plan, opts...)
+	}
+}
+
+// record fills in r what ran, whatever happened, when Train returns: the
+// run's time since start, the engine's report, its events and their
+// replay (not with injected delays), the accuracy of the last complete
+// epoch, and whether the run stopped before its last epoch ended.
+func (r *Result) record(vm *asyncvm.VM, cfg Config, start time.Time) {
+	r.Wall = time.Since(start)
+	r.Report = vm.Report()
+	if cfg.Delays == nil {
+		r.Events = vm.Events()
+		r.Virtual = vm.Replay()
+	}
+	for _, e := range r.Epochs {
+		if !e.Interrupted {
+			r.Accuracy = e.Accuracy
+		}
+	}
+	r.Interrupted = len(r.Epochs) < cfg.Epochs || r.Epochs[len(r.Epochs)-1].Interrupted
+}
+
+// resume restores vm from the checkpoint at (or that LATEST points to in)
+// dir, which must hold a run of configuration rc, and returns the epochs it
+// recorded and where the run goes on: the epoch (from 1) and the minibatch
+// within it (from 0).
+func resume(ctx context.Context, vm *asyncvm.VM, dir string, rc savedConfig) (epochs []EpochResult, epoch, index int, err error) {
+	if dir, err = checkpointDir(dir); err != nil {
+		return nil, 0, 0, err
+	}
+	man, err := vm.Resume(ctx, dir)
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	return resumed(man, rc)
+}
+
+// trainer is the state of a run of Train once its engine is built: what
+// each epoch needs, and the result so far.
+type trainer struct {
+	ctx  context.Context
+	cfg  Config
+	vm   *asyncvm.VM
+	eval *Evaluator
+	test zoo.Data
+	rc   savedConfig // the run's configuration, for its checkpoints
+	res  *Result
+}
+
+// epoch trains epoch on its minibatches batches, from minibatch from on:
+// a run resumed from a checkpoint inside the epoch (from > 0) goes on
+// with the epoch's result so far, the last of res.Epochs, which the
+// epoch's result replaces. It appends the epoch's result to res.Epochs,
+// complete or, on an error while streaming, interrupted.
+func (t *trainer) epoch(epoch int, batches []map[*gorgonia.Node]gorgonia.Value, from int) error {
+	er := EpochResult{Epoch: epoch}
+	if from > 0 { // a checkpoint inside this epoch
+		last := t.res.Epochs[len(t.res.Epochs)-1]
+		er, t.res.Epochs = last, t.res.Epochs[:len(t.res.Epochs)-1]
+		er.Interrupted = false
+	}
+	began := time.Now().Add(-er.Wall)
+	if err := t.stream(epoch, batches, from, &er, began); err != nil {
+		return err
+	}
+	return t.endEpoch(epoch, len(batches), &er, began)
+}
+
+// stream runs batches[done:] through the pipeline, adding their losses
+// to er and calling cfg.Steps as it goes, in streams that end at the
+// checkpoints inside the epoch: at each it measures er (the epoch began
+// at began) and writes a checkpoint whose last epoch is er marked
+// Interrupted. On a failed stream it measures er, marks it Interrupted
+// and appends it to res.Epochs.
+func (t *trainer) stream(epoch int, batches []map[*gorgonia.Node]gorgonia.Value, done int, er *EpochResult, began time.Time) error {
+	cfg := t.cfg
+	every := max(cfg.ProgressEvery, 1)
+	for done < len(batches) {
+		end := len(batches)
+		if k := cfg.CheckpointEvery; k > 0 { // streams end at the checkpoints
+			step := (epoch-1)*len(batches) + done
+			end = min(end, done+k-step%k)
+		}
+		err := t.vm.Stream(t.ctx, feedsOf(batches[done:end]), func(_ int, loss float64) {
+			er.Losses = append(er.Losses, loss)
+			done++
+			if cfg.Steps != nil && (done%every == 0 || done == len(batches)) {
+				cfg.Steps(done, len(batches))
+			}
+		})
+		if err != nil { // keep what ran of the epoch, without accuracy
+			er.measure(time.Since(began), cfg)
+			er.Interrupted = true
+			t.res.Epochs = append(t.res.Epochs, *er)
+			return err
+		}
+		if k, step := cfg.CheckpointEvery, (epoch-1)*len(batches)+done; k > 0 && step%k == 0 && done < len(batches) {
+			er.measure(time.Since(began), cfg)
+			saved := append(append([]EpochResult(nil), t.res.Epochs...), *er)
+			saved[len(saved)-1].Interrupted = true // the rest of the epoch is to come
+			if err := saveCheckpoint(t.ctx, t.vm, cfg, t.rc, saved, step, epoch, done); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// endEpoch ends epoch, of n minibatches, once they all ran: it measures
+// er (the epoch began at began), its utilization so far (not with
+// injected delays) and its test accuracy, with the weights pulled from
+// the stages; appends it to res.Epochs; and calls cfg.Progress. When a
+// checkpoint falls at the epoch's end, it drains the pipeline first and
+// writes the checkpoint after the accuracy is measured, so that it holds
+// it.
+func (t *trainer) endEpoch(epoch, n int, er *EpochResult, began time.Time) (err error) {
+	cfg := t.cfg
+	step := epoch * n
+	atCheckpoint := cfg.CheckpointEvery > 0 && step%cfg.CheckpointEvery == 0
+	if atCheckpoint {
+		if err := t.vm.Flush(t.ctx); err != nil {
+			return err
+		}
+	}
+	er.measure(time.Since(began), cfg)
+	if cfg.Delays == nil {
+		er.Utilization = t.vm.Report().Utilization
+	}
+	if err := t.vm.Pull(t.ctx); err != nil { // stages elsewhere hold the weights
+		return err
+	}
+	if er.Accuracy, err = t.eval.Accuracy(t.test); err != nil {
+		return err
+	}
+	t.res.Epochs = append(t.res.Epochs, *er)
+	if atCheckpoint {
+		if err := saveCheckpoint(t.ctx, t.vm, cfg, t.rc, t.res.Epochs, step, epoch+1, 0); err != nil {
+			return err
+		}
+	}
+	if cfg.Progress != nil {
+		cfg.Progress(*er)
+	}
+	return nil
+}
+
+// finish ends a run whose epochs all ran: it flushes the pipeline,
+// applying the updates in flight, and sets res.WeightsSHA256 to the hash
+// of plan's trained weights and res.ModelAccuracy to their test accuracy
+// (measured again only after an asynchronous schedule, whose flush
+// changed them).
+func (t *trainer) finish(plan *graphsplit.Plan) (err error) {
+	if err := t.vm.Flush(t.ctx); err != nil {
+		return err
+	}
+	if t.res.WeightsSHA256, err = plan.WeightsSHA256(); err != nil {
+		return err
+	}
+	t.res.ModelAccuracy = t.res.Epochs[len(t.res.Epochs)-1].Accuracy
+	if t.cfg.Schedule.Async { // the flush applied the updates in flight
+		if t.res.ModelAccuracy, err = t.eval.Accuracy(t.test); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // feedsOf yields batches, in order, as a source for asyncvm.VM.Stream.

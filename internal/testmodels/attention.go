@@ -8,6 +8,15 @@ import (
 	"gorgonia.org/tensor"
 )
 
+// Attention sizes: tokens, features per token, hidden units, and layer
+// norm's ε.
+const (
+	attnTokens   = 4
+	attnFeatures = 8
+	attnHidden   = 8
+	attnEps      = 1e-5
+)
+
 // Attention builds a single-head self-attention block with a classifier
 // head. With B = batch, T = 4 tokens, D = 8 features and H = 8 hidden units:
 //
@@ -28,101 +37,42 @@ import (
 // Learnables (9): Wq, Wk, Wv (D, D), ln.gain, ln.bias (1, D), ff.W, ff.b,
 // head.W, head.b.
 func Attention(dt tensor.Dtype, batch int, seed int64) (*Model, error) {
-	const (
-		name = "attention"
-		T    = 4
-		D    = 8
-		H    = 8
-		eps  = 1e-5
-	)
+	const name = "attention"
 	b, err := newBuilder(name, dt, batch, seed)
 	if err != nil {
 		return nil, err
 	}
-	x := b.input("x", false, batch, T, D)
+	x := b.input("x", false, batch, attnTokens, attnFeatures)
 	y := b.input("y", true, batch, NumClasses)
 
 	fail := func(what string, err error) (*Model, error) {
 		return nil, wrap(name, errors.Wrap(err, what))
 	}
 
-	x2, err := gorgonia.Reshape(x, tensor.Shape{batch * T, D})
+	x2, err := gorgonia.Reshape(x, tensor.Shape{batch * attnTokens, attnFeatures})
 	if err != nil {
 		return fail("flatten x", err)
 	}
-
-	// Q, K, V projections.
-	proj := func(p string) (*gorgonia.Node, error) {
-		w := b.glorot(p, D, D, D, D)
-		z, err := gorgonia.Mul(x2, w)
-		if err != nil {
-			return nil, err
-		}
-		return gorgonia.Reshape(z, tensor.Shape{batch, T, D})
-	}
-	q, err := proj("Wq")
+	q, k, v, err := projectQKV(b, x2, batch)
 	if err != nil {
-		return fail("query", err)
+		return nil, wrap(name, err)
 	}
-	k, err := proj("Wk")
+	r, err := attendResidual(b, x, q, k, v, batch)
 	if err != nil {
-		return fail("key", err)
-	}
-	v, err := proj("Wv")
-	if err != nil {
-		return fail("value", err)
-	}
-
-	// Scaled dot-product attention.
-	scores, err := gorgonia.BatchedMatMul(q, k, false, true)
-	if err != nil {
-		return fail("scores", err)
-	}
-	if scores, err = gorgonia.HadamardDiv(scores, b.scalar(math.Sqrt(D))); err != nil {
-		return fail("scale", err)
-	}
-	probs, err := gorgonia.SoftMax(scores, 2)
-	if err != nil {
-		return fail("softmax", err)
-	}
-	attn, err := gorgonia.BatchedMatMul(probs, v)
-	if err != nil {
-		return fail("attend", err)
-	}
-	// The residual is added in (B, T, D) to the input node itself, not to
-	// its Reshape x2: in a forward-only TapeMachine program Gorgonia would
-	// run Add in place on x2, whose value aliases the caller's x tensor.
-	r, err := gorgonia.Add(x, attn)
-	if err != nil {
-		return fail("residual", err)
-	}
-	if r, err = gorgonia.Reshape(r, tensor.Shape{batch * T, D}); err != nil {
-		return fail("flatten residual", err)
+		return nil, wrap(name, err)
 	}
 
 	// Layer norm over the feature axis.
-	ln, err := layerNorm(b, "ln", r, eps)
+	ln, err := layerNorm(b, "ln", r, attnEps)
 	if err != nil {
 		return fail("layer norm", err)
 	}
-
-	// Feed-forward layer, then mean pooling over the tokens.
-	ff, err := b.linear("ff", ln, D, H)
+	pooled, err := feedForwardPool(b, ln, batch)
 	if err != nil {
-		return fail("feed-forward", err)
-	}
-	if ff, err = gorgonia.Tanh(ff); err != nil {
-		return fail("feed-forward", err)
-	}
-	if ff, err = gorgonia.Reshape(ff, tensor.Shape{batch, T, H}); err != nil {
-		return fail("unflatten", err)
-	}
-	pooled, err := gorgonia.Mean(ff, 1)
-	if err != nil {
-		return fail("pool", err)
+		return nil, wrap(name, err)
 	}
 
-	logits, err := b.linear("head", pooled, H, NumClasses)
+	logits, err := b.linear("head", pooled, attnHidden, NumClasses)
 	if err != nil {
 		return fail("head", err)
 	}
@@ -131,6 +81,84 @@ func Attention(dt tensor.Dtype, batch int, seed int64) (*Model, error) {
 		return fail("cost", err)
 	}
 	return b.model(cost), nil
+}
+
+// projectQKV applies the Q, K and V projections (learnables Wq, Wk, Wv,
+// drawn in that order) to x2 (B·T, D) and returns each reshaped to
+// (B, T, D). Its error is wrapped with "query", "key" or "value".
+func projectQKV(b *builder, x2 *gorgonia.Node, batch int) (q, k, v *gorgonia.Node, err error) {
+	proj := func(p string) (*gorgonia.Node, error) {
+		w := b.glorot(p, attnFeatures, attnFeatures, attnFeatures, attnFeatures)
+		z, err := gorgonia.Mul(x2, w)
+		if err != nil {
+			return nil, err
+		}
+		return gorgonia.Reshape(z, tensor.Shape{batch, attnTokens, attnFeatures})
+	}
+	if q, err = proj("Wq"); err != nil {
+		return nil, nil, nil, errors.Wrap(err, "query")
+	}
+	if k, err = proj("Wk"); err != nil {
+		return nil, nil, nil, errors.Wrap(err, "key")
+	}
+	if v, err = proj("Wv"); err != nil {
+		return nil, nil, nil, errors.Wrap(err, "value")
+	}
+	return q, k, v, nil
+}
+
+// attendResidual is scaled dot-product attention of q, k, v (B, T, D)
+// added to the input x: it returns x + SoftMax(q·kᵀ/√D)·v flattened to
+// (B·T, D). Its error is wrapped with the step that failed ("scores",
+// "scale", "softmax", "attend", "residual", "flatten residual").
+func attendResidual(b *builder, x, q, k, v *gorgonia.Node, batch int) (*gorgonia.Node, error) {
+	scores, err := gorgonia.BatchedMatMul(q, k, false, true)
+	if err != nil {
+		return nil, errors.Wrap(err, "scores")
+	}
+	if scores, err = gorgonia.HadamardDiv(scores, b.scalar(math.Sqrt(attnFeatures))); err != nil {
+		return nil, errors.Wrap(err, "scale")
+	}
+	probs, err := gorgonia.SoftMax(scores, 2)
+	if err != nil {
+		return nil, errors.Wrap(err, "softmax")
+	}
+	attn, err := gorgonia.BatchedMatMul(probs, v)
+	if err != nil {
+		return nil, errors.Wrap(err, "attend")
+	}
+	// The residual is added in (B, T, D) to the input node itself, not to
+	// its Reshape x2: in a forward-only TapeMachine program Gorgonia would
+	// run Add in place on x2, whose value aliases the caller's x tensor.
+	r, err := gorgonia.Add(x, attn)
+	if err != nil {
+		return nil, errors.Wrap(err, "residual")
+	}
+	if r, err = gorgonia.Reshape(r, tensor.Shape{batch * attnTokens, attnFeatures}); err != nil {
+		return nil, errors.Wrap(err, "flatten residual")
+	}
+	return r, nil
+}
+
+// feedForwardPool is the feed-forward layer ff (D→H, Tanh) on ln
+// (B·T, D), then mean pooling over the tokens: it returns (B, H). Its
+// error is wrapped with "feed-forward", "unflatten" or "pool".
+func feedForwardPool(b *builder, ln *gorgonia.Node, batch int) (*gorgonia.Node, error) {
+	ff, err := b.linear("ff", ln, attnFeatures, attnHidden)
+	if err != nil {
+		return nil, errors.Wrap(err, "feed-forward")
+	}
+	if ff, err = gorgonia.Tanh(ff); err != nil {
+		return nil, errors.Wrap(err, "feed-forward")
+	}
+	if ff, err = gorgonia.Reshape(ff, tensor.Shape{batch, attnTokens, attnHidden}); err != nil {
+		return nil, errors.Wrap(err, "unflatten")
+	}
+	pooled, err := gorgonia.Mean(ff, 1)
+	if err != nil {
+		return nil, errors.Wrap(err, "pool")
+	}
+	return pooled, nil
 }
 
 // layerNorm normalises every row of x (n, d) to zero mean and unit variance
