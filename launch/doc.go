@@ -1,8 +1,39 @@
-// Package launch reads where this process sits in a pipeline from the
-// environment a launcher gives it: torchrun's RANK, WORLD_SIZE,
-// MASTER_ADDR and MASTER_PORT, or a Kubernetes JobSet's Indexed Job
-// (JOB_COMPLETION_INDEX, and the names that make up the pods' DNS names
+// Package launch is where a pipeline's stages run when they run in
+// several processes: where each process stands, how it reaches the
+// others, and the stage processes a program starts on its own host. The
+// pipemare command's train and stage are built on it; a Go program that
+// embeds the library uses it the same way.
+//
+// # Where a process stands
+//
+// FromEnv reads this process's place from the environment a launcher
+// gives it: torchrun's RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT, or a
+// Kubernetes JobSet's Indexed Job (JOB_COMPLETION_INDEX, and the names
+// that make up the pods' DNS names
 // <jobset>-<job>-<jobIndex>-<podIndex>.<subdomain>). Rank i, or pod index
 // i, is stage i; the stages' addresses follow from the environment where
-// it determines them.
+// it determines them. Without a launcher, ParseAddrs reads the addresses
+// from a command line.
+//
+// A Place holds the result: the stages' addresses, the stage this process
+// serves (or -1, the driver) and where it listens, including a listening
+// socket inherited as a file descriptor ("fd:3"). Its Connector, given
+// Credentials (a directory of certificates as package pki writes them, or
+// plaintext on loopback), is what train.Config.Connect and
+// train.ServeStage take: it opens the process's grpcnet endpoint once the
+// model is cut.
+//
+// # Stage processes on this host
+//
+// StartLocal starts one process per stage on loopback — of this program,
+// or another, with the arguments the caller makes for each — each handed
+// its listener as file descriptor 3 and, unless insecure, throw-away
+// certificates; the returned Local says where they serve and
+// Stop ends them, removing the certificates. The caller owns the
+// processes: on Linux they die with it even when it is killed (OwnChild,
+// which also serves any child process a program must not outlive).
+//
+// Pin places a process on CPUs (and sets GOMAXPROCS as a stage process
+// needs it); OwnCPU is the CPU of stage process i when each has one of its
+// own.
 package launch

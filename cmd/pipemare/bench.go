@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -14,8 +13,11 @@ import (
 	"runtime"
 	"strings"
 
+	"github.com/pkg/errors"
+
 	"github.com/pipemare/pipemare/experiment"
 	"github.com/pipemare/pipemare/internal/affinity"
+	"github.com/pipemare/pipemare/launch"
 	"github.com/pipemare/pipemare/rundir"
 )
 
@@ -108,7 +110,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	var report map[string]any
 	if err := json.Unmarshal(last, &report); err != nil {
-		return fmt.Errorf("the placed run's report.json: %w", err)
+		return errors.Wrap(err, "the placed run's report.json")
 	}
 	report["speedup"] = b
 	if err := out.WriteJSON("report.json", report); err != nil {
@@ -147,12 +149,12 @@ func benchTrain(ctx context.Context, args []string) (trained, []byte, error) {
 	cmd := exec.CommandContext(ctx, exe, append([]string{"train", "-trace-steps=1"}, args...)...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
-	ownChild(cmd)
+	launch.OwnChild(cmd)
 	runtime.LockOSThread() // Pdeathsig follows the thread that forked the child
 	err = cmd.Run()
 	runtime.UnlockOSThread()
 	if err != nil {
-		return trained{}, nil, fmt.Errorf("%w: %s", err, strings.TrimSpace(stderr.String()))
+		return trained{}, nil, errors.Errorf("%v: %s", err, strings.TrimSpace(stderr.String()))
 	}
 	var dir string
 	for _, a := range args {
@@ -173,7 +175,7 @@ func benchTrain(ctx context.Context, args []string) (trained, []byte, error) {
 		} `json:"result"`
 	}
 	if err := json.Unmarshal(raw, &r); err != nil {
-		return trained{}, nil, fmt.Errorf("%s: %w", filepath.Join(dir, "report.json"), err)
+		return trained{}, nil, errors.Wrapf(err, "%s", filepath.Join(dir, "report.json"))
 	}
 	return trained{samplesPerSec: r.Result.Report.SamplesPerSec, weights: r.Result.WeightsSHA256}, raw, nil
 }

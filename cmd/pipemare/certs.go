@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"strings"
+
+	"github.com/pkg/errors"
 
 	"github.com/pipemare/pipemare/transport/pki"
 )
@@ -53,15 +56,11 @@ func certsCmd(_ context.Context, args []string, stdout, stderr io.Writer) error 
 func stageHosts(hosts []string, n int) ([]string, error) {
 	switch {
 	case n < 1:
-		return nil, fmt.Errorf("-stages %d: the number of stages, at least 1", n)
+		return nil, errors.Errorf("-stages %d: the number of stages, at least 1", n)
 	case len(hosts) == n:
 		return hosts, nil
 	case len(hosts) == 1:
-		out := make([]string, n)
-		for i := range out {
-			out[i] = hosts[0]
-		}
-		return out, nil
+		return slices.Repeat(hosts, n), nil
 	}
-	return nil, fmt.Errorf("-stages %d and -hosts with %d hosts: give one host per stage, or one host for all %d", n, len(hosts), n)
+	return nil, errors.Errorf("-stages %d and -hosts with %d hosts: give one host per stage, or one host for all %d", n, len(hosts), n)
 }

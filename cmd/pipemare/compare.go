@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
-	"errors"
+	stderrors "errors"
 	"flag"
 	"fmt"
 	"io"
+
+	"github.com/pkg/errors"
 
 	"github.com/pipemare/pipemare/experiment"
 	"github.com/pipemare/pipemare/rundir"
@@ -50,7 +52,7 @@ func compareCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		fmt.Fprintf(stdout, "running %s…\n", ru.Label)
 		res, err := trainWithProgress(ctx, r.Build, ru.Config, trainSet, test, stdout, stderr)
 		if err != nil {
-			trainErr = fmt.Errorf("%s: %w", ru.Label, err)
+			trainErr = errors.Wrapf(err, "%s", ru.Label)
 		}
 		if res == nil || len(res.Epochs) == 0 {
 			break
@@ -74,7 +76,7 @@ func compareCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if werr == nil {
 		fmt.Fprintf(stdout, "wrote %s/report.json, a trace per schedule and plots\n", o.out)
 	}
-	return errors.Join(trainErr, werr)
+	return stderrors.Join(trainErr, werr)
 }
 
 // writeRuns writes report (train's rundir.Report or compare's

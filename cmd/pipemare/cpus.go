@@ -2,11 +2,12 @@ package main
 
 import (
 	"flag"
-	"fmt"
-	"os"
-	"runtime"
+	"strconv"
+
+	"github.com/pkg/errors"
 
 	"github.com/pipemare/pipemare/internal/affinity"
+	"github.com/pipemare/pipemare/launch"
 )
 
 // cpuFlags place a process on CPUs: -cpus pins the process itself (train,
@@ -26,41 +27,29 @@ func (c *cpuFlags) register(fs *flag.FlagSet, stage bool) {
 	}
 }
 
-// apply pins the process to -cpus, if given. GOMAXPROCS follows the CPUs —
-// for a stage process at least 2, unless the GOMAXPROCS environment
-// variable sets it: with one, the transport's goroutines wait for the
-// compute to block before they send or receive, and a stage waits for its
-// peers' tensors (docs/speed.md has the measurements).
+// apply pins the process to -cpus, if given, and sets GOMAXPROCS to suit
+// (launch.Pin: for a stage process at least 2).
 func (c *cpuFlags) apply() error {
 	if c.cpus == "" {
 		return nil
 	}
 	cpus, err := affinity.Parse(c.cpus)
 	if err != nil {
-		return usageErr{fmt.Errorf("-cpus: %v", err)}
+		return usageErr{errors.Wrap(err, "-cpus")}
 	}
-	if err := affinity.PinProcess(cpus); err != nil {
-		return fmt.Errorf("-cpus %s: %w", c.cpus, err)
-	}
-	if os.Getenv("GOMAXPROCS") == "" {
-		procs := len(cpus)
-		if c.stage {
-			procs = max(2, procs)
-		}
-		runtime.GOMAXPROCS(procs)
-	}
-	return nil
+	return errors.Wrapf(launch.Pin(cpus, c.stage), "-cpus %s", c.cpus)
 }
 
-// stageCPUs is the -cpus of stage process i of n under -pin: CPU i of
-// those this process may use, round robin ("" without -pin).
-func (c *cpuFlags) stageCPUs(i int) (string, error) {
+// stageCPUs is the -cpus of stage process i under -pin: a CPU of its own
+// (launch.OwnCPU); "" without -pin, or when this process's CPUs cannot be
+// read.
+func (c *cpuFlags) stageCPUs(i int) string {
 	if !c.pin {
-		return "", nil
+		return ""
 	}
-	allowed, err := affinity.Allowed()
+	cpu, err := launch.OwnCPU(i)
 	if err != nil {
-		return "", fmt.Errorf("-pin: %w", err)
+		return ""
 	}
-	return affinity.Format(allowed[i%len(allowed) : i%len(allowed)+1]), nil
+	return strconv.Itoa(cpu)
 }

@@ -82,8 +82,8 @@ func TestJobSetManifestArgs(t *testing.T) {
 		require.Zero(t, fs.NArg(), "no stray argument")
 		w, pl, err := tf.place()
 		require.NoError(t, err)
-		require.Equal(t, i, pl.stage)
-		require.Equal(t, "jobset", pl.launcher)
+		require.Equal(t, i, pl.Stage)
+		require.Equal(t, "jobset", pl.Launcher)
 		if i == 0 {
 			require.Equal(t, launchedFirst, w, "pod 0 drives")
 		} else {

@@ -2,12 +2,13 @@ package main
 
 import (
 	"bytes"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"strconv"
 	"strings"
+
+	"github.com/pkg/errors"
 
 	"github.com/pipemare/pipemare/experiment"
 	"github.com/pipemare/pipemare/rundir"
@@ -150,7 +151,7 @@ func loadData(r zoo.Recipe, data string, limit, testLimit int) (zoo.Data, zoo.Da
 	}
 	trainSet, test, err := r.Load(dir, limit)
 	if err != nil {
-		return nil, nil, fmt.Errorf("-data %s: %w", data, err)
+		return nil, nil, errors.Wrapf(err, "-data %s", data)
 	}
 	if testLimit > 0 && testLimit < test.Len() {
 		test = head{test, testLimit}
@@ -188,29 +189,29 @@ func (o *options) check() error {
 		v    float64
 	}{{"microbatch", float64(o.microbatch)}, {"microbatches", float64(o.microbatches)}, {"epochs", float64(o.epochs)}, {"lr", o.lr}} {
 		if !(f.v >= 0) { // NaN too
-			return fmt.Errorf("-%s %g: must be positive (or 0 for the recipe's)", f.name, f.v)
+			return errors.Errorf("-%s %g: must be positive (or 0 for the recipe's)", f.name, f.v)
 		}
 	}
 	if o.momentum != -1 && !(o.momentum >= 0 && o.momentum < 1) {
-		return fmt.Errorf("-momentum %g: must be in [0, 1) (or -1 for the recipe's)", o.momentum)
+		return errors.Errorf("-momentum %g: must be in [0, 1) (or -1 for the recipe's)", o.momentum)
 	}
 	if o.warmup < -1 {
-		return fmt.Errorf("-warmup %d: a number of steps, or -1 for the recipe's", o.warmup)
+		return errors.Errorf("-warmup %d: a number of steps, or -1 for the recipe's", o.warmup)
 	}
 	if o.t1 < -1 {
-		return fmt.Errorf("-t1 %d: a number of steps, or -1 for the steps after the warm-up", o.t1)
+		return errors.Errorf("-t1 %d: a number of steps, or -1 for the steps after the warm-up", o.t1)
 	}
 	if o.t2 != -1 && !(o.t2 >= 0 && o.t2 < 1) {
-		return fmt.Errorf("-t2 %g: must be in [0, 1) (0: off; -1: the method's)", o.t2)
+		return errors.Errorf("-t2 %g: must be in [0, 1) (0: off; -1: the method's)", o.t2)
 	}
 	if o.method != "" {
 		if _, err := train.ParseMethod(o.method); err != nil {
-			return fmt.Errorf("-method %q: %v", o.method, err)
+			return errors.Errorf("-method %q: %v", o.method, err)
 		}
 	}
 	if o.stages != "fine" {
 		if p, err := strconv.Atoi(o.stages); err != nil || p < 1 {
-			return fmt.Errorf("-stages %q: a positive number or fine", o.stages)
+			return errors.Errorf("-stages %q: a positive number or fine", o.stages)
 		}
 	}
 	if o.cut != "" {
@@ -219,17 +220,17 @@ func (o *options) check() error {
 			return err
 		}
 		if p, _ := strconv.Atoi(o.stages); o.stages != "fine" && p != len(cut)+1 {
-			return fmt.Errorf("-stages %s and -cut %s: the cut makes %d stages; give one of the two", o.stages, o.cut, len(cut)+1)
+			return errors.Errorf("-stages %s and -cut %s: the cut makes %d stages; give one of the two", o.stages, o.cut, len(cut)+1)
 		}
 	}
 	if o.limit < 0 {
-		return fmt.Errorf("-limit %d: must be positive (or 0 for all)", o.limit)
+		return errors.Errorf("-limit %d: must be positive (or 0 for all)", o.limit)
 	}
 	if o.testLimit < 0 {
-		return fmt.Errorf("-test-limit %d: must be positive (or 0 for all)", o.testLimit)
+		return errors.Errorf("-test-limit %d: must be positive (or 0 for all)", o.testLimit)
 	}
 	if o.traceSteps < 0 {
-		return fmt.Errorf("-trace-steps %d: must be positive (or 0 for the whole run)", o.traceSteps)
+		return errors.Errorf("-trace-steps %d: must be positive (or 0 for the whole run)", o.traceSteps)
 	}
 	return nil
 }
@@ -292,7 +293,7 @@ func (o *options) config(s schedule.Schedule, trainLen int) (train.Config, error
 		return c, noMinibatch(set, o, trainLen, c)
 	}
 	if c, err = method.Apply(c, r.Warmup, steps); err != nil {
-		return c, fmt.Errorf("-method %s: %v", method, err)
+		return c, errors.Errorf("-method %s: %v", method, err)
 	}
 	if o.lr > 0 {
 		c.LR = o.lr
@@ -306,13 +307,13 @@ func (o *options) config(s schedule.Schedule, trainLen int) (train.Config, error
 	total := c.Epochs * steps
 	if c.Schedule.Async && c.Warmup >= total {
 		if set["warmup"] {
-			return c, fmt.Errorf("-warmup %d: the synchronous warm-up covers the whole run of %d steps (%d epochs × %d), which would train no asynchronous step; give fewer steps, or 0 for none", o.warmup, total, c.Epochs, steps)
+			return c, errors.Errorf("-warmup %d: the synchronous warm-up covers the whole run of %d steps (%d epochs × %d), which would train no asynchronous step; give fewer steps, or 0 for none", o.warmup, total, c.Epochs, steps)
 		}
 		epochs := "epochs"
 		if r.Warmup == 1 {
 			epochs = "epoch"
 		}
-		return c, fmt.Errorf("-epochs %d: the %s recipe's warm-up of %d %s (%d steps) covers the whole run, which would train no asynchronous step; give -epochs %d or more, or -warmup with fewer than %d steps (0: none)", c.Epochs, r.Model, r.Warmup, epochs, c.Warmup, r.Warmup+1, total)
+		return c, errors.Errorf("-epochs %d: the %s recipe's warm-up of %d %s (%d steps) covers the whole run, which would train no asynchronous step; give -epochs %d or more, or -warmup with fewer than %d steps (0: none)", c.Epochs, r.Model, r.Warmup, epochs, c.Warmup, r.Warmup+1, total)
 	}
 	switch {
 	case o.t1 >= 0:
@@ -327,7 +328,7 @@ func (o *options) config(s schedule.Schedule, trainLen int) (train.Config, error
 		c = experiment.WithoutTechniques(c)
 	}
 	if c.Predict && c.T2 != 0 {
-		return c, fmt.Errorf("-t2 %g: weight prediction (-method %s) cannot have T2, whose backward estimate would undo it", c.T2, method)
+		return c, errors.Errorf("-t2 %g: weight prediction (-method %s) cannot have T2, whose backward estimate would undo it", c.T2, method)
 	}
 	return c, nil
 }
@@ -338,7 +339,7 @@ func parseCut(list string) ([]int, error) {
 	for _, f := range strings.Split(list, ",") {
 		q, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil || q < 1 || len(cut) > 0 && q <= cut[len(cut)-1] {
-			return nil, fmt.Errorf("-cut %q: increasing op positions from 1, comma-separated, like 22,81", list)
+			return nil, errors.Errorf("-cut %q: increasing op positions from 1, comma-separated, like 22,81", list)
 		}
 		cut = append(cut, q)
 	}
@@ -383,13 +384,13 @@ func noMinibatch(set map[string]bool, o *options, trainLen int, c train.Config) 
 	rows := c.Microbatch * c.Microbatches
 	switch {
 	case set["limit"]:
-		return fmt.Errorf("-limit %d: %d training examples make no minibatch of %d microbatches × %d rows; give -limit %d or more", o.limit, trainLen, c.Microbatches, c.Microbatch, rows)
+		return errors.Errorf("-limit %d: %d training examples make no minibatch of %d microbatches × %d rows; give -limit %d or more", o.limit, trainLen, c.Microbatches, c.Microbatch, rows)
 	case set["microbatches"]:
-		return fmt.Errorf("-microbatches %d: a minibatch of %d × %d rows is more than the %d training examples", o.microbatches, c.Microbatches, c.Microbatch, trainLen)
+		return errors.Errorf("-microbatches %d: a minibatch of %d × %d rows is more than the %d training examples", o.microbatches, c.Microbatches, c.Microbatch, trainLen)
 	case set["microbatch"]:
-		return fmt.Errorf("-microbatch %d: a minibatch of %d × %d rows is more than the %d training examples", o.microbatch, c.Microbatches, c.Microbatch, trainLen)
+		return errors.Errorf("-microbatch %d: a minibatch of %d × %d rows is more than the %d training examples", o.microbatch, c.Microbatches, c.Microbatch, trainLen)
 	}
-	return fmt.Errorf("-data %s: %d training examples make no minibatch of %d microbatches × %d rows", o.data, trainLen, c.Microbatches, c.Microbatch)
+	return errors.Errorf("-data %s: %d training examples make no minibatch of %d microbatches × %d rows", o.data, trainLen, c.Microbatches, c.Microbatch)
 }
 
 func scheduleNamed(name string) (schedule.Schedule, error) {
@@ -399,7 +400,7 @@ func scheduleNamed(name string) (schedule.Schedule, error) {
 		for _, s := range schedule.All() {
 			names = append(names, s.Name)
 		}
-		return s, fmt.Errorf("-schedule %q: unknown schedule (one of %s)", name, strings.Join(names, ", "))
+		return s, errors.Errorf("-schedule %q: unknown schedule (one of %s)", name, strings.Join(names, ", "))
 	}
 	return s, nil
 }

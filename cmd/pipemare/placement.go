@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -10,7 +9,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pkg/errors"
+
 	"github.com/pipemare/pipemare/graphsplit"
+	"github.com/pipemare/pipemare/launch"
 	"github.com/pipemare/pipemare/rundir"
 	"github.com/pipemare/pipemare/train"
 	"github.com/pipemare/pipemare/transport"
@@ -63,37 +65,37 @@ func (t *trainFlags) place() (where, place, error) {
 	case t.cpu.pin && t.procs < 1:
 		return 0, place{}, usageErr{errors.New("-pin places -procs's stage processes on CPUs of their own: give -procs (pin this process with -cpus)")}
 	case t.procs < 1 && t.procsSet:
-		return 0, place{}, usageErr{fmt.Errorf("-procs %d: the number of stage processes, at least 1 (without -procs the stages run in this process)", t.procs)}
+		return 0, place{}, usageErr{errors.Errorf("-procs %d: the number of stage processes, at least 1 (without -procs the stages run in this process)", t.procs)}
 	case t.procs > 0 && n.stageAddrs != "":
-		return 0, place{}, usageErr{fmt.Errorf("-procs %d and -stage-addrs: -procs starts the stages here, -stage-addrs names stages started elsewhere; choose one", t.procs)}
+		return 0, place{}, usageErr{errors.Errorf("-procs %d and -stage-addrs: -procs starts the stages here, -stage-addrs names stages started elsewhere; choose one", t.procs)}
 	case t.procs > 0 && found:
-		return 0, place{}, usageErr{fmt.Errorf("-procs %d: the %s environment has started the stages already", t.procs, env.Launcher)}
+		return 0, place{}, usageErr{errors.Errorf("-procs %d: the %s environment has started the stages already", t.procs, env.Launcher)}
 	case t.procs > 0 && n.certs != "":
-		return 0, place{}, usageErr{fmt.Errorf("-procs %d and -certs: -procs makes throw-away certificates (or runs plaintext with -insecure)", t.procs)}
+		return 0, place{}, usageErr{errors.Errorf("-procs %d and -certs: -procs makes throw-away certificates (or runs plaintext with -insecure)", t.procs)}
 	case t.procs > 0:
-		return localProcs, place{stage: -1}, nil
+		return localProcs, place{Stage: -1}, nil
 	case found:
 		pl, err := stagePlace(n, -1, "", env, true)
 		if err != nil {
 			return 0, pl, usageErr{err}
 		}
-		if pl.stage == 0 {
+		if pl.Stage == 0 {
 			return launchedFirst, pl, nil
 		}
 		return launchedStage, pl, nil
 	case n.stageAddrs != "":
-		addrs, err := parseAddrs(n.stageAddrs)
+		addrs, err := n.addrs()
 		if err == nil {
 			err = n.checkCredentials(addrs)
 		}
 		if err != nil {
 			return 0, place{}, usageErr{err}
 		}
-		return remote, place{addrs: addrs, stage: -1, addrsFrom: "-stage-addrs"}, nil
+		return remote, place{Addrs: addrs, Stage: -1, AddrsFrom: "-stage-addrs"}, nil
 	case n.certs != "" || n.insecure:
 		return 0, place{}, usageErr{errors.New("-certs and -insecure secure the links to stages in other processes: give -procs or -stage-addrs with them")}
 	}
-	return inProcess, place{stage: -1}, nil
+	return inProcess, place{Stage: -1}, nil
 }
 
 // placement is what report.json says of where the stages ran (the
@@ -104,7 +106,7 @@ func (t *trainFlags) placement(w where, pl place) *rundir.Placement {
 	case localProcs:
 		p.Where = "processes"
 	case remote, launchedFirst:
-		p.Where, p.Launcher, p.Addresses = "remote", pl.launcher, pl.addrs
+		p.Where, p.Launcher, p.Addresses = "remote", pl.Launcher, pl.Addrs
 	}
 	if w != inProcess {
 		p.Transport = "grpc+mtls"
@@ -127,14 +129,14 @@ const stopGrace = 10 * time.Second
 func (t *trainFlags) connect(ctx context.Context, cfg *train.Config, o *options, w where, pl place, rep *rundir.Placement, r zoo.Recipe, trainSet zoo.Data, stdout, stderr io.Writer) (stop func(error) error, err error) {
 	switch w {
 	case remote:
-		cfg.Connect = t.net.connector(transport.Driver, pl)
+		cfg.Connect = t.net.connector(pl)
 	case launchedFirst: // stage 0 beside the driver, as a stage process would serve it
 		sctx, cancel := context.WithCancel(ctx)
 		served := make(chan error, 1)
 		first, scfg := pl, *cfg
 		go func() { served <- serveStage(sctx, r, trainSet, scfg, &t.net, first, io.Discard) }()
-		pl.stage = -1
-		cfg.Connect = t.net.connector(transport.Driver, pl)
+		pl.Stage = -1
+		cfg.Connect = t.net.connector(pl)
 		return func(trainErr error) error {
 			if trainErr != nil { // the driver may never have reached stage 0
 				cancel()
@@ -149,30 +151,32 @@ func (t *trainFlags) connect(ctx context.Context, cfg *train.Config, o *options,
 			}
 		}, nil
 	case localProcs:
-		var stages *localStages
+		var stages *launch.Local
 		cfg.Connect = func(ctx context.Context, plan *graphsplit.Plan) (transport.Endpoint, error) {
 			ctx, cancel := context.WithCancelCause(ctx)
 			defer cancel(nil)
 			var err error
-			stages, err = startLocalStages(t.procs, t.net.insecure, func(i int, addrs []string, certs string) []string {
-				cpus, _ := t.cpu.stageCPUs(i) // place checked -pin
-				return stageArgs(o, cfg.Cut, cpus, t.net.connectTimeout, i, addrs, certs)
-			}, stderr, func(i int, err error) {
-				cancel(fmt.Errorf("stage %d exited before the pipeline was up (%v); its error is above", i, err))
+			stages, err = launch.StartLocal(launch.LocalConfig{Stages: t.procs, Insecure: t.net.insecure, Stderr: stderr,
+				Args: func(i int, addrs []string, certs string) []string {
+					return stageArgs(o, cfg.Cut, t.cpu.stageCPUs(i), t.net.connectTimeout, i, addrs, certs)
+				},
+				Exited: func(i int, err error) {
+					cancel(errors.Errorf("stage %d exited before the pipeline was up (%v); its error is above", i, err))
+				},
 			})
 			if err != nil {
-				return nil, err
+				return nil, errors.Wrap(err, "-procs")
 			}
-			rep.Addresses, rep.PIDs = stages.addrs, stages.pids
-			for i := range stages.pids {
-				if cpus, _ := t.cpu.stageCPUs(i); cpus != "" {
+			rep.Addresses, rep.PIDs = stages.Addrs, stages.PIDs
+			for i := range stages.PIDs {
+				if cpus := t.cpu.stageCPUs(i); cpus != "" {
 					rep.CPUs = append(rep.CPUs, cpus)
 				}
 			}
-			fmt.Fprintf(stdout, "started %d stage processes on %s (pids %s)\n", t.procs, strings.Join(stages.addrs, ", "), strings.Trim(fmt.Sprint(stages.pids), "[]"))
+			fmt.Fprintf(stdout, "started %d stage processes on %s (pids %s)\n", t.procs, strings.Join(stages.Addrs, ", "), strings.Trim(fmt.Sprint(stages.PIDs), "[]"))
 			n := t.net
-			n.certs = stages.certs
-			ep, err := n.connector(transport.Driver, place{addrs: stages.addrs, stage: -1, addrsFrom: "-procs"})(ctx, plan)
+			n.certs = stages.Certs
+			ep, err := n.connector(place{Addrs: stages.Addrs, Stage: -1})(ctx, plan)
 			if cause := context.Cause(ctx); err != nil && cause != nil && !errors.Is(cause, context.Canceled) {
 				err = cause
 			}
@@ -182,7 +186,7 @@ func (t *trainFlags) connect(ctx context.Context, cfg *train.Config, o *options,
 			if stages == nil {
 				return nil
 			}
-			return stages.stop(stopGrace)
+			return stages.Stop(stopGrace)
 		}, nil
 	}
 	return func(error) error { return nil }, nil

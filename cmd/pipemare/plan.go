@@ -9,6 +9,8 @@ import (
 	"runtime"
 	"strconv"
 
+	"github.com/pkg/errors"
+
 	"github.com/pipemare/pipemare/graphsplit"
 	"github.com/pipemare/pipemare/zoo"
 )
@@ -65,7 +67,7 @@ func planCmd(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	var f *os.File
 	if *dot != "" { // before printing anything: a path that cannot be written fails first
 		if f, err = os.Create(*dot); err != nil {
-			return fmt.Errorf("-dot: %w", err)
+			return errors.Wrap(err, "-dot")
 		}
 	}
 	fmt.Fprintf(stdout, "%s at microbatch %d: %d stages\n", m.Name, *microbatch, len(plan.Stages))
@@ -83,10 +85,10 @@ func planCmd(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if err := plan.WriteDOT(f); err != nil {
 		f.Close()
-		return fmt.Errorf("writing %s: %w", *dot, err)
+		return errors.Wrapf(err, "writing %s", *dot)
 	}
 	if err := f.Close(); err != nil {
-		return fmt.Errorf("writing %s: %w", *dot, err)
+		return errors.Wrapf(err, "writing %s", *dot)
 	}
 	fmt.Fprintf(stdout, "wrote %s (render with dot -Tsvg)\n", *dot)
 	return nil

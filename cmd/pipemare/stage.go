@@ -7,6 +7,8 @@ import (
 	"io"
 	"strings"
 
+	"github.com/pkg/errors"
+
 	"github.com/pipemare/pipemare/graphsplit"
 	"github.com/pipemare/pipemare/launch"
 	"github.com/pipemare/pipemare/train"
@@ -58,46 +60,46 @@ func stageCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 // the launcher's environment, the stages' addresses from -stage-addrs or
 // the environment, and where it listens. Errors name the flag.
 func stagePlace(n *netFlags, index int, listen string, env launch.Config, found bool) (place, error) {
-	pl := place{stage: index, listen: listen, addrsFrom: "-stage-addrs"}
+	pl := place{Stage: index, Listen: listen, AddrsFrom: "-stage-addrs"}
 	if err := n.checkTimeout(); err != nil {
 		return pl, err
 	}
 	if found {
-		pl.launcher = env.Launcher
+		pl.Launcher = env.Launcher
 		switch {
 		case index < 0:
-			pl.stage = env.Stage
+			pl.Stage = env.Stage
 		case index != env.Stage:
-			return pl, fmt.Errorf("-stage %d, but the %s environment makes this process stage %d", index, env.Launcher, env.Stage)
+			return pl, errors.Errorf("-stage %d, but the %s environment makes this process stage %d", index, env.Launcher, env.Stage)
 		}
 		if listen == "" {
-			pl.listen = env.Listen
+			pl.Listen = env.Listen
 		}
 	}
-	if pl.stage < 0 {
-		return pl, fmt.Errorf("-stage: which stage this process serves (or run it under torchrun or a JobSet, which say)")
+	if pl.Stage < 0 {
+		return pl, errors.New("-stage: which stage this process serves (or run it under torchrun or a JobSet, which say)")
 	}
 	switch {
 	case n.stageAddrs != "":
-		addrs, err := parseAddrs(n.stageAddrs)
+		addrs, err := n.addrs()
 		if err != nil {
 			return pl, err
 		}
-		pl.addrs = addrs
+		pl.Addrs = addrs
 	case found && env.Addrs != nil:
-		pl.addrs, pl.addrsFrom = env.Addrs, "the "+env.Launcher+" environment"
+		pl.Addrs, pl.AddrsFrom = env.Addrs, "the "+env.Launcher+" environment"
 	default:
-		return pl, fmt.Errorf("-stage-addrs: the stages' addresses, host:port, in stage order")
+		return pl, errors.New("-stage-addrs: the stages' addresses, host:port, in stage order")
 	}
-	if found && len(pl.addrs) != env.Stages {
-		return pl, fmt.Errorf("-stage-addrs gives %d addresses, the %s environment %d stages", len(pl.addrs), env.Launcher, env.Stages)
+	if found && len(pl.Addrs) != env.Stages {
+		return pl, errors.Errorf("-stage-addrs gives %d addresses, the %s environment %d stages", len(pl.Addrs), env.Launcher, env.Stages)
 	}
-	if pl.stage >= len(pl.addrs) {
-		return pl, fmt.Errorf("-stage %d: -stage-addrs gives the addresses of stages 0..%d", pl.stage, len(pl.addrs)-1)
+	if pl.Stage >= len(pl.Addrs) {
+		return pl, errors.Errorf("-stage %d: -stage-addrs gives the addresses of stages 0..%d", pl.Stage, len(pl.Addrs)-1)
 	}
-	served := append([]string(nil), pl.addrs...)
-	if pl.listen != "" && !strings.HasPrefix(pl.listen, "fd:") {
-		served = append(served, pl.listen)
+	served := append([]string(nil), pl.Addrs...)
+	if pl.Listen != "" && !strings.HasPrefix(pl.Listen, "fd:") {
+		served = append(served, pl.Listen)
 	}
 	return pl, n.checkCredentials(served)
 }
@@ -108,17 +110,17 @@ func stagePlace(n *netFlags, index int, listen string, env launch.Config, found 
 // ends it with an error.
 func serveStage(ctx context.Context, r zoo.Recipe, trainSet zoo.Data, cfg train.Config, n *netFlags, pl place, stdout io.Writer) error {
 	cfg.FirstOrderTimeout = n.firstOrder()
-	connect := n.connector(transport.Peer(pl.stage), pl)
-	err := train.ServeStage(ctx, r.Build, trainSet, cfg, pl.stage, func(ctx context.Context, plan *graphsplit.Plan) (transport.Endpoint, error) {
+	connect := n.connector(pl)
+	err := train.ServeStage(ctx, r.Build, trainSet, cfg, pl.Stage, func(ctx context.Context, plan *graphsplit.Plan) (transport.Endpoint, error) {
 		ep, err := connect(ctx, plan)
 		if err == nil {
-			fmt.Fprintf(stdout, "stage %d of %d: connected to the driver and the stages it exchanges tensors with\n", pl.stage, len(pl.addrs))
+			fmt.Fprintf(stdout, "stage %d of %d: connected to the driver and the stages it exchanges tensors with\n", pl.Stage, len(pl.Addrs))
 		}
 		return ep, err
 	})
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "stage %d: stopped by the driver\n", pl.stage)
+	fmt.Fprintf(stdout, "stage %d: stopped by the driver\n", pl.Stage)
 	return nil
 }

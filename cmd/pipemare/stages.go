@@ -1,9 +1,9 @@
 package main
 
 import (
-	"errors"
-	"fmt"
 	"strconv"
+
+	"github.com/pkg/errors"
 
 	"github.com/pipemare/pipemare/graphsplit"
 	"github.com/pipemare/pipemare/train"
@@ -18,11 +18,11 @@ import (
 func planStages(r zoo.Recipe, cfg train.Config, stages string) (int, error) {
 	_, plan, err := cfg.Split(r.Build)
 	if err != nil && cfg.Cut != nil {
-		return 0, usageErr{fmt.Errorf("-cut %s: %v", formatCut(cfg.Cut), err)}
+		return 0, usageErr{errors.Errorf("-cut %s: %v", formatCut(cfg.Cut), err)}
 	}
 	var tm *graphsplit.TooManyStagesError
 	if errors.As(err, &tm) {
-		return 0, usageErr{fmt.Errorf("-stages %s: the %s model cuts into at most %d stages, one per layer (-stages fine)", stages, r.Model, tm.Most)}
+		return 0, usageErr{errors.Errorf("-stages %s: the %s model cuts into at most %d stages, one per layer (-stages fine)", stages, r.Model, tm.Most)}
 	}
 	if err != nil {
 		return 0, err
@@ -50,9 +50,9 @@ func stageCount(r zoo.Recipe, stages string) (int, error) {
 func stagesFit(n int, stages string, procs int, pl place) error {
 	switch {
 	case procs > 0 && procs != n:
-		return usageErr{fmt.Errorf("-procs %d: the plan has %d stages (-stages %s): give -stages %d, or -procs %d", procs, n, stages, procs, n)}
-	case len(pl.addrs) > 0 && len(pl.addrs) != n:
-		return usageErr{fmt.Errorf("%s gives %d stage addresses and the plan has %d stages (-stages %s): give -stages %d, or one address per stage", pl.addrsFrom, len(pl.addrs), n, stages, len(pl.addrs))}
+		return usageErr{errors.Errorf("-procs %d: the plan has %d stages (-stages %s): give -stages %d, or -procs %d", procs, n, stages, procs, n)}
+	case len(pl.Addrs) > 0 && len(pl.Addrs) != n:
+		return usageErr{errors.Errorf("%s gives %d stage addresses and the plan has %d stages (-stages %s): give -stages %d, or one address per stage", pl.AddrsFrom, len(pl.Addrs), n, stages, len(pl.Addrs))}
 	}
 	return nil
 }

@@ -2,7 +2,7 @@ package main
 
 import (
 	"context"
-	"errors"
+	stderrors "errors"
 	"flag"
 	"fmt"
 	"io"
@@ -114,7 +114,7 @@ func trainCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	res, err := trainWithProgress(ctx, r.Build, cfg, trainSet, test, stdout, stderr)
-	err = errors.Join(err, stop(err))
+	err = stderrors.Join(err, stop(err))
 	if res == nil || len(res.Epochs) == 0 {
 		return err
 	}
@@ -132,7 +132,7 @@ func trainCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		fmt.Fprintf(stdout, "wrote %s/report.json,%s trace.json and plots\n", o.out, model)
 	}
-	return errors.Join(err, werr)
+	return stderrors.Join(err, werr)
 }
 
 // onSteps, when set (by tests), is called after each progress update.

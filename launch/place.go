@@ -1,0 +1,172 @@
+package launch
+
+import (
+	"context"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/pkg/errors"
+
+	"github.com/pipemare/pipemare/graphsplit"
+	"github.com/pipemare/pipemare/stage"
+	"github.com/pipemare/pipemare/transport"
+	"github.com/pipemare/pipemare/transport/grpcnet"
+	"github.com/pipemare/pipemare/transport/pki"
+)
+
+// Place is where one process stands in a pipeline whose stages run in
+// several processes, one peer each: the stages' addresses, which peer
+// this process is, and where it listens. A command fills it from its
+// flags or from a launcher's environment (FromEnv's Config); Connector
+// then opens the process's endpoint.
+type Place struct {
+	// Addrs are the stages' addresses, host:port, in stage order, as the
+	// other peers dial them: one per stage of the plan.
+	Addrs []string
+	// Stage is the stage this process serves, from 0, or -1 for the
+	// driver, which dials the stages and listens on none.
+	Stage int
+	// Listen is where a stage listens: "" on its own address in Addrs; an
+	// address such as ":7000" (every interface, as in a pod); or "fd:N", a
+	// listening socket inherited as file descriptor N (StartLocal hands
+	// each of its stages one as fd:3). The driver ignores it.
+	Listen string
+	// Launcher is the launcher whose environment placed the process
+	// ("torchrun", "jobset"; Config.Launcher), or "".
+	Launcher string
+	// AddrsFrom says where Addrs come from, for messages that question
+	// them: a flag ("-stage-addrs"), or "the torchrun environment"; "" if
+	// unsaid.
+	AddrsFrom string
+}
+
+// Peer is the transport peer the process is: transport.Driver for Stage
+// -1, else stage Stage.
+func (pl Place) Peer() transport.Peer {
+	if pl.Stage < 0 {
+		return transport.Driver
+	}
+	return transport.Peer(pl.Stage)
+}
+
+// ListenOptions are the grpcnet options that make a stage serve where
+// Listen says: none for "" (its address in Addrs) and for the driver,
+// grpcnet.WithListenAddr for an address, grpcnet.WithListener for an
+// inherited socket "fd:N" (N ≥ 3), which the endpoint then owns. An error
+// names the Listen given ("fd:x: …"); nothing is left open.
+func (pl Place) ListenOptions() ([]grpcnet.Option, error) {
+	if pl.Stage < 0 || pl.Listen == "" {
+		return nil, nil
+	}
+	fd, isFD := strings.CutPrefix(pl.Listen, "fd:")
+	if !isFD {
+		return []grpcnet.Option{grpcnet.WithListenAddr(pl.Listen)}, nil
+	}
+	n, err := strconv.Atoi(fd)
+	if err != nil || n < 3 {
+		return nil, errors.Errorf("fd:%s: a file descriptor of 3 or more", fd)
+	}
+	f := os.NewFile(uintptr(n), "listener")
+	if f == nil {
+		return nil, errors.Errorf("fd:%d: no such file descriptor", n)
+	}
+	defer f.Close() // FileListener dups it
+	l, err := net.FileListener(f)
+	if err != nil {
+		return nil, errors.Wrapf(err, "fd:%d: not a listening socket", n)
+	}
+	return []grpcnet.Option{grpcnet.WithListener(l)}, nil
+}
+
+// Open opens the process's endpoint (grpcnet.Open as Peer) of the
+// pipeline plan describes, at Addrs (one per stage of plan), with the
+// links and fingerprint of plan, and opts: the credentials (Credentials'
+// Options), ListenOptions for a stage, timeouts. The caller owns the
+// endpoint. Connector is Open with the options a Place and Credentials
+// say; a command that words the errors of each step itself calls the
+// steps.
+func (pl Place) Open(ctx context.Context, plan *graphsplit.Plan, opts ...grpcnet.Option) (*grpcnet.Endpoint, error) {
+	network := grpcnet.Network{Addrs: pl.Addrs, Links: grpcnet.Links(stage.Topology(plan)), Fingerprint: plan.Fingerprint()}
+	return grpcnet.Open(ctx, pl.Peer(), network, opts...)
+}
+
+// Connector returns what train.Config.Connect (the driver) and
+// train.ServeStage (a stage) take to reach the pipeline's other processes:
+// a function that, once the model is cut, opens the process's endpoint
+// for the plan — c's Options, ListenOptions, then Open — waiting at most
+// connectTimeout (≤ 0: grpcnet's default) for the other peers to connect
+// and pass the handshake (a timeout is grpcnet.ErrConnectTimeout). The
+// credentials are loaded and an inherited listener taken when it is
+// called, not before. The caller of Train or ServeStage owns the
+// endpoint; on an error it is nil.
+func (pl Place) Connector(c Credentials, connectTimeout time.Duration) func(ctx context.Context, plan *graphsplit.Plan) (transport.Endpoint, error) {
+	return func(ctx context.Context, plan *graphsplit.Plan) (transport.Endpoint, error) {
+		opts, err := c.Options(pl.Peer())
+		if err != nil {
+			return nil, err
+		}
+		listen, err := pl.ListenOptions()
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, listen...)
+		if connectTimeout > 0 {
+			opts = append(opts, grpcnet.WithConnectTimeout(connectTimeout))
+		}
+		ep, err := pl.Open(ctx, plan, opts...)
+		if err != nil {
+			return nil, err
+		}
+		return ep, nil
+	}
+}
+
+// Credentials secure the links between a pipeline's processes: mutual TLS
+// with the certificates in Dir, or plaintext (Insecure), which grpcnet
+// allows on loopback only. Exactly one must be given.
+type Credentials struct {
+	// Dir is a directory of certificates as pki.Write lays it out (ca.pem,
+	// and each peer's <peer>.pem and <peer>-key.pem; StartLocal's Certs).
+	Dir string
+	// Insecure runs every link in plaintext.
+	Insecure bool
+}
+
+// Options are the grpcnet options that secure peer p's links:
+// grpcnet.WithInsecure, or grpcnet.WithTLS with the CA and p's certificate
+// read from Dir (pki.Load). A file missing from Dir is an error that
+// errors.Is fs.ErrNotExist, as pki.Load reports it.
+func (c Credentials) Options(p transport.Peer) ([]grpcnet.Option, error) {
+	switch {
+	case c.Insecure && c.Dir != "":
+		return nil, errors.Errorf("certificates in %s and plaintext: choose one", c.Dir)
+	case c.Insecure:
+		return []grpcnet.Option{grpcnet.WithInsecure()}, nil
+	case c.Dir == "":
+		return nil, errors.New("no credentials: a directory of certificates, or plaintext on loopback")
+	}
+	roots, cert, err := pki.Load(c.Dir, p)
+	if err != nil {
+		return nil, err
+	}
+	return []grpcnet.Option{grpcnet.WithTLS(roots, cert)}, nil
+}
+
+// ParseAddrs splits a comma-separated list of the stages' addresses,
+// host:port in stage order, as a command line gives them; spaces around
+// an address are dropped. An element that is not host:port with a port
+// is an error quoting it.
+func ParseAddrs(list string) ([]string, error) {
+	var out []string
+	for _, a := range strings.Split(list, ",") {
+		a = strings.TrimSpace(a)
+		if _, port, err := net.SplitHostPort(a); err != nil || port == "" {
+			return nil, errors.Errorf("%q is not host:port", a)
+		}
+		out = append(out, a)
+	}
+	return out, nil
+}
