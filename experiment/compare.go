@@ -33,13 +33,13 @@ func CompareRuns(config func(schedule.Schedule) (train.Config, error), p int) (r
 			return nil, nil, err
 		}
 		if s.StashWeights {
-			cfg = WithoutTechniques(cfg)
+			cfg = cfg.WithoutTechniques()
 		}
 		var these []Compared
 		if s.Name != schedule.PipeMare.Name {
 			these = []Compared{{Label: s.Name, Config: cfg}}
 		} else {
-			these = []Compared{{Label: "pipemare (naive)", Config: WithoutTechniques(cfg)}}
+			these = []Compared{{Label: "pipemare (naive)", Config: cfg.WithoutTechniques()}}
 			if label := RunLabel(cfg); label != s.Name {
 				these = append(these, Compared{Label: label, Config: cfg})
 			}
@@ -53,14 +53,6 @@ func CompareRuns(config func(schedule.Schedule) (train.Config, error), p int) (r
 		}
 	}
 	return runs, left, nil
-}
-
-// WithoutTechniques is c with PipeMare's techniques and Kosson et al.'s
-// corrections off (T1, T2, warm-up, spike compensation, prediction): naive
-// asynchrony, or a plain synchronous run.
-func WithoutTechniques(c train.Config) train.Config {
-	c.T1, c.T2, c.Warmup, c.Spike, c.Predict = 0, 0, 0, false, false
-	return c
 }
 
 // RunLabel names a run by its schedule and the techniques it has on:

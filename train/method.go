@@ -120,3 +120,11 @@ func FromRecipe(r zoo.Recipe, m Method, stepsPerEpoch int) (Config, error) {
 	}
 	return m.Apply(Config{Hyper: r.Run}, r.Warmup, stepsPerEpoch)
 }
+
+// WithoutTechniques is c with PipeMare's techniques and Kosson et al.'s
+// corrections off (T1, T2, warm-up, spike compensation, prediction): what a
+// synchronous or weight-stashing schedule runs, and naive asynchrony.
+func (c Config) WithoutTechniques() Config {
+	c.T1, c.T2, c.Warmup, c.Spike, c.Predict = 0, 0, 0, false, false
+	return c
+}

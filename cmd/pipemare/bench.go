@@ -19,6 +19,7 @@ import (
 	"github.com/pipemare/pipemare/internal/affinity"
 	"github.com/pipemare/pipemare/launch"
 	"github.com/pipemare/pipemare/rundir"
+	"github.com/pipemare/pipemare/train"
 )
 
 // benchCmd measures what a placement buys: the same training (train's
@@ -69,7 +70,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 	})
 	if cfg.Cut != nil {
-		base = append(base, "-cut="+formatCut(cfg.Cut))
+		base = append(base, "-cut="+train.FormatCut(cfg.Cut))
 	}
 	placed := append([]string{}, base...)
 	if t.procs > 0 {

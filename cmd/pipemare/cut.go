@@ -40,6 +40,6 @@ func chooseCut(cfg *train.Config, w where, resumeDir string, r zoo.Recipe, train
 		return err
 	}
 	cfg.Cut = cut
-	fmt.Fprintf(stdout, "%d stages cut at ops %s, balanced on this machine: %s\n", cfg.Stages, formatCut(cut), bal)
+	fmt.Fprintf(stdout, "%d stages cut at ops %s, balanced on this machine: %s\n", cfg.Stages, train.FormatCut(cut), bal)
 	return nil
 }

@@ -5,12 +5,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 
 	"github.com/pkg/errors"
 
-	"github.com/pipemare/pipemare/experiment"
 	"github.com/pipemare/pipemare/rundir"
 	"github.com/pipemare/pipemare/schedule"
 	"github.com/pipemare/pipemare/train"
@@ -160,74 +158,54 @@ func loadData(r zoo.Recipe, data string, limit, testLimit int) (zoo.Data, zoo.Da
 }
 
 // run is what the flags train: the model's recipe, its data (load) and
-// the run's train.Config (config, with -schedule or the method's schedule;
-// its errors are of the command line).
+// the run's train.Config (config; its errors are of the command line).
 func (o *options) run() (zoo.Recipe, zoo.Data, zoo.Data, train.Config, error) {
-	var s schedule.Schedule // the method's unless -schedule
-	if o.schedule != "" {
-		var err error
-		if s, err = scheduleNamed(o.schedule); err != nil {
-			return zoo.Recipe{}, nil, nil, train.Config{}, usageError(o.fs, "%v", err)
-		}
-	}
 	r, trainSet, test, err := o.load()
 	if err != nil {
 		return r, nil, nil, train.Config{}, err
 	}
-	cfg, err := o.config(s, trainSet.Len())
+	cfg, err := o.config(schedule.Schedule{}, trainSet.Len())
 	if err != nil {
 		return r, nil, nil, cfg, usageError(o.fs, "%v", err)
 	}
 	return r, trainSet, test, cfg, nil
 }
 
+// overrides are the flags of the run as changes to the recipe's
+// (train.Overrides); flags not given keep the recipe's.
+func (o *options) overrides() train.Overrides {
+	set := o.set()
+	ov := train.Overrides{Method: o.method, Schedule: o.schedule, Stages: o.stages, Cut: o.cut,
+		Microbatch: o.microbatch, Microbatches: o.microbatches, Epochs: o.epochs, LR: o.lr, Momentum: o.momentum,
+		StepDecay: o.stepDecay, T1: o.t1, T2: o.t2, Warmup: o.warmup, Limit: o.limit, Data: o.data}
+	if set["cosine"] {
+		ov.Cosine = &o.cosine
+	}
+	if set["stash"] {
+		ov.KeepActivations = &o.stash
+	}
+	if set["seed"] {
+		ov.Seed = &o.seed
+	}
+	if !set["limit"] {
+		ov.Limit = 0
+	}
+	return ov
+}
+
 // check refuses flag values outside their range, naming the flag: the
 // checks that need no data, made before any is loaded.
 func (o *options) check() error {
+	if err := o.overrides().Check(); err != nil {
+		return err
+	}
 	for _, f := range []struct {
 		name string
-		v    float64
-	}{{"microbatch", float64(o.microbatch)}, {"microbatches", float64(o.microbatches)}, {"epochs", float64(o.epochs)}, {"lr", o.lr}} {
-		if !(f.v >= 0) { // NaN too
-			return errors.Errorf("-%s %g: must be positive (or 0 for the recipe's)", f.name, f.v)
+		v    int
+	}{{"limit", o.limit}, {"test-limit", o.testLimit}} {
+		if f.v < 0 {
+			return errors.Errorf("-%s %d: must be positive (or 0 for all)", f.name, f.v)
 		}
-	}
-	if o.momentum != -1 && !(o.momentum >= 0 && o.momentum < 1) {
-		return errors.Errorf("-momentum %g: must be in [0, 1) (or -1 for the recipe's)", o.momentum)
-	}
-	if o.warmup < -1 {
-		return errors.Errorf("-warmup %d: a number of steps, or -1 for the recipe's", o.warmup)
-	}
-	if o.t1 < -1 {
-		return errors.Errorf("-t1 %d: a number of steps, or -1 for the steps after the warm-up", o.t1)
-	}
-	if o.t2 != -1 && !(o.t2 >= 0 && o.t2 < 1) {
-		return errors.Errorf("-t2 %g: must be in [0, 1) (0: off; -1: the method's)", o.t2)
-	}
-	if o.method != "" {
-		if _, err := train.ParseMethod(o.method); err != nil {
-			return errors.Errorf("-method %q: %v", o.method, err)
-		}
-	}
-	if o.stages != "fine" {
-		if p, err := strconv.Atoi(o.stages); err != nil || p < 1 {
-			return errors.Errorf("-stages %q: a positive number or fine", o.stages)
-		}
-	}
-	if o.cut != "" {
-		cut, err := parseCut(o.cut)
-		if err != nil {
-			return err
-		}
-		if p, _ := strconv.Atoi(o.stages); o.stages != "fine" && p != len(cut)+1 {
-			return errors.Errorf("-stages %s and -cut %s: the cut makes %d stages; give one of the two", o.stages, o.cut, len(cut)+1)
-		}
-	}
-	if o.limit < 0 {
-		return errors.Errorf("-limit %d: must be positive (or 0 for all)", o.limit)
-	}
-	if o.testLimit < 0 {
-		return errors.Errorf("-test-limit %d: must be positive (or 0 for all)", o.testLimit)
 	}
 	if o.traceSteps < 0 {
 		return errors.Errorf("-trace-steps %d: must be positive (or 0 for the whole run)", o.traceSteps)
@@ -235,13 +213,9 @@ func (o *options) check() error {
 	return nil
 }
 
-// config turns the flags into a train.Config for a training set of
-// trainLen examples, starting from the model's recipe (zoo.RecipeFor) and
-// its method (-method): flags left at their defaults keep the recipe's and
-// the method's values. s, when set, is the schedule (-schedule, or
-// compare's), replacing the method's. It refuses, naming the flag, any
-// run that would not train what it names: no step at all, a warm-up that
-// leaves no asynchronous step, techniques the method cannot have.
+// config is the run the flags describe for a training set of trainLen
+// examples (train.Overrides.Config), with schedule s, when set, in place
+// of -schedule (compare's schedules).
 func (o *options) config(s schedule.Schedule, trainLen int) (train.Config, error) {
 	r, err := zoo.RecipeFor(o.model)
 	if err != nil {
@@ -250,109 +224,11 @@ func (o *options) config(s schedule.Schedule, trainLen int) (train.Config, error
 	if err := o.check(); err != nil {
 		return train.Config{}, err
 	}
-	set := o.set()
-	method := train.Method(r.Method)
-	if o.method != "" {
-		method = train.Method(o.method) // check made sure
-	}
-	c := train.Config{Hyper: r.Run}
-	if set["cosine"] {
-		c.Cosine = o.cosine
-	}
-	if o.stepDecay {
-		c.StepDecay, c.Cosine = true, false
-	}
-	if set["seed"] {
-		c.Seed = o.seed
-	}
-	if o.microbatch > 0 {
-		c.Microbatch = o.microbatch
-	}
-	if o.microbatches > 0 {
-		c.Microbatches = o.microbatches
-	}
-	if o.epochs > 0 {
-		c.Epochs = o.epochs
-	}
-	if o.momentum >= 0 {
-		c.Momentum, c.NoMomentum = o.momentum, o.momentum == 0
-	}
-	if o.stages != "fine" {
-		c.Stages, _ = strconv.Atoi(o.stages) // check made sure
-	}
-	if o.cut != "" {
-		c.Cut, _ = parseCut(o.cut) // check made sure
-		c.Stages = len(c.Cut) + 1
-	}
-	if set["stash"] {
-		c.KeepActivations = o.stash
-	}
-	rows := c.Microbatch * c.Microbatches
-	steps := trainLen / rows
-	if steps == 0 {
-		return c, noMinibatch(set, o, trainLen, c)
-	}
-	if c, err = method.Apply(c, r.Warmup, steps); err != nil {
-		return c, errors.Errorf("-method %s: %v", method, err)
-	}
-	if o.lr > 0 {
-		c.LR = o.lr
-	}
+	ov := o.overrides()
 	if s.Actions != nil {
-		c.Schedule = s
+		ov.Schedule = s.Name
 	}
-	if o.warmup >= 0 {
-		c.Warmup = o.warmup
-	}
-	total := c.Epochs * steps
-	if c.Schedule.Async && c.Warmup >= total {
-		if set["warmup"] {
-			return c, errors.Errorf("-warmup %d: the synchronous warm-up covers the whole run of %d steps (%d epochs × %d), which would train no asynchronous step; give fewer steps, or 0 for none", o.warmup, total, c.Epochs, steps)
-		}
-		epochs := "epochs"
-		if r.Warmup == 1 {
-			epochs = "epoch"
-		}
-		return c, errors.Errorf("-epochs %d: the %s recipe's warm-up of %d %s (%d steps) covers the whole run, which would train no asynchronous step; give -epochs %d or more, or -warmup with fewer than %d steps (0: none)", c.Epochs, r.Model, r.Warmup, epochs, c.Warmup, r.Warmup+1, total)
-	}
-	switch {
-	case o.t1 >= 0:
-		c.T1 = o.t1
-	case c.T1 > 0: // the method's: every step after the warm-up
-		c.T1 = c.StepsAfterWarmup(steps)
-	}
-	if o.t2 >= 0 {
-		c.T2 = o.t2
-	}
-	if !c.Schedule.Async { // techniques for asynchrony only
-		c = experiment.WithoutTechniques(c)
-	}
-	if c.Predict && c.T2 != 0 {
-		return c, errors.Errorf("-t2 %g: weight prediction (-method %s) cannot have T2, whose backward estimate would undo it", c.T2, method)
-	}
-	return c, nil
-}
-
-// parseCut reads -cut: op positions, comma-separated, increasing.
-func parseCut(list string) ([]int, error) {
-	var cut []int
-	for _, f := range strings.Split(list, ",") {
-		q, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || q < 1 || len(cut) > 0 && q <= cut[len(cut)-1] {
-			return nil, errors.Errorf("-cut %q: increasing op positions from 1, comma-separated, like 22,81", list)
-		}
-		cut = append(cut, q)
-	}
-	return cut, nil
-}
-
-// formatCut writes a cut as -cut takes it.
-func formatCut(cut []int) string {
-	parts := make([]string, len(cut))
-	for i, q := range cut {
-		parts[i] = strconv.Itoa(q)
-	}
-	return strings.Join(parts, ",")
+	return ov.Config(r, trainLen)
 }
 
 // modelUsage is the usage of a -model flag: every model of the zoo
@@ -376,33 +252,6 @@ func methodNames() string {
 		names = append(names, string(m))
 	}
 	return strings.Join(names, ", ")
-}
-
-// noMinibatch is the error of a run whose training set makes no minibatch,
-// naming the flag that made it so.
-func noMinibatch(set map[string]bool, o *options, trainLen int, c train.Config) error {
-	rows := c.Microbatch * c.Microbatches
-	switch {
-	case set["limit"]:
-		return errors.Errorf("-limit %d: %d training examples make no minibatch of %d microbatches × %d rows; give -limit %d or more", o.limit, trainLen, c.Microbatches, c.Microbatch, rows)
-	case set["microbatches"]:
-		return errors.Errorf("-microbatches %d: a minibatch of %d × %d rows is more than the %d training examples", o.microbatches, c.Microbatches, c.Microbatch, trainLen)
-	case set["microbatch"]:
-		return errors.Errorf("-microbatch %d: a minibatch of %d × %d rows is more than the %d training examples", o.microbatch, c.Microbatches, c.Microbatch, trainLen)
-	}
-	return errors.Errorf("-data %s: %d training examples make no minibatch of %d microbatches × %d rows", o.data, trainLen, c.Microbatches, c.Microbatch)
-}
-
-func scheduleNamed(name string) (schedule.Schedule, error) {
-	s, ok := schedule.ByName(name)
-	if !ok {
-		var names []string
-		for _, s := range schedule.All() {
-			names = append(names, s.Name)
-		}
-		return s, errors.Errorf("-schedule %q: unknown schedule (one of %s)", name, strings.Join(names, ", "))
-	}
-	return s, nil
 }
 
 // head is the first n examples of a data set.

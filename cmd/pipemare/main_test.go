@@ -109,7 +109,7 @@ func TestFlagsDeferToTheRecipe(t *testing.T) {
 		var s schedule.Schedule
 		if o.schedule != "" {
 			var err error
-			s, err = scheduleNamed(o.schedule)
+			s, err = train.ScheduleNamed(o.schedule)
 			require.NoError(t, err)
 		}
 		c, err := o.config(s, 4404)

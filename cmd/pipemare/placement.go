@@ -207,7 +207,7 @@ func stageArgs(o *options, cut []int, cpus string, connectTimeout time.Duration,
 		}
 	})
 	if cut != nil {
-		args = append(args, "-cut="+formatCut(cut))
+		args = append(args, "-cut="+train.FormatCut(cut))
 	}
 	if cpus != "" {
 		args = append(args, "-cpus="+cpus)

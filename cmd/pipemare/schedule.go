@@ -7,6 +7,7 @@ import (
 	"io"
 
 	"github.com/pipemare/pipemare/schedule"
+	"github.com/pipemare/pipemare/train"
 )
 
 // The schedule command's bounds, so that it answers within seconds: the
@@ -28,7 +29,7 @@ func scheduleCmd(_ context.Context, args []string, stdout, stderr io.Writer) err
 	if err := parse(fs, args, stdout, stderr); err != nil {
 		return err
 	}
-	s, err := scheduleNamed(*name)
+	s, err := train.ScheduleNamed(*name)
 	if err != nil {
 		return usageError(fs, "%v", err)
 	}

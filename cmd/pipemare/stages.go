@@ -18,7 +18,7 @@ import (
 func planStages(r zoo.Recipe, cfg train.Config, stages string) (int, error) {
 	_, plan, err := cfg.Split(r.Build)
 	if err != nil && cfg.Cut != nil {
-		return 0, usageErr{errors.Errorf("-cut %s: %v", formatCut(cfg.Cut), err)}
+		return 0, usageErr{errors.Errorf("-cut %s: %v", train.FormatCut(cfg.Cut), err)}
 	}
 	var tm *graphsplit.TooManyStagesError
 	if errors.As(err, &tm) {

@@ -1,0 +1,73 @@
+package train
+
+import (
+	"testing"
+
+	"github.com/pipemare/pipemare/schedule"
+	"github.com/pipemare/pipemare/zoo"
+	"github.com/stretchr/testify/require"
+)
+
+// TestNoOverridesIsTheRecipe: overrides left alone give the recipe's run
+// of its default method, for every model.
+func TestNoOverridesIsTheRecipe(t *testing.T) {
+	for _, r := range zoo.Recipes() {
+		got, err := NoOverrides().Config(r, 8000)
+		require.NoError(t, err, r.Model)
+		want, err := FromRecipe(r, "", 8000/(r.Run.Microbatch*r.Run.Microbatches))
+		require.NoError(t, err, r.Model)
+		got.Schedule, want.Schedule = schedule.Schedule{}, schedule.Schedule{} // funcs never compare equal
+		require.Equal(t, want, got, r.Model)
+	}
+}
+
+// TestOverrides: what is given replaces the recipe's and the method's, a
+// synchronous schedule drops the techniques, and values and runs that
+// cannot train are refused naming the flag.
+func TestOverrides(t *testing.T) {
+	r, err := zoo.RecipeFor("mlp")
+	require.NoError(t, err)
+	no, seed := false, int64(7)
+	ov := NoOverrides()
+	ov.Method, ov.LR, ov.Momentum, ov.Cosine, ov.Seed, ov.Epochs, ov.T2, ov.Cut = "pipemare", 0.1, 0.5, &no, &seed, 3, 0.5, "6"
+	c, err := ov.Config(r, 8000)
+	require.NoError(t, err)
+	require.Equal(t, 0.1, c.LR)
+	require.Equal(t, "Momentum(0.5)", c.SolverName())
+	require.False(t, c.Cosine)
+	require.Equal(t, seed, c.Seed)
+	require.Equal(t, 0.5, c.T2)
+	require.Equal(t, []int{6}, c.Cut)
+	require.Equal(t, 2, c.Stages)
+	require.Equal(t, 125, c.Warmup, "the recipe's warm-up: one epoch")
+	require.Equal(t, 250, c.T1, "T1: the steps after the warm-up")
+
+	ov.Schedule = "gpipe"
+	c, err = ov.Config(r, 8000)
+	require.NoError(t, err)
+	require.Zero(t, c.T1+c.Warmup, "no technique on a synchronous schedule")
+
+	for _, bad := range []struct {
+		edit func(*Overrides)
+		msg  string
+	}{
+		{func(o *Overrides) { o.Momentum = 1 }, "-momentum 1: must be in [0, 1)"},
+		{func(o *Overrides) { o.Schedule = "hogwild" }, `-schedule "hogwild": unknown schedule (one of sequential,`},
+		{func(o *Overrides) { o.Stages, o.Cut = "3", "6" }, "-stages 3 and -cut 6: the cut makes 2 stages"},
+		{func(o *Overrides) { o.Cut = "7,6" }, `-cut "7,6": increasing op positions`},
+		{func(o *Overrides) { o.Epochs = 1 }, "-epochs 1: the mlp recipe's warm-up of 1 epoch (125 steps) covers the whole run"},
+		{func(o *Overrides) { o.Warmup = 500 }, "-warmup 500: the synchronous warm-up covers the whole run of 500 steps"},
+		{func(o *Overrides) { o.Limit = 10 }, "-limit 10: 10 training examples make no minibatch of 4 microbatches × 16 rows; give -limit 64 or more"},
+		{func(o *Overrides) { o.Method, o.T2 = "predict", 0.5 }, "-t2 0.5: weight prediction (-method predict) cannot have T2"},
+	} {
+		o := NoOverrides()
+		bad.edit(&o)
+		n := 8000
+		if o.Limit > 0 {
+			n = o.Limit
+		}
+		_, err := o.Config(r, n)
+		require.ErrorContains(t, err, bad.msg)
+	}
+	require.Equal(t, "22,81", FormatCut([]int{22, 81}))
+}
