@@ -22,6 +22,16 @@
 // the same result as an uninterrupted run (train.Config.Resume); its
 // checkpoints are removed once it is recorded.
 //
+// Single runs, as pipemare train, compare and bench run them: TrainRun is
+// a run's output directory from before it trains (where it starts, its
+// checkpoints, its settings) until it has written what it trained
+// (WriteRuns: the report, the traces, the plots; the model); ChooseCut
+// gives it the cut its stages train; Progress shows it training;
+// Comparison trains every schedule one after the other; a Bench runs
+// pipemare train as child processes (TrainChild, RunChildren) with the
+// command lines BenchArgs makes, as StageArgs makes a stage process's.
+// WriteSchedule shows a schedule's grid.
+//
 // The figures of runs (WritePlots) use the engine's one steady state,
 // asyncvm.SteadyState, as the report's utilization does.
 package experiment

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"path/filepath"
 	"slices"
 	"sync"
 	"time"
@@ -24,10 +25,10 @@ type Sweep struct {
 	// TestData are its data as Grid.Data names it.
 	Recipe              zoo.Recipe
 	TrainData, TestData zoo.Data
-	// Cache holds the finished runs. Work holds the checkpoints of the
-	// runs under way (a run's are removed once it is recorded; nothing
-	// there needs keeping). Out is where the summary goes (WriteReport;
-	// "": nowhere).
+	// Cache holds the finished runs (Dir "": Out/runs). Work holds the
+	// checkpoints of the runs under way (a run's are removed once it is
+	// recorded; nothing there needs keeping; "": Out/checkpoints). Out is
+	// where the summary goes (WriteReport; "": nowhere).
 	Cache     Cache
 	Work, Out string
 	// Jobs is how many runs train at a time (at least 1).
@@ -60,8 +61,15 @@ func (s *Sweep) logf(format string, args ...any) {
 // the failures are returned, joined, once the other runs trained. When ctx
 // ends, the runs under way stop at once and Run returns: running it again
 // goes on from the cache and their checkpoints. Run modifies the grid's
-// Settings (Fill) and resolves its lengths of 0 to the recipe's.
+// Settings (Fill), resolves its lengths of 0 to the recipe's and sets
+// the default Cache and Work.
 func (s *Sweep) Run(ctx context.Context) (*Report, error) {
+	if s.Cache.Dir == "" {
+		s.Cache.Dir = filepath.Join(s.Out, "runs")
+	}
+	if s.Work == "" {
+		s.Work = filepath.Join(s.Out, "checkpoints")
+	}
 	p, err := StageCount(s.Recipe, s.Stages)
 	if err != nil {
 		return nil, err

@@ -33,6 +33,22 @@
 // processes: on Linux they die with it even when it is killed (OwnChild,
 // which also serves any child process a program must not outlive).
 //
+// # A command's settings
+//
+// Net is how a process reaches the others as a command line gives it (the
+// stages' addresses, the credentials, the connect timeout); its checks,
+// StagePlace (where a stage process stands, from its flags and a
+// launcher's environment) and its Connector word their errors by the
+// pipemare command's flags. Setup decides where a training process's
+// stages run (Where: in the process, stage processes of its host, remote,
+// or as a launcher placed it) and refuses settings that contradict each
+// other; Fit checks a plan against the places. LocalDriver starts the
+// stage processes once the driver's model is cut and connects the driver
+// to them, naming a process that exits before the pipeline is up;
+// ServeBeside serves stage 0 beside its driver, as the first process of a
+// launched pipeline does. StageHosts is the host of each stage for the
+// certificates.
+//
 // Pin places a process on CPUs (and sets GOMAXPROCS as a stage process
 // needs it); OwnCPU is the CPU of stage process i when each has one of its
 // own.

@@ -20,6 +20,12 @@
 // ServeStage serves, each in its own process with the same Config; every
 // process builds the same model and cuts it alike.
 //
+// Before anything trains, PlanStages counts the stages a Config cuts a
+// model into, naming the flag of a cut it cannot have; MeasurePlan cuts a
+// model and times its stages, and its PlanReport (with WriteMemory, the
+// stages' memory besides activations) is what pipemare plan shows.
+// SavedEval evaluates a trained model file.
+//
 // Train, Balanced and ServeStage build models one at a time, so several may
 // run in one process. Errors name the step, stage or file that failed.
 package train

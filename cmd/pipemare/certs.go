@@ -6,11 +6,9 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
-	"slices"
 	"strings"
 
-	"github.com/pkg/errors"
-
+	"github.com/pipemare/pipemare/launch"
 	"github.com/pipemare/pipemare/transport/pki"
 )
 
@@ -33,7 +31,7 @@ func certsCmd(_ context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	if *stages != 0 {
 		var err error
-		if list, err = stageHosts(list, *stages); err != nil {
+		if list, err = launch.StageHosts(list, *stages); err != nil {
 			return usageError(fs, "%v", err)
 		}
 	}
@@ -48,19 +46,4 @@ func certsCmd(_ context.Context, args []string, stdout, stderr io.Writer) error 
 	fmt.Fprintf(stdout, "give every peer %s; give each its own %s and %s; keep %s away from the peers\n",
 		filepath.Join(*out, "ca.pem"), filepath.Join(*out, "<peer>.pem"), filepath.Join(*out, "<peer>-key.pem"), filepath.Join(*out, "ca-key.pem"))
 	return nil
-}
-
-// stageHosts is the host of each of n stages: hosts itself when it names
-// one per stage, or its one host n times (every stage on one host, as train
-// -procs runs them). Any other count is an error naming -stages.
-func stageHosts(hosts []string, n int) ([]string, error) {
-	switch {
-	case n < 1:
-		return nil, errors.Errorf("-stages %d: the number of stages, at least 1", n)
-	case len(hosts) == n:
-		return hosts, nil
-	case len(hosts) == 1:
-		return slices.Repeat(hosts, n), nil
-	}
-	return nil, errors.Errorf("-stages %d and -hosts with %d hosts: give one host per stage, or one host for all %d", n, len(hosts), n)
 }

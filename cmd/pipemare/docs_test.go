@@ -85,14 +85,14 @@ func TestJobSetManifestArgs(t *testing.T) {
 		require.Equal(t, i, pl.Stage)
 		require.Equal(t, "jobset", pl.Launcher)
 		if i == 0 {
-			require.Equal(t, launchedFirst, w, "pod 0 drives")
+			require.Equal(t, launch.LaunchedFirst, w, "pod 0 drives")
 		} else {
-			require.Equal(t, launchedStage, w, "pod %d serves its stage", i)
+			require.Equal(t, launch.LaunchedStage, w, "pod %d serves its stage", i)
 		}
 		require.Positive(t, tf.checkpointEvery, "a restarted pipeline has checkpoints to resume from")
 		require.Equal(t, "/checkpoints", o.out)
 		require.Equal(t, rundir.ResumeAuto, tf.resume, "a restart resumes, the first start starts")
-		require.GreaterOrEqual(t, tf.net.connectTimeout, time.Minute, "pods may start minutes apart")
+		require.GreaterOrEqual(t, tf.net.ConnectTimeout, time.Minute, "pods may start minutes apart")
 		r, err := zoo.RecipeFor(o.model)
 		require.NoError(t, err)
 		n, err := experiment.StageCount(r, o.stages)

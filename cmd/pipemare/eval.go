@@ -2,18 +2,16 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"io"
 	"path/filepath"
 
-	"github.com/pipemare/pipemare/checkpoint"
 	"github.com/pipemare/pipemare/train"
 	"github.com/pipemare/pipemare/zoo"
 )
 
 // evalCmd loads a trained model (train's model.safetensors) into a fresh
-// zoo model and measures its test accuracy.
+// zoo model and measures its test accuracy (train.SavedEval).
 func evalCmd(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("pipemare eval", flag.ContinueOnError)
 	model := fs.String("model", "resnet", modelUsage("the one the weights are of"))
@@ -40,32 +38,9 @@ func evalCmd(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	case *predictions != "" && ext != ".csv" && ext != ".jsonl":
 		return usageError(fs, "-predictions %s: a .csv or a .jsonl file", *predictions)
 	}
-	rows := r.Run.Microbatch
-	if *microbatch > 0 {
-		rows = *microbatch
-	}
 	_, test, err := loadData(r, *data, 0, *testLimit)
 	if err != nil {
 		return err
 	}
-	rep, ps, err := train.EvaluateFile(r, *weights, rows, *data, test, *predictions != "")
-	if err != nil {
-		return err
-	}
-	if *predictions != "" {
-		rep.Predictions = *predictions
-		if err := train.WritePredictions(*predictions, ps); err != nil {
-			return err
-		}
-	}
-	b, err := json.MarshalIndent(rep, "", "  ")
-	if err != nil {
-		return err
-	}
-	b = append(b, '\n')
-	if *jsonOut != "" {
-		return checkpoint.WriteFile(*jsonOut, b)
-	}
-	_, err = stdout.Write(b)
-	return err
+	return train.SavedEval{Weights: *weights, Rows: *microbatch, Data: *data, Predictions: *predictions, JSON: *jsonOut}.Run(stdout, r, test)
 }

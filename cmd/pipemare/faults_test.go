@@ -113,129 +113,176 @@ func writeCerts(t *testing.T) string {
 // nothing is left running or on disk.
 func TestFaultMatrix(t *testing.T) {
 	skipProcesses(t)
-	certs := writeCerts(t)
-	other := writeCerts(t) // another CA
-	both := [][]string{{}, {}}
-	none := [][]string{nil, nil}
-	notConnected := "not connected within " + faultDeadline.String() + " (the connect timeout): "
-	flagHint := "-connect-timeout " + faultDeadline.String() + ": give more if the processes start further apart"
+	c := faultCase{certs: writeCerts(t), other: writeCerts(t)}
+	for _, f := range []struct {
+		name string
+		run  func(*testing.T, faultCase)
+	}{
+		{"stage never started", faultStageNeverStarted},
+		{"stage dies during the handshake", faultStageDies},
+		{"driver dies during the handshake", faultDriverDies},
+		{"driver of another CA", faultDriverOfAnotherCA},
+		{"stage of another model", faultStageOfAnotherModel},
+		{"stage of another -stages", faultStageOfAnotherStages},
+		{"stage stalled in the handshake", faultStageStalled},
+		{"procs: stage dies during the handshake", faultProcsStageDies},
+	} {
+		t.Run(f.name, func(t *testing.T) { f.run(t, c) })
+	}
+}
 
-	t.Run("stage never started", func(t *testing.T) {
-		f := startFaultPipeline(t, certs, [][]string{{}, nil}, none, nil, nil)
-		codes, errs := f.endedAll(t)
-		require.Equal(t, 1, codes[0], errs[0])
-		require.Contains(t, errs[0], "pipemare train: driver: "+notConnected)
-		require.Contains(t, errs[0], "stage 1 at "+f.addrs[1]+" did not answer (is it running, and is the address right?)")
-		require.Contains(t, errs[0], "connection refused")
-		require.Contains(t, errs[0], flagHint)
-		require.Equal(t, 1, codes[1], errs[1])
-		require.Contains(t, errs[1], "stage 0: "+notConnected)
-		require.Contains(t, errs[1], "stage 1 at "+f.addrs[1]+" did not answer")
-	})
+// faultCase is what the matrix's cases share: the certificates of the
+// pipeline's CA, and another CA's.
+type faultCase struct{ certs, other string }
 
-	t.Run("stage dies during the handshake", func(t *testing.T) {
-		kill := []string{killAtEnv + "=" + faultpoint.HelloReceived + ":0"}
-		f := startFaultPipeline(t, certs, both, [][]string{nil, kill}, nil, nil)
-		codes, errs := f.endedAll(t)
-		require.Equal(t, -1, codes[2], "stage 1 is killed: %s", errs[2])
-		require.Contains(t, errs[2], "test hook: SIGKILL at "+faultpoint.HelloReceived)
-		for i, who := range []string{"driver", "stage 0"} {
-			require.Equal(t, 1, codes[i], errs[i])
-			require.Contains(t, errs[i], who+": "+notConnected, "%s names its wait", who)
-			require.Contains(t, errs[i], "stage 1 at "+f.addrs[1]+" did not answer", "%s names the stage and its address", who)
+// faultBoth starts both stages with no flags of their own
+// (startFaultPipeline's stage); faultNone gives neither an environment of
+// its own (its stageEnv).
+var faultBoth, faultNone = [][]string{{}, {}}, [][]string{nil, nil}
+
+// faultNotConnected begins the error of a process whose peers did not all
+// connect within the deadline; faultFlagHint is what the driver's says of
+// the deadline.
+var (
+	faultNotConnected = "not connected within " + faultDeadline.String() + " (the connect timeout): "
+	faultFlagHint     = "-connect-timeout " + faultDeadline.String() + ": give more if the processes start further apart"
+)
+
+// faultStageNeverStarted: a driver and stage 0 whose stage 1 was never
+// started name it and its address; the driver says to give more
+// -connect-timeout.
+func faultStageNeverStarted(t *testing.T, c faultCase) {
+	f := startFaultPipeline(t, c.certs, [][]string{{}, nil}, faultNone, nil, nil)
+	codes, errs := f.endedAll(t)
+	require.Equal(t, 1, codes[0], errs[0])
+	require.Contains(t, errs[0], "pipemare train: driver: "+faultNotConnected)
+	require.Contains(t, errs[0], "stage 1 at "+f.addrs[1]+" did not answer (is it running, and is the address right?)")
+	require.Contains(t, errs[0], "connection refused")
+	require.Contains(t, errs[0], faultFlagHint)
+	require.Equal(t, 1, codes[1], errs[1])
+	require.Contains(t, errs[1], "stage 0: "+faultNotConnected)
+	require.Contains(t, errs[1], "stage 1 at "+f.addrs[1]+" did not answer")
+}
+
+// faultStageDies: stage 1 killed in the handshake: the driver and
+// stage 0 name it and its address.
+func faultStageDies(t *testing.T, c faultCase) {
+	kill := []string{killAtEnv + "=" + faultpoint.HelloReceived + ":0"}
+	f := startFaultPipeline(t, c.certs, faultBoth, [][]string{nil, kill}, nil, nil)
+	codes, errs := f.endedAll(t)
+	require.Equal(t, -1, codes[2], "stage 1 is killed: %s", errs[2])
+	require.Contains(t, errs[2], "test hook: SIGKILL at "+faultpoint.HelloReceived)
+	for i, who := range []string{"driver", "stage 0"} {
+		require.Equal(t, 1, codes[i], errs[i])
+		require.Contains(t, errs[i], who+": "+faultNotConnected, "%s names its wait", who)
+		require.Contains(t, errs[i], "stage 1 at "+f.addrs[1]+" did not answer", "%s names the stage and its address", who)
+	}
+}
+
+// faultDriverDies: the driver killed in the handshake: each stage
+// says its driver never connected, or that its stream broke.
+func faultDriverDies(t *testing.T, c faultCase) {
+	kill := []string{killAtEnv + "=" + faultpoint.HelloSent + ":0"}
+	f := startFaultPipeline(t, c.certs, faultBoth, faultNone, nil, kill)
+	codes, errs := f.endedAll(t)
+	require.Equal(t, -1, codes[0], "the driver is killed: %s", errs[0])
+	require.Contains(t, errs[0], "test hook: SIGKILL at "+faultpoint.HelloSent)
+	for i := range 2 {
+		require.Equal(t, 1, codes[i+1], "stage %d: %s", i, errs[i+1])
+		// It never connected, or its stream broke.
+		require.Regexp(t, fmt.Sprintf(`(?m)^pipemare stage: .*stage %d: .*(driver did not connect to stage %d|the stream to driver at \S+ broke)`, i, i), errs[i+1])
+	}
+}
+
+// faultDriverOfAnotherCA: a driver with another CA's certificate
+// fails the TLS handshake, and the stage it gave up on says it refused
+// the certificate.
+func faultDriverOfAnotherCA(t *testing.T, c faultCase) {
+	f := startFaultPipeline(t, c.certs, faultBoth, faultNone, []string{"-certs", c.other}, nil)
+	codes, errs := f.endedAll(t)
+	require.Equal(t, 1, codes[0], errs[0])
+	require.Regexp(t, `pipemare train: driver: stage \d at 127\.0\.0\.1:\d+: the TLS handshake failed: .*x509: certificate signed by unknown authority`, errs[0])
+	tls := 0
+	for i := range 2 {
+		require.Equal(t, 1, codes[i+1], "stage %d: %s", i, errs[i+1])
+		require.Contains(t, errs[i+1], fmt.Sprintf("stage %d: %sdriver did not connect to stage %d", i, faultNotConnected, i), "stage %d waited for its driver", i)
+		if strings.Contains(errs[i+1], "the last connection refused: refused a connection from 127.0.0.1:") && strings.Contains(errs[i+1], "tls: ") {
+			tls++
 		}
-	})
+	}
+	require.NotZero(t, tls, "the stage the driver gave up on says it refused its certificate:\n%s", errs[1:])
+}
 
-	t.Run("driver dies during the handshake", func(t *testing.T) {
-		kill := []string{killAtEnv + "=" + faultpoint.HelloSent + ":0"}
-		f := startFaultPipeline(t, certs, both, none, nil, kill)
-		codes, errs := f.endedAll(t)
-		require.Equal(t, -1, codes[0], "the driver is killed: %s", errs[0])
-		require.Contains(t, errs[0], "test hook: SIGKILL at "+faultpoint.HelloSent)
-		for i := range 2 {
-			require.Equal(t, 1, codes[i+1], "stage %d: %s", i, errs[i+1])
-			// It never connected, or its stream broke.
-			require.Regexp(t, fmt.Sprintf(`(?m)^pipemare stage: .*stage %d: .*(driver did not connect to stage %d|the stream to driver at \S+ broke)`, i, i), errs[i+1])
-		}
-	})
+// faultStageOfAnotherModel: a stage of another model refuses the
+// first peer that dials it, saying why; the others were refused or found
+// the stages gone.
+func faultStageOfAnotherModel(t *testing.T, c faultCase) {
+	f := startFaultPipeline(t, c.certs, [][]string{{}, {"-model", "cnn"}}, faultNone, nil, nil)
+	codes, errs := f.endedAll(t)
+	require.Equal(t, 1, codes[2], errs[2])
+	require.Regexp(t, `stage 1: refused a peer: (driver|stage 0) at 127\.0\.0\.1:\d+ cut the model differently: its plan fingerprint is [0-9a-f]+…, stage 1's [0-9a-f]+…`, errs[2], "the stage of the other plan refuses the first peer that dials it")
+	// The others were refused, or found the stages gone: stage 0
+	// exits once stage 1 refused it, often before the driver dials.
+	for i, who := range []string{"driver", "stage 0"} {
+		require.Equal(t, 1, codes[i], errs[i])
+		require.Regexp(t, who+`: (.*stage \d at 127\.0\.0\.1:\d+ refused the handshake: .* cut the model differently|`+regexp.QuoteMeta(faultNotConnected)+`.*did not answer)`, errs[i])
+	}
+	require.Regexp(t, `stage 1 at \S+ refused the handshake: .*cut the model differently`, errs[0]+errs[1], "the first peer stage 1 refused says why")
+}
 
-	t.Run("driver of another CA", func(t *testing.T) {
-		f := startFaultPipeline(t, certs, both, none, []string{"-certs", other}, nil)
-		codes, errs := f.endedAll(t)
-		require.Equal(t, 1, codes[0], errs[0])
-		require.Regexp(t, `pipemare train: driver: stage \d at 127\.0\.0\.1:\d+: the TLS handshake failed: .*x509: certificate signed by unknown authority`, errs[0])
-		tls := 0
-		for i := range 2 {
-			require.Equal(t, 1, codes[i+1], "stage %d: %s", i, errs[i+1])
-			require.Contains(t, errs[i+1], fmt.Sprintf("stage %d: %sdriver did not connect to stage %d", i, notConnected, i), "stage %d waited for its driver", i)
-			if strings.Contains(errs[i+1], "the last connection refused: refused a connection from 127.0.0.1:") && strings.Contains(errs[i+1], "tls: ") {
-				tls++
-			}
-		}
-		require.NotZero(t, tls, "the stage the driver gave up on says it refused its certificate:\n%s", errs[1:])
-	})
+// faultStageOfAnotherStages: a stage of another -stages is a command
+// line that does not fit its plan (exit code 2); the others name it.
+func faultStageOfAnotherStages(t *testing.T, c faultCase) {
+	f := startFaultPipeline(t, c.certs, [][]string{{}, {"-stages", "3"}}, faultNone, nil, nil)
+	codes, errs := f.endedAll(t)
+	require.Equal(t, 2, codes[2], "a command line that does not fit the plan: %s", errs[2])
+	require.Contains(t, errs[2], "-stage-addrs gives 2 stage addresses and the plan has 3 stages (-stages 3): give -stages 2, or one address per stage")
+	for i, who := range []string{"driver", "stage 0"} { // it was gone, or still building its model
+		require.Equal(t, 1, codes[i], errs[i])
+		require.Regexp(t, who+": "+regexp.QuoteMeta(faultNotConnected)+".*stage 1 at "+regexp.QuoteMeta(f.addrs[1])+" (did not answer|did not complete the connection)", errs[i])
+	}
+}
 
-	t.Run("stage of another model", func(t *testing.T) {
-		f := startFaultPipeline(t, certs, [][]string{{}, {"-model", "cnn"}}, none, nil, nil)
-		codes, errs := f.endedAll(t)
-		require.Equal(t, 1, codes[2], errs[2])
-		require.Regexp(t, `stage 1: refused a peer: (driver|stage 0) at 127\.0\.0\.1:\d+ cut the model differently: its plan fingerprint is [0-9a-f]+…, stage 1's [0-9a-f]+…`, errs[2], "the stage of the other plan refuses the first peer that dials it")
-		// The others were refused, or found the stages gone: stage 0
-		// exits once stage 1 refused it, often before the driver dials.
-		for i, who := range []string{"driver", "stage 0"} {
-			require.Equal(t, 1, codes[i], errs[i])
-			require.Regexp(t, who+`: (.*stage \d at 127\.0\.0\.1:\d+ refused the handshake: .* cut the model differently|`+regexp.QuoteMeta(notConnected)+`.*did not answer)`, errs[i])
-		}
-		require.Regexp(t, `stage 1 at \S+ refused the handshake: .*cut the model differently`, errs[0]+errs[1], "the first peer stage 1 refused says why")
-	})
+// faultStageStalled: stage 1 stopped (SIGSTOP) in the handshake:
+// the driver and stage 0 name it stalled; once it goes on, its own
+// deadline has passed.
+func faultStageStalled(t *testing.T, c faultCase) {
+	stop := []string{stopAtEnv + "=" + faultpoint.HelloReceived + ":0:driver"} // before it answers the driver
+	f := startFaultPipeline(t, c.certs, faultBoth, [][]string{nil, stop}, nil, nil)
+	stalled := `stage 1 at ` + regexp.QuoteMeta(f.addrs[1]) + ` (took the stream but did not answer the handshake|did not complete the connection) \(is it stalled`
+	code, stderr := ended(t, f.driver, f.began)
+	require.Equal(t, 1, code, stderr)
+	require.Regexp(t, "driver: "+regexp.QuoteMeta(faultNotConnected)+stalled, stderr, "the driver names the stalled stage")
+	// Stage 0 found stage 1 stalled too, or had its handshake with it
+	// done and lost the driver when the driver gave up.
+	code, stderr = ended(t, f.stages[0], f.began)
+	require.Equal(t, 1, code, stderr)
+	require.Regexp(t, "stage 0: ("+regexp.QuoteMeta(faultNotConnected)+".*"+stalled+"|lost the driver)", stderr)
+	stage1 := f.stages[1].cmd.Process.Pid
+	require.True(t, stopped(stage1), "stage 1 is still stopped, past the deadline")
+	require.Contains(t, f.stages[1].stderrText(), "test hook: SIGSTOP at "+faultpoint.HelloReceived)
+	require.NoError(t, syscall.Kill(stage1, syscall.SIGCONT))
+	code, stderr = ended(t, f.stages[1], time.Now())
+	require.Equal(t, 1, code, "once it goes on, its own deadline has passed: %s", stderr)
+	require.Contains(t, stderr, "stage 1: "+faultNotConnected)
+	requireEmptyDir(t, f.tmp)
+}
 
-	t.Run("stage of another -stages", func(t *testing.T) {
-		f := startFaultPipeline(t, certs, [][]string{{}, {"-stages", "3"}}, none, nil, nil)
-		codes, errs := f.endedAll(t)
-		require.Equal(t, 2, codes[2], "a command line that does not fit the plan: %s", errs[2])
-		require.Contains(t, errs[2], "-stage-addrs gives 2 stage addresses and the plan has 3 stages (-stages 3): give -stages 2, or one address per stage")
-		for i, who := range []string{"driver", "stage 0"} { // it was gone, or still building its model
-			require.Equal(t, 1, codes[i], errs[i])
-			require.Regexp(t, who+": "+regexp.QuoteMeta(notConnected)+".*stage 1 at "+regexp.QuoteMeta(f.addrs[1])+" (did not answer|did not complete the connection)", errs[i])
-		}
-	})
-
-	t.Run("stage stalled in the handshake", func(t *testing.T) {
-		stop := []string{stopAtEnv + "=" + faultpoint.HelloReceived + ":0:driver"} // before it answers the driver
-		f := startFaultPipeline(t, certs, both, [][]string{nil, stop}, nil, nil)
-		stalled := `stage 1 at ` + regexp.QuoteMeta(f.addrs[1]) + ` (took the stream but did not answer the handshake|did not complete the connection) \(is it stalled`
-		code, stderr := ended(t, f.driver, f.began)
-		require.Equal(t, 1, code, stderr)
-		require.Regexp(t, "driver: "+regexp.QuoteMeta(notConnected)+stalled, stderr, "the driver names the stalled stage")
-		// Stage 0 found stage 1 stalled too, or had its handshake with it
-		// done and lost the driver when the driver gave up.
-		code, stderr = ended(t, f.stages[0], f.began)
-		require.Equal(t, 1, code, stderr)
-		require.Regexp(t, "stage 0: ("+regexp.QuoteMeta(notConnected)+".*"+stalled+"|lost the driver)", stderr)
-		stage1 := f.stages[1].cmd.Process.Pid
-		require.True(t, stopped(stage1), "stage 1 is still stopped, past the deadline")
-		require.Contains(t, f.stages[1].stderrText(), "test hook: SIGSTOP at "+faultpoint.HelloReceived)
-		require.NoError(t, syscall.Kill(stage1, syscall.SIGCONT))
-		code, stderr = ended(t, f.stages[1], time.Now())
-		require.Equal(t, 1, code, "once it goes on, its own deadline has passed: %s", stderr)
-		require.Contains(t, stderr, "stage 1: "+notConnected)
-		requireEmptyDir(t, f.tmp)
-	})
-
-	t.Run("procs: stage dies during the handshake", func(t *testing.T) {
-		tmp := t.TempDir()
-		kill := killAtEnv + "=" + faultpoint.HelloReceived + ":0:0" // stage 0's hello: stage 1's process only
-		began := time.Now()
-		p := start(t, []string{"TMPDIR=" + tmp, kill}, append([]string{"train", "-procs", "2", "-out", filepath.Join(t.TempDir(), "out")}, faultRunArgs...)...)
-		m := p.until(t, regexp.MustCompile(`^started 2 stage processes on .* \(pids (\d+) (\d+)\)`), faultDeadline+faultMargin)
-		code, stderr := ended(t, p, began)
-		require.Equal(t, 1, code, stderr)
-		require.Contains(t, stderr, "test hook: SIGKILL at "+faultpoint.HelloReceived+" of step 0 (stage 0)")
-		// Before the driver's own handshake with it ("exited before the
-		// pipeline was up"), after ("unreachable"), or after the deadline
-		// passed on a loaded machine: the driver says how it ended.
-		require.Regexp(t, `(?m)^pipemare train: .*(stage 1 exited before the pipeline was up \(signal: killed\)|stage 1 is unreachable|`+regexp.QuoteMeta(notConnected)+`)`, stderr)
-		require.Contains(t, stderr, "stage 1 (pid "+m[2]+"): signal: killed", "the driver says how its process ended")
-		requireCleanedUp(t, m[1:], tmp)
-	})
+// faultProcsStageDies: train -procs whose stage 1 is killed in
+// the handshake says how the process ended, and leaves nothing behind.
+func faultProcsStageDies(t *testing.T, c faultCase) {
+	tmp := t.TempDir()
+	kill := killAtEnv + "=" + faultpoint.HelloReceived + ":0:0" // stage 0's hello: stage 1's process only
+	began := time.Now()
+	p := start(t, []string{"TMPDIR=" + tmp, kill}, append([]string{"train", "-procs", "2", "-out", filepath.Join(t.TempDir(), "out")}, faultRunArgs...)...)
+	m := p.until(t, regexp.MustCompile(`^started 2 stage processes on .* \(pids (\d+) (\d+)\)`), faultDeadline+faultMargin)
+	code, stderr := ended(t, p, began)
+	require.Equal(t, 1, code, stderr)
+	require.Contains(t, stderr, "test hook: SIGKILL at "+faultpoint.HelloReceived+" of step 0 (stage 0)")
+	// Before the driver's own handshake with it ("exited before the
+	// pipeline was up"), after ("unreachable"), or after the deadline
+	// passed on a loaded machine: the driver says how it ended.
+	require.Regexp(t, `(?m)^pipemare train: .*(stage 1 exited before the pipeline was up \(signal: killed\)|stage 1 is unreachable|`+regexp.QuoteMeta(faultNotConnected)+`)`, stderr)
+	require.Contains(t, stderr, "stage 1 (pid "+m[2]+"): signal: killed", "the driver says how its process ended")
+	requireCleanedUp(t, m[1:], tmp)
 }

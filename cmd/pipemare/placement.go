@@ -5,17 +5,21 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/pkg/errors"
 
+	"github.com/pipemare/pipemare/experiment"
 	"github.com/pipemare/pipemare/graphsplit"
+	"github.com/pipemare/pipemare/internal/affinity"
 	"github.com/pipemare/pipemare/launch"
 	"github.com/pipemare/pipemare/rundir"
 	"github.com/pipemare/pipemare/train"
 	"github.com/pipemare/pipemare/transport"
+	"github.com/pipemare/pipemare/transport/grpcnet"
 	"github.com/pipemare/pipemare/zoo"
 )
 
@@ -25,7 +29,7 @@ type trainFlags struct {
 	procs, checkpointEvery int
 	procsSet               bool // -procs was given (its default runs the stages in this process)
 	resume                 string
-	net                    netFlags
+	net                    launch.Net
 	cpu                    cpuFlags
 }
 
@@ -33,88 +37,24 @@ func (t *trainFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&t.procs, "procs", 0, "run the stages in this many processes of this program on this host, at least 1 (pipemare stage over loopback, mutual TLS with throw-away certificates unless -insecure); one per stage: the plan must have as many (-stages). Without -procs the stages run in this process")
 	fs.IntVar(&t.checkpointEvery, "checkpoint-every", 0, "drain the pipeline and write a checkpoint every n minibatches to the checkpoints directory of -out (0: none)")
 	fs.StringVar(&t.resume, "resume", "", "continue the run whose -out was this directory, from its latest checkpoint (or from the checkpoint directory given: DIR/checkpoints/step-…), with the flags it was started with; it must hold a checkpoint (a new run is -out DIR). "+rundir.ResumeAuto+": continue -out's run if it has a checkpoint, else start it there (for a launcher that restarts the whole job)")
-	t.net.register(fs)
+	registerNet(fs, &t.net)
 	t.cpu.register(fs, false)
 }
 
-// where is where train's stages run.
-type where int
-
-const (
-	inProcess     where = iota // goroutines of this process
-	localProcs                 // -procs: child processes
-	remote                     // -stage-addrs: stages started elsewhere
-	launchedFirst              // under a launcher, stage 0: the driver, and stage 0 beside it
-	launchedStage              // under a launcher, another stage: pipemare stage
-)
-
-// place decides where the stages run from -procs, -stage-addrs and a
-// launcher's environment (torchrun, a JobSet: the process of stage 0
-// drives and serves stage 0; every other process serves its stage). Errors
-// of the command line are usageErr.
-func (t *trainFlags) place() (where, place, error) {
-	env, found, err := launched()
+// place decides where the stages run from -procs, -pin, -stage-addrs and
+// a launcher's environment (launch.Setup: under torchrun or a JobSet the
+// process of stage 0 drives and serves stage 0; every other process
+// serves its stage). Errors of the command line are usageErr.
+func (t *trainFlags) place() (launch.Where, launch.Place, error) {
+	env, found, err := launch.FromEnv(lookupEnv)
 	if err != nil {
-		return 0, place{}, err
+		return 0, launch.Place{}, err
 	}
-	n := &t.net
-	if err := n.checkTimeout(); err != nil {
-		return 0, place{}, usageErr{err}
+	w, pl, err := launch.Setup{Net: t.net, Procs: t.procs, ProcsGiven: t.procsSet, Pin: t.cpu.pin}.Decide(env, found)
+	if err != nil {
+		return 0, pl, usageErr{err}
 	}
-	switch {
-	case t.cpu.pin && t.procs < 1:
-		return 0, place{}, usageErr{errors.New("-pin places -procs's stage processes on CPUs of their own: give -procs (pin this process with -cpus)")}
-	case t.procs < 1 && t.procsSet:
-		return 0, place{}, usageErr{errors.Errorf("-procs %d: the number of stage processes, at least 1 (without -procs the stages run in this process)", t.procs)}
-	case t.procs > 0 && n.stageAddrs != "":
-		return 0, place{}, usageErr{errors.Errorf("-procs %d and -stage-addrs: -procs starts the stages here, -stage-addrs names stages started elsewhere; choose one", t.procs)}
-	case t.procs > 0 && found:
-		return 0, place{}, usageErr{errors.Errorf("-procs %d: the %s environment has started the stages already", t.procs, env.Launcher)}
-	case t.procs > 0 && n.certs != "":
-		return 0, place{}, usageErr{errors.Errorf("-procs %d and -certs: -procs makes throw-away certificates (or runs plaintext with -insecure)", t.procs)}
-	case t.procs > 0:
-		return localProcs, place{Stage: -1}, nil
-	case found:
-		pl, err := stagePlace(n, -1, "", env, true)
-		if err != nil {
-			return 0, pl, usageErr{err}
-		}
-		if pl.Stage == 0 {
-			return launchedFirst, pl, nil
-		}
-		return launchedStage, pl, nil
-	case n.stageAddrs != "":
-		addrs, err := n.addrs()
-		if err == nil {
-			err = n.checkCredentials(addrs)
-		}
-		if err != nil {
-			return 0, place{}, usageErr{err}
-		}
-		return remote, place{Addrs: addrs, Stage: -1, AddrsFrom: "-stage-addrs"}, nil
-	case n.certs != "" || n.insecure:
-		return 0, place{}, usageErr{errors.New("-certs and -insecure secure the links to stages in other processes: give -procs or -stage-addrs with them")}
-	}
-	return inProcess, place{Stage: -1}, nil
-}
-
-// placement is what report.json says of where the stages ran (the
-// addresses and processes of -procs are filled in once they start).
-func (t *trainFlags) placement(w where, pl place) *rundir.Placement {
-	p := &rundir.Placement{Where: "in-process", DriverCPUs: t.cpu.cpus}
-	switch w {
-	case localProcs:
-		p.Where = "processes"
-	case remote, launchedFirst:
-		p.Where, p.Launcher, p.Addresses = "remote", pl.Launcher, pl.Addrs
-	}
-	if w != inProcess {
-		p.Transport = "grpc+mtls"
-		if t.net.insecure {
-			p.Transport = "grpc (plaintext)"
-		}
-	}
-	return p
+	return w, pl, nil
 }
 
 // stopGrace is how long train waits for its stage processes to exit once
@@ -123,98 +63,162 @@ const stopGrace = 10 * time.Second
 
 // connect sets cfg.Connect to reach the stages where w says, starting
 // them first when train runs them itself (-procs; under a launcher, stage
-// 0). It returns stop, which the caller calls once training returned
-// (with its error): it ends and waits for what connect started and
-// returns how that ended.
-func (t *trainFlags) connect(ctx context.Context, cfg *train.Config, o *options, w where, pl place, rep *rundir.Placement, r zoo.Recipe, trainSet zoo.Data, stdout, stderr io.Writer) (stop func(error) error, err error) {
+// 0 beside the driver: launch.ServeBeside). It returns stop, which the
+// caller calls once training returned (with its error): it ends and
+// waits for what connect started and returns how that ended.
+func (t *trainFlags) connect(ctx context.Context, cfg *train.Config, o *options, w launch.Where, pl launch.Place, rep *rundir.Placement, r zoo.Recipe, trainSet zoo.Data, stdout, stderr io.Writer) (stop func(error) error) {
 	switch w {
-	case remote:
-		cfg.Connect = t.net.connector(pl)
-	case launchedFirst: // stage 0 beside the driver, as a stage process would serve it
-		sctx, cancel := context.WithCancel(ctx)
-		served := make(chan error, 1)
+	case launch.Remote:
+		cfg.Connect = t.net.Connector(pl)
+	case launch.LaunchedFirst: // stage 0 as a stage process would serve it
 		first, scfg := pl, *cfg
-		go func() { served <- serveStage(sctx, r, trainSet, scfg, &t.net, first, io.Discard) }()
+		stop = launch.ServeBeside(ctx, func(ctx context.Context) error {
+			return serveStage(ctx, r, trainSet, scfg, t.net, first, io.Discard)
+		}, stopGrace)
 		pl.Stage = -1
-		cfg.Connect = t.net.connector(pl)
-		return func(trainErr error) error {
-			if trainErr != nil { // the driver may never have reached stage 0
-				cancel()
-			}
-			select {
-			case err := <-served:
-				cancel()
-				return err
-			case <-time.After(stopGrace):
-				cancel()
-				return <-served
-			}
-		}, nil
-	case localProcs:
-		var stages *launch.Local
-		cfg.Connect = func(ctx context.Context, plan *graphsplit.Plan) (transport.Endpoint, error) {
-			ctx, cancel := context.WithCancelCause(ctx)
-			defer cancel(nil)
-			var err error
-			stages, err = launch.StartLocal(launch.LocalConfig{Stages: t.procs, Insecure: t.net.insecure, Stderr: stderr,
-				Args: func(i int, addrs []string, certs string) []string {
-					return stageArgs(o, cfg.Cut, t.cpu.stageCPUs(i), t.net.connectTimeout, i, addrs, certs)
-				},
-				Exited: func(i int, err error) {
-					cancel(errors.Errorf("stage %d exited before the pipeline was up (%v); its error is above", i, err))
-				},
-			})
-			if err != nil {
-				return nil, errors.Wrap(err, "-procs")
-			}
-			rep.Addresses, rep.PIDs = stages.Addrs, stages.PIDs
-			for i := range stages.PIDs {
+		cfg.Connect = t.net.Connector(pl)
+		return stop
+	case launch.LocalProcs:
+		return t.startLocal(cfg, o, rep, stdout, stderr)
+	}
+	return func(error) error { return nil }
+}
+
+// startLocal sets cfg.Connect to start -procs's stage processes once the
+// model is cut (launch.LocalDriver) and connect to them, recording in rep
+// where they run and saying so on stdout; the stop it returns ends them.
+func (t *trainFlags) startLocal(cfg *train.Config, o *options, rep *rundir.Placement, stdout, stderr io.Writer) func(error) error {
+	d := &launch.LocalDriver{
+		Config: launch.LocalConfig{Stages: t.procs, Insecure: t.net.Credentials.Insecure, Stderr: stderr,
+			Args: func(i int, addrs []string, certs string) []string {
+				return experiment.StageArgs(o.runFlags(), cfg.Cut, t.cpu.stageCPUs(i), t.net.ConnectTimeout, i, addrs, certs)
+			}},
+		Started: func(l *launch.Local) {
+			rep.Addresses, rep.PIDs = l.Addrs, l.PIDs
+			for i := range l.PIDs {
 				if cpus := t.cpu.stageCPUs(i); cpus != "" {
 					rep.CPUs = append(rep.CPUs, cpus)
 				}
 			}
-			fmt.Fprintf(stdout, "started %d stage processes on %s (pids %s)\n", t.procs, strings.Join(stages.Addrs, ", "), strings.Trim(fmt.Sprint(stages.PIDs), "[]"))
+			fmt.Fprintf(stdout, "started %d stage processes on %s (pids %s)\n", t.procs, strings.Join(l.Addrs, ", "), strings.Trim(fmt.Sprint(l.PIDs), "[]"))
+		},
+		Dial: func(l *launch.Local) launch.ConnectFunc {
 			n := t.net
-			n.certs = stages.Certs
-			ep, err := n.connector(place{Addrs: stages.Addrs, Stage: -1})(ctx, plan)
-			if cause := context.Cause(ctx); err != nil && cause != nil && !errors.Is(cause, context.Canceled) {
-				err = cause
-			}
-			return ep, err
-		}
-		return func(error) error {
-			if stages == nil {
-				return nil
-			}
-			return stages.Stop(stopGrace)
-		}, nil
+			n.Credentials.Dir = l.Certs
+			return n.Connector(launch.Place{Addrs: l.Addrs, Stage: -1})
+		},
 	}
-	return func(error) error { return nil }, nil
+	cfg.Connect = func(ctx context.Context, plan *graphsplit.Plan) (transport.Endpoint, error) {
+		ep, err := d.Connect(ctx, plan)
+		if err != nil && d.Local() == nil { // the processes did not start
+			err = errors.Wrap(err, "-procs")
+		}
+		return ep, err
+	}
+	return func(error) error { return d.Stop(stopGrace) }
 }
 
-// stageArgs are the arguments of stage i of train -procs: pipemare stage
-// with the run's flags as given to train and the cut train chose (in place
-// of -stages), the stages' addresses, the listener it inherits as file
-// descriptor 3, its CPUs under -pin, train's -connect-timeout and its
-// credentials.
-func stageArgs(o *options, cut []int, cpus string, connectTimeout time.Duration, i int, addrs []string, certs string) []string {
-	args := []string{"stage"}
+// runFlags are the flags of the run (registerRun's) the command line
+// gave, as -name=value: what every process of a run is given alike.
+func (o *options) runFlags() []string {
 	run := flag.NewFlagSet("", flag.ContinueOnError)
 	(&options{}).registerRun(run)
+	var given []string
 	o.fs.Visit(func(f *flag.Flag) {
-		if run.Lookup(f.Name) != nil && (cut == nil || f.Name != "stages" && f.Name != "cut") {
-			args = append(args, "-"+f.Name+"="+f.Value.String())
+		if run.Lookup(f.Name) != nil {
+			given = append(given, "-"+f.Name+"="+f.Value.String())
 		}
 	})
-	if cut != nil {
-		args = append(args, "-cut="+train.FormatCut(cut))
+	return given
+}
+
+// registerNet adds to fs the flags of a process that talks to stages in
+// other processes, train's driver and pipemare stage, into n: launch.Net,
+// whose checks and connector word their errors by these flags.
+func registerNet(fs *flag.FlagSet, n *launch.Net) {
+	fs.StringVar(&n.StageAddrs, "stage-addrs", "", "the stages' addresses, host:port, comma-separated in stage order, stage 0 first (the driver dials them and listens on none)")
+	fs.StringVar(&n.Credentials.Dir, "certs", "", "mutual TLS with the certificates in this directory, as pipemare certs writes them: ca.pem, and this peer's stage-<i>.pem and stage-<i>-key.pem (the driver's: driver.pem, driver-key.pem)")
+	fs.BoolVar(&n.Credentials.Insecure, "insecure", false, "plaintext instead of mutual TLS; refused unless every address is loopback")
+	fs.DurationVar(&n.ConnectTimeout, "connect-timeout", grpcnet.DefaultConnectTimeout, "how long a process waits for the others of the pipeline to connect and pass the handshake, and a stage then for its driver's first order (twice as long): a peer that does not come, or is refused, ends every process after it; give the processes' largest start-up gap")
+}
+
+// lookupEnv reads the launcher's environment (launch.FromEnv; a variable
+// for tests).
+var lookupEnv = os.LookupEnv
+
+// cpuFlags place a process on CPUs: -cpus pins the process itself (train,
+// stage), and train's -pin gives each of -procs's stage processes a CPU of
+// its own.
+type cpuFlags struct {
+	cpus  string
+	pin   bool
+	stage bool // the flags of a stage process
+}
+
+func (c *cpuFlags) register(fs *flag.FlagSet, stage bool) {
+	c.stage = stage
+	fs.StringVar(&c.cpus, "cpus", "", "run this process on these CPUs only, like 1 or 0-3 (sched_setaffinity, as taskset does)")
+	if !stage {
+		fs.BoolVar(&c.pin, "pin", false, "with -procs: pin stage process i to CPU i of those this process may use (round robin); see docs/speed.md for when to")
 	}
-	if cpus != "" {
-		args = append(args, "-cpus="+cpus)
+}
+
+// apply pins the process to -cpus, if given, and sets GOMAXPROCS to suit
+// (launch.Pin: for a stage process at least 2).
+func (c *cpuFlags) apply() error {
+	if c.cpus == "" {
+		return nil
 	}
-	args = append(args, "-stage="+strconv.Itoa(i), "-stage-addrs="+strings.Join(addrs, ","), "-listen=fd:3", "-connect-timeout="+connectTimeout.String())
-	if certs == "" {
-		return append(args, "-insecure")
+	cpus, err := affinity.Parse(c.cpus)
+	if err != nil {
+		return usageErr{errors.Wrap(err, "-cpus")}
 	}
-	return append(args, "-certs="+certs)
+	return errors.Wrapf(launch.Pin(cpus, c.stage), "-cpus %s", c.cpus)
+}
+
+// stageCPUs is the -cpus of stage process i under -pin: a CPU of its own
+// (launch.OwnCPU); "" without -pin, or when this process's CPUs cannot be
+// read.
+func (c *cpuFlags) stageCPUs(i int) string {
+	if !c.pin {
+		return ""
+	}
+	cpu, err := launch.OwnCPU(i)
+	if err != nil {
+		return ""
+	}
+	return strconv.Itoa(cpu)
+}
+
+// fitPlan refuses, before anything trains, a run cfg whose plan
+// (planStages) the places do not hold one stage each: procs stage
+// processes, or pl's addresses (launch.Setup.Fit). Errors of the command
+// line are usageErr.
+func fitPlan(r zoo.Recipe, cfg train.Config, stages string, procs int, pl launch.Place) error {
+	n, err := planStages(r, cfg, stages)
+	if err == nil {
+		if err = (launch.Setup{Procs: procs}).Fit(n, stages, pl); err != nil {
+			err = usageErr{err}
+		}
+	}
+	return err
+}
+
+// planStages is train.PlanStages, a cut the model cannot have a usageErr.
+func planStages(r zoo.Recipe, cfg train.Config, stages string) (int, error) {
+	n, err := train.PlanStages(r, cfg, stages)
+	var ce *train.CutError
+	if errors.As(err, &ce) {
+		return 0, usageErr{err}
+	}
+	return n, err
+}
+
+// stageCount is planStages for r's recipe's run with -stages stages
+// ("fine" or a number options.check has checked): what compare and sweep
+// check their schedules against.
+func stageCount(r zoo.Recipe, stages string) (int, error) {
+	cfg := train.Config{Hyper: r.Run}
+	cfg.Stages, _ = strconv.Atoi(stages) // 0 for fine
+	return planStages(r, cfg, stages)
 }

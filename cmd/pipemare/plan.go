@@ -6,15 +6,17 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime"
 	"strconv"
 
 	"github.com/pkg/errors"
 
-	"github.com/pipemare/pipemare/graphsplit"
+	"github.com/pipemare/pipemare/train"
 	"github.com/pipemare/pipemare/zoo"
 )
 
+// planCmd prints a model's plan: its stage table, the balance of its
+// stages as measured and their memory (train.PlanReport), and writes its
+// Graphviz with -dot.
 func planCmd(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("pipemare plan", flag.ContinueOnError)
 	model := fs.String("model", "resnet", modelUsage(""))
@@ -31,59 +33,30 @@ func planCmd(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	if *microbatch < 1 {
 		return usageError(fs, "-microbatch %d: must be positive", *microbatch)
 	}
-	opts := []graphsplit.Option{graphsplit.FineGrained()}
+	p := 0 // fine
 	if *stages != "fine" {
-		p, err := strconv.Atoi(*stages)
-		if err != nil || p < 1 {
+		if p, err = strconv.Atoi(*stages); err != nil || p < 1 {
 			return usageError(fs, "-stages %q: a positive number or fine", *stages)
 		}
-		opts = append(opts, graphsplit.Stages(p))
 	}
-	m, err := r.Build(*microbatch, 1)
+	rep, err := train.MeasurePlan(r, *microbatch, p)
 	if err != nil {
 		return err
 	}
-	trainSet, _, err := r.Load("", m.Batch)
-	if err != nil {
-		return err
-	}
-	feeds := zoo.FirstMicrobatch(trainSet, m)
-	keep := r.Run.KeepActivations
-	if *stages != "fine" { // balanced by measuring, on one thread, as train does
-		opts = append(opts, graphsplit.Profiled(feeds, keep))
-	}
-	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
-	plan, err := graphsplit.Split(m.Graph, m.Cost, m.Learnables, opts...)
-	if err != nil {
-		return err
-	}
-	defer plan.Close()
-	var times []graphsplit.StageTime
-	if plan.Balance != nil {
-		times = plan.Balance.Times // what the cut was chosen by
-	} else if times, err = plan.Time(feeds, keep, 5); err != nil {
-		return err
-	}
+	defer rep.Close()
 	var f *os.File
 	if *dot != "" { // before printing anything: a path that cannot be written fails first
 		if f, err = os.Create(*dot); err != nil {
 			return errors.Wrap(err, "-dot")
 		}
 	}
-	fmt.Fprintf(stdout, "%s at microbatch %d: %d stages\n", m.Name, *microbatch, len(plan.Stages))
-	if err := plan.WriteTable(stdout); err != nil {
-		return err
-	}
-	if err := plan.WriteBalance(stdout, times); err != nil {
-		return err
-	}
-	if err := writeMemory(stdout, m.Name, plan); err != nil {
+	if err := rep.Write(stdout); err != nil {
 		return err
 	}
 	if f == nil {
 		return nil
 	}
-	if err := plan.WriteDOT(f); err != nil {
+	if err := rep.Plan.WriteDOT(f); err != nil {
 		f.Close()
 		return errors.Wrapf(err, "writing %s", *dot)
 	}

@@ -5,9 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"strings"
-
-	"github.com/pkg/errors"
 
 	"github.com/pipemare/pipemare/graphsplit"
 	"github.com/pipemare/pipemare/launch"
@@ -22,8 +19,8 @@ func stageCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs := flag.NewFlagSet("pipemare stage", flag.ContinueOnError)
 	var o options
 	o.registerRun(fs)
-	var n netFlags
-	n.register(fs)
+	var n launch.Net
+	registerNet(fs, &n)
 	var cpu cpuFlags
 	cpu.register(fs, true)
 	index := fs.Int("stage", -1, "the stage this process serves, from 0 (-1: the launcher's RANK or JOB_COMPLETION_INDEX)")
@@ -31,11 +28,11 @@ func stageCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := parse(fs, args, stdout, stderr); err != nil {
 		return err
 	}
-	env, found, err := launched()
+	env, found, err := launch.FromEnv(lookupEnv)
 	if err != nil {
 		return err
 	}
-	pl, err := stagePlace(&n, *index, *listen, env, found)
+	pl, err := n.StagePlace(*index, *listen, env, found)
 	if err != nil {
 		return usageError(fs, "%v", err)
 	}
@@ -46,71 +43,19 @@ func stageCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	p, err := planStages(r, cfg, o.stages)
-	if err == nil {
-		err = stagesFit(p, o.stages, 0, pl)
-	}
-	if err != nil {
+	if err := fitPlan(r, cfg, o.stages, 0, pl); err != nil {
 		return usageOr(fs, err)
 	}
-	return serveStage(ctx, r, trainSet, cfg, &n, pl, stdout)
+	return serveStage(ctx, r, trainSet, cfg, n, pl, stdout)
 }
 
-// stagePlace is where a stage process stands: its index from -stage or
-// the launcher's environment, the stages' addresses from -stage-addrs or
-// the environment, and where it listens. Errors name the flag.
-func stagePlace(n *netFlags, index int, listen string, env launch.Config, found bool) (place, error) {
-	pl := place{Stage: index, Listen: listen, AddrsFrom: "-stage-addrs"}
-	if err := n.checkTimeout(); err != nil {
-		return pl, err
-	}
-	if found {
-		pl.Launcher = env.Launcher
-		switch {
-		case index < 0:
-			pl.Stage = env.Stage
-		case index != env.Stage:
-			return pl, errors.Errorf("-stage %d, but the %s environment makes this process stage %d", index, env.Launcher, env.Stage)
-		}
-		if listen == "" {
-			pl.Listen = env.Listen
-		}
-	}
-	if pl.Stage < 0 {
-		return pl, errors.New("-stage: which stage this process serves (or run it under torchrun or a JobSet, which say)")
-	}
-	switch {
-	case n.stageAddrs != "":
-		addrs, err := n.addrs()
-		if err != nil {
-			return pl, err
-		}
-		pl.Addrs = addrs
-	case found && env.Addrs != nil:
-		pl.Addrs, pl.AddrsFrom = env.Addrs, "the "+env.Launcher+" environment"
-	default:
-		return pl, errors.New("-stage-addrs: the stages' addresses, host:port, in stage order")
-	}
-	if found && len(pl.Addrs) != env.Stages {
-		return pl, errors.Errorf("-stage-addrs gives %d addresses, the %s environment %d stages", len(pl.Addrs), env.Launcher, env.Stages)
-	}
-	if pl.Stage >= len(pl.Addrs) {
-		return pl, errors.Errorf("-stage %d: -stage-addrs gives the addresses of stages 0..%d", pl.Stage, len(pl.Addrs)-1)
-	}
-	served := append([]string(nil), pl.Addrs...)
-	if pl.Listen != "" && !strings.HasPrefix(pl.Listen, "fd:") {
-		served = append(served, pl.Listen)
-	}
-	return pl, n.checkCredentials(served)
-}
-
-// serveStage serves stage pl.stage of the run cfg describes until the
+// serveStage serves stage pl.Stage of the run cfg describes until the
 // driver stops it, saying so on stdout; a driver that does not connect
 // within -connect-timeout, or sends no first order within twice that,
 // ends it with an error.
-func serveStage(ctx context.Context, r zoo.Recipe, trainSet zoo.Data, cfg train.Config, n *netFlags, pl place, stdout io.Writer) error {
-	cfg.FirstOrderTimeout = n.firstOrder()
-	connect := n.connector(pl)
+func serveStage(ctx context.Context, r zoo.Recipe, trainSet zoo.Data, cfg train.Config, n launch.Net, pl launch.Place, stdout io.Writer) error {
+	cfg.FirstOrderTimeout = n.FirstOrder()
+	connect := n.Connector(pl)
 	err := train.ServeStage(ctx, r.Build, trainSet, cfg, pl.Stage, func(ctx context.Context, plan *graphsplit.Plan) (transport.Endpoint, error) {
 		ep, err := connect(ctx, plan)
 		if err == nil {

@@ -7,15 +7,13 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"time"
 
-	"github.com/pipemare/pipemare/checkpoint"
 	"github.com/pipemare/pipemare/experiment"
+	"github.com/pipemare/pipemare/launch"
 	"github.com/pipemare/pipemare/rundir"
 	"github.com/pipemare/pipemare/train"
 	"github.com/pipemare/pipemare/zoo"
-	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
 )
 
@@ -31,108 +29,83 @@ func trainFlagSet() (*flag.FlagSet, *options, *trainFlags) {
 	return fs, &o, &t
 }
 
+// trainCmd trains one run into -out, its stages where the flags place
+// them, or serves a stage of a launched pipeline.
 func trainCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs, o, t := trainFlagSet()
 	if err := parse(fs, args, stdout, stderr); err != nil {
 		return err
 	}
+	j, err := t.job(fs, o)
+	if err != nil {
+		return err
+	}
+	if j.where == launch.LaunchedStage { // a stage of a launched pipeline: no outputs of its own
+		return serveStage(ctx, j.r, j.trainSet, j.cfg, t.net, j.pl, stdout)
+	}
+	return t.train(ctx, o, j, stdout, stderr)
+}
+
+// trainJob is what train's flags ask for, checked: where the stages run,
+// the run and its data, and where it starts (experiment.RunStart).
+type trainJob struct {
+	where          launch.Where
+	pl             launch.Place
+	r              zoo.Recipe
+	trainSet, test zoo.Data
+	cfg            train.Config
+	from           string
+	how            rundir.Start
+}
+
+// job checks train's flags, pins this process (-cpus) and loads the run's
+// data; o.out becomes the directory of a resumed run. Errors of the
+// command line are usage errors.
+func (t *trainFlags) job(fs *flag.FlagSet, o *options) (j trainJob, err error) {
 	if t.checkpointEvery < 0 {
-		return usageError(fs, "-checkpoint-every %d: a number of minibatches (0: no checkpoints)", t.checkpointEvery)
+		return j, usageError(fs, "-checkpoint-every %d: a number of minibatches (0: no checkpoints)", t.checkpointEvery)
 	}
 	t.procsSet = o.set()["procs"]
-	from, how := "", rundir.Fresh
-	if t.resume != "" { // the run's output directory
-		out, f := rundir.ResumeTarget(t.resume, o.out)
-		if t.resume != rundir.ResumeAuto && o.set()["out"] && filepath.Clean(o.out) != out {
-			return usageError(fs, "-out %s and -resume %s: a resumed run writes to the directory it resumes (%s)", o.out, t.resume, out)
-		}
-		o.out, from, how = out, f, rundir.Resume
-		if t.resume == rundir.ResumeAuto {
-			how = rundir.ResumeIfAny
-		}
+	if o.out, j.from, j.how, err = experiment.RunStart(t.resume, o.out, o.set()["out"]); err != nil {
+		return j, usageError(fs, "%v", err)
 	}
-	where, pl, err := t.place()
+	j.where, j.pl, err = t.place()
 	if err == nil {
 		err = t.cpu.apply()
 	}
 	if err != nil {
-		return usageOr(fs, err)
+		return j, usageOr(fs, err)
 	}
-	r, trainSet, test, cfg, err := o.run()
-	if err != nil {
-		return err
+	if j.r, j.trainSet, j.test, j.cfg, err = o.run(); err != nil {
+		return j, err
 	}
-	p, err := planStages(r, cfg, o.stages)
-	if err == nil {
-		err = stagesFit(p, o.stages, t.procs, pl)
-	}
-	if err != nil {
-		return usageOr(fs, err)
-	}
-	if where == launchedStage { // a stage of a launched pipeline: no outputs of its own
-		return serveStage(ctx, r, trainSet, cfg, &t.net, pl, stdout)
-	}
+	return j, usageOr(fs, fitPlan(j.r, j.cfg, o.stages, t.procs, j.pl))
+}
+
+// train trains j into its run directory (experiment.TrainRun): the cut
+// chosen (experiment.ChooseCut), the stages connected where they run,
+// and what trained written, interrupted runs included.
+func (t *trainFlags) train(ctx context.Context, o *options, j trainJob, stdout, stderr io.Writer) error {
+	cfg := j.cfg
 	resumeDir := ""
-	if how != rundir.Fresh {
+	if j.how != rundir.Fresh {
 		resumeDir = o.out
 	}
-	if err := chooseCut(&cfg, where, resumeDir, r, trainSet, stdout); err != nil {
+	if err := experiment.ChooseCut(&cfg, j.where == launch.InProcess || j.where == launch.LocalProcs, resumeDir, j.r, j.trainSet, stdout); err != nil {
 		return err
 	}
 	cfg.CheckpointEvery = t.checkpointEvery
-	st := o.settings(cfg, trainSet, test)
-	c, err := rundir.StartPoint(o.out, from, how, st) // before -out is created: a mistyped -resume creates nothing
+	run, err := experiment.StartTrainRun(o.out, j.from, j.how, o.settings(cfg, j.trainSet, j.test), &cfg, o.traceSteps, stdout)
 	if err != nil {
 		return err
 	}
-	out := rundir.Dir{Path: o.out, Files: append([]string{"report.json", "trace.json", rundir.SettingsFile, rundir.ModelFile}, experiment.PlotFiles...)}
-	if err := out.Prepare(); err != nil {
-		return err
-	}
-	rep := rundir.Report{Settings: st, Placement: t.placement(where, pl)}
-	if err := out.WriteSettings(st); err != nil {
-		return err
-	}
-	if cfg.CheckpointEvery > 0 {
-		if cfg.CheckpointDir, err = filepath.Abs(filepath.Join(o.out, rundir.CheckpointsDir)); err != nil { // the same path for stages in other processes
-			return err
-		}
-		cfg.Checkpointed = func(step int, dir string) { fmt.Fprintf(stdout, "checkpoint at step %d: %s\n", step, dir) }
-	}
-	switch {
-	case c != nil:
-		cfg.Resume = c.Dir
-		rep.Resumed = &rundir.Resumed{Checkpoint: c.Dir, Step: c.Manifest.Step}
-		fmt.Fprintf(stdout, "resuming from %s: step %d (epoch %d, minibatch %d)\n", c.Dir, c.Manifest.Step, c.Manifest.Data.Epoch, c.Manifest.Data.Index)
-	case how == rundir.ResumeIfAny:
-		fmt.Fprintf(stdout, "no checkpoint in %s yet: starting the run there\n", o.out)
-	}
+	run.Report.Placement = experiment.Placement(j.where, j.pl, t.net.Credentials.Insecure, t.cpu.cpus)
 	fmt.Fprintf(stdout, "training %s (%d examples) with %s, %s stages, N=%d × %d rows, %d epochs, lr %g (%s), T1 K=%d, T2 γ=%g, warm-up %d steps\n",
-		o.model, trainSet.Len(), experiment.RunLabel(cfg), o.stages, cfg.Microbatches, cfg.Microbatch, cfg.Epochs, cfg.LR, cfg.SolverName(), cfg.T1, cfg.T2, cfg.Warmup)
-	stop, err := t.connect(ctx, &cfg, o, where, pl, rep.Placement, r, trainSet, stdout, stderr)
-	if err != nil {
-		return err
-	}
-	res, err := trainWithProgress(ctx, r.Build, cfg, trainSet, test, stdout, stderr)
+		o.model, j.trainSet.Len(), experiment.RunLabel(cfg), o.stages, cfg.Microbatches, cfg.Microbatch, cfg.Epochs, cfg.LR, cfg.SolverName(), cfg.T1, cfg.T2, cfg.Warmup)
+	stop := t.connect(ctx, &cfg, o, j.where, j.pl, run.Report.Placement, j.r, j.trainSet, stdout, stderr)
+	res, err := trainWithProgress(ctx, j.r.Build, cfg, j.trainSet, j.test, stdout, stderr)
 	err = stderrors.Join(err, stop(err))
-	if res == nil || len(res.Epochs) == 0 {
-		return err
-	}
-	// Interrupted runs too: the report of what ran.
-	rep.Result = res
-	run := experiment.Compared{Label: experiment.RunLabel(res.Config), Config: res.Config, Result: res}
-	werr := writeRuns(out, rep, []experiment.Compared{run}, func(experiment.Compared) string { return "trace.json" }, o.traceSteps)
-	if werr == nil && res.WeightsSHA256 != "" { // a finished run: its model
-		werr = checkpoint.SaveModel(filepath.Join(o.out, rundir.ModelFile), res.Plan.Learnables)
-	}
-	if werr == nil {
-		model := ""
-		if res.WeightsSHA256 != "" {
-			model = " " + rundir.ModelFile + ","
-		}
-		fmt.Fprintf(stdout, "wrote %s/report.json,%s trace.json and plots\n", o.out, model)
-	}
-	return stderrors.Join(err, werr)
+	return stderrors.Join(err, run.Finish(res, stdout))
 }
 
 // onSteps, when set (by tests), is called after each progress update.
@@ -149,47 +122,12 @@ var isTerminal = func(w io.Writer) bool {
 var barThrottle = 200 * time.Millisecond
 
 // trainWithProgress runs train.Train with one line per epoch on stdout and,
-// when stderr is a terminal, a progress bar per epoch on stderr.
+// when stderr is a terminal, a progress bar per epoch on stderr
+// (experiment.Progress).
 func trainWithProgress(ctx context.Context, build zoo.Builder, cfg train.Config, trainSet, test zoo.Data, stdout, stderr io.Writer) (*train.Result, error) {
-	var bar *progressbar.ProgressBar
-	showBar := isTerminal(stderr)
-	epoch := 1
-	cfg.ProgressEvery = 5
-	cfg.Steps = func(done, total int) {
-		if showBar {
-			if bar == nil {
-				bar = progressbar.NewOptions(total, progressbar.OptionSetWriter(stderr),
-					progressbar.OptionSetDescription(fmt.Sprintf("epoch %d", epoch)),
-					progressbar.OptionShowCount(), progressbar.OptionSetWidth(30), progressbar.OptionClearOnFinish(),
-					progressbar.OptionThrottle(barThrottle))
-			}
-			_ = bar.Set(done)
-		}
-		if onSteps != nil {
-			onSteps(done)
-		}
+	p := experiment.Progress{Log: stdout, Throttle: barThrottle, Steps: onSteps}
+	if isTerminal(stderr) {
+		p.Bar = stderr
 	}
-	cfg.Progress = func(e train.EpochResult) {
-		if bar != nil {
-			_ = bar.Finish()
-			bar = nil
-		}
-		epoch++
-		fmt.Fprintf(stdout, "epoch %d: loss %.4f, test accuracy %.4f, %.0f samples/s, utilization %.3f\n", e.Epoch, e.Loss, e.Accuracy, e.SamplesPerSec, e.Utilization)
-	}
-	res, err := train.Train(ctx, build, trainSet, test, cfg)
-	if bar != nil { // an interrupted epoch: clear its bar before the summary
-		_ = bar.Clear()
-	}
-	if res != nil && len(res.Epochs) > 0 {
-		if last := res.Epochs[len(res.Epochs)-1]; last.Interrupted {
-			fmt.Fprintf(stdout, "epoch %d interrupted after %d steps: loss %.4f\n", last.Epoch, len(last.Losses), last.Loss)
-		}
-		rep := res.Report
-		fmt.Fprintf(stdout, "%d stages, measured utilization %.3f (bubble %.3f), wall %v\n", res.Stages, rep.Utilization, rep.Bubble, res.Wall.Round(time.Millisecond))
-		if res.WeightsSHA256 != "" {
-			fmt.Fprintf(stdout, "trained model: test accuracy %.4f, weights_sha256 %s\n", res.ModelAccuracy, res.WeightsSHA256)
-		}
-	}
-	return res, err
+	return p.Train(ctx, build, trainSet, test, cfg)
 }

@@ -1,0 +1,196 @@
+package experiment
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/pkg/errors"
+
+	"github.com/pipemare/pipemare/launch"
+	"github.com/pipemare/pipemare/rundir"
+	"github.com/pipemare/pipemare/train"
+)
+
+// benchOwn are the flags of pipemare bench that its trainings are not
+// given as they are: its own (-out, -rounds), and those of the placement
+// and the cut, which BenchArgs sets.
+var benchOwn = []string{"out", "rounds", "stages", "procs", "pin", "insecure"}
+
+// BenchArgs are the command lines (after the program's name) of a
+// bench's two trainings, pipemare train with one minibatch traced
+// (-trace-steps=1) and given's flags, those given to bench as -name=value
+// in the order given, minus bench's own and the placement's (-out,
+// -rounds, -stages, -procs, -pin, -insecure), with the cut fixed (-cut,
+// when cut is set) so that both train the same stages. The placed run
+// adds procs stage processes (-procs, plaintext on loopback, each pinned
+// to a CPU of its own with pin) when procs > 0; the other runs in one
+// process on the CPUs oneCPU (-cpus). Neither has -out: RunChildren adds
+// it.
+func BenchArgs(given []string, cut []int, procs int, pin bool, oneCPU string) (placed, against []string) {
+	base := []string{"train", "-trace-steps=1"}
+	for _, a := range given {
+		name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if !slices.Contains(benchOwn, name) {
+			base = append(base, a)
+		}
+	}
+	if cut != nil {
+		base = append(base, "-cut="+train.FormatCut(cut))
+	}
+	placed = slices.Clone(base)
+	if procs > 0 {
+		placed = append(placed, fmt.Sprintf("-procs=%d", procs), "-insecure")
+		if pin {
+			placed = append(placed, "-pin")
+		}
+	}
+	return placed, append(base, "-cpus="+oneCPU)
+}
+
+// BenchPlacement names the placement of procs stage processes of this
+// host (each pinned to a CPU with pin), or of this process on its
+// GOMAXPROCS CPUs when procs is 0: bench.json's placed.
+func BenchPlacement(procs int, pin bool) string {
+	switch {
+	case procs > 0 && pin:
+		return fmt.Sprintf("%d stage processes, each pinned to a CPU", procs)
+	case procs > 0:
+		return fmt.Sprintf("%d stage processes", procs)
+	}
+	return fmt.Sprintf("one process on %d CPUs", runtime.GOMAXPROCS(0))
+}
+
+// TrainChild runs exe ("": this program) with args, a pipemare train
+// command line that writes its run directory to dir (-out=dir), as a
+// child process this one owns (launch.OwnChild: it dies with this one,
+// even when this one is killed), and returns what dir's report.json
+// (rundir.Report) says of the run — its samples/s and weights, as a
+// BenchRun of dir — and the report itself. A child that fails is an
+// error with its standard error.
+func TrainChild(ctx context.Context, exe string, args []string, dir string) (BenchRun, []byte, error) {
+	if exe == "" {
+		var err error
+		if exe, err = os.Executable(); err != nil {
+			return BenchRun{}, nil, err
+		}
+	}
+	cmd := exec.CommandContext(ctx, exe, args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	launch.OwnChild(cmd)
+	runtime.LockOSThread() // Pdeathsig follows the thread that forked the child
+	err := cmd.Run()
+	runtime.UnlockOSThread()
+	if err != nil {
+		return BenchRun{}, nil, errors.Errorf("%v: %s", err, strings.TrimSpace(stderr.String()))
+	}
+	path := filepath.Join(dir, "report.json")
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return BenchRun{}, nil, err
+	}
+	var r struct {
+		Result struct {
+			WeightsSHA256 string `json:"weights_sha256"`
+			Report        struct {
+				SamplesPerSec float64 `json:"samples_per_sec"`
+			} `json:"report"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return BenchRun{}, nil, errors.Wrapf(err, "%s", path)
+	}
+	return BenchRun{SamplesPerSec: r.Result.Report.SamplesPerSec, WeightsSHA256: r.Result.WeightsSHA256, Dir: dir}, raw, nil
+}
+
+// RunChildren runs b's rounds (RunBench) as child trainings of exe ("":
+// this program; TrainChild), the placed run with the arguments placed,
+// the other with against (BenchArgs), each writing its run directory
+// into dir as <kind>-<round> (-out). It returns the last placed run's
+// report.json, for Write.
+func (b *Bench) RunChildren(ctx context.Context, exe string, placed, against []string, dir string, rounds int, log io.Writer) ([]byte, error) {
+	var last []byte
+	err := b.RunBench(ctx, rounds, func(ctx context.Context, kind string, round int) (BenchRun, error) {
+		args := against
+		if kind == "placed" {
+			args = placed
+		}
+		out := filepath.Join(dir, fmt.Sprintf("%s-%d", kind, round))
+		r, raw, err := TrainChild(ctx, exe, append(slices.Clip(args), "-out="+out), out)
+		if kind == "placed" {
+			last = raw
+		}
+		r.Dir = out
+		return r, err
+	}, log)
+	return last, err
+}
+
+// Write says on log what b measured — the speed-up, its range over the
+// rounds and both samples/s, and whether the runs trained different
+// weights — and writes into out bench.json (b) and report.json: the last
+// placed run's report (placedReport, as RunChildren returns it) with b
+// beside its keys under "speedup". Runs that trained different weights
+// are an error once everything is written: a placement changes timing,
+// never results.
+func (b *Bench) Write(out rundir.Dir, placedReport []byte, log io.Writer) error {
+	fmt.Fprintf(log, "speed-up %.2f× (%.2f–%.2f over the rounds): %.1f samples/s %s, %.1f %s\n", b.Speedup, b.SpeedupMin, b.SpeedupMax, b.PlacedSamplesPerSec, b.Placed, b.AgainstSamplesPerSec, b.Against)
+	if !b.SameWeights {
+		fmt.Fprintln(log, "the runs trained different weights: the placement changed the arithmetic (a bug)")
+	}
+	if err := out.WriteJSON("bench.json", b); err != nil {
+		return err
+	}
+	var report map[string]any
+	if err := json.Unmarshal(placedReport, &report); err != nil {
+		return errors.Wrap(err, "the placed run's report.json")
+	}
+	report["speedup"] = b
+	if err := out.WriteJSON("report.json", report); err != nil {
+		return err
+	}
+	if !b.SameWeights {
+		return errors.New("the placed and the one-CPU runs trained different weights")
+	}
+	return nil
+}
+
+// StageArgs are the arguments of stage process i of a pipemare train
+// -procs run (launch.LocalConfig.Args): pipemare stage with the run's
+// flags as given (run, -name=value, those of the run only), the cut the
+// driver chose in place of its -stages and -cut (when cut is set), the
+// stage's CPUs (-cpus; "": not pinned), its index, the stages' addresses,
+// the listener it inherits as file descriptor 3, the driver's
+// -connect-timeout and the credentials: the throw-away certificates in
+// certs, or plaintext when certs is "".
+func StageArgs(run []string, cut []int, cpus string, connectTimeout time.Duration, i int, addrs []string, certs string) []string {
+	args := []string{"stage"}
+	for _, a := range run {
+		name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if cut == nil || name != "stages" && name != "cut" {
+			args = append(args, a)
+		}
+	}
+	if cut != nil {
+		args = append(args, "-cut="+train.FormatCut(cut))
+	}
+	if cpus != "" {
+		args = append(args, "-cpus="+cpus)
+	}
+	args = append(args, "-stage="+strconv.Itoa(i), "-stage-addrs="+strings.Join(addrs, ","), "-listen=fd:3", "-connect-timeout="+connectTimeout.String())
+	if certs == "" {
+		return append(args, "-insecure")
+	}
+	return append(args, "-certs="+certs)
+}

@@ -1,0 +1,117 @@
+//go:build unix
+
+package experiment
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/pipemare/pipemare/rundir"
+)
+
+// TestBenchArgs: both runs are pipemare train with the flags given but
+// bench's own and the placement's, and the cut fixed; the placed run adds
+// its stage processes, the other its CPU.
+func TestBenchArgs(t *testing.T) {
+	given := []string{"-limit=640", "-model=mlp", "-out=o", "-pin=true", "-procs=2", "-rounds=3", "-stages=2", "-trace-steps=5"}
+	placed, against := BenchArgs(given, []int{3, 7}, 2, true, "5")
+	base := []string{"train", "-trace-steps=1", "-limit=640", "-model=mlp", "-trace-steps=5", "-cut=3,7"}
+	require.Equal(t, append(base[:len(base):len(base)], "-procs=2", "-insecure", "-pin"), placed)
+	require.Equal(t, append(base[:len(base):len(base)], "-cpus=5"), against)
+
+	placed, against = BenchArgs([]string{"-model=mlp"}, nil, 0, false, "0-1")
+	require.Equal(t, []string{"train", "-trace-steps=1", "-model=mlp"}, placed)
+	require.Equal(t, []string{"train", "-trace-steps=1", "-model=mlp", "-cpus=0-1"}, against)
+}
+
+func TestBenchPlacement(t *testing.T) {
+	require.Equal(t, "2 stage processes, each pinned to a CPU", BenchPlacement(2, true))
+	require.Equal(t, "3 stage processes", BenchPlacement(3, false))
+	require.Equal(t, fmt.Sprintf("one process on %d CPUs", runtime.GOMAXPROCS(0)), BenchPlacement(0, false))
+}
+
+// fakeTrainScript is a shell script that stands in for pipemare train:
+// given -out=DIR as $0, it writes DIR/report.json with samples/s $1
+// and weights $2.
+const fakeTrainScript = `d=${0#-out=}; mkdir -p "$d" && printf '{"result":{"weights_sha256":"%s","report":{"samples_per_sec":%s}},"settings":{}}' "$2" "$1" > "$d/report.json"`
+
+// TestTrainChild: the child's report gives the run's samples/s and
+// weights, and the report itself; a failing child's error has its
+// standard error, and a report that cannot be read is an error naming it.
+func TestTrainChild(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "run")
+	r, raw, err := TrainChild(context.Background(), "/bin/sh", []string{"-c", fakeTrainScript, "-out=" + dir, "250.5", "abc"}, dir)
+	require.NoError(t, err)
+	require.Equal(t, BenchRun{SamplesPerSec: 250.5, WeightsSHA256: "abc", Dir: dir}, r)
+	require.JSONEq(t, `{"result":{"weights_sha256":"abc","report":{"samples_per_sec":250.5}},"settings":{}}`, string(raw))
+
+	_, _, err = TrainChild(context.Background(), "/bin/sh", []string{"-c", "echo no such flag >&2; exit 2"}, dir)
+	require.EqualError(t, err, "exit status 2: no such flag")
+	_, _, err = TrainChild(context.Background(), "/bin/sh", []string{"-c", "true"}, t.TempDir())
+	require.ErrorContains(t, err, "report.json: no such file")
+	bad := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(bad, "report.json"), []byte("{"), 0o644))
+	_, _, err = TrainChild(context.Background(), "/bin/sh", []string{"-c", "true"}, bad)
+	require.ErrorContains(t, err, filepath.Join(bad, "report.json"))
+}
+
+// TestRunChildren: each round's runs write into their own directory, the
+// speed-up is theirs, and the report kept is the last placed run's, which
+// Write writes with the bench beside it; different weights are reported,
+// and an error once written.
+func TestRunChildren(t *testing.T) {
+	dir := t.TempDir()
+	b := Bench{Placed: "p", Against: "a"}
+	// "-out=DIR" is appended: the script's $0, then $1 and $2 are empty;
+	// the placed script sets them.
+	placed := []string{"-c", `set -- 300 w; ` + fakeTrainScript}
+	against := []string{"-c", `set -- 100 w; ` + fakeTrainScript}
+	raw, err := b.RunChildren(context.Background(), "/bin/sh", placed, against, dir, 2, io.Discard)
+	require.NoError(t, err)
+	require.Len(t, b.Runs, 4)
+	require.Equal(t, filepath.Join(dir, "placed-1"), b.Runs[3].Dir)
+	require.Equal(t, filepath.Join(dir, "one-cpu-0"), b.Runs[1].Dir)
+	require.FileExists(t, filepath.Join(dir, "one-cpu-1", "report.json"))
+	require.Equal(t, 3.0, b.Speedup)
+	require.True(t, b.SameWeights)
+	var log strings.Builder
+	out := rundir.Dir{Path: t.TempDir()}
+	require.NoError(t, b.Write(out, raw, &log))
+	require.Equal(t, "speed-up 3.00× (3.00–3.00 over the rounds): 300.0 samples/s p, 100.0 a\n", log.String())
+	var rep map[string]any
+	require.NoError(t, readJSON(filepath.Join(out.Path, "report.json"), &rep))
+	require.Contains(t, rep, "result")
+	require.Equal(t, "p", rep["speedup"].(map[string]any)["placed"])
+	var bench Bench
+	require.NoError(t, readJSON(filepath.Join(out.Path, "bench.json"), &bench))
+	require.Equal(t, b.Runs, bench.Runs)
+	require.ErrorContains(t, b.Write(out, []byte("[]"), &log), "the placed run's report.json")
+
+	b.SameWeights = false
+	log.Reset()
+	require.EqualError(t, b.Write(out, raw, &log), "the placed and the one-CPU runs trained different weights")
+	require.Contains(t, log.String(), "the runs trained different weights: the placement changed the arithmetic (a bug)")
+	require.FileExists(t, filepath.Join(out.Path, "bench.json"), "written all the same")
+
+	_, err = (&Bench{}).RunChildren(context.Background(), "/bin/sh", []string{"-c", "exit 1"}, against, dir, 1, io.Discard)
+	require.ErrorContains(t, err, "placed run 0: exit status 1")
+}
+
+// TestStageArgs: pipemare stage with the run's flags, the cut in place of
+// -stages and -cut, the stage's place and credentials.
+func TestStageArgs(t *testing.T) {
+	run := []string{"-model=mlp", "-stages=2", "-cut=4", "-limit=640"}
+	require.Equal(t, []string{"stage", "-model=mlp", "-limit=640", "-cut=3", "-cpus=1", "-stage=1", "-stage-addrs=127.0.0.1:1,127.0.0.1:2", "-listen=fd:3", "-connect-timeout=1m0s", "-certs=/tmp/c"},
+		StageArgs(run, []int{3}, "1", time.Minute, 1, []string{"127.0.0.1:1", "127.0.0.1:2"}, "/tmp/c"))
+	require.Equal(t, []string{"stage", "-model=mlp", "-stages=2", "-cut=4", "-limit=640", "-stage=0", "-stage-addrs=127.0.0.1:1", "-listen=fd:3", "-connect-timeout=2s", "-insecure"},
+		StageArgs(run, nil, "", 2*time.Second, 0, []string{"127.0.0.1:1"}, ""))
+}

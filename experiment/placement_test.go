@@ -1,0 +1,42 @@
+package experiment
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/pipemare/pipemare/launch"
+	"github.com/pipemare/pipemare/rundir"
+)
+
+func TestPlacement(t *testing.T) {
+	pl := launch.Place{Addrs: []string{"h0:1", "h1:1"}, Stage: 0, Launcher: "jobset"}
+	require.Equal(t, &rundir.Placement{Where: "in-process", DriverCPUs: "0-3"}, Placement(launch.InProcess, launch.Place{Stage: -1}, false, "0-3"))
+	require.Equal(t, &rundir.Placement{Where: "processes", Transport: "grpc (plaintext)"}, Placement(launch.LocalProcs, launch.Place{Stage: -1}, true, ""))
+	require.Equal(t, &rundir.Placement{Where: "remote", Launcher: "jobset", Addresses: pl.Addrs, Transport: "grpc+mtls"}, Placement(launch.LaunchedFirst, pl, false, ""))
+	require.Equal(t, &rundir.Placement{Where: "remote", Addresses: pl.Addrs, Transport: "grpc+mtls"}, Placement(launch.Remote, launch.Place{Addrs: pl.Addrs, Stage: -1}, false, ""))
+}
+
+// TestRunStart: a new run, a resume of a run's directory or of one of its
+// checkpoints, auto; and a -out that is not the resumed run's.
+func TestRunStart(t *testing.T) {
+	for _, c := range []struct {
+		resume, out string
+		outGiven    bool
+		dir, from   string
+		how         rundir.Start
+	}{
+		{"", "out", false, "out", "", rundir.Fresh},
+		{"run", "out", false, "run", filepath.Join("run", rundir.CheckpointsDir), rundir.Resume},
+		{"run/", "run", true, "run", filepath.Join("run", rundir.CheckpointsDir), rundir.Resume},
+		{"run/checkpoints/step-5", "out", false, "run", "run/checkpoints/step-5", rundir.Resume},
+		{rundir.ResumeAuto, "out", true, "out", filepath.Join("out", rundir.CheckpointsDir), rundir.ResumeIfAny},
+	} {
+		dir, from, how, err := RunStart(c.resume, c.out, c.outGiven)
+		require.NoError(t, err, "%+v", c)
+		require.Equal(t, []any{c.dir, c.from, c.how}, []any{dir, from, how}, "%+v", c)
+	}
+	_, _, _, err := RunStart("run", "out", true)
+	require.EqualError(t, err, "-out out and -resume run: a resumed run writes to the directory it resumes (run)")
+}

@@ -1,0 +1,181 @@
+package launch
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"strings"
+	"time"
+
+	"github.com/pkg/errors"
+
+	"github.com/pipemare/pipemare/graphsplit"
+	"github.com/pipemare/pipemare/transport"
+	"github.com/pipemare/pipemare/transport/grpcnet"
+)
+
+// ConnectFunc opens a process's endpoint once the model is cut: what
+// train.Config.Connect (the driver) and train.ServeStage (a stage) take,
+// as Place.Connector and Net.Connector return it.
+type ConnectFunc = func(ctx context.Context, plan *graphsplit.Plan) (transport.Endpoint, error)
+
+// Net is how a process of a pipeline in several processes reaches the
+// others, as the pipemare command's flags give it: the stages' addresses
+// (-stage-addrs), the credentials (-certs, -insecure) and how long to
+// wait for the peers (-connect-timeout). Its methods check it and open
+// the process's endpoint; their errors name those flags, as
+// train.Overrides' name the run's, for the command line whose settings
+// these are.
+type Net struct {
+	// StageAddrs are the stages' addresses, host:port, comma-separated in
+	// stage order ("": none given); ParseAddrs reads them.
+	StageAddrs string
+	// Credentials secure the links: Dir (-certs) or Insecure (-insecure).
+	Credentials Credentials
+	// ConnectTimeout is how long a process waits for the others of the
+	// pipeline to connect and pass the handshake (positive).
+	ConnectTimeout time.Duration
+}
+
+// CheckTimeout refuses a ConnectTimeout that is not positive.
+func (n Net) CheckTimeout() error {
+	if n.ConnectTimeout <= 0 {
+		return errors.Errorf("-connect-timeout %v: must be positive", n.ConnectTimeout)
+	}
+	return nil
+}
+
+// FirstOrder is how long a stage waits for its driver's first order once
+// connected (train.Config.FirstOrderTimeout): twice ConnectTimeout, since
+// the driver may still be waiting that long for another stage.
+func (n Net) FirstOrder() time.Duration { return 2 * n.ConnectTimeout }
+
+// Addrs parses StageAddrs (ParseAddrs); the error names -stage-addrs.
+func (n Net) Addrs() ([]string, error) {
+	addrs, err := ParseAddrs(n.StageAddrs)
+	return addrs, errors.Wrap(err, "-stage-addrs")
+}
+
+// CheckCredentials refuses a Net without a way to secure the links, with
+// both, or with plaintext on an address that is not loopback, naming the
+// flag. addrs are the addresses the process dials or serves on.
+func (n Net) CheckCredentials(addrs []string) error {
+	c := n.Credentials
+	switch {
+	case c.Insecure && c.Dir != "":
+		return errors.Errorf("-insecure and -certs %s: choose one", c.Dir)
+	case c.Insecure:
+		for _, a := range addrs {
+			if !grpcnet.Loopback(a) {
+				return errors.Errorf("-insecure: plaintext refused: %s is not a loopback address; give -certs DIR (pipemare certs writes one)", a)
+			}
+		}
+	case c.Dir == "":
+		return errors.New("-certs DIR or -insecure: the links between processes need mutual TLS (pipemare certs writes a CA and certificates), or plaintext on loopback")
+	}
+	return nil
+}
+
+// credentials are Credentials' Options for peer p, their errors naming
+// -certs (a stage's missing certificate says how to make one).
+func (n Net) credentials(p transport.Peer) ([]grpcnet.Option, error) {
+	dir := n.Credentials.Dir
+	opts, err := n.Credentials.Options(p)
+	switch {
+	case errors.Is(err, fs.ErrNotExist) && p != transport.Driver:
+		return nil, worded{err, "-certs " + dir + ": ", " (pipemare certs writes one certificate per host of -hosts, or -stages N for N stages on one host)"}
+	case err != nil:
+		return nil, errors.Wrapf(err, "-certs %s", dir)
+	}
+	return opts, nil
+}
+
+// Connector is Place.Connector with n's credentials and ConnectTimeout
+// (CheckCredentials and CheckTimeout have checked them), its errors worded
+// by the flags: a certificate missing names -certs, a listener that
+// cannot be had -listen, and a peer that did not come in time says to
+// give more -connect-timeout (errors.Is and As see the errors beneath).
+// pl has one address per stage of the plan.
+func (n Net) Connector(pl Place) ConnectFunc {
+	return func(ctx context.Context, plan *graphsplit.Plan) (transport.Endpoint, error) {
+		opts, err := n.credentials(pl.Peer())
+		if err != nil {
+			return nil, err
+		}
+		listen, err := pl.ListenOptions()
+		if err != nil {
+			return nil, worded{err, "-listen ", ""}
+		}
+		ep, err := pl.Open(ctx, plan, append(append(opts, listen...), grpcnet.WithConnectTimeout(n.ConnectTimeout))...)
+		switch {
+		case errors.Is(err, grpcnet.ErrConnectTimeout):
+			return nil, worded{err, "", fmt.Sprintf("; -connect-timeout %v: give more if the processes start further apart", n.ConnectTimeout)}
+		case err != nil:
+			return nil, err
+		}
+		return ep, nil
+	}
+}
+
+// StagePlace is where a stage process stands: stage index (-stage; < 0:
+// the launcher's), listening on listen (-listen; "": the launcher's, else
+// its own address), at n's StageAddrs or else the launcher's addresses;
+// env is the launcher's environment when found (FromEnv). It refuses,
+// naming the flag, a stage or addresses that contradict the launcher's, a
+// process that does not know its stage or the stages' addresses, a stage
+// without an address, and credentials CheckCredentials refuses for the
+// addresses it dials and serves on.
+func (n Net) StagePlace(index int, listen string, env Config, found bool) (Place, error) {
+	pl := Place{Stage: index, Listen: listen, AddrsFrom: "-stage-addrs"}
+	if err := n.CheckTimeout(); err != nil {
+		return pl, err
+	}
+	if found {
+		pl.Launcher = env.Launcher
+		switch {
+		case index < 0:
+			pl.Stage = env.Stage
+		case index != env.Stage:
+			return pl, errors.Errorf("-stage %d, but the %s environment makes this process stage %d", index, env.Launcher, env.Stage)
+		}
+		if listen == "" {
+			pl.Listen = env.Listen
+		}
+	}
+	if pl.Stage < 0 {
+		return pl, errors.New("-stage: which stage this process serves (or run it under torchrun or a JobSet, which say)")
+	}
+	switch {
+	case n.StageAddrs != "":
+		addrs, err := n.Addrs()
+		if err != nil {
+			return pl, err
+		}
+		pl.Addrs = addrs
+	case found && env.Addrs != nil:
+		pl.Addrs, pl.AddrsFrom = env.Addrs, "the "+env.Launcher+" environment"
+	default:
+		return pl, errors.New("-stage-addrs: the stages' addresses, host:port, in stage order")
+	}
+	if found && len(pl.Addrs) != env.Stages {
+		return pl, errors.Errorf("-stage-addrs gives %d addresses, the %s environment %d stages", len(pl.Addrs), env.Launcher, env.Stages)
+	}
+	if pl.Stage >= len(pl.Addrs) {
+		return pl, errors.Errorf("-stage %d: -stage-addrs gives the addresses of stages 0..%d", pl.Stage, len(pl.Addrs)-1)
+	}
+	served := append([]string(nil), pl.Addrs...)
+	if pl.Listen != "" && !strings.HasPrefix(pl.Listen, "fd:") {
+		served = append(served, pl.Listen)
+	}
+	return pl, n.CheckCredentials(served)
+}
+
+// worded is err worded for the command line: words before and after its
+// message (errors.Is and As see err).
+type worded struct {
+	err           error
+	before, after string
+}
+
+func (w worded) Error() string { return w.before + w.err.Error() + w.after }
+func (w worded) Unwrap() error { return w.err }

@@ -1,0 +1,107 @@
+//go:build unix
+
+package launch
+
+import (
+	"context"
+	"io/fs"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/pipemare/pipemare/transport/grpcnet"
+)
+
+// TestNetChecks: a timeout that is not positive, addresses that are not
+// host:port, and credentials that are missing, doubled or plaintext off
+// loopback are refused naming the flag.
+func TestNetChecks(t *testing.T) {
+	require.EqualError(t, Net{}.CheckTimeout(), "-connect-timeout 0s: must be positive")
+	require.NoError(t, Net{ConnectTimeout: time.Second}.CheckTimeout())
+	require.Equal(t, 2*time.Second, Net{ConnectTimeout: time.Second}.FirstOrder())
+	_, err := Net{StageAddrs: "h0"}.Addrs()
+	require.EqualError(t, err, `-stage-addrs: "h0" is not host:port`)
+
+	loop := []string{"127.0.0.1:7000", "[::1]:7000"}
+	require.NoError(t, Net{Credentials: Credentials{Insecure: true}}.CheckCredentials(loop))
+	require.NoError(t, Net{Credentials: Credentials{Dir: "certs"}}.CheckCredentials([]string{"h0:7000"}))
+	require.EqualError(t, Net{Credentials: Credentials{Insecure: true, Dir: "certs"}}.CheckCredentials(loop), "-insecure and -certs certs: choose one")
+	require.EqualError(t, Net{Credentials: Credentials{Insecure: true}}.CheckCredentials([]string{"127.0.0.1:1", "h0:7000"}),
+		"-insecure: plaintext refused: h0:7000 is not a loopback address; give -certs DIR (pipemare certs writes one)")
+	require.ErrorContains(t, Net{}.CheckCredentials(loop), "-certs DIR or -insecure: the links between processes need mutual TLS")
+}
+
+// TestNetConnectorWords: Net's connector is Place's, its errors worded by
+// the flags: a stage's missing certificate names -certs and says how to
+// make one, a listener that cannot be had names -listen, and a timeout
+// says to give more -connect-timeout; errors.Is still sees the cause.
+func TestNetConnectorWords(t *testing.T) {
+	plan := mlpPlan(t)
+	var addrs []string
+	for range 2 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		addrs = append(addrs, l.Addr().String())
+		require.NoError(t, l.Close()) // nobody serves there
+	}
+	dir := t.TempDir()
+	n := Net{Credentials: Credentials{Dir: dir}, ConnectTimeout: time.Second}
+	_, err := n.Connector(Place{Addrs: addrs, Stage: 1})(context.Background(), plan)
+	require.ErrorIs(t, err, fs.ErrNotExist)
+	require.Regexp(t, `^-certs `+dir+`: .* \(pipemare certs writes one certificate per host of -hosts, or -stages N for N stages on one host\)$`, err.Error())
+	_, err = n.Connector(Place{Addrs: addrs, Stage: -1})(context.Background(), plan)
+	require.ErrorIs(t, err, fs.ErrNotExist)
+	require.Regexp(t, `^-certs `+dir+`: `, err.Error())
+
+	n = Net{Credentials: Credentials{Insecure: true}, ConnectTimeout: 200 * time.Millisecond}
+	_, err = n.Connector(Place{Addrs: addrs, Stage: 0, Listen: "fd:x"})(context.Background(), plan)
+	require.EqualError(t, err, "-listen fd:x: a file descriptor of 3 or more")
+	ep, err := n.Connector(Place{Addrs: addrs, Stage: -1})(context.Background(), plan)
+	require.ErrorIs(t, err, grpcnet.ErrConnectTimeout)
+	require.Nil(t, ep)
+	require.Regexp(t, `; -connect-timeout 200ms: give more if the processes start further apart$`, err.Error())
+}
+
+// TestStagePlace: a stage's place from its flags, from a launcher's
+// environment, or both when they agree; each contradiction or omission
+// is refused naming the flag.
+func TestStagePlace(t *testing.T) {
+	insecure := Net{Credentials: Credentials{Insecure: true}, ConnectTimeout: time.Second}
+	withAddrs := insecure
+	withAddrs.StageAddrs = "127.0.0.1:7000,127.0.0.1:7001"
+	torch := Config{Launcher: "torchrun", Stage: 1, Stages: 2, Addrs: []string{"127.0.0.1:8001", "127.0.0.1:8002"}, Listen: "127.0.0.1:8002"}
+
+	pl, err := withAddrs.StagePlace(1, "fd:3", Config{}, false)
+	require.NoError(t, err)
+	require.Equal(t, Place{Addrs: []string{"127.0.0.1:7000", "127.0.0.1:7001"}, Stage: 1, Listen: "fd:3", AddrsFrom: "-stage-addrs"}, pl)
+	pl, err = insecure.StagePlace(-1, "", torch, true)
+	require.NoError(t, err)
+	require.Equal(t, Place{Addrs: torch.Addrs, Stage: 1, Listen: torch.Listen, Launcher: "torchrun", AddrsFrom: "the torchrun environment"}, pl)
+	pl, err = withAddrs.StagePlace(1, "", torch, true)
+	require.NoError(t, err)
+	require.Equal(t, "-stage-addrs", pl.AddrsFrom, "-stage-addrs over the environment's")
+
+	for _, c := range []struct {
+		n     Net
+		index int
+		env   Config
+		found bool
+		err   string
+	}{
+		{Net{}, 0, Config{}, false, "-connect-timeout 0s: must be positive"},
+		{insecure, 0, torch, true, "-stage 0, but the torchrun environment makes this process stage 1"},
+		{withAddrs, -1, Config{}, false, "-stage: which stage this process serves (or run it under torchrun or a JobSet, which say)"},
+		{insecure, 0, Config{}, false, "-stage-addrs: the stages' addresses, host:port, in stage order"},
+		{insecure, -1, Config{Launcher: "torchrun", Stage: 0, Stages: 2}, true, "-stage-addrs: the stages' addresses"},
+		{withAddrs, -1, Config{Launcher: "jobset", Stage: 0, Stages: 3}, true, "-stage-addrs gives 2 addresses, the jobset environment 3 stages"},
+		{withAddrs, 2, Config{}, false, "-stage 2: -stage-addrs gives the addresses of stages 0..1"},
+		{Net{StageAddrs: "h0:1,h1:1", Credentials: Credentials{Insecure: true}, ConnectTimeout: time.Second}, 0, Config{}, false, "-insecure: plaintext refused: h0:1 is not a loopback address"},
+	} {
+		_, err := c.n.StagePlace(c.index, "", c.env, c.found)
+		require.ErrorContains(t, err, c.err, "%+v", c)
+	}
+	_, err = insecure.StagePlace(-1, ":9000", Config{Launcher: "jobset", Stages: 2, Addrs: []string{"p0:1", "p1:1"}}, true)
+	require.ErrorContains(t, err, "p0:1 is not a loopback address", "the addresses it dials, and where it listens, are checked")
+}

@@ -1,0 +1,214 @@
+package launch
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/pkg/errors"
+
+	"github.com/pipemare/pipemare/graphsplit"
+	"github.com/pipemare/pipemare/transport"
+)
+
+// Where is where the stages of a training process's pipeline run.
+type Where int
+
+const (
+	InProcess     Where = iota // goroutines of the training process
+	LocalProcs                 // stage processes it starts on its host (StartLocal)
+	Remote                     // stages started elsewhere, at known addresses
+	LaunchedFirst              // under a launcher, stage 0's process: the driver, and stage 0 beside it (ServeBeside)
+	LaunchedStage              // under a launcher, another stage's process: it serves its stage
+)
+
+// Setup is where the process that trains (pipemare train) is told to run
+// its pipeline's stages: in Procs stage processes of its host, at Net's
+// addresses, or as a launcher placed it; and how it reaches them. Its
+// errors name the pipemare command's flags (-procs, -pin, -stage-addrs,
+// -certs, -insecure, -connect-timeout).
+type Setup struct {
+	Net
+	// Procs is the number of stage processes to start on this host (0:
+	// none); ProcsGiven says it was asked for (then it must be at least
+	// 1).
+	Procs      int
+	ProcsGiven bool
+	// Pin gives each of the Procs stage processes a CPU of its own.
+	Pin bool
+}
+
+// Decide decides where the stages run, given the launcher's environment
+// env when found (FromEnv): Procs processes of this host (LocalProcs);
+// under a launcher, the process of stage 0 drives and serves stage 0
+// (LaunchedFirst), every other serves its stage (LaunchedStage), placed as
+// Net.StagePlace says; at StageAddrs (Remote); else in this process. The
+// Place is this process's (Stage -1 for the driver; the addresses where
+// they are known). It refuses, naming the flags, settings that contradict
+// each other or leave the links unsecured.
+func (s Setup) Decide(env Config, found bool) (Where, Place, error) {
+	if err := s.CheckTimeout(); err != nil {
+		return 0, Place{}, err
+	}
+	c := s.Credentials
+	switch {
+	case s.Pin && s.Procs < 1:
+		return 0, Place{}, errors.New("-pin places -procs's stage processes on CPUs of their own: give -procs (pin this process with -cpus)")
+	case s.Procs < 1 && s.ProcsGiven:
+		return 0, Place{}, errors.Errorf("-procs %d: the number of stage processes, at least 1 (without -procs the stages run in this process)", s.Procs)
+	case s.Procs > 0 && s.StageAddrs != "":
+		return 0, Place{}, errors.Errorf("-procs %d and -stage-addrs: -procs starts the stages here, -stage-addrs names stages started elsewhere; choose one", s.Procs)
+	case s.Procs > 0 && found:
+		return 0, Place{}, errors.Errorf("-procs %d: the %s environment has started the stages already", s.Procs, env.Launcher)
+	case s.Procs > 0 && c.Dir != "":
+		return 0, Place{}, errors.Errorf("-procs %d and -certs: -procs makes throw-away certificates (or runs plaintext with -insecure)", s.Procs)
+	case s.Procs > 0:
+		return LocalProcs, Place{Stage: -1}, nil
+	case found:
+		pl, err := s.StagePlace(-1, "", env, true)
+		switch {
+		case err != nil:
+			return 0, pl, err
+		case pl.Stage == 0:
+			return LaunchedFirst, pl, nil
+		}
+		return LaunchedStage, pl, nil
+	case s.StageAddrs != "":
+		addrs, err := s.Addrs()
+		if err == nil {
+			err = s.CheckCredentials(addrs)
+		}
+		if err != nil {
+			return 0, Place{}, err
+		}
+		return Remote, Place{Addrs: addrs, Stage: -1, AddrsFrom: "-stage-addrs"}, nil
+	case c.Dir != "" || c.Insecure:
+		return 0, Place{}, errors.New("-certs and -insecure secure the links to stages in other processes: give -procs or -stage-addrs with them")
+	}
+	return InProcess, Place{Stage: -1}, nil
+}
+
+// Fit refuses a plan of n stages (-stages given as stages) whose stages
+// the places do not hold one each: s.Procs stage processes (0: none), or
+// the stages' addresses in pl, this process's Place (none: in this
+// process). The error names the flags and the way out.
+func (s Setup) Fit(n int, stages string, pl Place) error {
+	switch {
+	case s.Procs > 0 && s.Procs != n:
+		return errors.Errorf("-procs %d: the plan has %d stages (-stages %s): give -stages %d, or -procs %d", s.Procs, n, stages, s.Procs, n)
+	case len(pl.Addrs) > 0 && len(pl.Addrs) != n:
+		return errors.Errorf("%s gives %d stage addresses and the plan has %d stages (-stages %s): give -stages %d, or one address per stage", pl.AddrsFrom, len(pl.Addrs), n, stages, len(pl.Addrs))
+	}
+	return nil
+}
+
+// LocalDriver starts a pipeline's stage processes on this host when its
+// driver connects, once the model is cut, and connects the driver to
+// them: its Connect is a train.Config.Connect.
+type LocalDriver struct {
+	// Config says which processes to start (StartLocal); its Exited is
+	// LocalDriver's own.
+	Config LocalConfig
+	// Started, if not nil, is called once the processes have started,
+	// before the driver connects to them (to say where they run).
+	Started func(*Local)
+	// Dial is the connector of the driver to the processes l started
+	// (with l's addresses and certificates); nil: Place{Addrs: l.Addrs,
+	// Stage: -1}.Connector with Credentials{Dir: l.Certs, Insecure:
+	// Config.Insecure} and grpcnet's default timeout.
+	Dial func(l *Local) ConnectFunc
+
+	local *Local
+}
+
+// Connect starts the stage processes (StartLocal) and opens the driver's
+// endpoint to them with Dial. A process that exits before the endpoint is
+// open ends the connecting, and the error says which ("stage 1 exited
+// before the pipeline was up (signal: killed); its error is above": its
+// standard error went to Config.Stderr), not how the connecting broke
+// off. An error of StartLocal is returned as it is, nothing started
+// (Local is nil). Call Connect once; whatever it returns, Stop ends the
+// processes.
+func (d *LocalDriver) Connect(ctx context.Context, plan *graphsplit.Plan) (transport.Endpoint, error) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	c := d.Config
+	c.Exited = func(i int, err error) {
+		cancel(errors.Errorf("stage %d exited before the pipeline was up (%v); its error is above", i, err))
+	}
+	l, err := StartLocal(c)
+	if err != nil {
+		return nil, err
+	}
+	d.local = l
+	if d.Started != nil {
+		d.Started(l)
+	}
+	dial := d.Dial
+	if dial == nil {
+		dial = func(l *Local) ConnectFunc {
+			return Place{Addrs: l.Addrs, Stage: -1}.Connector(Credentials{Dir: l.Certs, Insecure: c.Insecure}, 0)
+		}
+	}
+	ep, err := dial(l)(ctx, plan)
+	if cause := context.Cause(ctx); err != nil && cause != nil && !errors.Is(cause, context.Canceled) {
+		err = cause
+	}
+	return ep, err
+}
+
+// Local is the processes Connect started; nil before, or when they did
+// not start.
+func (d *LocalDriver) Local() *Local { return d.local }
+
+// Stop ends the stage processes Connect started, waiting at most grace
+// for them to exit (Local.Stop); nil when none started.
+func (d *LocalDriver) Stop(grace time.Duration) error {
+	if d.local == nil {
+		return nil
+	}
+	return d.local.Stop(grace)
+}
+
+// ServeBeside runs serve in a goroutine — a stage this process serves
+// beside its driver, as stage 0's process does under a launcher
+// (LaunchedFirst) — and returns stop, which the caller calls once its
+// driver has returned, with the driver's error. After a failed driver,
+// stop cancels serve's context at once (the driver may never have
+// reached the stage); otherwise it waits at most grace for serve to
+// return, as a stage does once its driver stopped it, then cancels it.
+// stop waits for serve and returns its error; call it once.
+func ServeBeside(ctx context.Context, serve func(context.Context) error, grace time.Duration) (stop func(driverErr error) error) {
+	ctx, cancel := context.WithCancel(ctx)
+	served := make(chan error, 1)
+	go func() { served <- serve(ctx) }()
+	return func(driverErr error) error {
+		if driverErr != nil {
+			cancel()
+		}
+		defer cancel()
+		select {
+		case err := <-served:
+			return err
+		case <-time.After(grace):
+			cancel()
+			return <-served
+		}
+	}
+}
+
+// StageHosts is the host of each of n stages: hosts itself when it names
+// one per stage, or its one host n times (every stage on one host, as
+// StartLocal runs them). Any other count is an error naming the pipemare
+// command's -stages and -hosts.
+func StageHosts(hosts []string, n int) ([]string, error) {
+	switch {
+	case n < 1:
+		return nil, errors.Errorf("-stages %d: the number of stages, at least 1", n)
+	case len(hosts) == n:
+		return hosts, nil
+	case len(hosts) == 1:
+		return slices.Repeat(hosts, n), nil
+	}
+	return nil, errors.Errorf("-stages %d and -hosts with %d hosts: give one host per stage, or one host for all %d", n, len(hosts), n)
+}

@@ -1,0 +1,158 @@
+//go:build unix
+
+package launch
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/pkg/errors"
+	"github.com/stretchr/testify/require"
+
+	"github.com/pipemare/pipemare/graphsplit"
+	"github.com/pipemare/pipemare/transport"
+)
+
+// TestDecide: where the stages run, from the settings and a launcher's
+// environment, and the settings that contradict each other.
+func TestDecide(t *testing.T) {
+	net := Net{ConnectTimeout: time.Second}
+	insecure := net
+	insecure.Credentials.Insecure = true
+	addrs := insecure
+	addrs.StageAddrs = "127.0.0.1:7000,127.0.0.1:7001"
+	jobset := func(stage int) Config {
+		return Config{Launcher: "jobset", Stage: stage, Stages: 2, Addrs: []string{"127.0.0.1:7000", "127.0.0.1:7001"}, Listen: "127.0.0.1:7000"}
+	}
+	for _, c := range []struct {
+		s     Setup
+		env   Config
+		found bool
+		where Where
+		pl    Place
+	}{
+		{Setup{Net: net}, Config{}, false, InProcess, Place{Stage: -1}},
+		{Setup{Net: net, Procs: 2, ProcsGiven: true, Pin: true}, Config{}, false, LocalProcs, Place{Stage: -1}},
+		{Setup{Net: addrs}, Config{}, false, Remote, Place{Addrs: []string{"127.0.0.1:7000", "127.0.0.1:7001"}, Stage: -1, AddrsFrom: "-stage-addrs"}},
+		{Setup{Net: insecure}, jobset(0), true, LaunchedFirst, Place{Addrs: jobset(0).Addrs, Stage: 0, Listen: "127.0.0.1:7000", Launcher: "jobset", AddrsFrom: "the jobset environment"}},
+		{Setup{Net: insecure}, jobset(1), true, LaunchedStage, Place{Addrs: jobset(1).Addrs, Stage: 1, Listen: "127.0.0.1:7000", Launcher: "jobset", AddrsFrom: "the jobset environment"}},
+	} {
+		w, pl, err := c.s.Decide(c.env, c.found)
+		require.NoError(t, err, "%+v", c)
+		require.Equal(t, c.where, w, "%+v", c)
+		require.Equal(t, c.pl, pl, "%+v", c)
+	}
+	certs := net
+	certs.Credentials.Dir = "certs"
+	for _, c := range []struct {
+		s     Setup
+		found bool
+		err   string
+	}{
+		{Setup{}, false, "-connect-timeout 0s: must be positive"},
+		{Setup{Net: net, Pin: true}, false, "-pin places -procs's stage processes on CPUs of their own: give -procs"},
+		{Setup{Net: net, ProcsGiven: true}, false, "-procs 0: the number of stage processes, at least 1"},
+		{Setup{Net: addrs, Procs: 2}, false, "-procs 2 and -stage-addrs: -procs starts the stages here"},
+		{Setup{Net: net, Procs: 2}, true, "-procs 2: the jobset environment has started the stages already"},
+		{Setup{Net: certs, Procs: 2}, false, "-procs 2 and -certs: -procs makes throw-away certificates"},
+		{Setup{Net: net}, true, "-certs DIR or -insecure"},
+		{Setup{Net: Net{StageAddrs: "127.0.0.1:7000", ConnectTimeout: time.Second}}, false, "-certs DIR or -insecure"},
+		{Setup{Net: Net{StageAddrs: "h0", ConnectTimeout: time.Second}}, false, `-stage-addrs: "h0" is not host:port`},
+		{Setup{Net: certs}, false, "-certs and -insecure secure the links to stages in other processes: give -procs or -stage-addrs with them"},
+	} {
+		_, _, err := c.s.Decide(jobset(0), c.found)
+		require.ErrorContains(t, err, c.err, "%+v", c)
+	}
+}
+
+// TestFit: as many stage processes, or addresses, as the plan has
+// stages; otherwise an error naming the flags and the way out.
+func TestFit(t *testing.T) {
+	addrs := Place{Addrs: []string{"h0:1", "h1:1"}, AddrsFrom: "-stage-addrs"}
+	require.NoError(t, Setup{Procs: 2}.Fit(2, "2", Place{Stage: -1}))
+	require.NoError(t, Setup{}.Fit(2, "fine", addrs))
+	require.NoError(t, Setup{}.Fit(5, "5", Place{Stage: -1}), "in this process, any number")
+	require.EqualError(t, Setup{Procs: 3}.Fit(2, "fine", Place{Stage: -1}), "-procs 3: the plan has 2 stages (-stages fine): give -stages 3, or -procs 2")
+	require.EqualError(t, Setup{}.Fit(3, "3", addrs), "-stage-addrs gives 2 stage addresses and the plan has 3 stages (-stages 3): give -stages 2, or one address per stage")
+}
+
+// TestServeBeside: after a driver that succeeded, stop waits for the
+// stage to return by itself (within the grace) and returns its error;
+// after one that failed, it cancels the stage at once; a stage that does
+// not return within the grace is cancelled.
+func TestServeBeside(t *testing.T) {
+	untilCancelled := func(ctx context.Context) error { <-ctx.Done(); return errors.New("cancelled") }
+	returns := make(chan struct{})
+	stop := ServeBeside(context.Background(), func(ctx context.Context) error {
+		select {
+		case <-returns:
+			return errors.New("served")
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}, time.Minute)
+	close(returns)
+	require.EqualError(t, stop(nil), "served")
+
+	began := time.Now()
+	stop = ServeBeside(context.Background(), untilCancelled, time.Minute)
+	require.EqualError(t, stop(errors.New("the driver failed")), "cancelled")
+	require.Less(t, time.Since(began), 30*time.Second, "no grace after a failed driver")
+
+	stop = ServeBeside(context.Background(), untilCancelled, 10*time.Millisecond)
+	require.EqualError(t, stop(nil), "cancelled", "cancelled once the grace passed")
+}
+
+// TestLocalDriver: Connect starts the processes, says so, and dials them
+// with Dial; a process that exits before the pipeline is up ends the
+// connecting with an error naming it; Stop ends them and says how. An
+// error of StartLocal leaves nothing started.
+func TestLocalDriver(t *testing.T) {
+	children(t)
+	var started *Local
+	d := &LocalDriver{
+		Config:  LocalConfig{Stages: 2, Executable: os.Args[0], Insecure: true, Args: func(i int, _ []string, _ string) []string { return []string{"exit", "3"} }},
+		Started: func(l *Local) { started = l },
+		Dial: func(l *Local) ConnectFunc {
+			return func(ctx context.Context, _ *graphsplit.Plan) (transport.Endpoint, error) {
+				<-ctx.Done() // a stage that never answers, until its process exits
+				return nil, errors.New("connecting broke off")
+			}
+		},
+	}
+	require.Nil(t, d.Local())
+	ep, err := d.Connect(context.Background(), nil)
+	require.Nil(t, ep)
+	require.Regexp(t, `^stage \d exited before the pipeline was up \(exit status 3\); its error is above$`, err.Error())
+	require.Same(t, started, d.Local())
+	require.Len(t, started.PIDs, 2)
+	require.ErrorContains(t, d.Stop(time.Second), "exit status 3")
+
+	d = &LocalDriver{Config: LocalConfig{Stages: 2, Executable: os.Args[0], Insecure: true, Args: func(int, []string, string) []string { return []string{"exit", "4"} }}}
+	_, err = d.Connect(context.Background(), mlpPlan(t)) // Dial's default: Place's connector, plaintext
+	require.Regexp(t, `^stage \d exited before the pipeline was up \(exit status 4\); its error is above$`, err.Error())
+	require.ErrorContains(t, d.Stop(time.Second), "exit status 4")
+
+	d = &LocalDriver{Config: LocalConfig{Stages: 0}}
+	_, err = d.Connect(context.Background(), nil)
+	require.EqualError(t, err, "0 stage processes: at least 1")
+	require.Nil(t, d.Local())
+	require.NoError(t, d.Stop(time.Second))
+}
+
+// TestStageHosts: one host per stage, or one host for all; any other
+// count names the flags.
+func TestStageHosts(t *testing.T) {
+	h, err := StageHosts([]string{"a", "b"}, 2)
+	require.NoError(t, err)
+	require.Equal(t, []string{"a", "b"}, h)
+	h, err = StageHosts([]string{"a"}, 3)
+	require.NoError(t, err)
+	require.Equal(t, []string{"a", "a", "a"}, h)
+	_, err = StageHosts([]string{"a", "b"}, 3)
+	require.EqualError(t, err, "-stages 3 and -hosts with 2 hosts: give one host per stage, or one host for all 3")
+	_, err = StageHosts([]string{"a"}, 0)
+	require.EqualError(t, err, "-stages 0: the number of stages, at least 1")
+}

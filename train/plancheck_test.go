@@ -1,0 +1,34 @@
+package train_test
+
+import (
+	"testing"
+
+	"github.com/pkg/errors"
+	"github.com/stretchr/testify/require"
+
+	"github.com/pipemare/pipemare/train"
+	"github.com/pipemare/pipemare/zoo"
+)
+
+// TestPlanStages: the plan's stages, one per layer or as many as asked;
+// too many stages or a cut past the model's ops is a CutError naming the
+// flag.
+func TestPlanStages(t *testing.T) {
+	r, err := zoo.RecipeFor("mlp")
+	require.NoError(t, err)
+	for _, c := range []struct {
+		cfg  train.Config
+		want int
+	}{{train.Config{Hyper: r.Run}, 3}, {train.Config{Hyper: r.Run, Stages: 2}, 2}} {
+		n, err := train.PlanStages(r, c.cfg, "x")
+		require.NoError(t, err)
+		require.Equal(t, c.want, n)
+	}
+	_, err = train.PlanStages(r, train.Config{Hyper: r.Run, Stages: 4}, "4")
+	var ce *train.CutError
+	require.True(t, errors.As(err, &ce), "%v", err)
+	require.EqualError(t, err, "-stages 4: the mlp model cuts into at most 3 stages, one per layer (-stages fine)")
+	_, err = train.PlanStages(r, train.Config{Hyper: r.Run, Cut: []int{100000}, Stages: 2}, "fine")
+	require.True(t, errors.As(err, &ce), "%v", err)
+	require.Regexp(t, `^-cut 100000: `, err.Error())
+}
