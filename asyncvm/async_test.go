@@ -22,7 +22,7 @@ import (
 func TestAsyncIsDeterministic(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
 	for _, nb := range []testmodels.NamedBuilder{{Name: "resnet", Build: testmodels.ResNet}, {Name: "cnn", Build: testmodels.CNN}} {
-		for _, s := range []schedule.Schedule{schedule.PipeMare, schedule.PipeDream} {
+		for _, s := range []schedule.Schedule{schedule.PipeMare(), schedule.PipeDream()} {
 			var first []gorgonia.Value
 			for run, procs := range []int{1, 2, 1, 2} {
 				runtime.GOMAXPROCS(procs)
@@ -47,7 +47,7 @@ func TestAsyncIsDeterministic(t *testing.T) {
 // version under PipeDream and the current one under PipeMare.
 func TestMeasuredDelaysMatchTheFormula(t *testing.T) {
 	for _, n := range []int{1, 2, 3, 4} {
-		for _, s := range []schedule.Schedule{schedule.PipeMare, schedule.PipeDream, schedule.OneFOneB} {
+		for _, s := range []schedule.Schedule{schedule.PipeMare(), schedule.PipeDream(), schedule.OneFOneB()} {
 			t.Run(fmt.Sprintf("%s/N%d", s.Name, n), func(t *testing.T) {
 				m, err := testmodels.ResNet(tensor.Float64, 2, 1)
 				require.NoError(t, err)
@@ -109,14 +109,14 @@ func TestPipeDreamComputesDelayedGradients(t *testing.T) {
 			m, err := nb.Build(tensor.Float64, 4, 1)
 			require.NoError(t, err)
 			d := makeData(m, n*steps, 3)
-			got, vm := pipelineTraining(t, m, d, n, steps, []graphsplit.Option{graphsplit.FineGrained()}, WithSchedule(schedule.PipeDream), WithSolver(momentum(0.05)))
+			got, vm := pipelineTraining(t, m, d, n, steps, []graphsplit.Option{graphsplit.FineGrained()}, WithSchedule(schedule.PipeDream()), WithSolver(momentum(0.05)))
 			plan := vm.Plan()
 			p := len(plan.Stages)
 			require.NoError(t, vm.Close())
 
 			ref, err := nb.Build(tensor.Float64, 4, 1)
 			require.NoError(t, err)
-			want := delayedReference(t, ref, plan, d, n, steps, listVersions(schedule.PipeDream.Actions(p, n, steps)))
+			want := delayedReference(t, ref, plan, d, n, steps, listVersions(schedule.PipeDream().Actions(p, n, steps)))
 			for i := range got {
 				require.LessOrEqual(t, testutil.RelErr(t, got[i], want[i]), 1e-12, "learnable %s", ref.Learnables[i].Name())
 			}
@@ -139,14 +139,14 @@ func TestPipeDream2BWAppliesEveryGradientOneUpdateLate(t *testing.T) {
 			fine, err := graphsplit.Split(probe.Graph, probe.Cost, probe.Learnables, graphsplit.FineGrained())
 			require.NoError(t, err)
 			p := len(fine.Stages)
-			n := schedule.MinN(schedule.PipeDream2BW, p)
-			_, err = New(fine, WithMicrobatches(n-1), WithSchedule(schedule.PipeDream2BW))
+			n := schedule.MinN(schedule.PipeDream2BW(), p)
+			_, err = New(fine, WithMicrobatches(n-1), WithSchedule(schedule.PipeDream2BW()))
 			require.ErrorContains(t, err, fmt.Sprintf("needs at least %d microbatches per minibatch", n))
 
 			m, err := nb.Build(tensor.Float64, 4, 1)
 			require.NoError(t, err)
 			d := makeData(m, n*steps, 3)
-			got, vm := pipelineTraining(t, m, d, n, steps, []graphsplit.Option{graphsplit.FineGrained()}, WithSchedule(schedule.PipeDream2BW), WithSolver(momentum(0.05)))
+			got, vm := pipelineTraining(t, m, d, n, steps, []graphsplit.Option{graphsplit.FineGrained()}, WithSchedule(schedule.PipeDream2BW()), WithSolver(momentum(0.05)))
 			rep := vm.Report()
 			plan := vm.Plan()
 			require.NoError(t, vm.Close())
@@ -259,13 +259,13 @@ func TestStepThenRunContinuesThePipeline(t *testing.T) {
 		return m, makeData(m, n*steps, 4)
 	}
 	m1, d := build()
-	byStep, vm1 := pipelineTraining(t, m1, d, n, steps, []graphsplit.Option{graphsplit.FineGrained()}, WithSchedule(schedule.PipeMare))
+	byStep, vm1 := pipelineTraining(t, m1, d, n, steps, []graphsplit.Option{graphsplit.FineGrained()}, WithSchedule(schedule.PipeMare()))
 	require.NoError(t, vm1.Close())
 
 	m2, _ := build()
 	plan, err := graphsplit.Split(m2.Graph, m2.Cost, m2.Learnables, graphsplit.FineGrained())
 	require.NoError(t, err)
-	vm2, err := New(plan, WithMicrobatches(n), WithSchedule(schedule.PipeMare))
+	vm2, err := New(plan, WithMicrobatches(n), WithSchedule(schedule.PipeMare()))
 	require.NoError(t, err)
 	defer vm2.Close()
 	var batches []map[*gorgonia.Node]gorgonia.Value

@@ -183,7 +183,7 @@ func BenchmarkOverhead(b *testing.B) {
 		b.ReportMetric(float64(b.N*benchSteps*n*32)/b.Elapsed().Seconds(), "samples/s")
 	})
 	b.Run("engine", func(b *testing.B) {
-		benchSchedule(b, benchMLP(32), 3, n, schedule.Sequential)
+		benchSchedule(b, benchMLP(32), 3, n, schedule.Sequential())
 	})
 }
 

@@ -5,7 +5,7 @@
 // PipeDream).
 //
 //	plan, _ := graphsplit.Split(g, cost, learnables, graphsplit.FineGrained())
-//	vm, _ := asyncvm.New(plan, asyncvm.WithSchedule(schedule.PipeMare),
+//	vm, _ := asyncvm.New(plan, asyncvm.WithSchedule(schedule.PipeMare()),
 //		asyncvm.WithMicrobatches(4),
 //		asyncvm.WithSolver(func(stage int) gorgonia.Solver { return gorgonia.NewMomentum() }))
 //	defer vm.Close()

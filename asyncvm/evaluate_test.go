@@ -22,7 +22,7 @@ func TestEvaluateIsTheWholeGraphsLoss(t *testing.T) {
 	m, err := testmodels.MLP(tensor.Float64, 4, 1)
 	require.NoError(t, err)
 	d := makeData(m, n*6, 9)
-	_, vm := pipelineTraining(t, m, d, n, 4, []graphsplit.Option{graphsplit.FineGrained()}, WithSchedule(schedule.PipeMare))
+	_, vm := pipelineTraining(t, m, d, n, 4, []graphsplit.Option{graphsplit.FineGrained()}, WithSchedule(schedule.PipeMare()))
 	defer vm.Close()
 	before := snapshot(t, m.LearnableValues())
 	held := d.minibatch(t, m.Inputs, 5, n) // 2 microbatches not trained on
@@ -60,7 +60,7 @@ func TestEvaluateLeavesBatchNormAlone(t *testing.T) {
 	m, err := testmodels.CNN(tensor.Float32, 4, 1)
 	require.NoError(t, err)
 	d := makeData(m, n*6, 9)
-	_, vm := pipelineTraining(t, m, d, n, 3, []graphsplit.Option{graphsplit.FineGrained()}, WithSchedule(schedule.OneFOneB))
+	_, vm := pipelineTraining(t, m, d, n, 3, []graphsplit.Option{graphsplit.FineGrained()}, WithSchedule(schedule.OneFOneB()))
 	defer vm.Close()
 	mean, vari := m.BatchNorms[0].Stats()
 	m0 := mean.Clone().(tensor.Tensor)
@@ -107,7 +107,7 @@ func TestDropoutMasksAreSeededPerMicrobatch(t *testing.T) {
 		g, cost, learn, inputs := dropoutMLP(t)
 		plan, err := graphsplit.Split(g, cost, learn, graphsplit.FineGrained(), graphsplit.Stages(p))
 		require.NoError(t, err)
-		vm, err := New(plan, WithMicrobatches(2), WithSchedule(schedule.GPipe), WithSeed(seed), WithDropoutMask(inputs[1], keep),
+		vm, err := New(plan, WithMicrobatches(2), WithSchedule(schedule.GPipe()), WithSeed(seed), WithDropoutMask(inputs[1], keep),
 			WithSolver(func(int) gorgonia.Solver { return gorgonia.NewVanillaSolver(gorgonia.WithLearnRate(0.5)) }))
 		require.NoError(t, err)
 		defer vm.Close()
@@ -157,7 +157,7 @@ func TestWarmupSwitchesSchedules(t *testing.T) {
 	d := makeData(m, n*10, 1)
 	plan, err := graphsplit.Split(m.Graph, m.Cost, m.Learnables, graphsplit.FineGrained())
 	require.NoError(t, err)
-	vm, err := New(plan, WithMicrobatches(n), WithSchedule(schedule.PipeMare), WithWarmup(2, schedule.OneFOneB), WithSolver(momentum(0.05)))
+	vm, err := New(plan, WithMicrobatches(n), WithSchedule(schedule.PipeMare()), WithWarmup(2, schedule.OneFOneB()), WithSolver(momentum(0.05)))
 	require.NoError(t, err)
 	defer vm.Close()
 	ctx := context.Background()
@@ -193,7 +193,7 @@ func TestWarmupSwitchesSchedules(t *testing.T) {
 
 	ref, err := testmodels.ResNet(tensor.Float64, 2, 1)
 	require.NoError(t, err)
-	want, vm2 := pipelineTraining(t, ref, d, n, 2, []graphsplit.Option{graphsplit.FineGrained()}, WithSchedule(schedule.OneFOneB), WithSolver(momentum(0.05)))
+	want, vm2 := pipelineTraining(t, ref, d, n, 2, []graphsplit.Option{graphsplit.FineGrained()}, WithSchedule(schedule.OneFOneB()), WithSolver(momentum(0.05)))
 	require.NoError(t, vm2.Close())
 	require.True(t, bitsEqual(want, afterWarmup))
 }
@@ -253,9 +253,9 @@ func TestWarmupAnnouncesDelays(t *testing.T) {
 			logs[i] = &delayLog{Solver: momentum(0.05)(i)}
 			return logs[i]
 		}
-		opts := []Option{WithMicrobatches(n), WithSchedule(schedule.PipeMare), WithSolver(solver)}
+		opts := []Option{WithMicrobatches(n), WithSchedule(schedule.PipeMare()), WithSolver(solver)}
 		if warm > 0 {
-			opts = append(opts, WithWarmup(warm, schedule.OneFOneB))
+			opts = append(opts, WithWarmup(warm, schedule.OneFOneB()))
 		}
 		vm, err := New(plan, opts...)
 		require.NoError(t, err)

@@ -33,7 +33,7 @@ func fill(r, c int, s float64) *tensor.Dense {
 	return tensor.New(tensor.WithShape(r, c), tensor.WithBacking(d))
 }
 
-// Train an existing model with the asynchronous schedule.PipeMare pipeline: cut it in
+// Train an existing model with the asynchronous schedule.PipeMare() pipeline: cut it in
 // two stages, run 2 microbatches per minibatch, one Momentum solver
 // per stage.
 func Example() {
@@ -43,7 +43,7 @@ func Example() {
 		log.Fatal(err)
 	}
 	vm, err := asyncvm.New(plan,
-		asyncvm.WithSchedule(schedule.PipeMare),
+		asyncvm.WithSchedule(schedule.PipeMare()),
 		asyncvm.WithMicrobatches(2),
 		asyncvm.WithSolver(func(stage int) G.Solver {
 			return G.NewMomentum(G.WithLearnRate(0.05), G.WithMomentum(0.5))
@@ -92,7 +92,7 @@ func maxKey(h map[int]int) int {
 
 // Print the clock × stage grid of a schedule.
 func ExampleGrid() {
-	fmt.Print(schedule.Grid(schedule.GPipe, 2, 2, 1))
+	fmt.Print(schedule.Grid(schedule.GPipe(), 2, 2, 1))
 	// Output:
 	// clock  stage0   stage1
 	//     0  F0
@@ -135,7 +135,7 @@ func ExampleVM_Stream() {
 		log.Fatal(err)
 	}
 	vm, err := asyncvm.New(plan,
-		asyncvm.WithSchedule(schedule.PipeMare),
+		asyncvm.WithSchedule(schedule.PipeMare()),
 		asyncvm.WithMicrobatches(2),
 		asyncvm.WithSolver(func(stage int) G.Solver {
 			return G.NewMomentum(G.WithLearnRate(0.05), G.WithMomentum(0.5))

@@ -33,7 +33,7 @@ func newResNetVM(t *testing.T, p, n int, opts ...Option) (*VM, *testmodels.Model
 // that Close stops every worker (TestMain checks for leaks).
 func TestFaultInjection(t *testing.T) {
 	const p, n = 4, 2
-	for _, s := range []schedule.Schedule{schedule.PipeMare, schedule.OneFOneB} {
+	for _, s := range []schedule.Schedule{schedule.PipeMare(), schedule.OneFOneB()} {
 		for stage := 0; stage < p; stage++ {
 			for _, op := range []schedule.Op{schedule.OpForward, schedule.OpBackward, schedule.OpUpdate} {
 				for _, panics := range []bool{false, true} {
@@ -190,7 +190,7 @@ func TestNewRejectsBadOptions(t *testing.T) {
 	require.NoError(t, err)
 	_, err = New(plan, WithMicrobatches(0))
 	require.ErrorContains(t, err, "WithMicrobatches(0)")
-	_, err = New(plan, WithWarmup(2, schedule.PipeMare))
+	_, err = New(plan, WithWarmup(2, schedule.PipeMare()))
 	require.ErrorContains(t, err, "synchronous schedule")
 	_, err = New(plan, WithDropoutMask(m.Learnables[0], 0.5))
 	require.ErrorContains(t, err, "not a data input")

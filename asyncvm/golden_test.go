@@ -62,15 +62,15 @@ func goldenRuns() []goldenRun {
 		}
 	}
 	return []goldenRun{
-		{name: "sequential", opts: with(schedule.Sequential)},
-		{name: "gpipe", opts: with(schedule.GPipe)},
-		{name: "1f1b", opts: with(schedule.OneFOneB)},
-		{name: "pipedream", opts: with(schedule.PipeDream)},
-		{name: "pipemare", opts: with(schedule.PipeMare)},
-		{name: "pipemare-stash", opts: with(schedule.PipeMare, asyncvm.WithActivations(asyncvm.Keep))},
-		{name: "pipedream-stash", opts: with(schedule.PipeDream, asyncvm.WithActivations(asyncvm.Keep))},
+		{name: "sequential", opts: with(schedule.Sequential())},
+		{name: "gpipe", opts: with(schedule.GPipe())},
+		{name: "1f1b", opts: with(schedule.OneFOneB())},
+		{name: "pipedream", opts: with(schedule.PipeDream())},
+		{name: "pipemare", opts: with(schedule.PipeMare())},
+		{name: "pipemare-stash", opts: with(schedule.PipeMare(), asyncvm.WithActivations(asyncvm.Keep))},
+		{name: "pipedream-stash", opts: with(schedule.PipeDream(), asyncvm.WithActivations(asyncvm.Keep))},
 		{name: "pipemare-t1t2-warmup", opts: func(int) []asyncvm.Option {
-			return []asyncvm.Option{asyncvm.WithSchedule(schedule.PipeMare), asyncvm.WithSolver(t1t2), asyncvm.WithWarmup(3, schedule.OneFOneB)}
+			return []asyncvm.Option{asyncvm.WithSchedule(schedule.PipeMare()), asyncvm.WithSolver(t1t2), asyncvm.WithWarmup(3, schedule.OneFOneB())}
 		}},
 		{name: "injected-pipemare", opts: func(int) []asyncvm.Option { return []asyncvm.Option{asyncvm.WithSolver(t1t2)} },
 			delays: func(p int) delay.Source { return delay.PipeMare(p, goldenN) }},

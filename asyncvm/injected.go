@@ -38,7 +38,7 @@ func NewInjected(plan *graphsplit.Plan, delays delay.Source, opts ...Option) (*V
 			return nil, errors.Errorf("asyncvm: NewInjected: stage %d: negative maximum delay", i)
 		}
 	}
-	cfg.sched, cfg.delays = schedule.Sequential, delays
+	cfg.sched, cfg.delays = schedule.Sequential(), delays
 	cfg.announce = func(i int, _ schedule.Schedule) float64 { return delays.Mean(i) }
 	return start(plan, cfg)
 }

@@ -24,7 +24,7 @@ func TestInjectionReplaysARealRun(t *testing.T) {
 			require.NoError(t, err)
 			d := makeData(m, n*steps, 6)
 			engine, vm := pipelineTraining(t, m, d, n, steps, []graphsplit.Option{graphsplit.FineGrained()},
-				WithSchedule(schedule.PipeMare), WithSolver(momentum(0.05)), WithDelayLog())
+				WithSchedule(schedule.PipeMare()), WithSolver(momentum(0.05)), WithDelayLog())
 			log := vm.DelayLog()
 			require.NoError(t, vm.Close())
 
@@ -86,8 +86,8 @@ func TestNewInjectedRefusesWhatItCannotHonour(t *testing.T) {
 	_, err = NewInjected(plan, none)
 	require.ErrorContains(t, err, "no delays")
 	for name, o := range map[string]Option{
-		"WithSchedule":    WithSchedule(schedule.PipeMare),
-		"WithWarmup":      WithWarmup(2, schedule.OneFOneB),
+		"WithSchedule":    WithSchedule(schedule.PipeMare()),
+		"WithWarmup":      WithWarmup(2, schedule.OneFOneB()),
 		"WithActivations": WithActivations(Keep),
 	} {
 		_, err := NewInjected(plan, delay.Fixed{1}, o)

@@ -20,7 +20,7 @@ func kernelWorkers(stages int, s schedule.Schedule) int {
 	if allowed, err := affinity.Allowed(); err == nil && len(allowed) > 0 {
 		cpus = min(cpus, len(allowed))
 	}
-	if s.Name == schedule.Sequential.Name {
+	if s.Name == schedule.Sequential().Name {
 		return cpus
 	}
 	return max(1, cpus/stages)

@@ -44,7 +44,7 @@ type mask struct {
 	keep float64
 }
 
-// WithSchedule chooses the schedule (default schedule.PipeMare).
+// WithSchedule chooses the schedule (default schedule.PipeMare()).
 func WithSchedule(s schedule.Schedule) Option {
 	return func(c *config) { c.sched = s; c.set["WithSchedule"] = true }
 }
@@ -85,7 +85,7 @@ func WithDropoutMask(node *gorgonia.Node, keep float64) Option {
 }
 
 // WithWarmup trains the first steps minibatches with the synchronous
-// schedule sync (schedule.OneFOneB or schedule.GPipe) before switching to
+// schedule sync (schedule.OneFOneB() or schedule.GPipe()) before switching to
 // the main schedule, in the same engine, without rebuilding anything
 // (PipeMare's T3, "PipeMareW"). The switch shows in the report's segments.
 func WithWarmup(steps int, sync schedule.Schedule) Option {
@@ -160,7 +160,7 @@ func WithFirstOrderTimeout(d time.Duration) Option { return func(c *config) { c.
 
 // newConfig applies opts and checks them against plan.
 func newConfig(plan *graphsplit.Plan, opts []Option) (config, error) {
-	cfg := config{sched: schedule.PipeMare, n: 1, seed: 1, set: map[string]bool{}}
+	cfg := config{sched: schedule.PipeMare(), n: 1, seed: 1, set: map[string]bool{}}
 	if plan == nil || len(plan.Stages) == 0 {
 		return cfg, errors.New("asyncvm: plan has no stages")
 	}
@@ -180,7 +180,7 @@ func newConfig(plan *graphsplit.Plan, opts []Option) (config, error) {
 		return cfg, errors.Errorf("asyncvm: schedule %s: a forward delay of %d is not supported (0 or 1)", cfg.sched.Name, cfg.sched.ForwardDelay)
 	}
 	if cfg.warmup < 0 || (cfg.warmup > 0 && (cfg.warmSch.Actions == nil || cfg.warmSch.Async)) {
-		return cfg, errors.New("asyncvm: WithWarmup needs a non-negative number of steps and a synchronous schedule (schedule.OneFOneB or schedule.GPipe)")
+		return cfg, errors.New("asyncvm: WithWarmup needs a non-negative number of steps and a synchronous schedule (schedule.OneFOneB() or schedule.GPipe())")
 	}
 	if cfg.firstOrder < 0 {
 		return cfg, errors.Errorf("asyncvm: WithFirstOrderTimeout(%v): it must be positive", cfg.firstOrder)

@@ -40,7 +40,7 @@ func TestSynchronousSchedulesTrainLikePlainGorgonia(t *testing.T) {
 			if dt == tensor.Float32 {
 				tol = 1e-5
 			}
-			for _, s := range []schedule.Schedule{schedule.Sequential, schedule.GPipe, schedule.OneFOneB} {
+			for _, s := range []schedule.Schedule{schedule.Sequential(), schedule.GPipe(), schedule.OneFOneB()} {
 				for p := 1; p <= finest; p++ {
 					if testing.Short() && p != 1 && p != finest {
 						continue

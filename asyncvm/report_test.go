@@ -21,7 +21,7 @@ import (
 // stashes between 1 and τ_i+1 weight copies.
 func TestReportMemoryByCategory(t *testing.T) {
 	const n, steps = 2, 10
-	for _, s := range []schedule.Schedule{schedule.PipeMare, schedule.PipeDream, schedule.GPipe} {
+	for _, s := range []schedule.Schedule{schedule.PipeMare(), schedule.PipeDream(), schedule.GPipe()} {
 		m, err := testmodels.ResNet(tensor.Float64, 2, 1)
 		require.NoError(t, err)
 		d := makeData(m, n*steps, 1)
@@ -74,10 +74,10 @@ func TestReportJSON(t *testing.T) {
 		opts                    []Option
 		formula, versions, disc bool
 	}{
-		{schedule.GPipe, nil, false, false, false},
-		{schedule.PipeDream, nil, true, true, false},
-		{schedule.PipeMare, nil, true, false, false},
-		{schedule.PipeMare, []Option{WithDiscrepancy()}, true, false, true},
+		{schedule.GPipe(), nil, false, false, false},
+		{schedule.PipeDream(), nil, true, true, false},
+		{schedule.PipeMare(), nil, true, false, false},
+		{schedule.PipeMare(), []Option{WithDiscrepancy()}, true, false, true},
 	} {
 		m, err := testmodels.MLP(tensor.Float64, 2, 1)
 		require.NoError(t, err)
@@ -111,7 +111,7 @@ func TestReportJSON(t *testing.T) {
 // at least as busy; a stage's busy and idle time add up to its span.
 func TestReportLeavesOutTheTimeBetweenCalls(t *testing.T) {
 	const n, steps, pause = 2, 6, 30 * time.Millisecond
-	m, vm := fineMLP(t, n, WithSchedule(schedule.PipeMare))
+	m, vm := fineMLP(t, n, WithSchedule(schedule.PipeMare()))
 	d := makeData(m, n*steps, 2)
 	for k := 0; k < steps; k++ {
 		if k > 0 {

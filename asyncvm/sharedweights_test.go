@@ -31,7 +31,7 @@ func TestSharedWeightsTrainLikePlainGorgonia(t *testing.T) {
 		fine, err := graphsplit.Split(probe.Graph, probe.Cost, probe.Learnables, graphsplit.FineGrained())
 		require.NoError(t, err)
 		require.NotEmpty(t, fine.Shared, "%s shares a learnable across stages", nb.Name)
-		for _, s := range []schedule.Schedule{schedule.Sequential, schedule.GPipe, schedule.OneFOneB} {
+		for _, s := range []schedule.Schedule{schedule.Sequential(), schedule.GPipe(), schedule.OneFOneB()} {
 			for p := 1; p <= len(fine.Stages); p++ {
 				if testing.Short() && p != 2 && p != len(fine.Stages) {
 					continue
@@ -59,7 +59,7 @@ func TestSharedWeightsTrainLikePlainGorgonia(t *testing.T) {
 func TestSharedWeightsAsyncIsDeterministic(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
 	for _, nb := range testmodels.SharedWeights() {
-		for _, s := range []schedule.Schedule{schedule.PipeMare, schedule.PipeDream} {
+		for _, s := range []schedule.Schedule{schedule.PipeMare(), schedule.PipeDream()} {
 			var first []gorgonia.Value
 			for run, procs := range []int{1, 2, 1, 2} {
 				runtime.GOMAXPROCS(procs)

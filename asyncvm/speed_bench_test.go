@@ -130,7 +130,7 @@ func benchEngine(b *testing.B, r zoo.Recipe, rows, n int, v engineVariant, split
 	if err != nil {
 		b.Fatal(err)
 	}
-	vm, err := asyncvm.New(plan, asyncvm.WithSchedule(schedule.Sequential),
+	vm, err := asyncvm.New(plan, asyncvm.WithSchedule(schedule.Sequential()),
 		asyncvm.WithMicrobatches(n), asyncvm.WithActivations(v.acts),
 		asyncvm.WithSolver(func(int) gorgonia.Solver { return recipeSolver(r) }))
 	if err != nil {

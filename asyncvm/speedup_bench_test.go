@@ -82,7 +82,7 @@ func benchSpeedup(b *testing.B, r zoo.Recipe, cut []int) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	vm, err := asyncvm.New(plan, asyncvm.WithSchedule(schedule.PipeMare),
+	vm, err := asyncvm.New(plan, asyncvm.WithSchedule(schedule.PipeMare()),
 		asyncvm.WithMicrobatches(cfg.Microbatches), asyncvm.WithActivations(cfg.Activations()),
 		asyncvm.WithSolver(func(int) gorgonia.Solver { return recipeSolver(r) }))
 	if err != nil {
@@ -127,7 +127,7 @@ func BenchmarkFlushBubble(b *testing.B) {
 		b.Fatal(err)
 	}
 	const n = 8
-	vm, err := asyncvm.New(plan, asyncvm.WithSchedule(schedule.OneFOneB), asyncvm.WithMicrobatches(n),
+	vm, err := asyncvm.New(plan, asyncvm.WithSchedule(schedule.OneFOneB()), asyncvm.WithMicrobatches(n),
 		asyncvm.WithSolver(func(int) gorgonia.Solver { return recipeSolver(r) }))
 	if err != nil {
 		b.Fatal(err)

@@ -34,7 +34,7 @@ func TestStashTrainsLikeRecompute(t *testing.T) {
 				m, err := nb.Build(dt, 4, 1)
 				require.NoError(t, err)
 				got, vm := pipelineTraining(t, m, d, n, steps, []graphsplit.Option{graphsplit.FineGrained()},
-					WithSchedule(schedule.OneFOneB), WithActivations(Keep), WithSolver(momentum(0.05)))
+					WithSchedule(schedule.OneFOneB()), WithActivations(Keep), WithSolver(momentum(0.05)))
 				rep := vm.Report()
 				require.NoError(t, vm.Close())
 				for i := range got {
@@ -42,7 +42,7 @@ func TestStashTrainsLikeRecompute(t *testing.T) {
 				}
 				require.Positive(t, rep.Memory.StashedActivation)
 
-				for _, s := range []schedule.Schedule{schedule.PipeDream} {
+				for _, s := range []schedule.Schedule{schedule.PipeDream()} {
 					m1, _ := nb.Build(dt, 4, 1)
 					recompute, vm1 := pipelineTraining(t, m1, d, n, steps, []graphsplit.Option{graphsplit.FineGrained()}, WithSchedule(s), WithSolver(momentum(0.05)))
 					require.NoError(t, vm1.Close())

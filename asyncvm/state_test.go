@@ -42,10 +42,10 @@ func TestSaveRestoreContinuesExactly(t *testing.T) {
 		solver func(int) gorgonia.Solver
 	}{
 		{"pipemare/vanilla", func(p *graphsplit.Plan) (*VM, error) {
-			return New(p, WithMicrobatches(n), WithSchedule(schedule.PipeMare), WithSolver(vanilla))
+			return New(p, WithMicrobatches(n), WithSchedule(schedule.PipeMare()), WithSolver(vanilla))
 		}, vanilla},
 		{"pipedream/nadam", func(p *graphsplit.Plan) (*VM, error) {
-			return New(p, WithMicrobatches(n), WithSchedule(schedule.PipeDream), WithSolver(nadam))
+			return New(p, WithMicrobatches(n), WithSchedule(schedule.PipeDream()), WithSolver(nadam))
 		}, nadam},
 		{"injected/vanilla", func(p *graphsplit.Plan) (*VM, error) {
 			return NewInjected(p, delay.Fixed{3, 2, 1, 0}, WithMicrobatches(n), WithSolver(vanilla))
@@ -139,7 +139,7 @@ func TestCheckpointResumeContinuesExactly(t *testing.T) {
 		require.NoError(t, err)
 		plan, err := graphsplit.Split(m.Graph, m.Cost, m.Learnables, append([]graphsplit.Option{graphsplit.FineGrained()}, opts...)...)
 		require.NoError(t, err)
-		vm, err := New(plan, WithMicrobatches(n), WithSchedule(schedule.PipeMare), WithSolverFactory(sgd), WithWarmup(2, schedule.OneFOneB))
+		vm, err := New(plan, WithMicrobatches(n), WithSchedule(schedule.PipeMare()), WithSolverFactory(sgd), WithWarmup(2, schedule.OneFOneB()))
 		require.NoError(t, err)
 		return m, vm
 	}
@@ -191,7 +191,7 @@ func TestRestoreContinuesTheDelayCounts(t *testing.T) {
 		require.NoError(t, err)
 		plan, err := graphsplit.Split(m.Graph, m.Cost, m.Learnables, graphsplit.FineGrained())
 		require.NoError(t, err)
-		vm, err := New(plan, WithMicrobatches(n), WithSchedule(schedule.PipeMare), WithSolverFactory(func(int) (gorgonia.Solver, error) {
+		vm, err := New(plan, WithMicrobatches(n), WithSchedule(schedule.PipeMare()), WithSolverFactory(func(int) (gorgonia.Solver, error) {
 			return solvers.NewMomentum(solvers.WithLearnRate(0.05), solvers.WithMomentum(0.9))
 		}))
 		require.NoError(t, err)

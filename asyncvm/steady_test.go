@@ -47,7 +47,7 @@ func TestReportWindowIsAfterTheWarmup(t *testing.T) {
 	d := makeData(m, n*10, 1)
 	plan, err := graphsplit.Split(m.Graph, m.Cost, m.Learnables, graphsplit.FineGrained())
 	require.NoError(t, err)
-	vm, err := New(plan, WithMicrobatches(n), WithSchedule(schedule.PipeMare), WithWarmup(4, schedule.OneFOneB), WithSolver(momentum(0.05)))
+	vm, err := New(plan, WithMicrobatches(n), WithSchedule(schedule.PipeMare()), WithWarmup(4, schedule.OneFOneB()), WithSolver(momentum(0.05)))
 	require.NoError(t, err)
 	defer vm.Close()
 	ctx := context.Background()

@@ -46,7 +46,7 @@ func (s *source) seq() iter.Seq2[map[*gorgonia.Node]gorgonia.Value, error] {
 // Stream over steps minibatches, returning the VM (flushed), the model and
 // the losses in the order each got them.
 func streamed(t *testing.T, sched schedule.Schedule, warmup, n, steps int) (*VM, *testmodels.Model, []float64) {
-	m, vm := fineMLP(t, n, WithSchedule(sched), WithWarmup(warmup, schedule.OneFOneB))
+	m, vm := fineMLP(t, n, WithSchedule(sched), WithWarmup(warmup, schedule.OneFOneB()))
 	src := &source{t: t, m: m, d: makeData(m, n*steps, 4), n: n, steps: steps, failAt: -1}
 	var losses []float64
 	err := vm.Stream(context.Background(), src.seq(), func(step int, loss float64) {
@@ -68,14 +68,14 @@ func TestStreamTrainsLikeStep(t *testing.T) {
 	for _, c := range []struct {
 		sched  schedule.Schedule
 		warmup int
-	}{{schedule.PipeMare, 0}, {schedule.OneFOneB, 0}, {schedule.PipeMare, 3}} {
+	}{{schedule.PipeMare(), 0}, {schedule.OneFOneB(), 0}, {schedule.PipeMare(), 3}} {
 		t.Run(fmt.Sprintf("%s/warmup=%d", c.sched.Name, c.warmup), func(t *testing.T) {
 			_, mStream, losses := streamed(t, c.sched, c.warmup, n, steps)
 
 			m, err := testmodels.MLP(tensor.Float64, 4, 1)
 			require.NoError(t, err)
 			d := makeData(m, n*steps, 4)
-			byStep, vm := pipelineTraining(t, m, d, n, steps, []graphsplit.Option{graphsplit.FineGrained()}, WithSchedule(c.sched), WithWarmup(c.warmup, schedule.OneFOneB))
+			byStep, vm := pipelineTraining(t, m, d, n, steps, []graphsplit.Option{graphsplit.FineGrained()}, WithSchedule(c.sched), WithWarmup(c.warmup, schedule.OneFOneB()))
 			defer vm.Close()
 			require.True(t, bitsEqual(byStep, mStream.LearnableValues()), "Stream and Step trained different weights")
 
@@ -83,7 +83,7 @@ func TestStreamTrainsLikeStep(t *testing.T) {
 			require.NoError(t, err)
 			plan, err := graphsplit.Split(m2.Graph, m2.Cost, m2.Learnables, graphsplit.FineGrained())
 			require.NoError(t, err)
-			vm2, err := New(plan, WithMicrobatches(n), WithSchedule(c.sched), WithWarmup(c.warmup, schedule.OneFOneB))
+			vm2, err := New(plan, WithMicrobatches(n), WithSchedule(c.sched), WithWarmup(c.warmup, schedule.OneFOneB()))
 			require.NoError(t, err)
 			defer vm2.Close()
 			for k := 0; k < steps; k++ {
@@ -102,7 +102,7 @@ func TestStreamTrainsLikeStep(t *testing.T) {
 // is bounded.
 func TestStreamReadsAhead(t *testing.T) {
 	const n, steps = 2, 12
-	m, vm := fineMLP(t, n, WithSchedule(schedule.PipeMare))
+	m, vm := fineMLP(t, n, WithSchedule(schedule.PipeMare()))
 	src := &source{t: t, m: m, d: makeData(m, n*steps, 4), n: n, steps: steps, failAt: -1}
 	ahead := vm.readAhead()
 	heard := 0
@@ -131,7 +131,7 @@ func TestStreamReadsAhead(t *testing.T) {
 // exactly as if the failing minibatch had come in a later call.
 func TestStreamStopsAtASourceError(t *testing.T) {
 	const n, steps, failAt = 2, 8, 5
-	m, vm := fineMLP(t, n, WithSchedule(schedule.PipeMare))
+	m, vm := fineMLP(t, n, WithSchedule(schedule.PipeMare()))
 	d := makeData(m, n*steps, 4)
 	src := &source{t: t, m: m, d: d, n: n, steps: steps, failAt: failAt}
 	var got []int
@@ -149,7 +149,7 @@ func TestStreamStopsAtASourceError(t *testing.T) {
 
 	ref, err := testmodels.MLP(tensor.Float64, 4, 1)
 	require.NoError(t, err)
-	want, vm2 := pipelineTraining(t, ref, makeData(ref, n*steps, 4), n, steps, []graphsplit.Option{graphsplit.FineGrained()}, WithSchedule(schedule.PipeMare))
+	want, vm2 := pipelineTraining(t, ref, makeData(ref, n*steps, 4), n, steps, []graphsplit.Option{graphsplit.FineGrained()}, WithSchedule(schedule.PipeMare()))
 	defer vm2.Close()
 	require.True(t, bitsEqual(want, m.LearnableValues()))
 }
@@ -160,7 +160,7 @@ func TestStreamStopsAtASourceError(t *testing.T) {
 func TestStreamStopsWhenCancelled(t *testing.T) {
 	const n, steps = 2, 8
 	for stopAt := 0; stopAt < steps; stopAt++ {
-		m, vm := fineMLP(t, n, WithSchedule(schedule.PipeMare))
+		m, vm := fineMLP(t, n, WithSchedule(schedule.PipeMare()))
 		src := &source{t: t, m: m, d: makeData(m, n*steps, 4), n: n, steps: steps, failAt: -1}
 		ctx, cancel := context.WithCancel(context.Background())
 		err := vm.Stream(ctx, src.seq(), func(step int, _ float64) {

@@ -41,7 +41,7 @@ func TestTraceHasEveryAction(t *testing.T) {
 	const n, steps = 2, 6
 	m, err := testmodels.MLP(tensor.Float64, 2, 1)
 	require.NoError(t, err)
-	_, vm := pipelineTraining(t, m, makeData(m, n*steps, 1), n, steps, []graphsplit.Option{graphsplit.Stages(3)}, WithSchedule(schedule.PipeMare))
+	_, vm := pipelineTraining(t, m, makeData(m, n*steps, 1), n, steps, []graphsplit.Option{graphsplit.Stages(3)}, WithSchedule(schedule.PipeMare()))
 	events := vm.Events()
 	require.NoError(t, vm.Close())
 	actions := 0

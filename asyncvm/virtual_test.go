@@ -23,11 +23,11 @@ func TestVirtualDevicesWithEqualTimes(t *testing.T) {
 	}
 	for p := 2; p <= 8; p++ {
 		for _, n := range []int{1, 4, 8} {
-			g := schedule.Replay(schedule.GPipe.Actions(p, n, 1), schedule.Chain(p), unit)
+			g := schedule.Replay(schedule.GPipe().Actions(p, n, 1), schedule.Chain(p), unit)
 			require.InDelta(t, float64(n)/float64(n+p-1), g.Utilization, 1e-12, "GPipe P%d N%d", p, n)
 			prev := 0.0
 			for _, steps := range []int{4, 16, 64} {
-				u := schedule.Replay(schedule.PipeMare.Actions(p, n, steps), schedule.Chain(p), unit).Utilization
+				u := schedule.Replay(schedule.PipeMare().Actions(p, n, steps), schedule.Chain(p), unit).Utilization
 				require.Greater(t, u, prev, "PipeMare P%d N%d grows with the run", p, n)
 				prev = u
 			}
@@ -46,7 +46,7 @@ func TestReplayPredictsARealRun(t *testing.T) {
 	m := benchCNN(16)
 	plan, err := graphsplit.Split(m.g, m.cost, m.learn, graphsplit.Stages(2))
 	require.NoError(t, err)
-	vm, err := New(plan, WithMicrobatches(4), WithSchedule(schedule.PipeMare))
+	vm, err := New(plan, WithMicrobatches(4), WithSchedule(schedule.PipeMare()))
 	require.NoError(t, err)
 	defer vm.Close()
 	feeds := m.minibatch(4)

@@ -24,7 +24,7 @@ func meanDiscrepancy(t *testing.T, newSolver func(stage int) gorgonia.Solver) (f
 	require.NoError(t, err)
 	plan, err := graphsplit.Split(m.Graph, m.Cost, m.Learnables, graphsplit.FineGrained())
 	require.NoError(t, err)
-	vm, err := asyncvm.New(plan, asyncvm.WithSchedule(schedule.PipeMare), asyncvm.WithSolver(newSolver), asyncvm.WithDiscrepancy())
+	vm, err := asyncvm.New(plan, asyncvm.WithSchedule(schedule.PipeMare()), asyncvm.WithSolver(newSolver), asyncvm.WithDiscrepancy())
 	require.NoError(t, err)
 	defer vm.Close()
 	rng := rand.New(rand.NewSource(4))

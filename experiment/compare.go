@@ -36,7 +36,7 @@ func CompareRuns(config func(schedule.Schedule) (train.Config, error), p int) (r
 			cfg = cfg.WithoutTechniques()
 		}
 		var these []Compared
-		if s.Name != schedule.PipeMare.Name {
+		if s.Name != schedule.PipeMare().Name {
 			these = []Compared{{Label: s.Name, Config: cfg}}
 		} else {
 			these = []Compared{{Label: "pipemare (naive)", Config: cfg.WithoutTechniques()}}

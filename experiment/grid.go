@@ -140,7 +140,7 @@ func (g *Grid) parameters(run Run, c train.Config, p int, pl plan) (train.Config
 		return c, fmt.Sprintf("weight prediction cannot have T2 (γ = %g), whose backward estimate would undo it", c.T2)
 	}
 	if s.Injected != "" {
-		if c.Schedule.Name != schedule.PipeMare.Name {
+		if c.Schedule.Name != schedule.PipeMare().Name {
 			return c, fmt.Sprintf("injected delays stand for PipeMare's pipeline, and %s runs %s", v.Method, c.Schedule.Name)
 		}
 		c.Delays = s.source(p)

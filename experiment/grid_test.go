@@ -39,7 +39,7 @@ func TestGridPlan(t *testing.T) {
 	require.Empty(t, pl.refused)
 	require.Equal(t, 40, pl.steps)
 	c := pl.cfg
-	require.Equal(t, schedule.PipeMare.Name, c.Schedule.Name)
+	require.Equal(t, schedule.PipeMare().Name, c.Schedule.Name)
 	require.Equal(t, []int{2, 19, 7, 4, 16, 4}, []int{c.Warmup, c.T1, c.CheckpointEvery, c.Microbatches, c.Microbatch, c.Epochs}, "warm-up 5 % of 40 steps; K half of the other 38")
 	require.True(t, c.Spike && c.StepDecay && !c.Cosine)
 	require.Zero(t, c.T2)
@@ -53,7 +53,7 @@ func TestGridPlan(t *testing.T) {
 	require.True(t, c.Cosine)
 
 	c = plan("sequential", sets[0], 4, 640).cfg
-	require.Equal(t, schedule.Sequential.Name, c.Schedule.Name)
+	require.Equal(t, schedule.Sequential().Name, c.Schedule.Name)
 	require.Zero(t, c.Warmup+c.T1)
 
 	c = plan("pipemare", sets[2], 4, 640).cfg

@@ -16,7 +16,7 @@ import (
 // summary names.
 func TestProgress(t *testing.T) {
 	trainSet, test := smallData(t)
-	cfg := smallConfig(schedule.PipeMare)
+	cfg := smallConfig(schedule.PipeMare())
 	cfg.Epochs = 2
 	var log, bar strings.Builder
 	steps := 0

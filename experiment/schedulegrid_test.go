@@ -14,14 +14,14 @@ import (
 // before anything is written.
 func TestWriteSchedule(t *testing.T) {
 	var b strings.Builder
-	require.NoError(t, WriteSchedule(&b, schedule.PipeMare, 3, 2, 2, true))
+	require.NoError(t, WriteSchedule(&b, schedule.PipeMare(), 3, 2, 2, true))
 	out := b.String()
 	require.True(t, strings.HasPrefix(out, "pipemare, P=3, N=2, 2 minibatches (F forward, B backward, U update):\n"), out)
-	require.Contains(t, out, schedule.Grid(schedule.PipeMare, 3, 2, 2))
+	require.Contains(t, out, schedule.Grid(schedule.PipeMare(), 3, 2, 2))
 	require.Regexp(t, `utilization with equal action times: \d\.\d{3}; delays τ_i: 3 2 1\n$`, out)
 
 	b.Reset()
-	require.NoError(t, WriteSchedule(&b, schedule.GPipe, 2, 2, 1, false))
+	require.NoError(t, WriteSchedule(&b, schedule.GPipe(), 2, 2, 1, false))
 	require.Regexp(t, `^utilization with equal action times: \d\.\d{3}\n$`, b.String(), "no grid, and a synchronous schedule has no delays")
 
 	for _, c := range []struct {
@@ -35,7 +35,7 @@ func TestWriteSchedule(t *testing.T) {
 		{2000, 1, 1, "cells, more than the 1000000 a printed grid holds; -grid=false gives the utilization and delays"},
 	} {
 		b.Reset()
-		require.ErrorContains(t, WriteSchedule(&b, schedule.PipeMare, c.p, c.n, c.steps, true), c.err)
+		require.ErrorContains(t, WriteSchedule(&b, schedule.PipeMare(), c.p, c.n, c.steps, true), c.err)
 		require.Empty(t, b.String())
 	}
 }

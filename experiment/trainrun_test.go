@@ -35,7 +35,7 @@ func smallConfig(s schedule.Schedule) train.Config {
 func TestTrainRun(t *testing.T) {
 	trainSet, test := smallData(t)
 	out := filepath.Join(t.TempDir(), "run")
-	cfg := smallConfig(schedule.PipeMare)
+	cfg := smallConfig(schedule.PipeMare())
 	cfg.CheckpointEvery = 5
 	st := rundir.NewSettings("mlp", "embedded", "fine", "", cfg, trainSet.Len(), test.Len())
 	var log strings.Builder
@@ -59,7 +59,7 @@ func TestTrainRun(t *testing.T) {
 
 	root, from := rundir.ResumeTarget(out, "")
 	log.Reset()
-	cfg = smallConfig(schedule.PipeMare)
+	cfg = smallConfig(schedule.PipeMare())
 	cfg.CheckpointEvery = 5
 	run, err = StartTrainRun(root, from, rundir.Resume, st, &cfg, 1, &log)
 	require.NoError(t, err)
@@ -81,11 +81,11 @@ func TestTrainRun(t *testing.T) {
 // with the runs before it written; with none trained nothing is.
 func TestComparison(t *testing.T) {
 	trainSet, test := smallData(t)
-	runs := []Compared{{Label: "gpipe", Config: smallConfig(schedule.GPipe)}, {Label: "pipemare", Config: smallConfig(schedule.PipeMare)}, {Label: "1f1b", Config: smallConfig(schedule.OneFOneB)}}
+	runs := []Compared{{Label: "gpipe", Config: smallConfig(schedule.GPipe())}, {Label: "pipemare", Config: smallConfig(schedule.PipeMare())}, {Label: "1f1b", Config: smallConfig(schedule.OneFOneB())}}
 	var log strings.Builder
 	c := Comparison{Model: "mlp", Target: 0.5, TraceSteps: 1, Log: &log,
 		Train: func(ctx context.Context, cfg train.Config) (*train.Result, error) {
-			if cfg.Schedule.Name == schedule.OneFOneB.Name {
+			if cfg.Schedule.Name == schedule.OneFOneB().Name {
 				return nil, errors.New("boom")
 			}
 			return train.Train(ctx, zoo.MLP, trainSet, test, cfg)

@@ -60,7 +60,7 @@ func TestStashIsWhatPipeDreamHolds(t *testing.T) {
 	require.NoError(t, err)
 	plan, err := graphsplit.Split(m.Graph, m.Cost, m.Learnables, graphsplit.FineGrained())
 	require.NoError(t, err)
-	vm, err := asyncvm.New(plan, asyncvm.WithSchedule(schedule.PipeDream), asyncvm.WithMicrobatches(n))
+	vm, err := asyncvm.New(plan, asyncvm.WithSchedule(schedule.PipeDream()), asyncvm.WithMicrobatches(n))
 	require.NoError(t, err)
 	defer vm.Close()
 	rng := rand.New(rand.NewSource(1))

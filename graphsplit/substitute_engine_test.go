@@ -37,7 +37,7 @@ func TestStageOpsTrainTheZooBitForBit(t *testing.T) {
 		t.Skip("numerics in one goroutine, 5× slower under the race detector and nothing for it to check; go test ./... runs it")
 	}
 	models := []string{"cnn", "resnet"}
-	schedules := []schedule.Schedule{schedule.Sequential, schedule.GPipe, schedule.OneFOneB, schedule.PipeDream}
+	schedules := []schedule.Schedule{schedule.Sequential(), schedule.GPipe(), schedule.OneFOneB(), schedule.PipeDream()}
 	if testing.Short() {
 		models, schedules = models[:1], schedules[:1]
 	}

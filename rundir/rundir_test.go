@@ -39,7 +39,7 @@ func checkpointedRun(t *testing.T, out string) rundir.Settings {
 	images, test, err := zoo.LoadFashionMNIST("embedded")
 	require.NoError(t, err)
 	data, test := images.Head(192), test.Head(100)
-	cfg := train.Config{Hyper: zoo.Hyper{Microbatch: 16, Microbatches: 4, Epochs: 2, LR: 0.03, Seed: 1}, Schedule: schedule.PipeMare}
+	cfg := train.Config{Hyper: zoo.Hyper{Microbatch: 16, Microbatches: 4, Epochs: 2, LR: 0.03, Seed: 1}, Schedule: schedule.PipeMare()}
 	cfg.CheckpointEvery, cfg.CheckpointDir = 2, filepath.Join(out, rundir.CheckpointsDir)
 	st := rundir.NewSettings("mlp", "embedded", "fine", "naive", cfg, data.Len(), test.Len())
 	require.NoError(t, rundir.Dir{Path: out}.Prepare())

@@ -27,12 +27,14 @@ package schedule
 //	   10  B2       F6       B3 U1
 //	   11  F8       B3 U1    F5
 //	    …                              every stage busy every clock
-var PipeMare = Schedule{Name: "pipemare", Actions: async, Async: true}
+func PipeMare() Schedule { return Schedule{Name: "pipemare", Actions: async, Async: true} }
 
 // PipeDream is PipeMare's action lists with weight stashing (Narayanan et
 // al., 2019): every backward reads the weights its forward read, so stage i
 // keeps up to τ_i+1 copies of its weights.
-var PipeDream = Schedule{Name: "pipedream", Actions: async, Async: true, StashWeights: true}
+func PipeDream() Schedule {
+	return Schedule{Name: "pipedream", Actions: async, Async: true, StashWeights: true}
+}
 
 // PipeDream2BW is PipeDream-2BW (Narayanan, Phanishayee, Shi, Chen,
 // Zaharia, "Memory-Efficient Pipeline-Parallel DNN Training", ICML 2021):
@@ -45,7 +47,9 @@ var PipeDream = Schedule{Name: "pipedream", Actions: async, Async: true, StashWe
 // per step (MinN), so that no forward of step k runs before update k−2:
 // then τ_i ≤ 1 at every stage, and the forwards that would read newer
 // weights read the kept copy instead.
-var PipeDream2BW = Schedule{Name: "pipedream-2bw", Actions: async, Async: true, StashWeights: true, ForwardDelay: 1}
+func PipeDream2BW() Schedule {
+	return Schedule{Name: "pipedream-2bw", Actions: async, Async: true, StashWeights: true, ForwardDelay: 1}
+}
 
 // MinN is the fewest microbatches per step schedule s can run on p stages:
 // Ahead(p, 0) = 2p−1 for PipeDream-2BW (see there), 1 otherwise.

@@ -9,7 +9,7 @@ import (
 // Print PipeMare's clock grid for 2 stages and 2 microbatches a step, and
 // the delay every stage's forwards see.
 func ExampleGrid() {
-	fmt.Print(schedule.Grid(schedule.PipeMare, 2, 2, 2))
+	fmt.Print(schedule.Grid(schedule.PipeMare(), 2, 2, 2))
 	fmt.Println("τ:", schedule.Delay(2, 2, 0), schedule.Delay(2, 2, 1))
 	// Output:
 	// clock  stage0   stage1
@@ -29,7 +29,7 @@ func ExampleGrid() {
 // Replay GPipe on 4 virtual devices with equal action times: its
 // utilization is N/(N+P−1).
 func ExampleReplay() {
-	v := schedule.Replay(schedule.GPipe.Actions(4, 8, 1), schedule.Chain(4), nil)
+	v := schedule.Replay(schedule.GPipe().Actions(4, 8, 1), schedule.Chain(4), nil)
 	fmt.Printf("%.4f = 8/11\n", v.Utilization)
 	// Output: 0.7273 = 8/11
 }

@@ -15,7 +15,7 @@ package schedule
 //	    7  B0       B1       B2 U0
 //	    8  B1       B2 U0
 //	    9  B2 U0
-var GPipe = Schedule{Name: "gpipe", Actions: gpipe}
+func GPipe() Schedule { return Schedule{Name: "gpipe", Actions: gpipe} }
 
 func gpipe(p, n, steps int) [][]Action {
 	out := make([][]Action, p)

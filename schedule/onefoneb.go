@@ -16,7 +16,7 @@ package schedule
 //	    7  B1                B2 U0
 //	    8           B2 U0
 //	    9  B2 U0
-var OneFOneB = Schedule{Name: "1f1b", Actions: oneFOneB}
+func OneFOneB() Schedule { return Schedule{Name: "1f1b", Actions: oneFOneB} }
 
 func oneFOneB(p, n, steps int) [][]Action {
 	out := make([][]Action, p)

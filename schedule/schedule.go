@@ -30,7 +30,7 @@ type Schedule struct {
 
 // All lists every schedule, synchronous ones first.
 func All() []Schedule {
-	return []Schedule{Sequential, GPipe, OneFOneB, PipeDream, PipeDream2BW, PipeMare}
+	return []Schedule{Sequential(), GPipe(), OneFOneB(), PipeDream(), PipeDream2BW(), PipeMare()}
 }
 
 // ByName returns the schedule with that name.

@@ -240,7 +240,7 @@ func TestGoldenGrids(t *testing.T) {
 func TestGPipeUtilizationIsNOverNPlusPMinus1(t *testing.T) {
 	for p := 1; p <= 6; p++ {
 		for n := 1; n <= 8; n++ {
-			lists := GPipe.Actions(p, n, 1)
+			lists := GPipe().Actions(p, n, 1)
 			tl := Simulate(lists, Chain(p), -1, nil)
 			busy := 2.0 * float64(n) // per stage: N forwards and N backwards of one clock
 			got := busy / tl.Makespan()
@@ -256,11 +256,11 @@ func TestGPipeUtilizationIsNOverNPlusPMinus1(t *testing.T) {
 func TestVirtualDevicesWithEqualTimes(t *testing.T) {
 	for p := 2; p <= 8; p++ {
 		for _, n := range []int{1, 4, 8} {
-			g := Replay(GPipe.Actions(p, n, 1), Chain(p), nil)
+			g := Replay(GPipe().Actions(p, n, 1), Chain(p), nil)
 			require.InDelta(t, float64(n)/float64(n+p-1), g.Utilization, 1e-12, "GPipe P%d N%d", p, n)
 			prev := 0.0
 			for _, steps := range []int{4, 16, 64} {
-				u := Replay(PipeMare.Actions(p, n, steps), Chain(p), nil).Utilization
+				u := Replay(PipeMare().Actions(p, n, steps), Chain(p), nil).Utilization
 				require.Greater(t, u, prev, "PipeMare P%d N%d grows with the run", p, n)
 				prev = u
 			}

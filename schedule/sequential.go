@@ -13,7 +13,7 @@ package schedule
 //	    5  B0
 //	    6  F1
 //	    …
-var Sequential = Schedule{Name: "sequential", Actions: sequential}
+func Sequential() Schedule { return Schedule{Name: "sequential", Actions: sequential} }
 
 func sequential(p, n, steps int) [][]Action {
 	out := make([][]Action, p)

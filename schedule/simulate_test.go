@@ -141,7 +141,7 @@ func nonNil(tl Timeline) Timeline {
 // Simulate replaced took 0.9 s at P = 2000 and 102 s at P = 20000.
 func BenchmarkSimulate(b *testing.B) {
 	for _, p := range []int{2000, 20000} {
-		lists := PipeMare.Actions(p, 4, 2)
+		lists := PipeMare().Actions(p, 4, 2)
 		b.Run(fmt.Sprintf("P%d", p), func(b *testing.B) {
 			for b.Loop() {
 				Simulate(lists, Chain(p), -1, nil)

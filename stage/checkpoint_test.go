@@ -41,7 +41,7 @@ func TestSaveRestoreContinuesBitIdentically(t *testing.T) {
 	s := setup{stages: 2, n: n, config: withMomentum(t)}
 	a := start(t, s)
 	data := a.micros(21, n*(first+more))
-	a.steps(schedule.OneFOneB, data, 0, first)
+	a.steps(schedule.OneFOneB(), data, 0, first)
 	snaps := make([]Snapshot, 2)
 	for i := range snaps {
 		m := a.ask(i, Save{})
@@ -61,7 +61,7 @@ func TestSaveRestoreContinuesBitIdentically(t *testing.T) {
 		require.Len(t, snap.Solver[0].Tensors, len(a.plan.Stages[i].Learnables), "a velocity per learnable")
 		snaps[i] = snap
 	}
-	wantReports := a.steps(schedule.OneFOneB, data, first, first+more)
+	wantReports := a.steps(schedule.OneFOneB(), data, first, first+more)
 	want := a.weights()
 
 	b := start(t, s)
@@ -69,7 +69,7 @@ func TestSaveRestoreContinuesBitIdentically(t *testing.T) {
 		require.IsType(t, Restored{}, b.ask(i, Restore{Snapshot: snap}).Body)
 		requireBits(t, tensors(snap.Weights), b.pull(i), fmt.Sprintf("stage %d: restored weight", i))
 	}
-	reports := b.steps(schedule.OneFOneB, data, first, first+more)
+	reports := b.steps(schedule.OneFOneB(), data, first, first+more)
 	require.Equal(t, losses(wantReports[1]), losses(reports[1]), "the losses, bit for bit")
 	requireBits(t, want, b.weights(), "weight")
 	for i := range reports {
@@ -83,7 +83,7 @@ func TestSaveRestoreContinuesBitIdentically(t *testing.T) {
 		snap.Solver = m.Body.(Saved).Snapshot.Solver // an unbound Momentum: no velocity
 		require.IsType(t, Restored{}, c.ask(i, Restore{Snapshot: snap}).Body)
 	}
-	c.steps(schedule.OneFOneB, data, first, first+more)
+	c.steps(schedule.OneFOneB(), data, first, first+more)
 	require.NotEqual(t, floats(t, want[0]), floats(t, c.weights()[0]), "without its velocity the solver steps elsewhere")
 }
 
@@ -98,7 +98,7 @@ func TestCheckpointShardsRoundTrip(t *testing.T) {
 	s := setup{stages: 2, n: n, config: withMomentum(t)}
 	a := start(t, s)
 	data := a.micros(23, 2*n)
-	a.steps(schedule.GPipe, data, 0, 1)
+	a.steps(schedule.GPipe(), data, 0, 1)
 	dir, err := checkpoint.Begin(t.TempDir(), 1)
 	require.NoError(t, err)
 	files := make([]checkpoint.FileInfo, 2)
@@ -122,7 +122,7 @@ func TestCheckpointShardsRoundTrip(t *testing.T) {
 		b[len(b)-1] ^= 0xff
 		require.NoError(t, os.WriteFile(filepath.Join(bad, fi.Name), b, 0o644))
 	}
-	wantReports := a.steps(schedule.GPipe, data, 1, 2)
+	wantReports := a.steps(schedule.GPipe(), data, 1, 2)
 	want := a.weights()
 
 	b := start(t, s)
@@ -139,7 +139,7 @@ func TestCheckpointShardsRoundTrip(t *testing.T) {
 	for i, fi := range files {
 		require.IsType(t, Restored{}, b.ask(i, Restore{Dir: dir, File: fi}).Body)
 	}
-	reports := b.steps(schedule.GPipe, data, 1, 2)
+	reports := b.steps(schedule.GPipe(), data, 1, 2)
 	require.Equal(t, losses(wantReports[1]), losses(reports[1]), "the losses, bit for bit")
 	requireBits(t, want, b.weights(), "weight")
 	for i := range reports {

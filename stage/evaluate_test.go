@@ -110,7 +110,7 @@ func TestEvaluateAcrossStagesWithProbes(t *testing.T) {
 	}
 
 	train := p.micros(34, 1)
-	r := p.steps(schedule.GPipe, train, 0, 1)
+	r := p.steps(schedule.GPipe(), train, 0, 1)
 	require.Equal(t, []int{0}, micros(r[1].Losses))
 	require.InDelta(t, ref.step(train)[0], r[1].Losses[0].Value, 1e-12)
 	requireClose(t, ref.weights(), p.weights(), 1e-12, "weight")

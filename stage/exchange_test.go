@@ -29,7 +29,7 @@ import (
 // microbatch's loss. Losses and weights are plain Gorgonia's.
 func TestTwoStagesTrainLikePlainGorgonia(t *testing.T) {
 	const n, steps = 2, 3
-	for _, s := range []schedule.Schedule{schedule.GPipe, schedule.OneFOneB} {
+	for _, s := range []schedule.Schedule{schedule.GPipe(), schedule.OneFOneB()} {
 		for _, keep := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/keep=%v", s.Name, keep), func(t *testing.T) {
 				p := start(t, setup{stages: 2, n: n, config: func(int) Config { return Config{KeepActivations: keep} }})
@@ -82,7 +82,7 @@ func TestSharedLearnableTrainsLikePlainGorgonia(t *testing.T) {
 	require.Equal(t, []int{0}, Owners(p.plan, 1))
 	ref := p.reference(testmodels.Tied)
 	data := p.micros(17, n*steps)
-	reports := p.steps(schedule.OneFOneB, data, 0, steps)
+	reports := p.steps(schedule.OneFOneB(), data, 0, steps)
 	got := losses(reports[1])
 	for k := 0; k < steps; k++ {
 		for j, l := range ref.step(data[n*k : n*k+n]) {

@@ -32,7 +32,7 @@ func TestResumedRunIsExact(t *testing.T) {
 		r.Run.Epochs = 2
 		steps := train.Len() / (r.Run.Microbatch * r.Run.Microbatches)
 		pipedream := recipeConfig(t, r, MethodNaive, steps)
-		pipedream.Schedule = schedule.PipeDream
+		pipedream.Schedule = schedule.PipeDream()
 		for name, cfg := range map[string]Config{"pipemare": recipeConfig(t, r, MethodPipeMare, steps), "pipedream": pipedream} {
 			t.Run(model+"/"+name, func(t *testing.T) {
 				cfg.CheckpointEvery, cfg.CheckpointDir = 7, t.TempDir()

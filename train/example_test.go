@@ -19,7 +19,7 @@ func ExampleTrain() {
 	}
 	res, err := train.Train(context.Background(), zoo.MLP, images.Head(640), test.Head(200), train.Config{
 		Hyper:    zoo.Hyper{Microbatch: 16, Microbatches: 4, Epochs: 1, LR: 0.03, Seed: 1},
-		Schedule: schedule.PipeMare, T1: 10, T2: 0.9,
+		Schedule: schedule.PipeMare(), T1: 10, T2: 0.9,
 	})
 	if err != nil {
 		log.Fatal(err)

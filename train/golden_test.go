@@ -41,7 +41,7 @@ func TestMLPWeightsAreUnchanged(t *testing.T) {
 	r.Run.Epochs = 2
 	steps := train.Len() / (r.Run.Microbatch * r.Run.Microbatches)
 	pipedream := recipeConfig(t, r, MethodNaive, steps)
-	pipedream.Schedule = schedule.PipeDream
+	pipedream.Schedule = schedule.PipeDream()
 	injected := recipeConfig(t, r, MethodPipeMare, steps)
 	injected.Warmup = 0
 	injected.Delays = delay.PipeMare(3, r.Run.Microbatches)

@@ -17,7 +17,7 @@ type Method string
 // The methods. Each one's measurements are in the README's sweep section
 // (pipemare sweep).
 const (
-	// MethodSequential is the synchronous baseline: schedule.Sequential,
+	// MethodSequential is the synchronous baseline: schedule.Sequential(),
 	// no technique.
 	MethodSequential Method = "sequential"
 	// MethodNaive is asynchronous PipeMare with no technique at all.
@@ -34,10 +34,10 @@ const (
 	// and the warm-up, without T2 (which would undo the prediction).
 	MethodPredict Method = "predict"
 	// MethodNAdam is AsyncPP (Ajanthan et al.): weight stashing
-	// (schedule.PipeDream) and NAdam with their hyper-parameters and
+	// (schedule.PipeDream()) and NAdam with their hyper-parameters and
 	// schedule (Config.NAdam), no T1, T2 or warm-up.
 	MethodNAdam Method = "nadam"
-	// Method2BW is PipeDream-2BW (schedule.PipeDream2BW): two weight
+	// Method2BW is PipeDream-2BW (schedule.PipeDream2BW()): two weight
 	// versions, every gradient one update late, the recipe's solver; it
 	// needs N ≥ 2P−1 microbatches.
 	Method2BW Method = "2bw"
@@ -78,29 +78,29 @@ func (m Method) Apply(c Config, warmupEpochs, stepsPerEpoch int) (Config, error)
 	}
 	switch m {
 	case MethodSequential:
-		c.Schedule = schedule.Sequential
+		c.Schedule = schedule.Sequential()
 	case MethodNaive:
-		c.Schedule = schedule.PipeMare
+		c.Schedule = schedule.PipeMare()
 	case MethodPipeMare:
-		c.Schedule = schedule.PipeMare
+		c.Schedule = schedule.PipeMare()
 		c = withT1(c)
 		c.T2 = 0.9
 	case MethodSpike:
 		if c.beta() == 0 {
 			return c, errors.Errorf("train: method %s: spike compensation needs momentum, and the run has none (SGD)", m)
 		}
-		c.Schedule = schedule.PipeMare
+		c.Schedule = schedule.PipeMare()
 		c = withT1(c)
 		c.Spike = true
 	case MethodPredict:
-		c.Schedule = schedule.PipeMare
+		c.Schedule = schedule.PipeMare()
 		c = withT1(c)
 		c.Predict = true
 	case MethodNAdam:
-		c.Schedule = schedule.PipeDream
+		c.Schedule = schedule.PipeDream()
 		c.NAdam, c.LR = true, nadamLR
 	case Method2BW:
-		c.Schedule = schedule.PipeDream2BW
+		c.Schedule = schedule.PipeDream2BW()
 	default:
 		_, err := ParseMethod(string(m))
 		return c, err

@@ -19,14 +19,14 @@ func TestRecipeRuns(t *testing.T) {
 		_, err := FromRecipe(r, "", 100)
 		require.NoError(t, err, "%s: its default method applies", r.Model)
 		sync := recipeConfig(t, r, MethodSequential, 100)
-		require.Equal(t, schedule.Sequential.Name, sync.Schedule.Name)
+		require.Equal(t, schedule.Sequential().Name, sync.Schedule.Name)
 		naive := recipeConfig(t, r, MethodNaive, 100)
-		require.Equal(t, schedule.PipeMare.Name, naive.Schedule.Name)
+		require.Equal(t, schedule.PipeMare().Name, naive.Schedule.Name)
 		require.Zero(t, naive.T1+naive.Warmup)
 		require.Zero(t, naive.T2)
 
 		pm := recipeConfig(t, r, MethodPipeMare, 100)
-		require.Equal(t, schedule.PipeMare.Name, pm.Schedule.Name)
+		require.Equal(t, schedule.PipeMare().Name, pm.Schedule.Name)
 		require.Equal(t, 100*r.Warmup, pm.Warmup, r.Model)
 		require.Equal(t, 100*r.Run.Epochs, pm.Warmup+pm.T1, "%s: T1 spans every step after the warm-up", r.Model)
 		require.Equal(t, 0.9, pm.T2)
@@ -94,7 +94,7 @@ func TestMethods(t *testing.T) {
 	require.ErrorContains(t, err, "spike compensation needs momentum")
 	for name, c := range map[string]Config{
 		"weight prediction with T2":        {Predict: true, T2: 0.9},
-		"weight prediction with pipedream": {Predict: true, Schedule: schedule.PipeDream},
+		"weight prediction with pipedream": {Predict: true, Schedule: schedule.PipeDream()},
 		"not NAdam":                        {Spike: true, NAdam: true},
 	} {
 		c.LR, c.Epochs = 0.1, 1

@@ -20,12 +20,12 @@ import (
 // owned by the caller of Train or ServeStage from then on.
 type Connector func(ctx context.Context, plan *graphsplit.Plan) (transport.Endpoint, error)
 
-// normalized is cfg with its defaults (schedule.PipeMare), or an error if
+// normalized is cfg with its defaults (schedule.PipeMare()), or an error if
 // a size or a rate is out of range or the methods asked for do not
 // compose (check).
 func (cfg Config) normalized() (Config, error) {
 	if cfg.Schedule.Actions == nil {
-		cfg.Schedule = schedule.PipeMare
+		cfg.Schedule = schedule.PipeMare()
 	}
 	if cfg.Microbatch <= 0 || cfg.Microbatches <= 0 || cfg.Epochs <= 0 || cfg.LR <= 0 {
 		return cfg, errors.Errorf("train: microbatch %d, microbatches %d, epochs %d and learning rate %g must be positive", cfg.Microbatch, cfg.Microbatches, cfg.Epochs, cfg.LR)
@@ -121,7 +121,7 @@ func (cfg Config) engine(stepsPerEpoch int) []asyncvm.Option {
 	}
 	opts = append(opts, asyncvm.WithSchedule(cfg.Schedule), asyncvm.WithActivations(cfg.Activations()))
 	if cfg.Warmup > 0 {
-		opts = append(opts, asyncvm.WithWarmup(cfg.Warmup, schedule.OneFOneB))
+		opts = append(opts, asyncvm.WithWarmup(cfg.Warmup, schedule.OneFOneB()))
 	}
 	return opts
 }

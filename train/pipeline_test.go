@@ -21,7 +21,7 @@ func TestServeStageTrainsLikeTrain(t *testing.T) {
 	train, test, err := testFashion()
 	require.NoError(t, err)
 	data, eval := train.Head(192), test.Head(64)
-	cfg := Config{Hyper: zoo.Hyper{Microbatch: 16, Microbatches: 4, Epochs: 2, LR: 0.03, Seed: 1}, Schedule: schedule.PipeMare, T1: 3, T2: 0.9, Warmup: 3}
+	cfg := Config{Hyper: zoo.Hyper{Microbatch: 16, Microbatches: 4, Epochs: 2, LR: 0.03, Seed: 1}, Schedule: schedule.PipeMare(), T1: 3, T2: 0.9, Warmup: 3}
 	alone, err := Train(context.Background(), zoo.MLP, data, eval, cfg)
 	require.NoError(t, err)
 

@@ -54,7 +54,7 @@ func trainedBits(t *testing.T, cfg Config, data zoo.Data, newSolver func(int) (g
 	require.NoError(t, err)
 	opts := []asyncvm.Option{asyncvm.WithSchedule(cfg.Schedule), asyncvm.WithMicrobatches(cfg.Microbatches), asyncvm.WithSolverFactory(newSolver), asyncvm.WithSeed(cfg.Seed)}
 	if cfg.Warmup > 0 {
-		opts = append(opts, asyncvm.WithWarmup(cfg.Warmup, schedule.OneFOneB))
+		opts = append(opts, asyncvm.WithWarmup(cfg.Warmup, schedule.OneFOneB()))
 	}
 	vm, err := asyncvm.New(plan, opts...)
 	require.NoError(t, err)

@@ -20,7 +20,7 @@ import (
 func shortRun(t *testing.T, ctx context.Context, seed int64, steps func(done int)) (*Result, error) {
 	train, test, err := testFashion()
 	require.NoError(t, err)
-	cfg := Config{Hyper: zoo.Hyper{Microbatch: 16, Microbatches: 4, Epochs: 2, LR: 0.03, Seed: seed}, Schedule: schedule.PipeMare, T1: 6, T2: 0.9, ProgressEvery: 1}
+	cfg := Config{Hyper: zoo.Hyper{Microbatch: 16, Microbatches: 4, Epochs: 2, LR: 0.03, Seed: seed}, Schedule: schedule.PipeMare(), T1: 6, T2: 0.9, ProgressEvery: 1}
 	if steps != nil {
 		cfg.Steps = func(done, _ int) { steps(done) }
 	}
@@ -152,9 +152,9 @@ func TestTrainingIsBitIdentical(t *testing.T) {
 		cfg  Config
 		want string
 	}{
-		{Config{Hyper: zoo.Hyper{Microbatch: 16, Microbatches: 4, Epochs: 2, LR: 0.03, Cosine: true, Seed: 1}, Schedule: schedule.PipeMare, T1: 3, T2: 0.9, Warmup: 3},
+		{Config{Hyper: zoo.Hyper{Microbatch: 16, Microbatches: 4, Epochs: 2, LR: 0.03, Cosine: true, Seed: 1}, Schedule: schedule.PipeMare(), T1: 3, T2: 0.9, Warmup: 3},
 			"30959429dc322b4947ae4c557f4731e8061f9bf2b98e897fb2ae555beee1a55c"},
-		{Config{Hyper: zoo.Hyper{Microbatch: 16, Microbatches: 4, Epochs: 2, LR: 0.03, Cosine: true, Seed: 1}, Schedule: schedule.Sequential},
+		{Config{Hyper: zoo.Hyper{Microbatch: 16, Microbatches: 4, Epochs: 2, LR: 0.03, Cosine: true, Seed: 1}, Schedule: schedule.Sequential()},
 			"9fc069263ca1e4f2c08f32231f84315fb5d99f7cd3a920a1d2d358715f33418e"},
 	} {
 		res, err := Train(context.Background(), zoo.CNN, train.Head(192), test.Head(64), c.cfg)
