@@ -1,0 +1,88 @@
+//go:build !openblas
+
+package stageops
+
+import (
+	"golang.org/x/sys/cpu"
+	"gonum.org/v1/gonum/blas/gonum"
+)
+
+// sgemmTile4x16 adds a 4×16 tile of alpha·op(A)·B into C, in gonum's
+// order and rounding (sgemm_amd64.s).
+//
+//go:noescape
+func sgemmTile4x16(k int, alpha float32, a *float32, aRow, aStep uintptr, b *float32, ldb uintptr, c *float32, ldc uintptr)
+
+// tiledGemm says whether this CPU runs sgemmTile4x16 (AVX).
+var tiledGemm = cpu.X86.HasAVX
+
+// sgemmTiled adds alpha·op(A)·B into C for B not transposed (op(A) = A,
+// or Aᵀ with aT): every element of C gets its products in increasing l,
+// each alpha·a(i,l) rounded, a zero one skipped, each product rounded and
+// added as gonum's sgemmSerialNotNot and sgemmSerialTransNot add them —
+// the same bits as gonum, whatever the blocking (gonum cuts C into 64×64
+// blocks and k into pieces of 64, which does not change any element's
+// order). Tiles of 4 rows × 16 columns run in sgemmTile4x16, a whole k
+// each, keeping the tile of C in registers; the edges run gonum's axpy.
+// The caller checked the arguments (gonum's Sgemm with alpha 0 and beta
+// 1) and scaled C by beta; alpha is not 0. Column tiles are shared out
+// among the kernels' workers (SetWorkers).
+func sgemmTiled(aT bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, c []float32, ldc int) {
+	rows, tiles := m&^3, n/16
+	t := tiling{aT: aT, rows: rows, k: k, alpha: alpha, a: a, lda: lda, b: b, ldb: ldb, c: c, ldc: ldc}
+	switch {
+	case rows == 0 || tiles == 0:
+	case workers() <= 1:
+		t.columns(0, tiles) // no closure: a product allocates nothing
+	default:
+		parallel(tiles, rows*k*16, t.columns)
+	}
+	for i := 0; i < rows; i++ {
+		t.edge(i, 16*tiles, n)
+	}
+	for i := rows; i < m; i++ {
+		t.edge(i, 0, n)
+	}
+}
+
+// tiling is one product of sgemmTiled.
+type tiling struct {
+	aT            bool
+	rows, k       int
+	alpha         float32
+	a, b, c       []float32
+	lda, ldb, ldc int
+}
+
+// columns runs the tiles of the column tiles [lo, hi), every row tile.
+func (t tiling) columns(lo, hi int) {
+	const f = 4 // bytes of a float32
+	aRow, aStep, rowStride := uintptr(t.lda*f), uintptr(f), t.lda
+	if t.aT {
+		aRow, aStep, rowStride = f, uintptr(t.lda*f), 1
+	}
+	for j := lo; j < hi; j++ {
+		for i := 0; i < t.rows; i += 4 {
+			sgemmTile4x16(t.k, t.alpha, &t.a[i*rowStride], aRow, aStep, &t.b[16*j], uintptr(t.ldb*f), &t.c[i*t.ldc+16*j], uintptr(t.ldc*f))
+		}
+	}
+}
+
+// edge adds row i's products into its columns [j0, j1) with gonum's axpy,
+// l after l.
+func (t tiling) edge(i, j0, j1 int) {
+	if j0 == j1 {
+		return
+	}
+	for l := 0; l < t.k; l++ {
+		var v float32
+		if t.aT {
+			v = t.a[l*t.lda+i]
+		} else {
+			v = t.a[i*t.lda+l]
+		}
+		if tmp := t.alpha * v; tmp != 0 {
+			gonum.Implementation{}.Saxpy(j1-j0, tmp, t.b[l*t.ldb+j0:l*t.ldb+j1], 1, t.c[i*t.ldc+j0:i*t.ldc+j1], 1)
+		}
+	}
+}

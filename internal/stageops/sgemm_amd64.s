@@ -1,0 +1,105 @@
+//go:build !openblas
+
+#include "textflag.h"
+
+// func sgemmTile4x16(k int, alpha float32, a *float32, aRow, aStep uintptr, b *float32, ldb uintptr, c *float32, ldc uintptr)
+//
+// C[r][0:16] += (alpha·a(r, l))·B[l][0:16] for l = 0 … k−1 in turn and
+// r = 0 … 3, where a(r, l) is at a + r·aRow + l·aStep bytes, row l of B
+// at b + l·ldb bytes and row r of C at c + r·ldc bytes; a product whose
+// alpha·a(r, l) is zero is not added (gonum's sgemm skips it). Each
+// product and each sum is rounded as gonum's AxpyUnitary rounds it
+// (VMULPS, then VADDPS with the product as the first operand: no FMA).
+TEXT ·sgemmTile4x16(SB), NOSPLIT, $0-72
+	MOVQ         k+0(FP), CX
+	VBROADCASTSS alpha+8(FP), Y14
+	MOVQ         a+16(FP), SI
+	MOVQ         aRow+24(FP), R8
+	MOVQ         aStep+32(FP), R9
+	MOVQ         b+40(FP), DI
+	MOVQ         ldb+48(FP), R10
+	MOVQ         c+56(FP), DX
+	MOVQ         ldc+64(FP), R11
+	VXORPS       Y15, Y15, Y15
+	LEAQ         (R8)(R8*2), R13
+
+	MOVQ    DX, R12
+	VMOVUPS (R12), Y0
+	VMOVUPS 32(R12), Y1
+	ADDQ    R11, R12
+	VMOVUPS (R12), Y2
+	VMOVUPS 32(R12), Y3
+	ADDQ    R11, R12
+	VMOVUPS (R12), Y4
+	VMOVUPS 32(R12), Y5
+	ADDQ    R11, R12
+	VMOVUPS (R12), Y6
+	VMOVUPS 32(R12), Y7
+
+	TESTQ CX, CX
+	JEQ   store
+
+loop:
+	VMOVUPS (DI), Y8
+	VMOVUPS 32(DI), Y9
+
+	VBROADCASTSS (SI), Y10
+	VMULPS       Y14, Y10, Y10
+	VCMPPS       $4, Y15, Y10, Y11
+	VMULPS       Y10, Y8, Y12
+	VMULPS       Y10, Y9, Y13
+	VADDPS       Y0, Y12, Y12
+	VADDPS       Y1, Y13, Y13
+	VBLENDVPS    Y11, Y12, Y0, Y0
+	VBLENDVPS    Y11, Y13, Y1, Y1
+
+	VBROADCASTSS (SI)(R8*1), Y10
+	VMULPS       Y14, Y10, Y10
+	VCMPPS       $4, Y15, Y10, Y11
+	VMULPS       Y10, Y8, Y12
+	VMULPS       Y10, Y9, Y13
+	VADDPS       Y2, Y12, Y12
+	VADDPS       Y3, Y13, Y13
+	VBLENDVPS    Y11, Y12, Y2, Y2
+	VBLENDVPS    Y11, Y13, Y3, Y3
+
+	VBROADCASTSS (SI)(R8*2), Y10
+	VMULPS       Y14, Y10, Y10
+	VCMPPS       $4, Y15, Y10, Y11
+	VMULPS       Y10, Y8, Y12
+	VMULPS       Y10, Y9, Y13
+	VADDPS       Y4, Y12, Y12
+	VADDPS       Y5, Y13, Y13
+	VBLENDVPS    Y11, Y12, Y4, Y4
+	VBLENDVPS    Y11, Y13, Y5, Y5
+
+	VBROADCASTSS (SI)(R13*1), Y10
+	VMULPS       Y14, Y10, Y10
+	VCMPPS       $4, Y15, Y10, Y11
+	VMULPS       Y10, Y8, Y12
+	VMULPS       Y10, Y9, Y13
+	VADDPS       Y6, Y12, Y12
+	VADDPS       Y7, Y13, Y13
+	VBLENDVPS    Y11, Y12, Y6, Y6
+	VBLENDVPS    Y11, Y13, Y7, Y7
+
+	ADDQ R9, SI
+	ADDQ R10, DI
+	DECQ CX
+	JNE  loop
+
+store:
+	MOVQ    DX, R12
+	VMOVUPS Y0, (R12)
+	VMOVUPS Y1, 32(R12)
+	ADDQ    R11, R12
+	VMOVUPS Y2, (R12)
+	VMOVUPS Y3, 32(R12)
+	ADDQ    R11, R12
+	VMOVUPS Y4, (R12)
+	VMOVUPS Y5, 32(R12)
+	ADDQ    R11, R12
+	VMOVUPS Y6, (R12)
+	VMOVUPS Y7, 32(R12)
+	VZEROUPPER
+	RET

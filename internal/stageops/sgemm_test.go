@@ -1,0 +1,114 @@
+//go:build !openblas
+
+package stageops
+
+import (
+	"fmt"
+	"math"
+	"math/rand"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/gonum"
+)
+
+// TestTiledGemmIsGonums: the tiled products give gonum's bits where the
+// values make the order and the skipping of zeros show — many exact zeros
+// in A (gonum skips their products: a zero times an infinity would be
+// NaN, and adding +0 turns a −0 of C into +0), −0s, infinities and NaNs in
+// B and C, alpha and beta of every kind — on one worker and on several,
+// for shapes with and without edges beyond the 4×16 tiles, A transposed or
+// not, leading dimensions wider than the matrices.
+func TestTiledGemmIsGonums(t *testing.T) {
+	if !tiledGemm {
+		t.Skip("no tiled kernel on this CPU")
+	}
+	defer SetWorkers(0)
+	rng := rand.New(rand.NewSource(2))
+	special := []float32{0, float32(math.Copysign(0, -1)), float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN()), 1e-45, 3.4e38}
+	fill := func(n int, zeros, specials float64) []float32 {
+		s := make([]float32, n)
+		for i := range s {
+			switch r := rng.Float64(); {
+			case r < zeros:
+				s[i] = 0
+			case r < zeros+specials:
+				s[i] = special[rng.Intn(len(special))]
+			default:
+				s[i] = float32(rng.NormFloat64())
+			}
+		}
+		return s
+	}
+	for _, sz := range [][3]int{{4, 16, 1}, {7, 33, 5}, {64, 256, 784}, {16, 300, 784}, {130, 70, 200}, {5, 17, 64}, {12, 48, 0}} {
+		m, n, k := sz[0], sz[1], sz[2]
+		for _, tA := range []blas.Transpose{blas.NoTrans, blas.Trans} {
+			for _, ab := range [][2]float32{{1, 0}, {1, 1}, {0.5, 2}, {-3, 0}, {1, float32(math.Copysign(0, -1))}} {
+				for _, w := range []int{1, 2} {
+					for _, mix := range [][2]float64{{0, 0}, {0.5, 0}, {0.3, 0.05}} {
+						name := fmt.Sprintf("%dx%dx%d/%c/alpha=%g,beta=%g/workers=%d/zeros=%g,specials=%g", m, n, k, tA, ab[0], ab[1], w, mix[0], mix[1])
+						ra, ca := m, k
+						if tA == blas.Trans {
+							ra, ca = k, m
+						}
+						lda, ldb, ldc := ca+3, n+1, n+5
+						a, b := fill(max(ra*lda, 1), mix[0], mix[1]), fill(max(k*ldb, 1), mix[0]/3, mix[1])
+						c := fill(m*ldc, 0.2, mix[1]*2)
+						want := append([]float32(nil), c...)
+						SetWorkers(1)
+						tiled := tiledGemm
+						tiledGemm = false // gonum's own serial path
+						gonumBLAS{}.Sgemm(tA, blas.NoTrans, m, n, k, ab[0], a, lda, b, ldb, ab[1], want, ldc)
+						tiledGemm = tiled
+						want2 := append([]float32(nil), c...)
+						gonum.Implementation{}.Sgemm(tA, blas.NoTrans, m, n, k, ab[0], a, lda, b, ldb, ab[1], want2, ldc)
+						require.Equal(t, bits32(want2), bits32(want), "%s: gonum's serial and parallel paths agree", name)
+						SetWorkers(w)
+						got := append([]float32(nil), c...)
+						gonumBLAS{}.Sgemm(tA, blas.NoTrans, m, n, k, ab[0], a, lda, b, ldb, ab[1], got, ldc)
+						require.Equal(t, bits32(want), bits32(got), name)
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestTiledGemmChecksItsArguments: a slice too short for the product is
+// gonum's panic, before any memory is read.
+func TestTiledGemmChecksItsArguments(t *testing.T) {
+	if !tiledGemm {
+		t.Skip("no tiled kernel on this CPU")
+	}
+	a, b, c := make([]float32, 8*8), make([]float32, 8*32), make([]float32, 8*32)
+	require.PanicsWithValue(t, "blas: insufficient length of a", func() {
+		gonumBLAS{}.Sgemm(blas.NoTrans, blas.NoTrans, 8, 32, 9, 1, a, 9, b, 32, 0, c, 32)
+	})
+}
+
+// BenchmarkSgemm is the MLP's largest product on one worker (its first
+// layer at batch 64, forward and weight gradient), tiled and gonum's.
+func BenchmarkSgemm(b *testing.B) {
+	defer SetWorkers(0)
+	SetWorkers(1)
+	rng := rand.New(rand.NewSource(1))
+	fill := func(n int) []float32 {
+		s := make([]float32, n)
+		for i := range s {
+			s[i] = float32(rng.NormFloat64())
+		}
+		return s
+	}
+	x, w, y := fill(64*784), fill(784*256), fill(64*256)
+	for _, kernel := range []string{"tiled", "gonum"} {
+		b.Run("kernel="+kernel, func(b *testing.B) {
+			defer func(t bool) { tiledGemm = t }(tiledGemm)
+			tiledGemm = tiledGemm && kernel == "tiled"
+			for b.Loop() {
+				gonumBLAS{}.Sgemm(blas.NoTrans, blas.NoTrans, 64, 256, 784, 1, x, 784, w, 256, 0, y, 256)
+				gonumBLAS{}.Sgemm(blas.Trans, blas.NoTrans, 784, 256, 64, 1, x, 784, y, 256, 0, w, 256)
+			}
+		})
+	}
+}
