@@ -68,8 +68,8 @@ func (t tiling) columns(lo, hi int) {
 	}
 }
 
-// edge adds row i's products into its columns [j0, j1) with gonum's axpy,
-// l after l.
+// edge adds row i's products into its columns [j0, j1), l after l, with
+// gonum's axpy, or the same arithmetic in Go for fewer than 16 columns.
 func (t tiling) edge(i, j0, j1 int) {
 	if j0 == j1 {
 		return
@@ -81,8 +81,17 @@ func (t tiling) edge(i, j0, j1 int) {
 		} else {
 			v = t.a[i*t.lda+l]
 		}
-		if tmp := t.alpha * v; tmp != 0 {
-			gonum.Implementation{}.Saxpy(j1-j0, tmp, t.b[l*t.ldb+j0:l*t.ldb+j1], 1, t.c[i*t.ldc+j0:i*t.ldc+j1], 1)
+		tmp := t.alpha * v
+		if tmp == 0 {
+			continue
+		}
+		b, c := t.b[l*t.ldb+j0:l*t.ldb+j1], t.c[i*t.ldc+j0:i*t.ldc+j1]
+		if len(c) >= 16 {
+			gonum.Implementation{}.Saxpy(len(c), tmp, b, 1, c, 1)
+			continue
+		}
+		for j := range c { // a few columns: a call of axpy each costs more
+			c[j] = float32(tmp*b[j]) + c[j] // rounded apart, as axpy does: no fused multiply-add
 		}
 	}
 }
