@@ -8,6 +8,9 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/connectivity"
+	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/pipemare/pipemare/internal/faultpoint"
 	"github.com/pipemare/pipemare/transport"
@@ -133,18 +136,28 @@ func TestStageStalledInTheHandshake(t *testing.T) {
 	defer faultpoint.Set(nil)
 	ls, addrs := listeners(t, 1)
 	n := Network{Addrs: addrs}
-	stage := openStage(t, ls[0], n, WithInsecure(), WithConnectTimeout(time.Second))
+	// The stage waits longer than the driver: a stage whose own connect
+	// timeout passed first would close the connection, and the driver would
+	// then find no connection at all rather than a stalled handshake. It
+	// must also be serving before the driver's clock starts: on a loaded
+	// machine its server could come up after the driver's connect timeout,
+	// and the driver would rightly say it never completed the connection
+	// (TestOpenNamesTheMissingPeer's silent stage).
+	const stageTimeout = 3 * time.Second
+	stage := openStage(t, ls[0], n, WithInsecure(), WithConnectTimeout(stageTimeout))
+	stageStart := time.Now()
+	waitServing(t, addrs[0])
 	start := time.Now()
 	_, err := Open(context.Background(), transport.Driver, n, WithInsecure(), WithConnectTimeout(time.Second))
 	require.ErrorIs(t, err, ErrConnectTimeout)
 	require.EqualError(t, err, "driver: not connected within 1s (the connect timeout): stage 0 at "+addrs[0]+" took the stream but did not answer the handshake (is it stalled, or overloaded?)")
 	require.Less(t, time.Since(start), 3*time.Second)
-	time.Sleep(500 * time.Millisecond) // the stage's own timeout, counted from a little later, passes too
+	time.Sleep(time.Until(stageStart.Add(stageTimeout + 200*time.Millisecond))) // the stage's own timeout passes too
 	close(release)
 	select {
 	case err := <-stage:
 		require.ErrorIs(t, err, ErrConnectTimeout)
-		require.ErrorContains(t, err, "stage 0: not connected within 1s")
+		require.ErrorContains(t, err, "stage 0: not connected within 3s")
 	case <-time.After(10 * time.Second):
 		t.Fatal("the stage's Open did not return")
 	}
@@ -180,5 +193,20 @@ func TestOptionsAreChecked(t *testing.T) {
 	} {
 		_, err := Open(ctx, tc.self, tc.n, tc.opts...)
 		require.ErrorContains(t, err, tc.want)
+	}
+}
+
+// waitServing waits until a gRPC server answers at addr (its HTTP/2
+// connection is set up), and closes the connection it made to find out.
+func waitServing(t *testing.T, addr string) {
+	t.Helper()
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	require.NoError(t, err)
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn.Connect()
+	for s := conn.GetState(); s != connectivity.Ready; s = conn.GetState() {
+		require.True(t, conn.WaitForStateChange(ctx, s), "no server at %s within 30 s", addr)
 	}
 }

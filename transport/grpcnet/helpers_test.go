@@ -30,6 +30,10 @@ func listeners(t testing.TB, n int) ([]net.Listener, []string) {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		require.NoError(t, err)
 		ls[i], addrs[i] = l, l.Addr().String()
+		// Closed at the end of the test, and referenced until then: a
+		// listener a test only gives the address of would otherwise be
+		// collected, its socket closed, and a silent peer refuse.
+		t.Cleanup(func() { _ = l.Close() })
 	}
 	return ls, addrs
 }
