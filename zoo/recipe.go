@@ -89,7 +89,7 @@ var recipes = []Recipe{
 	// 16 microbatches of 2 words keep the Transformer's 20 stages at
 	// τ_i ≤ 3; plain SGD, as momentum's stable region collapses under delay;
 	// its stages are stateless, so they stash activations (the paper's
-	// setting, and a third faster than recomputing).
+	// setting, and faster than recomputing).
 	{Model: "transformer", Build: Transformer, Warmup: 4, Method: "pipemare", load: loadCMUdict,
 		Run: Hyper{Microbatch: 2, Microbatches: 16, Epochs: 16, LR: 0.25, NoMomentum: true, Cosine: true, Seed: 1, KeepActivations: true}},
 	// The same with tied input and output embeddings: the first stage and

@@ -80,7 +80,7 @@ func (ch bnChannel[T]) upstream(g, x, dy []T) {
 // forward and upstream do: a call of elem per element, once inlined,
 // copied the struct through the stack each time, and the misaligned copy's
 // reload stalled on store forwarding where the goroutine's stack happened
-// to sit (a stage process's CNN backward ran 1.6× slower; docs/speed.md).
+// to sit (docs/speed.md).
 func (ch bnChannel[T]) rowSum(x, dy []T, timesXhat bool) T {
 	a, b, s, c := ch.alpha, ch.beta, ch.scale, ch.bias
 	var acc T
