@@ -2,6 +2,8 @@ package train
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/pipemare/pipemare/zoo"
@@ -163,6 +165,9 @@ func ServeStage(ctx context.Context, build zoo.Builder, train zoo.Data, cfg Conf
 	}
 	ep, err := connect(ctx, plan)
 	if err != nil {
+		if strings.HasPrefix(err.Error(), fmt.Sprintf("stage %d: ", i)) { // the transport's errors name their peer
+			return errors.Wrap(err, "train")
+		}
 		return errors.Wrapf(err, "train: stage %d", i)
 	}
 	opts := cfg.engine(steps)
