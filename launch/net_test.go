@@ -5,7 +5,6 @@ package launch
 import (
 	"context"
 	"io/fs"
-	"net"
 	"testing"
 	"time"
 
@@ -39,13 +38,7 @@ func TestNetChecks(t *testing.T) {
 // says to give more -connect-timeout; errors.Is still sees the cause.
 func TestNetConnectorWords(t *testing.T) {
 	plan := mlpPlan(t)
-	var addrs []string
-	for range 2 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		require.NoError(t, err)
-		addrs = append(addrs, l.Addr().String())
-		require.NoError(t, l.Close()) // nobody serves there
-	}
+	addrs := freeAddrs(t, 2)
 	dir := t.TempDir()
 	n := Net{Credentials: Credentials{Dir: dir}, ConnectTimeout: time.Second}
 	_, err := n.Connector(Place{Addrs: addrs, Stage: 1})(context.Background(), plan)

@@ -175,13 +175,7 @@ func TestConnector(t *testing.T) {
 // cannot be had fail before anything is dialed; the endpoint is nil.
 func TestConnectorFails(t *testing.T) {
 	plan := mlpPlan(t)
-	var addrs []string
-	for range 2 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		require.NoError(t, err)
-		addrs = append(addrs, l.Addr().String())
-		require.NoError(t, l.Close()) // nobody serves there
-	}
+	addrs := freeAddrs(t, 2)
 	driver := Place{Addrs: addrs, Stage: -1}
 	ep, err := driver.Connector(Credentials{Insecure: true}, 200*time.Millisecond)(context.Background(), plan)
 	require.ErrorIs(t, err, grpcnet.ErrConnectTimeout)
@@ -194,4 +188,18 @@ func TestConnectorFails(t *testing.T) {
 	ep, err = Place{Addrs: addrs, Stage: 0, Listen: "fd:x"}.Connector(Credentials{Insecure: true}, time.Second)(context.Background(), plan)
 	require.EqualError(t, err, "fd:x: a file descriptor of 3 or more")
 	require.Nil(t, ep)
+}
+
+// freeAddrs are n loopback addresses where nobody serves: each was a
+// listener, closed.
+func freeAddrs(t *testing.T, n int) []string {
+	t.Helper()
+	var addrs []string
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		addrs = append(addrs, l.Addr().String())
+		require.NoError(t, l.Close())
+	}
+	return addrs
 }
