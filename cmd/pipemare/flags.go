@@ -187,9 +187,6 @@ func (o *options) overrides() train.Overrides {
 	if set["seed"] {
 		ov.Seed = &o.seed
 	}
-	if !set["limit"] {
-		ov.Limit = 0
-	}
 	return ov
 }
 
