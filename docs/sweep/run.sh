@@ -8,8 +8,8 @@
 #   docs/sweep/run.sh transformer cnn   # each model's phases, in order
 #   PHASES=length docs/sweep/run.sh resnet   # only the phases named
 #
-# Each model's phases run one training at a time, niced, on one thread
-# (GOMAXPROCS=1); start two models side by side for two at a time:
+# Each model's phases run JOBS trainings at a time (default 1), niced, on
+# JOBS threads (GOMAXPROCS); start two models side by side for two at a time:
 #
 #   setsid nohup docs/sweep/run.sh resnet > $WORK/resnet.log 2>&1 &
 #
@@ -23,14 +23,15 @@ WORK=${WORK:-/var/tmp/pipemare-sweep}
 PM=${PM:-$WORK/pipemare}
 mkdir -p "$WORK"
 go build -o "$PM" ./cmd/pipemare
-export GOMAXPROCS=1
+JOBS=${JOBS:-1}
+export GOMAXPROCS=$JOBS
 
 sweep() { # phase, then sweep's flags
 	phase=$1
 	shift
 	case " ${PHASES:-$phase} " in *" $phase "*) ;; *) return 0 ;; esac
 	nice -n 19 "$PM" sweep -model "$model" -runs "docs/sweep/$model/runs" -work "$WORK/$model" \
-		-out "docs/sweep/$model/$phase" -checkpoint-every 1000 "$@"
+		-out "docs/sweep/$model/$phase" -checkpoint-every 1000 -jobs "$JOBS" "$@"
 }
 
 phases() {
