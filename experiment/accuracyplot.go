@@ -102,9 +102,14 @@ func AccuracyPlot(path string, rep *Report) error {
 		return err
 	}
 
-	const legendW = sweepLegendWidth
-	const height = 5 * vg.Inch
-	img := newCanvas(path, sweepFigureWidth, height+vg.Points(24))
+	l := newSideLegend()
+	for i, t := range legend {
+		l.Add(names[i], t)
+	}
+	const panelW, height = 4.3 * vg.Inch, 5 * vg.Inch
+	legendW := l.Width()
+	width := 2*panelW + legendW
+	img := newCanvas(path, width, height+vg.Points(24))
 	dc := draw.New(img)
 	seeds := make([]string, len(rep.Seeds))
 	for i, s := range rep.Seeds {
@@ -112,25 +117,12 @@ func AccuracyPlot(path string, rep *Report) error {
 	}
 	title := fmt.Sprintf("%s, %d stages, %s, seeds %s", rep.Model, rep.Stages, epochs(rep.Epochs[at]), strings.Join(seeds, ", "))
 	dc.FillText(draw.TextStyle{Color: left.Title.TextStyle.Color, Font: left.Title.TextStyle.Font, Handler: left.Title.TextStyle.Handler, XAlign: draw.XCenter, YAlign: draw.YTop},
-		vg.Point{X: (sweepFigureWidth - legendW) / 2, Y: height + vg.Points(20)}, title)
-	panelW := (sweepFigureWidth - legendW) / 2
-	left.Draw(draw.Crop(dc, 0, -(sweepFigureWidth - panelW), 0, -vg.Points(24)))
+		vg.Point{X: panelW, Y: height + vg.Points(20)}, title)
+	left.Draw(draw.Crop(dc, 0, -(width - panelW), 0, -vg.Points(24)))
 	right.Draw(draw.Crop(dc, panelW, -legendW, 0, -vg.Points(24)))
-	l := plot.NewLegend()
-	for i, t := range legend {
-		l.Add(names[i], t)
-	}
-	l.Top, l.Left = true, true
-	l.Padding = vg.Points(3)
-	l.Draw(draw.Crop(dc, sweepFigureWidth-legendW+8, 0, 0, -vg.Points(36)))
+	l.DrawRight(dc, vg.Points(36))
 	return writeCanvas(path, img)
 }
-
-// The sweep figures are wider than a run's, for the variants' names.
-const (
-	sweepFigureWidth = 12 * vg.Inch
-	sweepLegendWidth = 3.4 * vg.Inch
-)
 
 // newCanvas is a canvas of w × h for the file path: a PNG for a name
 // ending in .png, else an SVG.

@@ -21,27 +21,33 @@ import (
 // −Tolerance. The x axis is logarithmic when the lengths span a factor of
 // 4 or more.
 func GapPlot(path string, rep *Report) error {
-	const panelH = 4.5 * vg.Inch
+	const panelW, panelH = 8.6 * vg.Inch, 4.5 * vg.Inch
 	height := panelH * vg.Length(max(1, len(rep.Settings)))
-	img := newCanvas(path, sweepFigureWidth, height)
-	dc := draw.New(img)
-	l := plot.NewLegend()
+	panels := make([]*plot.Plot, max(1, len(rep.Settings)))
+	l := newSideLegend()
 	for s := range rep.Settings {
 		p, entries, err := gapPanel(rep, s)
 		if err != nil {
 			return err
 		}
-		top := vg.Length(s) * panelH
-		p.Draw(draw.Crop(dc, 0, -sweepLegendWidth, height-top-panelH, -top-vg.Points(4)))
+		panels[s] = p
 		if s == 0 {
 			for _, e := range entries {
 				l.Add(e.name, e.thumb)
 			}
 		}
 	}
-	l.Top, l.Left = true, true
-	l.Padding = vg.Points(3)
-	l.Draw(draw.Crop(dc, sweepFigureWidth-sweepLegendWidth+8, 0, 0, -12))
+	width := panelW + l.Width()
+	img := newCanvas(path, width, height)
+	dc := draw.New(img)
+	for s, p := range panels {
+		if p == nil {
+			continue
+		}
+		top := vg.Length(s) * panelH
+		p.Draw(draw.Crop(dc, 0, -l.Width(), height-top-panelH, -top-vg.Points(4)))
+	}
+	l.DrawRight(dc, 12)
 	return writeCanvas(path, img)
 }
 
@@ -56,7 +62,7 @@ func gapPanel(rep *Report, s int) (*plot.Plot, []legendEntry, error) {
 	p := plot.New()
 	p.Title.Text = fmt.Sprintf("%s at %s (τ₀ = %g): final accuracy minus %s's at the same length, seed by seed", rep.Model, set.Label, set.Tau0, rep.Baseline)
 	p.X.Label.Text = "asynchronous steps of the run (a synchronous variant: its steps)"
-	p.Y.Label.Text = "gap, points (mean ± std over seeds; marks: seeds)"
+	p.Y.Label.Text = "gap, points (mean ± std; marks: seeds)"
 	var entries []legendEntry
 	lo, hi := math.Inf(1), math.Inf(-1)
 	for m, name := range rep.Methods {
