@@ -13,8 +13,19 @@ import (
 //go:noescape
 func sgemmTile4x16(k int, alpha float32, a *float32, aRow, aStep uintptr, b *float32, ldb uintptr, c *float32, ldc uintptr)
 
-// tiledGemm says whether this CPU runs sgemmTile4x16 (AVX).
-var tiledGemm = cpu.X86.HasAVX
+// sgemmTile4x32 is sgemmTile4x16 over 32 columns, in AVX-512
+// (sgemm_amd64.s).
+//
+//go:noescape
+func sgemmTile4x32(k int, alpha float32, a *float32, aRow, aStep uintptr, b *float32, ldb uintptr, c *float32, ldc uintptr)
+
+// tiledGemm says whether this CPU runs sgemmTile4x16 (AVX); wideTiles
+// whether it runs sgemmTile4x32 (AVX-512) too. Tests switch them off to
+// compare the paths.
+var (
+	tiledGemm = cpu.X86.HasAVX
+	wideTiles = cpu.X86.HasAVX512F
+)
 
 // sgemmTiled adds alpha·op(A)·B into C for B not transposed (op(A) = A,
 // or Aᵀ with aT): every element of C gets its products in increasing l,
@@ -22,8 +33,9 @@ var tiledGemm = cpu.X86.HasAVX
 // added as gonum's sgemmSerialNotNot and sgemmSerialTransNot add them —
 // the same bits as gonum, whatever the blocking (gonum cuts C into 64×64
 // blocks and k into pieces of 64, which does not change any element's
-// order). Tiles of 4 rows × 16 columns run in sgemmTile4x16, a whole k
-// each, keeping the tile of C in registers; the edges run gonum's axpy.
+// order). Tiles of 4 rows × 32 columns (AVX-512) or 16 run in
+// sgemmTile4x32 and sgemmTile4x16, a whole k each, keeping the tile of C
+// in registers; the edges run gonum's axpy.
 // The caller checked the arguments (gonum's Sgemm with alpha 0 and beta
 // 1) and scaled C by beta; alpha is not 0. Column tiles are shared out
 // among the kernels' workers (SetWorkers).
@@ -54,17 +66,23 @@ type tiling struct {
 	lda, ldb, ldc int
 }
 
-// columns runs the tiles of the column tiles [lo, hi), every row tile.
+// columns runs the tiles of the column tiles [lo, hi) of 16 columns,
+// every row tile: two column tiles at a time where the CPU has AVX-512.
 func (t tiling) columns(lo, hi int) {
 	const f = 4 // bytes of a float32
 	aRow, aStep, rowStride := uintptr(t.lda*f), uintptr(f), t.lda
 	if t.aT {
 		aRow, aStep, rowStride = f, uintptr(t.lda*f), 1
 	}
-	for j := lo; j < hi; j++ {
-		for i := 0; i < t.rows; i += 4 {
-			sgemmTile4x16(t.k, t.alpha, &t.a[i*rowStride], aRow, aStep, &t.b[16*j], uintptr(t.ldb*f), &t.c[i*t.ldc+16*j], uintptr(t.ldc*f))
+	for j := lo; j < hi; {
+		tile, width := sgemmTile4x16, 1
+		if wideTiles && j+1 < hi {
+			tile, width = sgemmTile4x32, 2
 		}
+		for i := 0; i < t.rows; i += 4 {
+			tile(t.k, t.alpha, &t.a[i*rowStride], aRow, aStep, &t.b[16*j], uintptr(t.ldb*f), &t.c[i*t.ldc+16*j], uintptr(t.ldc*f))
+		}
+		j += width
 	}
 }
 

@@ -103,3 +103,95 @@ store:
 	VMOVUPS Y7, 32(R12)
 	VZEROUPPER
 	RET
+
+// func sgemmTile4x32(k int, alpha float32, a *float32, aRow, aStep uintptr, b *float32, ldb uintptr, c *float32, ldc uintptr)
+//
+// sgemmTile4x16's sums over a tile of 4 rows × 32 columns, in AVX-512:
+// the same products and sums, in the same order, each rounded apart; a
+// zero alpha·a(r, l) masks its row's additions (merge-masking keeps C's
+// lanes as they were, which is skipping them).
+TEXT ·sgemmTile4x32(SB), NOSPLIT, $0-72
+	MOVQ         k+0(FP), CX
+	VBROADCASTSS alpha+8(FP), Z14
+	MOVQ         a+16(FP), SI
+	MOVQ         aRow+24(FP), R8
+	MOVQ         aStep+32(FP), R9
+	MOVQ         b+40(FP), DI
+	MOVQ         ldb+48(FP), R10
+	MOVQ         c+56(FP), DX
+	MOVQ         ldc+64(FP), R11
+	VXORPS       Z15, Z15, Z15
+	LEAQ         (R8)(R8*2), R13
+
+	MOVQ    DX, R12
+	VMOVUPS (R12), Z0
+	VMOVUPS 64(R12), Z1
+	ADDQ    R11, R12
+	VMOVUPS (R12), Z2
+	VMOVUPS 64(R12), Z3
+	ADDQ    R11, R12
+	VMOVUPS (R12), Z4
+	VMOVUPS 64(R12), Z5
+	ADDQ    R11, R12
+	VMOVUPS (R12), Z6
+	VMOVUPS 64(R12), Z7
+
+	TESTQ CX, CX
+	JEQ   store512
+
+loop512:
+	VMOVUPS (DI), Z8
+	VMOVUPS 64(DI), Z9
+
+	VBROADCASTSS (SI), Z10
+	VMULPS       Z14, Z10, Z10
+	VCMPPS       $4, Z15, Z10, K1
+	VMULPS       Z10, Z8, Z12
+	VMULPS       Z10, Z9, Z13
+	VADDPS       Z0, Z12, K1, Z0
+	VADDPS       Z1, Z13, K1, Z1
+
+	VBROADCASTSS (SI)(R8*1), Z10
+	VMULPS       Z14, Z10, Z10
+	VCMPPS       $4, Z15, Z10, K2
+	VMULPS       Z10, Z8, Z12
+	VMULPS       Z10, Z9, Z13
+	VADDPS       Z2, Z12, K2, Z2
+	VADDPS       Z3, Z13, K2, Z3
+
+	VBROADCASTSS (SI)(R8*2), Z10
+	VMULPS       Z14, Z10, Z10
+	VCMPPS       $4, Z15, Z10, K3
+	VMULPS       Z10, Z8, Z12
+	VMULPS       Z10, Z9, Z13
+	VADDPS       Z4, Z12, K3, Z4
+	VADDPS       Z5, Z13, K3, Z5
+
+	VBROADCASTSS (SI)(R13*1), Z10
+	VMULPS       Z14, Z10, Z10
+	VCMPPS       $4, Z15, Z10, K4
+	VMULPS       Z10, Z8, Z12
+	VMULPS       Z10, Z9, Z13
+	VADDPS       Z6, Z12, K4, Z6
+	VADDPS       Z7, Z13, K4, Z7
+
+	ADDQ R9, SI
+	ADDQ R10, DI
+	DECQ CX
+	JNE  loop512
+
+store512:
+	MOVQ    DX, R12
+	VMOVUPS Z0, (R12)
+	VMOVUPS Z1, 64(R12)
+	ADDQ    R11, R12
+	VMOVUPS Z2, (R12)
+	VMOVUPS Z3, 64(R12)
+	ADDQ    R11, R12
+	VMOVUPS Z4, (R12)
+	VMOVUPS Z5, 64(R12)
+	ADDQ    R11, R12
+	VMOVUPS Z6, (R12)
+	VMOVUPS Z7, 64(R12)
+	VZEROUPPER
+	RET

@@ -2,9 +2,9 @@
 
 package stageops
 
-// tiledGemm: no tiled kernel on this architecture; gonum computes every
-// product.
-var tiledGemm = false
+// tiledGemm, wideTiles: no tiled kernel on this architecture; gonum
+// computes every product.
+var tiledGemm, wideTiles = false, false
 
 func sgemmTiled(aT bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, c []float32, ldc int) {
 	panic("stageops: sgemmTiled without a tiled kernel")

@@ -19,12 +19,20 @@ import (
 // NaN, and adding +0 turns a −0 of C into +0), −0s, infinities and NaNs in
 // B and C, alpha and beta of every kind — on one worker and on several,
 // for shapes with and without edges beyond the 4×16 tiles, A transposed or
-// not, leading dimensions wider than the matrices.
+// not, leading dimensions wider than the matrices; with the 4×32 tiles of
+// AVX-512 and without them, where the CPU has them.
 func TestTiledGemmIsGonums(t *testing.T) {
 	if !tiledGemm {
 		t.Skip("no tiled kernel on this CPU")
 	}
 	defer SetWorkers(0)
+	widths := []bool{false}
+	if wideTiles {
+		widths = append(widths, true)
+	} else {
+		t.Log("no AVX-512 on this CPU: only the 4×16 tiles are tested")
+	}
+	defer func(w bool) { wideTiles = w }(wideTiles)
 	rng := rand.New(rand.NewSource(2))
 	special := []float32{0, float32(math.Copysign(0, -1)), float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN()), 1e-45, 3.4e38}
 	fill := func(n int, zeros, specials float64) []float32 {
@@ -65,9 +73,12 @@ func TestTiledGemmIsGonums(t *testing.T) {
 						gonum.Implementation{}.Sgemm(tA, blas.NoTrans, m, n, k, ab[0], a, lda, b, ldb, ab[1], want2, ldc)
 						require.Equal(t, bits32(want2), bits32(want), "%s: gonum's serial and parallel paths agree", name)
 						SetWorkers(w)
-						got := append([]float32(nil), c...)
-						gonumBLAS{}.Sgemm(tA, blas.NoTrans, m, n, k, ab[0], a, lda, b, ldb, ab[1], got, ldc)
-						require.Equal(t, bits32(want), bits32(got), name)
+						for _, wide := range widths {
+							wideTiles = wide
+							got := append([]float32(nil), c...)
+							gonumBLAS{}.Sgemm(tA, blas.NoTrans, m, n, k, ab[0], a, lda, b, ldb, ab[1], got, ldc)
+							require.Equal(t, bits32(want), bits32(got), "%s/wide=%v", name, wide)
+						}
 					}
 				}
 			}
@@ -88,7 +99,8 @@ func TestTiledGemmChecksItsArguments(t *testing.T) {
 }
 
 // BenchmarkSgemm is the MLP's largest product on one worker (its first
-// layer at batch 64, forward and weight gradient), tiled and gonum's.
+// layer at batch 64, forward and weight gradient): tiled with AVX-512's
+// 4×32 tiles where the CPU has them, with AVX's 4×16, and gonum's.
 func BenchmarkSgemm(b *testing.B) {
 	defer SetWorkers(0)
 	SetWorkers(1)
@@ -101,10 +113,11 @@ func BenchmarkSgemm(b *testing.B) {
 		return s
 	}
 	x, w, y := fill(64*784), fill(784*256), fill(64*256)
-	for _, kernel := range []string{"tiled", "gonum"} {
+	for _, kernel := range []string{"tiled-wide", "tiled", "gonum"} {
 		b.Run("kernel="+kernel, func(b *testing.B) {
-			defer func(t bool) { tiledGemm = t }(tiledGemm)
-			tiledGemm = tiledGemm && kernel == "tiled"
+			defer func(t, w bool) { tiledGemm, wideTiles = t, w }(tiledGemm, wideTiles)
+			tiledGemm = tiledGemm && kernel != "gonum"
+			wideTiles = wideTiles && kernel == "tiled-wide"
 			for b.Loop() {
 				gonumBLAS{}.Sgemm(blas.NoTrans, blas.NoTrans, 64, 256, 784, 1, x, 784, w, 256, 0, y, 256)
 				gonumBLAS{}.Sgemm(blas.Trans, blas.NoTrans, 784, 256, 64, 1, x, 784, y, 256, 0, w, 256)
