@@ -1,11 +1,11 @@
 #!/bin/sh
-# The long-run sweeps of docs/sweep/{resnet,transformer,cnn}.md, phase by
+# The long-run sweeps of docs/sweep/README.md, phase by
 # phase: screening runs first, then the run lengths. Every phase shares its
 # model's run cache (docs/sweep/<model>/runs: a small JSON per finished run,
 # committed), so running this script again trains only what is missing; a
 # run under way goes on from its last checkpoint (in $WORK, not committed).
 #
-#   docs/sweep/run.sh transformer cnn   # each model's phases, in order
+#   docs/sweep/run.sh transformer resnet   # each model's phases, in order
 #   PHASES=length docs/sweep/run.sh resnet   # only the phases named
 #
 # Each model's phases run JOBS trainings at a time (default 1), niced, on
@@ -49,6 +49,14 @@ resnet)
 	# seeds: the baseline, the best method and naive PipeMare.
 	sweep long -data auto -microbatches 4 -epochs 6 -seeds 1,2,3 -target 0.85 -methods \
 		'sequential,naive,spike(warmup=0.1,lr=0.025)'
+	# The two lengths as one curve, over the seeds both have (nothing
+	# to train once length and long are done).
+	sweep curve -data auto -microbatches 4 -epochs 2,6 -seeds 1,2 -target 0.85 -methods \
+		'sequential,naive,spike(warmup=0.1,lr=0.025)'
+	# Where 6 epochs leave the method about 1 point under: 12 epochs
+	# (11,244 steps, 10,120 asynchronous), the baseline and the method.
+	sweep longer -data auto -microbatches 4 -epochs 6,12 -seeds 1,2,3 -target 0.85 -methods \
+		'sequential,spike(warmup=0.1,lr=0.025)'
 	;;
 transformer)
 	# The whole filtered CMUdict, 20 stages, N = 4 microbatches of 8 words (τ₀ = 10).
@@ -65,14 +73,8 @@ transformer)
 		-baseline 'sequential(momentum=0.5)' -methods \
 		'sequential(momentum=0.5),sequential,naive,spike(warmup=0.1,momentum=0.5),spike(warmup=0.1,t2=0.5,momentum=0.5)'
 	;;
-cnn)
-	# Full Fashion-MNIST; one stage per layer is 4 stages, so N = 1
-	# microbatch of 64 gives the largest delay its pipeline has, τ₀ = 7.
-	sweep screen -data auto -microbatches 1 -epochs 1 -seeds 1,2 -target 0.85 -methods \
-		'sequential,naive,pipemare(warmup=0.1),spike(warmup=0.1),spike(warmup=0.1,t1=0.5),spike(warmup=0.1,decay=step),spike(warmup=0.1,t2=0.9),predict(warmup=0.1)'
-	;;
 *)
-	echo "usage: $0 resnet|transformer|cnn …" >&2
+	echo "usage: $0 resnet|transformer …" >&2
 	exit 2
 	;;
 esac
