@@ -53,10 +53,6 @@ resnet)
 	# to train once length and long are done).
 	sweep curve -data auto -microbatches 4 -epochs 2,6 -seeds 1,2 -target 0.85 -methods \
 		'sequential,naive,spike(warmup=0.1,lr=0.025)'
-	# Where 6 epochs leave the method about 1 point under: 12 epochs
-	# (11,244 steps, 10,120 asynchronous), the baseline and the method.
-	sweep longer -data auto -microbatches 4 -epochs 6,12 -seeds 1,2,3 -target 0.85 -methods \
-		'sequential,spike(warmup=0.1,lr=0.025)'
 	;;
 transformer)
 	# The whole filtered CMUdict, 20 stages, N = 4 microbatches of 8 words (τ₀ = 10).
