@@ -2,6 +2,34 @@
 
 #include "textflag.h"
 
+// ROW16 adds one l's products into a row of a 4×16 tile: a(r, l), read at
+// A, times alpha (Y14), times B's row l (Y8, Y9), each rounded, added into
+// the row's accumulators C0 and C1 unless alpha·a(r, l) is zero (Y15 holds
+// zeros; the blend keeps the old sums). Y10–Y13 are scratch.
+#define ROW16(A, C0, C1) \
+	VBROADCASTSS A, Y10           \
+	VMULPS       Y14, Y10, Y10    \
+	VCMPPS       $4, Y15, Y10, Y11 \
+	VMULPS       Y10, Y8, Y12     \
+	VMULPS       Y10, Y9, Y13     \
+	VADDPS       C0, Y12, Y12     \
+	VADDPS       C1, Y13, Y13     \
+	VBLENDVPS    Y11, Y12, C0, C0 \
+	VBLENDVPS    Y11, Y13, C1, C1
+
+// ROW32 is ROW16 for a row of a 4×32 tile in AVX-512 (alpha in Z14, zeros
+// in Z15, B's row in Z8, Z9): the mask register K, set where alpha·a(r, l)
+// is not zero, merges the sums into C0 and C1. Z10, Z12 and Z13 are
+// scratch.
+#define ROW32(A, C0, C1, K) \
+	VBROADCASTSS A, Z10         \
+	VMULPS       Z14, Z10, Z10  \
+	VCMPPS       $4, Z15, Z10, K \
+	VMULPS       Z10, Z8, Z12   \
+	VMULPS       Z10, Z9, Z13   \
+	VADDPS       C0, Z12, K, C0 \
+	VADDPS       C1, Z13, K, C1
+
 // func sgemmTile4x16(k int, alpha float32, a *float32, aRow, aStep uintptr, b *float32, ldb uintptr, c *float32, ldc uintptr)
 //
 // C[r][0:16] += (alpha·a(r, l))·B[l][0:16] for l = 0 … k−1 in turn and
@@ -43,45 +71,11 @@ loop:
 	VMOVUPS (DI), Y8
 	VMOVUPS 32(DI), Y9
 
-	VBROADCASTSS (SI), Y10
-	VMULPS       Y14, Y10, Y10
-	VCMPPS       $4, Y15, Y10, Y11
-	VMULPS       Y10, Y8, Y12
-	VMULPS       Y10, Y9, Y13
-	VADDPS       Y0, Y12, Y12
-	VADDPS       Y1, Y13, Y13
-	VBLENDVPS    Y11, Y12, Y0, Y0
-	VBLENDVPS    Y11, Y13, Y1, Y1
+	ROW16((SI), Y0, Y1)
+	ROW16((SI)(R8*1), Y2, Y3)
 
-	VBROADCASTSS (SI)(R8*1), Y10
-	VMULPS       Y14, Y10, Y10
-	VCMPPS       $4, Y15, Y10, Y11
-	VMULPS       Y10, Y8, Y12
-	VMULPS       Y10, Y9, Y13
-	VADDPS       Y2, Y12, Y12
-	VADDPS       Y3, Y13, Y13
-	VBLENDVPS    Y11, Y12, Y2, Y2
-	VBLENDVPS    Y11, Y13, Y3, Y3
-
-	VBROADCASTSS (SI)(R8*2), Y10
-	VMULPS       Y14, Y10, Y10
-	VCMPPS       $4, Y15, Y10, Y11
-	VMULPS       Y10, Y8, Y12
-	VMULPS       Y10, Y9, Y13
-	VADDPS       Y4, Y12, Y12
-	VADDPS       Y5, Y13, Y13
-	VBLENDVPS    Y11, Y12, Y4, Y4
-	VBLENDVPS    Y11, Y13, Y5, Y5
-
-	VBROADCASTSS (SI)(R13*1), Y10
-	VMULPS       Y14, Y10, Y10
-	VCMPPS       $4, Y15, Y10, Y11
-	VMULPS       Y10, Y8, Y12
-	VMULPS       Y10, Y9, Y13
-	VADDPS       Y6, Y12, Y12
-	VADDPS       Y7, Y13, Y13
-	VBLENDVPS    Y11, Y12, Y6, Y6
-	VBLENDVPS    Y11, Y13, Y7, Y7
+	ROW16((SI)(R8*2), Y4, Y5)
+	ROW16((SI)(R13*1), Y6, Y7)
 
 	ADDQ R9, SI
 	ADDQ R10, DI
@@ -143,37 +137,11 @@ loop512:
 	VMOVUPS (DI), Z8
 	VMOVUPS 64(DI), Z9
 
-	VBROADCASTSS (SI), Z10
-	VMULPS       Z14, Z10, Z10
-	VCMPPS       $4, Z15, Z10, K1
-	VMULPS       Z10, Z8, Z12
-	VMULPS       Z10, Z9, Z13
-	VADDPS       Z0, Z12, K1, Z0
-	VADDPS       Z1, Z13, K1, Z1
+	ROW32((SI), Z0, Z1, K1)
+	ROW32((SI)(R8*1), Z2, Z3, K2)
 
-	VBROADCASTSS (SI)(R8*1), Z10
-	VMULPS       Z14, Z10, Z10
-	VCMPPS       $4, Z15, Z10, K2
-	VMULPS       Z10, Z8, Z12
-	VMULPS       Z10, Z9, Z13
-	VADDPS       Z2, Z12, K2, Z2
-	VADDPS       Z3, Z13, K2, Z3
-
-	VBROADCASTSS (SI)(R8*2), Z10
-	VMULPS       Z14, Z10, Z10
-	VCMPPS       $4, Z15, Z10, K3
-	VMULPS       Z10, Z8, Z12
-	VMULPS       Z10, Z9, Z13
-	VADDPS       Z4, Z12, K3, Z4
-	VADDPS       Z5, Z13, K3, Z5
-
-	VBROADCASTSS (SI)(R13*1), Z10
-	VMULPS       Z14, Z10, Z10
-	VCMPPS       $4, Z15, Z10, K4
-	VMULPS       Z10, Z8, Z12
-	VMULPS       Z10, Z9, Z13
-	VADDPS       Z6, Z12, K4, Z6
-	VADDPS       Z7, Z13, K4, Z7
+	ROW32((SI)(R8*2), Z4, Z5, K3)
+	ROW32((SI)(R13*1), Z6, Z7, K4)
 
 	ADDQ R9, SI
 	ADDQ R10, DI
