@@ -23,7 +23,7 @@ import (
 func GapPlot(path string, rep *Report) error {
 	const panelW, panelH = 8.6 * vg.Inch, 4.5 * vg.Inch
 	height := panelH * vg.Length(max(1, len(rep.Settings)))
-	panels := make([]*plot.Plot, max(1, len(rep.Settings)))
+	panels := make([]*plot.Plot, len(rep.Settings))
 	l := newSideLegend()
 	for s := range rep.Settings {
 		p, entries, err := gapPanel(rep, s)
@@ -41,9 +41,6 @@ func GapPlot(path string, rep *Report) error {
 	img := newCanvas(path, width, height)
 	dc := draw.New(img)
 	for s, p := range panels {
-		if p == nil {
-			continue
-		}
 		top := vg.Length(s) * panelH
 		p.Draw(draw.Crop(dc, 0, -l.Width(), height-top-panelH, -top-vg.Points(4)))
 	}
