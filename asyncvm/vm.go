@@ -338,7 +338,7 @@ func (vm *VM) sendData(ctx context.Context, m int, vals []gorgonia.Value, eval b
 		}
 		msg := transport.Message{Kind: transport.Control, To: transport.Peer(i), Micro: m, Values: mine, Body: stage.Data{Micro: m, Eval: eval}}
 		if err := vm.ep.Send(ctx, msg); err != nil {
-			return vm.failWith(errors.Wrapf(err, "asyncvm: sending the data of microbatch %d to stage %d", m, i))
+			return vm.failWith(sendFailure(err, m, i))
 		}
 	}
 	return nil
