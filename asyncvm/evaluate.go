@@ -69,7 +69,7 @@ func (vm *VM) EvaluateNodes(ctx context.Context, feeds map[*gorgonia.Node]gorgon
 		}
 		order := transport.Message{Kind: transport.Control, To: transport.Peer(i), Body: stage.Evaluate{Count: q, Probes: keys, Shared: versions}}
 		if err := vm.ep.Send(ctx, order); err != nil {
-			return 0, nil, vm.failWith(errors.Wrapf(err, "asyncvm: ordering stage %d to evaluate", i))
+			return 0, nil, vm.failWith(sendFailure(err, i, "ordering it to evaluate"))
 		}
 	}
 	got := make(map[int64][]gorgonia.Value)

@@ -37,16 +37,17 @@ func (vm *VM) linkFailure(err error) error {
 	return errors.Wrap(err, "asyncvm: waiting for the stages")
 }
 
-// sendFailure is the error of sending microbatch m's data to stage i. A
-// broken link to or from stage i says the stage is unreachable, as a broken
-// link does while it runs (linkFailure): the transport may learn of the
-// break on either direction first.
-func sendFailure(err error, m, i int) error {
+// sendFailure is the error of a send to stage i that failed while the
+// driver was doing what doing says ("ordering it", "sending it the data of
+// microbatch 3"). A broken link to or from stage i says the stage is
+// unreachable, as a broken link does while it runs (linkFailure): the
+// transport may learn of the break on either direction first.
+func sendFailure(err error, i int, doing string) error {
 	var le *transport.LinkError
 	if errors.As(err, &le) && (int(le.From) == i || int(le.To) == i) {
-		return errors.Wrapf(err, "asyncvm: stage %d is unreachable: sending it the data of microbatch %d; every stage is stopped, restart the pipeline from its last checkpoint", i, m)
+		return errors.Wrapf(err, "asyncvm: stage %d is unreachable: %s; every stage is stopped, restart the pipeline from its last checkpoint", i, doing)
 	}
-	return errors.Wrapf(err, "asyncvm: sending the data of microbatch %d to stage %d", m, i)
+	return errors.Wrapf(err, "asyncvm: stage %d: %s", i, doing)
 }
 
 // causeGrace is how long the driver waits, after a stage failed because

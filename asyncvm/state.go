@@ -74,7 +74,7 @@ func (vm *VM) ask(ctx context.Context, body func(i int) any) ([]transport.Messag
 	}
 	for i := 0; i < vm.p; i++ {
 		if err := vm.ep.Send(ctx, transport.Message{Kind: transport.Control, To: transport.Peer(i), Body: body(i)}); err != nil {
-			return nil, vm.failWith(errors.Wrapf(err, "asyncvm: ordering stage %d", i))
+			return nil, vm.failWith(sendFailure(err, i, "ordering it"))
 		}
 	}
 	out := make([]transport.Message, vm.p)

@@ -2,6 +2,7 @@ package asyncvm
 
 import (
 	"context"
+	"fmt"
 	"iter"
 	"runtime"
 	"sync"
@@ -338,7 +339,7 @@ func (vm *VM) sendData(ctx context.Context, m int, vals []gorgonia.Value, eval b
 		}
 		msg := transport.Message{Kind: transport.Control, To: transport.Peer(i), Micro: m, Values: mine, Body: stage.Data{Micro: m, Eval: eval}}
 		if err := vm.ep.Send(ctx, msg); err != nil {
-			return vm.failWith(sendFailure(err, m, i))
+			return vm.failWith(sendFailure(err, i, fmt.Sprintf("sending it the data of microbatch %d", m)))
 		}
 	}
 	return nil
@@ -521,7 +522,7 @@ func (vm *VM) handOut(ctx context.Context, seg *segment, lists [][]schedule.Acti
 		vm.running[i] = acts[0]
 		w := stage.Work{Segment: vm.segmentInfo(i, seg.sched), Actions: acts, Shared: shared}
 		if err := vm.ep.Send(ctx, transport.Message{Kind: transport.Control, To: transport.Peer(i), Body: w}); err != nil {
-			return vm.failWith(errors.Wrapf(err, "asyncvm: ordering stage %d", i))
+			return vm.failWith(sendFailure(err, i, "ordering it"))
 		}
 		vm.outstanding++
 	}
