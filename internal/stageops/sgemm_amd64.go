@@ -13,6 +13,11 @@ import (
 //go:noescape
 func sgemmTile4x16(k int, alpha float32, a *float32, aRow, aStep uintptr, b *float32, ldb uintptr, c *float32, ldc uintptr)
 
+// sgemmTile4x8 is sgemmTile4x16 over 8 columns (sgemm_amd64.s).
+//
+//go:noescape
+func sgemmTile4x8(k int, alpha float32, a *float32, aRow, aStep uintptr, b *float32, ldb uintptr, c *float32, ldc uintptr)
+
 // sgemmTile4x32 is sgemmTile4x16 over 32 columns, in AVX-512
 // (sgemm_amd64.s).
 //
@@ -35,10 +40,11 @@ var (
 // blocks and k into pieces of 64, which does not change any element's
 // order). Tiles of 4 rows × 32 columns (AVX-512) or 16 run in
 // sgemmTile4x32 and sgemmTile4x16, a whole k each, keeping the tile of C
-// in registers; the edges run gonum's axpy.
+// in registers; 8 columns left over run in sgemmTile4x8, and the edges
+// beyond in gonum's axpy.
 // The caller checked the arguments (gonum's Sgemm with alpha 0 and beta
-// 1) and scaled C by beta; alpha is not 0. Column tiles are shared out
-// among the kernels' workers (SetWorkers).
+// 1) and scaled C by beta; alpha is not 0 and n is at least 8. Column
+// tiles of 16 are shared out among the kernels' workers (SetWorkers).
 func sgemmTiled(aT bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, c []float32, ldc int) {
 	rows, tiles := m&^3, n/16
 	t := tiling{aT: aT, rows: rows, k: k, alpha: alpha, a: a, lda: lda, b: b, ldb: ldb, c: c, ldc: ldc}
@@ -49,8 +55,13 @@ func sgemmTiled(aT bool, m, n, k int, alpha float32, a []float32, lda int, b []f
 	default:
 		parallel(tiles, rows*k*16, t.columns)
 	}
+	done := 16 * tiles
+	if rows > 0 && n-done >= 8 {
+		t.narrow(done)
+		done += 8
+	}
 	for i := 0; i < rows; i++ {
-		t.edge(i, 16*tiles, n)
+		t.edge(i, done, n)
 	}
 	for i := rows; i < m; i++ {
 		t.edge(i, 0, n)
@@ -66,23 +77,38 @@ type tiling struct {
 	lda, ldb, ldc int
 }
 
+// steps says where a tile kernel finds op(A)'s elements: a(r, l) of a
+// tile is aRow·r + aStep·l bytes past its a(0, 0), and tile rows start
+// rowStride elements apart in A.
+func (t tiling) steps() (aRow, aStep uintptr, rowStride int) {
+	const f = 4 // bytes of a float32
+	if t.aT {
+		return f, uintptr(t.lda * f), 1
+	}
+	return uintptr(t.lda * f), f, t.lda
+}
+
 // columns runs the tiles of the column tiles [lo, hi) of 16 columns,
 // every row tile: two column tiles at a time where the CPU has AVX-512.
 func (t tiling) columns(lo, hi int) {
-	const f = 4 // bytes of a float32
-	aRow, aStep, rowStride := uintptr(t.lda*f), uintptr(f), t.lda
-	if t.aT {
-		aRow, aStep, rowStride = f, uintptr(t.lda*f), 1
-	}
+	aRow, aStep, rowStride := t.steps()
 	for j := lo; j < hi; {
 		tile, width := sgemmTile4x16, 1
 		if wideTiles && j+1 < hi {
 			tile, width = sgemmTile4x32, 2
 		}
 		for i := 0; i < t.rows; i += 4 {
-			tile(t.k, t.alpha, &t.a[i*rowStride], aRow, aStep, &t.b[16*j], uintptr(t.ldb*f), &t.c[i*t.ldc+16*j], uintptr(t.ldc*f))
+			tile(t.k, t.alpha, &t.a[i*rowStride], aRow, aStep, &t.b[16*j], uintptr(t.ldb*4), &t.c[i*t.ldc+16*j], uintptr(t.ldc*4))
 		}
 		j += width
+	}
+}
+
+// narrow runs the tiles of the 8 columns from j, every row tile.
+func (t tiling) narrow(j int) {
+	aRow, aStep, rowStride := t.steps()
+	for i := 0; i < t.rows; i += 4 {
+		sgemmTile4x8(t.k, t.alpha, &t.a[i*rowStride], aRow, aStep, &t.b[j], uintptr(t.ldb*4), &t.c[i*t.ldc+j], uintptr(t.ldc*4))
 	}
 }
 

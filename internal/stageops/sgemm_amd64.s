@@ -2,20 +2,34 @@
 
 #include "textflag.h"
 
-// ROW16 adds one l's products into a row of a 4×16 tile: a(r, l), read at
-// A, times alpha (Y14), times B's row l (Y8, Y9), each rounded, added into
-// the row's accumulators C0 and C1 unless alpha·a(r, l) is zero (Y15 holds
-// zeros; the blend keeps the old sums). Y10–Y13 are scratch.
-#define ROW16(A, C0, C1) \
+// SCALE reads a(r, l) at A and leaves alpha·a(r, l) (alpha in Y14) in
+// every lane of Y10, and in Y11 a mask set where it is not zero (Y15
+// holds zeros).
+#define SCALE(A) \
 	VBROADCASTSS A, Y10           \
 	VMULPS       Y14, Y10, Y10    \
-	VCMPPS       $4, Y15, Y10, Y11 \
-	VMULPS       Y10, Y8, Y12     \
-	VMULPS       Y10, Y9, Y13     \
-	VADDPS       C0, Y12, Y12     \
-	VADDPS       C1, Y13, Y13     \
-	VBLENDVPS    Y11, Y12, C0, C0 \
-	VBLENDVPS    Y11, Y13, C1, C1
+	VCMPPS       $4, Y15, Y10, Y11
+
+// ADD8 adds the products of alpha·a(r, l) (Y10, SCALE) and 8 columns of
+// B's row l (B), each rounded, into the row's accumulator C, unless the
+// mask Y11 says alpha·a(r, l) is zero (the blend keeps the old sums). Y12
+// is scratch.
+#define ADD8(B, C) \
+	VMULPS    Y10, B, Y12      \
+	VADDPS    C, Y12, Y12      \
+	VBLENDVPS Y11, Y12, C, C
+
+// ROW16 adds one l's products into a row of a 4×16 tile: a(r, l), read at
+// A, times B's row l (Y8, Y9) into the row's accumulators C0 and C1.
+#define ROW16(A, C0, C1) \
+	SCALE(A)     \
+	ADD8(Y8, C0) \
+	ADD8(Y9, C1)
+
+// ROW8 is ROW16 for a row of a 4×8 tile: B's row l in Y8.
+#define ROW8(A, C0) \
+	SCALE(A) \
+	ADD8(Y8, C0)
 
 // ROW32 is ROW16 for a row of a 4×32 tile in AVX-512 (alpha in Z14, zeros
 // in Z15, B's row in Z8, Z9): the mask register K, set where alpha·a(r, l)
@@ -95,6 +109,59 @@ store:
 	ADDQ    R11, R12
 	VMOVUPS Y6, (R12)
 	VMOVUPS Y7, 32(R12)
+	VZEROUPPER
+	RET
+
+// func sgemmTile4x8(k int, alpha float32, a *float32, aRow, aStep uintptr, b *float32, ldb uintptr, c *float32, ldc uintptr)
+//
+// sgemmTile4x16's sums over a tile of 4 rows × 8 columns.
+TEXT ·sgemmTile4x8(SB), NOSPLIT, $0-72
+	MOVQ         k+0(FP), CX
+	VBROADCASTSS alpha+8(FP), Y14
+	MOVQ         a+16(FP), SI
+	MOVQ         aRow+24(FP), R8
+	MOVQ         aStep+32(FP), R9
+	MOVQ         b+40(FP), DI
+	MOVQ         ldb+48(FP), R10
+	MOVQ         c+56(FP), DX
+	MOVQ         ldc+64(FP), R11
+	VXORPS       Y15, Y15, Y15
+	LEAQ         (R8)(R8*2), R13
+
+	MOVQ    DX, R12
+	VMOVUPS (R12), Y0
+	ADDQ    R11, R12
+	VMOVUPS (R12), Y1
+	ADDQ    R11, R12
+	VMOVUPS (R12), Y2
+	ADDQ    R11, R12
+	VMOVUPS (R12), Y3
+
+	TESTQ CX, CX
+	JEQ   store8
+
+loop8:
+	VMOVUPS (DI), Y8
+
+	ROW8((SI), Y0)
+	ROW8((SI)(R8*1), Y1)
+	ROW8((SI)(R8*2), Y2)
+	ROW8((SI)(R13*1), Y3)
+
+	ADDQ R9, SI
+	ADDQ R10, DI
+	DECQ CX
+	JNE  loop8
+
+store8:
+	MOVQ    DX, R12
+	VMOVUPS Y0, (R12)
+	ADDQ    R11, R12
+	VMOVUPS Y1, (R12)
+	ADDQ    R11, R12
+	VMOVUPS Y2, (R12)
+	ADDQ    R11, R12
+	VMOVUPS Y3, (R12)
 	VZEROUPPER
 	RET
 
