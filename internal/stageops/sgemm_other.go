@@ -9,3 +9,9 @@ var tiledGemm, wideTiles = false, false
 func sgemmTiled(aT bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, c []float32, ldc int) {
 	panic("stageops: sgemmTiled without a tiled kernel")
 }
+
+func dotsFit(m, n, k int) bool { return false }
+
+func sgemmDots(m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, c []float32, ldc int) {
+	panic("stageops: sgemmDots without its kernel")
+}

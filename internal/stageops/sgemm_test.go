@@ -52,7 +52,7 @@ func TestTiledGemmIsGonums(t *testing.T) {
 	for _, sz := range [][3]int{{4, 16, 1}, {7, 33, 5}, {64, 256, 784}, {16, 300, 784}, {130, 70, 200}, {5, 17, 64}, {12, 48, 0}, {8, 9, 784}, {16, 72, 196}, {6, 25, 9}, {4, 8, 3}} {
 		m, n, k := sz[0], sz[1], sz[2]
 		for _, tA := range []blas.Transpose{blas.NoTrans, blas.Trans} {
-			for _, ab := range [][2]float32{{1, 0}, {1, 1}, {0.5, 2}, {-3, 0}, {1, float32(math.Copysign(0, -1))}} {
+			for _, ab := range [][2]float32{{1, 0}, {1, 1}, {0.5, 2}, {-3, 0}, {1, float32(math.Copysign(0, -1))}, {math.Float32frombits(0x7fc0beef), 1}} {
 				for _, w := range []int{1, 2} {
 					for _, mix := range [][2]float64{{0, 0}, {0.5, 0}, {0.3, 0.05}} {
 						name := fmt.Sprintf("%dx%dx%d/%c/alpha=%g,beta=%g/workers=%d/zeros=%g,specials=%g", m, n, k, tA, ab[0], ab[1], w, mix[0], mix[1])
