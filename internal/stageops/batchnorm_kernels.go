@@ -42,11 +42,7 @@ func (ch bnChannel[T]) forward(y, x []T) {
 	default:
 		for i, v := range x {
 			t := T(s*(v*a+b)) + c
-			if t >= 0 {
-				y[i] = t
-			} else {
-				y[i] = t * 0 // gorgonia's t·0: −0, or NaN
-			}
+			y[i] = t * mask(t) // gorgonia's t·mask(t): t·0 is −0, or NaN
 		}
 	}
 }
@@ -65,11 +61,7 @@ func (ch bnChannel[T]) upstream(g, x, dy []T) {
 		}
 	default:
 		for i, v := range x {
-			d := dy[i]
-			if !(T(s*(v*a+b))+c >= 0) {
-				d *= 0
-			}
-			g[i] = d * s
+			g[i] = T(dy[i]*mask(T(s*(v*a+b))+c)) * s
 		}
 	}
 }
@@ -95,19 +87,12 @@ func (ch bnChannel[T]) rowSum(x, dy []T, timesXhat bool) T {
 		}
 	case !timesXhat:
 		for i, v := range x {
-			d := dy[i]
-			if !(T(s*(v*a+b))+c >= 0) {
-				d *= 0
-			}
-			acc += d
+			acc += dy[i] * mask(T(s*(v*a+b))+c)
 		}
 	default:
 		for i, v := range x {
 			xhat := v*a + b
-			d := dy[i]
-			if !(T(s*xhat)+c >= 0) {
-				d *= 0
-			}
+			d := dy[i] * mask(T(s*xhat)+c)
 			acc += T(d * xhat)
 		}
 	}
@@ -117,8 +102,8 @@ func (ch bnChannel[T]) rowSum(x, dy []T, timesXhat bool) T {
 // elem is one element of what rowSum adds up.
 func (ch bnChannel[T]) elem(x, dy T, timesXhat bool) T {
 	xhat := x*ch.alpha + ch.beta
-	if ch.relu && !(T(ch.scale*xhat)+ch.bias >= 0) {
-		dy *= 0
+	if ch.relu {
+		dy *= mask(T(ch.scale*xhat) + ch.bias)
 	}
 	if timesXhat {
 		return T(dy * xhat)

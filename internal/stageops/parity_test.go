@@ -384,18 +384,25 @@ func TestBiasAddIsGorgonias(t *testing.T) {
 	}
 }
 
-// TestMaskWithoutBranches: the branchless masks are mask for every kind of
-// value (±0, ±Inf, NaN of either sign, subnormals).
-func TestMaskWithoutBranches(t *testing.T) {
-	for _, v := range []float64{0, math.Copysign(0, -1), 1, -1, math.Inf(1), math.Inf(-1), math.NaN(), -math.NaN(),
-		math.SmallestNonzeroFloat64, -math.SmallestNonzeroFloat64, math.MaxFloat64, -math.MaxFloat64, 1e-310, -1e-310} {
-		require.Equal(t, mask(v), mask64(v), "%v", v)
-		f := float32(v)
-		require.Equal(t, mask(f), mask32(f), "%v", f)
+// TestMask: mask is 1 for every value Rectify passes (+0, −0, positive
+// values up to +Inf) and 0 for the others (negative values, −Inf, NaN of
+// either sign), in float32 and float64.
+func TestMask(t *testing.T) {
+	pass := []float64{0, math.Copysign(0, -1), 1, math.Inf(1), math.SmallestNonzeroFloat64, math.MaxFloat64, 1e-310}
+	stop := []float64{-1, math.Inf(-1), math.NaN(), -math.NaN(), -math.SmallestNonzeroFloat64, -math.MaxFloat64, -1e-310}
+	for want, vs := range [][]float64{stop, pass} {
+		for _, v := range vs {
+			require.Equal(t, float64(want), mask(v), "%v", v)
+			if f := float32(v); f != 0 || v == 0 { // a float64 subnormal is a float32 ±0
+				require.Equal(t, float32(want), mask(f), "%v", f)
+			}
+		}
 	}
-	for _, b := range []uint32{0x80000000, 0x00000001, 0x80000001, 0x7f800001, 0xff800001, 0x7fc00000, 0xffc00000, 0x7f7fffff} {
-		f := math.Float32frombits(b)
-		require.Equal(t, mask(f), mask32(f), "%#x", b)
+	for _, b := range []uint32{0x80000000, 0x00000001, 0x7f7fffff} {
+		require.Equal(t, float32(1), mask(math.Float32frombits(b)), "%#x", b)
+	}
+	for _, b := range []uint32{0x80000001, 0x7f800001, 0xff800001, 0x7fc00000, 0xffc00000, 0xff7fffff} {
+		require.Equal(t, float32(0), mask(math.Float32frombits(b)), "%#x", b)
 	}
 }
 

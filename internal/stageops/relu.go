@@ -2,7 +2,6 @@ package stageops
 
 import (
 	"fmt"
-	"math"
 
 	"github.com/chewxy/hm"
 	"gorgonia.org/gorgonia"
@@ -82,58 +81,28 @@ func (op *relu) UsePreallocDo(prealloc gorgonia.Value, vals ...gorgonia.Value) (
 }
 
 // mask is gorgonia's Rectify mask: 1 where v ≥ 0, else 0 (NaN included).
+// A value times it is gorgonia's, bit for bit (v·1 is v, NaN payloads
+// too). It compiles to a compare and a set, not a branch: signs are data,
+// and a mispredicted branch per element cost more than the arithmetic.
 func mask[T float](v T) T {
+	var k int
 	if v >= 0 {
-		return 1
+		k = 1
 	}
-	return 0
-}
-
-// mask32 and mask64 are mask without a branch (signs are data: a
-// mispredicted branch per element cost more than the arithmetic): 1 for a
-// clear sign bit or a zero, 0 for NaN.
-func mask32(v float32) float32 {
-	b := math.Float32bits(v)
-	u := b & 0x7fffffff
-	nan, zero := (0x7f800000-u)>>31, (u-1)>>31
-	return float32((b>>31 ^ 1 | zero) & (nan ^ 1))
-}
-
-func mask64(v float64) float64 {
-	b := math.Float64bits(v)
-	u := b & 0x7fffffffffffffff
-	nan, zero := (0x7ff0000000000000-u)>>63, (u-1)>>63
-	return float64((b>>63 ^ 1 | zero) & (nan ^ 1))
+	return T(k)
 }
 
 // reluKernel is y = x·mask(x), or with a gradient dy·mask(x).
 func reluKernel[T float](out []T, in [][]T) {
-	var dy []T
-	if len(in) > 1 {
-		dy = in[1]
+	x := in[0]
+	if len(in) == 1 {
+		for i, v := range x {
+			out[i] = v * mask(v)
+		}
+		return
 	}
-	switch o := any(out).(type) {
-	case []float32:
-		x, dy := any(in[0]).([]float32), any(dy).([]float32)
-		if dy == nil {
-			for i, v := range x {
-				o[i] = v * mask32(v)
-			}
-			return
-		}
-		for i, v := range x {
-			o[i] = dy[i] * mask32(v)
-		}
-	case []float64:
-		x, dy := any(in[0]).([]float64), any(dy).([]float64)
-		if dy == nil {
-			for i, v := range x {
-				o[i] = v * mask64(v)
-			}
-			return
-		}
-		for i, v := range x {
-			o[i] = dy[i] * mask64(v)
-		}
+	dy := in[1]
+	for i, v := range x {
+		out[i] = dy[i] * mask(v)
 	}
 }
