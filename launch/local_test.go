@@ -4,7 +4,6 @@ package launch
 
 import (
 	"bufio"
-	"bytes"
 	"crypto/x509"
 	"fmt"
 	"net"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/pipemare/pipemare/internal/testutil"
 	"github.com/pipemare/pipemare/transport"
 	"github.com/pipemare/pipemare/transport/pki"
 )
@@ -33,24 +33,6 @@ func children(t *testing.T) string {
 	return tmp
 }
 
-// syncBuffer is a bytes.Buffer safe for a writer and a reader.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestStartLocal: each stage process serves on the loopback listener it
 // inherits as file descriptor 3, at the address Local gives, with the
 // arguments Args made from the addresses and the certificates — a CA and
@@ -59,7 +41,7 @@ func (s *syncBuffer) String() string {
 // Stop, and once they all exited Stop leaves nothing behind.
 func TestStartLocal(t *testing.T) {
 	tmp := children(t)
-	var stderr syncBuffer
+	var stderr testutil.SyncBuffer
 	var gotAddrs []string
 	var gotCerts string
 	var mu sync.Mutex

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -110,7 +109,7 @@ type proc struct {
 	lines  chan string // its standard output, line by line
 	mu     sync.Mutex
 	out    []string
-	stderr bytes.Buffer
+	stderr testutil.SyncBuffer
 	done   chan struct{}
 	err    error
 }
@@ -124,7 +123,7 @@ func start(t testing.TB, env []string, args ...string) *proc {
 		beforeStart(cmd)
 	}
 	p := &proc{cmd: cmd, lines: make(chan string, 1024), done: make(chan struct{})}
-	cmd.Stderr = &lockedWriter{w: &p.stderr}
+	cmd.Stderr = &p.stderr
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
@@ -167,9 +166,6 @@ func (p *proc) wait(t testing.TB, within time.Duration) (int, string, string) {
 }
 
 func (p *proc) stderrText() string {
-	w := p.cmd.Stderr.(*lockedWriter)
-	w.mu.Lock()
-	defer w.mu.Unlock()
 	return p.stderr.String()
 }
 

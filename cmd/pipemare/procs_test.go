@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -12,7 +11,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -179,19 +177,6 @@ func TestStagesStartedByHand(t *testing.T) {
 		require.NotEqual(t, 0, code, "stage %d lost its driver", i)
 		require.Regexp(t, fmt.Sprintf(`(?m)^pipemare stage: .*stage %d`, i), stderr)
 	}
-}
-
-// lockedWriter serialises the writes to a test process's standard error
-// (start) with the test's reads of it.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }
 
 // startWithFiles is start with files inherited from file descriptor 3 on.
