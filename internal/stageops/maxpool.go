@@ -135,13 +135,19 @@ func argmaxKernel[T float](x, idx []T, mp MaxPool, lowest T) {
 					w0 := pw*mp.strideW - mp.padW
 					w1 := min(w0+mp.kw, mp.w)
 					w0 = max(w0, 0)
+					// The comparison's outcome is data, mispredicted
+					// about half the time as a branch: it selects the
+					// index and the value by arithmetic instead.
 					best, at := lowest, -1
 					for hi := h0; hi < h1; hi++ {
 						row := plane[hi*mp.w : (hi+1)*mp.w]
 						for wi := w0; wi < w1; wi++ {
-							if row[wi] > best {
-								best, at = row[wi], hi*mp.w+wi
+							v, k := row[wi], 0
+							if v > best {
+								k = 1
 							}
+							at += k * (hi*mp.w + wi - at)
+							best = [2]T{best, v}[k]
 						}
 					}
 					res[ph*mp.outW+pw] = T(at)

@@ -36,6 +36,23 @@ func randTensor(rng *rand.Rand, dt tensor.Dtype, shape tensor.Shape, quantize bo
 	return t
 }
 
+// sprinkle sets about a third of t's elements to values drawn from
+// specials (NaN, infinities, the lowest finite value, −0: what a
+// comparison may treat apart).
+func sprinkle(rng *rand.Rand, t *tensor.Dense, specials []float64) {
+	for i := 0; i < t.Shape().TotalSize(); i++ {
+		if rng.Intn(3) != 0 {
+			continue
+		}
+		v := specials[rng.Intn(len(specials))]
+		if t.Dtype() == tensor.Float32 {
+			t.Float32s()[i] = float32(v)
+		} else {
+			t.Float64s()[i] = v
+		}
+	}
+}
+
 // side is one of the two graphs: its inputs (with values), its output and
 // what its run gives.
 type side struct {
@@ -258,10 +275,14 @@ func TestMaxPoolIsGorgonias(t *testing.T) {
 			{tensor.Shape{2, 3, 8, 8}, tensor.Shape{2, 2}, []int{0, 0}, []int{2, 2}, "ties", "2x2-ties"},
 			{tensor.Shape{2, 2, 9, 7}, tensor.Shape{3, 3}, []int{1, 1}, []int{2, 2}, "ties", "3x3-overlap-pad"},
 			{tensor.Shape{1, 2, 6, 6}, tensor.Shape{3, 2}, []int{0, 1}, []int{1, 2}, "", "3x2-stride1"},
+			{tensor.Shape{2, 3, 8, 8}, tensor.Shape{2, 2}, []int{0, 0}, []int{2, 2}, "specials", "2x2-specials"},
 		} {
 			t.Run(fmt.Sprintf("%v/%s", dt, c.name), func(t *testing.T) {
 				rng := rand.New(rand.NewSource(2))
 				xv := randTensor(rng, dt, c.shape, c.quantize != "")
+				if c.quantize == "specials" {
+					sprinkle(rng, xv, []float64{math.NaN(), math.Inf(-1), math.Inf(1), -math.MaxFloat32, math.Copysign(0, -1)})
+				}
 				g := gorgonia.NewGraph()
 				x := input(g, "x", xv)
 				y, err := gorgonia.MaxPool2D(x, c.kernel, c.pad, c.stride)
