@@ -29,11 +29,11 @@ const (
 
 // Sgemm is gonum's Sgemm. Products whose B is not transposed run in
 // tiles of AVX-512 (4×32) or AVX (4×16, 4×8) (sgemmTiled) where the CPU has
-// them and the product has a tile; products of A by Bᵀ run gonum's dot
+// them and the product has 4 rows; products of A by Bᵀ run gonum's dot
 // products 8 rows at a time (sgemmDots): the same bits, faster
 // (docs/executor.md).
 func (g gonumBLAS) Sgemm(tA, tB blas.Transpose, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
-	if tiledGemm && tB == blas.NoTrans && (tA == blas.NoTrans || tA == blas.Trans) && m >= 4 && n >= 8 && k > 0 && alpha != 0 {
+	if tiledGemm && tB == blas.NoTrans && (tA == blas.NoTrans || tA == blas.Trans) && m >= 4 && n > 0 && k > 0 && alpha != 0 {
 		g.Implementation.Sgemm(tA, tB, m, n, k, 0, a, lda, b, ldb, 1, c, ldc) // gonum's checks of the arguments, and nothing else
 		scale(m, n, beta, c, ldc)
 		sgemmTiled(tA == blas.Trans, m, n, k, alpha, a, lda, b, ldb, c, ldc)

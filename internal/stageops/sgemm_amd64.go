@@ -13,10 +13,13 @@ import (
 //go:noescape
 func sgemmTile4x16(k int, alpha float32, a *float32, aRow, aStep uintptr, b *float32, ldb uintptr, c *float32, ldc uintptr)
 
-// sgemmTile4x8 is sgemmTile4x16 over 8 columns (sgemm_amd64.s).
+// sgemmTile4x8 is sgemmTile4x16 over the columns of 8 whose lanes in
+// cols are set (all ones; the first 1 to 8), in AVX's masked loads and
+// stores: the lanes past a product's last column are not touched
+// (sgemm_amd64.s).
 //
 //go:noescape
-func sgemmTile4x8(k int, alpha float32, a *float32, aRow, aStep uintptr, b *float32, ldb uintptr, c *float32, ldc uintptr)
+func sgemmTile4x8(k int, alpha float32, a *float32, aRow, aStep uintptr, b *float32, ldb uintptr, c *float32, ldc uintptr, cols *[8]int32)
 
 // sgemmTile4x32 is sgemmTile4x16 over 32 columns, in AVX-512
 // (sgemm_amd64.s).
@@ -40,10 +43,11 @@ var (
 // blocks and k into pieces of 64, which does not change any element's
 // order). Tiles of 4 rows × 32 columns (AVX-512) or 16 run in
 // sgemmTile4x32 and sgemmTile4x16, a whole k each, keeping the tile of C
-// in registers; 8 columns left over run in sgemmTile4x8, and the edges
-// beyond in gonum's axpy.
+// in registers; the columns left over run in sgemmTile4x8, 8 at a time
+// and then the last 1 to 7, and the rows past a multiple of 4 in gonum's
+// axpy.
 // The caller checked the arguments (gonum's Sgemm with alpha 0 and beta
-// 1) and scaled C by beta; alpha is not 0 and n is at least 8. Column
+// 1) and scaled C by beta; alpha is not 0. Column
 // tiles of 16 are shared out among the kernels' workers (SetWorkers).
 func sgemmTiled(aT bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, c []float32, ldc int) {
 	rows, tiles := m&^3, n/16
@@ -55,16 +59,13 @@ func sgemmTiled(aT bool, m, n, k int, alpha float32, a []float32, lda int, b []f
 	default:
 		parallel(tiles, rows*k*16, t.columns)
 	}
-	done := 16 * tiles
-	if rows > 0 && n-done >= 8 {
-		t.narrow(done)
-		done += 8
-	}
-	for i := 0; i < rows; i++ {
-		t.edge(i, done, n)
+	if done := 16 * tiles; rows > 0 {
+		for j := done; j < n; j += 8 {
+			t.narrow(j, min(8, n-j))
+		}
 	}
 	for i := rows; i < m; i++ {
-		t.edge(i, 0, n)
+		t.edge(i, n)
 	}
 }
 
@@ -104,20 +105,23 @@ func (t tiling) columns(lo, hi int) {
 	}
 }
 
-// narrow runs the tiles of the 8 columns from j, every row tile.
-func (t tiling) narrow(j int) {
+// narrow runs the tiles of the cols (1 to 8) columns from j, every row
+// tile.
+func (t tiling) narrow(j, cols int) {
+	var mask [8]int32
+	for c := range cols {
+		mask[c] = -1
+	}
 	aRow, aStep, rowStride := t.steps()
 	for i := 0; i < t.rows; i += 4 {
-		sgemmTile4x8(t.k, t.alpha, &t.a[i*rowStride], aRow, aStep, &t.b[j], uintptr(t.ldb*4), &t.c[i*t.ldc+j], uintptr(t.ldc*4))
+		sgemmTile4x8(t.k, t.alpha, &t.a[i*rowStride], aRow, aStep, &t.b[j], uintptr(t.ldb*4), &t.c[i*t.ldc+j], uintptr(t.ldc*4), &mask)
 	}
 }
 
-// edge adds row i's products into its columns [j0, j1), l after l, with
-// gonum's axpy, or the same arithmetic in Go for fewer than 16 columns.
-func (t tiling) edge(i, j0, j1 int) {
-	if j0 == j1 {
-		return
-	}
+// edge adds row i's products into all its n columns, l after l, with
+// gonum's axpy, or the same arithmetic in Go for fewer than 16 columns:
+// a row past the last tile of 4.
+func (t tiling) edge(i, n int) {
 	for l := 0; l < t.k; l++ {
 		var v float32
 		if t.aT {
@@ -129,9 +133,9 @@ func (t tiling) edge(i, j0, j1 int) {
 		if tmp == 0 {
 			continue
 		}
-		b, c := t.b[l*t.ldb+j0:l*t.ldb+j1], t.c[i*t.ldc+j0:i*t.ldc+j1]
-		if len(c) >= 16 {
-			gonum.Implementation{}.Saxpy(len(c), tmp, b, 1, c, 1)
+		b, c := t.b[l*t.ldb:l*t.ldb+n], t.c[i*t.ldc:i*t.ldc+n]
+		if n >= 16 {
+			gonum.Implementation{}.Saxpy(n, tmp, b, 1, c, 1)
 			continue
 		}
 		for j := range c { // a few columns: a call of axpy each costs more

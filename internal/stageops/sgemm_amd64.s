@@ -112,10 +112,13 @@ store:
 	VZEROUPPER
 	RET
 
-// func sgemmTile4x8(k int, alpha float32, a *float32, aRow, aStep uintptr, b *float32, ldb uintptr, c *float32, ldc uintptr)
+// func sgemmTile4x8(k int, alpha float32, a *float32, aRow, aStep uintptr, b *float32, ldb uintptr, c *float32, ldc uintptr, cols *[8]int32)
 //
-// sgemmTile4x16's sums over a tile of 4 rows × 8 columns.
-TEXT ·sgemmTile4x8(SB), NOSPLIT, $0-72
+// sgemmTile4x16's sums over a tile of 4 rows × 8 columns, of which only
+// the lanes cols sets (all ones) are read from B and C and written to C:
+// the last columns of a product, up to 8. The other lanes add zeros and
+// are dropped.
+TEXT ·sgemmTile4x8(SB), NOSPLIT, $0-80
 	MOVQ         k+0(FP), CX
 	VBROADCASTSS alpha+8(FP), Y14
 	MOVQ         a+16(FP), SI
@@ -125,23 +128,25 @@ TEXT ·sgemmTile4x8(SB), NOSPLIT, $0-72
 	MOVQ         ldb+48(FP), R10
 	MOVQ         c+56(FP), DX
 	MOVQ         ldc+64(FP), R11
+	MOVQ         cols+72(FP), R12
+	VMOVDQU      (R12), Y13
 	VXORPS       Y15, Y15, Y15
 	LEAQ         (R8)(R8*2), R13
 
-	MOVQ    DX, R12
-	VMOVUPS (R12), Y0
-	ADDQ    R11, R12
-	VMOVUPS (R12), Y1
-	ADDQ    R11, R12
-	VMOVUPS (R12), Y2
-	ADDQ    R11, R12
-	VMOVUPS (R12), Y3
+	MOVQ       DX, R12
+	VMASKMOVPS (R12), Y13, Y0
+	ADDQ       R11, R12
+	VMASKMOVPS (R12), Y13, Y1
+	ADDQ       R11, R12
+	VMASKMOVPS (R12), Y13, Y2
+	ADDQ       R11, R12
+	VMASKMOVPS (R12), Y13, Y3
 
 	TESTQ CX, CX
 	JEQ   store8
 
 loop8:
-	VMOVUPS (DI), Y8
+	VMASKMOVPS (DI), Y13, Y8
 
 	ROW8((SI), Y0)
 	ROW8((SI)(R8*1), Y1)
@@ -154,14 +159,14 @@ loop8:
 	JNE  loop8
 
 store8:
-	MOVQ    DX, R12
-	VMOVUPS Y0, (R12)
-	ADDQ    R11, R12
-	VMOVUPS Y1, (R12)
-	ADDQ    R11, R12
-	VMOVUPS Y2, (R12)
-	ADDQ    R11, R12
-	VMOVUPS Y3, (R12)
+	MOVQ       DX, R12
+	VMASKMOVPS Y0, Y13, (R12)
+	ADDQ       R11, R12
+	VMASKMOVPS Y1, Y13, (R12)
+	ADDQ       R11, R12
+	VMASKMOVPS Y2, Y13, (R12)
+	ADDQ       R11, R12
+	VMASKMOVPS Y3, Y13, (R12)
 	VZEROUPPER
 	RET
 

@@ -18,7 +18,8 @@ import (
 // in A (gonum skips their products: a zero times an infinity would be
 // NaN, and adding +0 turns a −0 of C into +0), −0s, infinities and NaNs in
 // B and C, alpha and beta of every kind — on one worker and on several,
-// for shapes with and without edges beyond the 4×16 and 4×8 tiles, A transposed or
+// for shapes with and without columns beyond the 16-wide tiles (8 of them,
+// or 1 to 7) and rows beyond the tiles of 4, A transposed or
 // not, leading dimensions wider than the matrices; with the 4×32 tiles of
 // AVX-512 and without them, where the CPU has them.
 func TestTiledGemmIsGonums(t *testing.T) {
@@ -49,7 +50,7 @@ func TestTiledGemmIsGonums(t *testing.T) {
 		}
 		return s
 	}
-	for _, sz := range [][3]int{{4, 16, 1}, {7, 33, 5}, {64, 256, 784}, {16, 300, 784}, {130, 70, 200}, {5, 17, 64}, {12, 48, 0}, {8, 9, 784}, {16, 72, 196}, {6, 25, 9}, {4, 8, 3}} {
+	for _, sz := range [][3]int{{4, 16, 1}, {7, 33, 5}, {64, 256, 784}, {16, 300, 784}, {130, 70, 200}, {5, 17, 64}, {12, 48, 0}, {8, 9, 784}, {16, 72, 196}, {6, 25, 9}, {4, 8, 3}, {4, 1, 7}, {9, 3, 40}, {8, 10, 128}, {5, 7, 2}} {
 		m, n, k := sz[0], sz[1], sz[2]
 		for _, tA := range []blas.Transpose{blas.NoTrans, blas.Trans} {
 			for _, ab := range [][2]float32{{1, 0}, {1, 1}, {0.5, 2}, {-3, 0}, {1, float32(math.Copysign(0, -1))}, {math.Float32frombits(0x7fc0beef), 1}} {
