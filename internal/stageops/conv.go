@@ -192,7 +192,9 @@ func patches[T float](im, col []T, ic Im2Col, back bool) {
 										win[kc*ic.dilW] += v
 									}
 								case ic.dilW == 1:
-									copy(dst, win)
+									for kc, v := range win { // a kernel row is a few values: a copy's call costs more
+										dst[kc] = v
+									}
 								default:
 									for kc := range dst {
 										dst[kc] = win[kc*ic.dilW]
