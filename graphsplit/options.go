@@ -64,8 +64,12 @@ func WithCostModel(m CostModel) Option {
 // feeds (one microbatch: a value for every data input; Plan.Time), rescales
 // the ops' costs by how much each stage's measured time differs from its
 // modelled one, and cuts again — until no stage is more than 10 % above the
-// mean, or after a few rounds, keeping the most even cut measured. keep
-// times the keeping programs, for a runtime that keeps activations. The
+// mean, or after a few rounds, keeping the most even cut measured; then it
+// moves each cut over the ops between two layers that read no learnable
+// (an im2col, a ReLU, a max-pool) to where the fewest bytes cross it, if
+// the slowest stage stays within 5 %: every learnable stays in its stage,
+// so the weights trained are the same. keep times the keeping programs,
+// for a runtime that keeps activations. The
 // plan's Balance says how even it came out, and names the op (with
 // FineGrained, the layer) that is heavier than a fair share, if one is.
 //

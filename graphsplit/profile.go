@@ -65,9 +65,10 @@ const (
 // finds the heaviest layer and its share of the time. Then it cuts by the
 // costs, times the plan, rescales each stage's ops by how much its measured
 // time differs from its modelled one, and cuts again, until no stage is
-// more than maxSpread above the mean or the rounds run out, and nudges the
-// boundaries of the slowest stage of the most even cut measured. It
-// returns that cut and its balance.
+// more than maxSpread above the mean or the rounds run out, nudges the
+// boundaries of the slowest stage of the most even cut measured, and moves
+// each cut to where it sends the fewest bytes (lighten). It returns that
+// cut and its balance.
 func profiled(a *analysis, cfg *config, costs []float64, measure func(*Plan) ([]StageTime, error)) ([]int, *Balance, error) {
 	layers := a.fineCuts()
 	a.assign(layers)
@@ -100,6 +101,9 @@ func profiled(a *analysis, cfg *config, costs []float64, measure func(*Plan) ([]
 		if best, bestBal, err = nudge(a, cfg, costs, best, bestBal, measure); err != nil {
 			return nil, nil, err
 		}
+	}
+	if best, bestBal, err = lighten(a, costs, best, bestBal, measure); err != nil {
+		return nil, nil, err
 	}
 	bestBal.Heaviest, bestBal.Share = heavy, share
 	return best, bestBal, nil
