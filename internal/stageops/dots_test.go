@@ -27,19 +27,7 @@ func TestDotGemmIsGonums(t *testing.T) {
 	}
 	defer SetWorkers(0)
 	rng := rand.New(rand.NewSource(3))
-	special := []float32{0, float32(math.Copysign(0, -1)), float32(math.Inf(1)), float32(math.Inf(-1)),
-		math.Float32frombits(0x7fc00000), math.Float32frombits(0xffc00000), math.Float32frombits(0x7fc12345), 1e-45, 3.4e38}
-	fill := func(n int, specials float64) []float32 {
-		s := make([]float32, n)
-		for i := range s {
-			if rng.Float64() < specials {
-				s[i] = special[rng.Intn(len(special))]
-			} else {
-				s[i] = float32(rng.NormFloat64())
-			}
-		}
-		return s
-	}
+	fill := func(n int, specials float64) []float32 { return randomFloats(rng, n, 0, specials) }
 	shapes := [][3]int{{8, 8, 9}, {200, 16, 72}, {16, 784, 128}, {13, 5, 1}, {9, 3, 64}, {70, 300, 130}, {12544 / 49, 8, 9}, {64, 64, 257}}
 	for k := 1; k <= 40; k++ {
 		shapes = append(shapes, [3]int{17, 4, k})

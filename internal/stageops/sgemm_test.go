@@ -35,21 +35,7 @@ func TestTiledGemmIsGonums(t *testing.T) {
 	}
 	defer func(w bool) { wideTiles = w }(wideTiles)
 	rng := rand.New(rand.NewSource(2))
-	special := []float32{0, float32(math.Copysign(0, -1)), float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN()), 1e-45, 3.4e38}
-	fill := func(n int, zeros, specials float64) []float32 {
-		s := make([]float32, n)
-		for i := range s {
-			switch r := rng.Float64(); {
-			case r < zeros:
-				s[i] = 0
-			case r < zeros+specials:
-				s[i] = special[rng.Intn(len(special))]
-			default:
-				s[i] = float32(rng.NormFloat64())
-			}
-		}
-		return s
-	}
+	fill := func(n int, zeros, specials float64) []float32 { return randomFloats(rng, n, zeros, specials) }
 	for _, sz := range [][3]int{{4, 16, 1}, {7, 33, 5}, {64, 256, 784}, {16, 300, 784}, {130, 70, 200}, {5, 17, 64}, {12, 48, 0}, {8, 9, 784}, {16, 72, 196}, {6, 25, 9}, {4, 8, 3}, {4, 1, 7}, {9, 3, 40}, {8, 10, 128}, {5, 7, 2}} {
 		m, n, k := sz[0], sz[1], sz[2]
 		for _, tA := range []blas.Transpose{blas.NoTrans, blas.Trans} {
@@ -85,6 +71,30 @@ func TestTiledGemmIsGonums(t *testing.T) {
 			}
 		}
 	}
+}
+
+// specialFloats are the values that show a product's order and skipping:
+// ±0, infinities, NaNs of three payloads (which one survives a sum or a
+// product of two shows its operands' order), the smallest subnormal and a
+// value near the largest.
+var specialFloats = []float32{0, float32(math.Copysign(0, -1)), float32(math.Inf(1)), float32(math.Inf(-1)),
+	math.Float32frombits(0x7fc00000), math.Float32frombits(0xffc00000), math.Float32frombits(0x7fc12345), 1e-45, 3.4e38}
+
+// randomFloats returns n values: a fraction zeros of exact zeros, a
+// fraction specials drawn from specialFloats, the rest normal.
+func randomFloats(rng *rand.Rand, n int, zeros, specials float64) []float32 {
+	s := make([]float32, n)
+	for i := range s {
+		switch r := rng.Float64(); {
+		case r < zeros:
+			s[i] = 0
+		case r < zeros+specials:
+			s[i] = specialFloats[rng.Intn(len(specialFloats))]
+		default:
+			s[i] = float32(rng.NormFloat64())
+		}
+	}
+	return s
 }
 
 // TestTiledGemmChecksItsArguments: a slice too short for the product is
