@@ -33,27 +33,28 @@ const (
 // products 8 rows at a time (sgemmDots): the same bits, faster
 // (docs/executor.md).
 func (g gonumBLAS) Sgemm(tA, tB blas.Transpose, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
-	if tiledGemm && tB == blas.NoTrans && (tA == blas.NoTrans || tA == blas.Trans) && m >= 4 && n > 0 && k > 0 && alpha != 0 {
-		g.Implementation.Sgemm(tA, tB, m, n, k, 0, a, lda, b, ldb, 1, c, ldc) // gonum's checks of the arguments, and nothing else
+	// prepare runs gonum's checks of the arguments (its Sgemm with alpha
+	// 0 and beta 1, which returns once they pass) and scales C by beta, as
+	// gonum does before a product.
+	prepare := func() {
+		g.Implementation.Sgemm(tA, tB, m, n, k, 0, a, lda, b, ldb, 1, c, ldc)
 		scale(m, n, beta, c, ldc)
+	}
+	switch {
+	case tiledGemm && tB == blas.NoTrans && (tA == blas.NoTrans || tA == blas.Trans) && m >= 4 && n > 0 && k > 0 && alpha != 0:
+		prepare()
 		sgemmTiled(tA == blas.Trans, m, n, k, alpha, a, lda, b, ldb, c, ldc)
-		return
-	}
-	if tiledGemm && tA == blas.NoTrans && tB == blas.Trans && k > 0 && alpha != 0 && dotsFit(m, n, k) {
-		g.Implementation.Sgemm(tA, tB, m, n, k, 0, a, lda, b, ldb, 1, c, ldc) // gonum's checks of the arguments, and nothing else
-		scale(m, n, beta, c, ldc)
+	case tiledGemm && tA == blas.NoTrans && tB == blas.Trans && k > 0 && alpha != 0 && dotsFit(m, n, k):
+		prepare()
 		sgemmDots(m, n, k, alpha, a, lda, b, ldb, c, ldc)
-		return
-	}
-	if workers() > 1 || !blockedGemm(m, n, k, alpha == 0) {
+	case workers() > 1 || !blockedGemm(m, n, k, alpha == 0):
 		g.Implementation.Sgemm(tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
-		return
+	default:
+		prepare()
+		serialBlocks(tA, tB, m, n, k, a, lda, b, ldb, c, ldc, func(m, n, k int, a []float32, b []float32, c []float32) {
+			g.Implementation.Sgemm(tA, tB, m, n, k, alpha, a, lda, b, ldb, 1, c, ldc)
+		})
 	}
-	g.Implementation.Sgemm(tA, tB, m, n, 0, alpha, a, lda, b, ldb, 1, c, ldc) // gonum's checks of the arguments, and nothing else
-	scale(m, n, beta, c, ldc)
-	serialBlocks(tA, tB, m, n, k, a, lda, b, ldb, c, ldc, func(m, n, k int, a []float32, b []float32, c []float32) {
-		g.Implementation.Sgemm(tA, tB, m, n, k, alpha, a, lda, b, ldb, 1, c, ldc)
-	})
 }
 
 // Dgemm is gonum's Dgemm.

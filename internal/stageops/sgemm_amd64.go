@@ -47,8 +47,8 @@ var (
 // and then the last 1 to 7, and the rows past a multiple of 4 in gonum's
 // axpy.
 // The caller checked the arguments (gonum's Sgemm with alpha 0 and beta
-// 1) and scaled C by beta; alpha is not 0. Column
-// tiles of 16 are shared out among the kernels' workers (SetWorkers).
+// 1) and scaled C by beta; alpha is not 0. Column tiles of 16 are shared
+// out among the kernels' workers (SetWorkers).
 func sgemmTiled(aT bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, c []float32, ldc int) {
 	rows, tiles := m&^3, n/16
 	t := tiling{aT: aT, rows: rows, k: k, alpha: alpha, a: a, lda: lda, b: b, ldb: ldb, c: c, ldc: ldc}
@@ -59,10 +59,8 @@ func sgemmTiled(aT bool, m, n, k int, alpha float32, a []float32, lda int, b []f
 	default:
 		parallel(tiles, rows*k*16, t.columns)
 	}
-	if done := 16 * tiles; rows > 0 {
-		for j := done; j < n; j += 8 {
-			t.narrow(j, min(8, n-j))
-		}
+	for j := 16 * tiles; rows > 0 && j < n; j += 8 {
+		t.narrow(j, min(8, n-j))
 	}
 	for i := rows; i < m; i++ {
 		t.edge(i, n)
@@ -108,13 +106,13 @@ func (t tiling) columns(lo, hi int) {
 // narrow runs the tiles of the cols (1 to 8) columns from j, every row
 // tile.
 func (t tiling) narrow(j, cols int) {
-	var mask [8]int32
+	var lanes [8]int32
 	for c := range cols {
-		mask[c] = -1
+		lanes[c] = -1
 	}
 	aRow, aStep, rowStride := t.steps()
 	for i := 0; i < t.rows; i += 4 {
-		sgemmTile4x8(t.k, t.alpha, &t.a[i*rowStride], aRow, aStep, &t.b[j], uintptr(t.ldb*4), &t.c[i*t.ldc+j], uintptr(t.ldc*4), &mask)
+		sgemmTile4x8(t.k, t.alpha, &t.a[i*rowStride], aRow, aStep, &t.b[j], uintptr(t.ldb*4), &t.c[i*t.ldc+j], uintptr(t.ldc*4), &lanes)
 	}
 }
 
