@@ -2,6 +2,20 @@
 
 #include "textflag.h"
 
+// TILE_ARGS loads a tile kernel's arguments but alpha: k in CX, a in SI,
+// aRow in R8, aStep in R9, b in DI, ldb in R10, c in DX, ldc in R11, and
+// 3·aRow in R13 (the fourth row's a).
+#define TILE_ARGS \
+	MOVQ k+0(FP), CX       \
+	MOVQ a+16(FP), SI      \
+	MOVQ aRow+24(FP), R8   \
+	MOVQ aStep+32(FP), R9  \
+	MOVQ b+40(FP), DI      \
+	MOVQ ldb+48(FP), R10   \
+	MOVQ c+56(FP), DX      \
+	MOVQ ldc+64(FP), R11   \
+	LEAQ (R8)(R8*2), R13
+
 // SCALE reads a(r, l) at A and leaves alpha·a(r, l) (alpha in Y14) in
 // every lane of Y10, and in Y11 a mask set where it is not zero (Y15
 // holds zeros).
@@ -53,17 +67,9 @@
 // product and each sum is rounded as gonum's AxpyUnitary rounds it
 // (VMULPS, then VADDPS with the product as the first operand: no FMA).
 TEXT ·sgemmTile4x16(SB), NOSPLIT, $0-72
-	MOVQ         k+0(FP), CX
+	TILE_ARGS
 	VBROADCASTSS alpha+8(FP), Y14
-	MOVQ         a+16(FP), SI
-	MOVQ         aRow+24(FP), R8
-	MOVQ         aStep+32(FP), R9
-	MOVQ         b+40(FP), DI
-	MOVQ         ldb+48(FP), R10
-	MOVQ         c+56(FP), DX
-	MOVQ         ldc+64(FP), R11
 	VXORPS       Y15, Y15, Y15
-	LEAQ         (R8)(R8*2), R13
 
 	MOVQ    DX, R12
 	VMOVUPS (R12), Y0
@@ -119,19 +125,11 @@ store:
 // the last columns of a product, up to 8. The other lanes add zeros and
 // are dropped.
 TEXT ·sgemmTile4x8(SB), NOSPLIT, $0-80
-	MOVQ         k+0(FP), CX
+	TILE_ARGS
 	VBROADCASTSS alpha+8(FP), Y14
-	MOVQ         a+16(FP), SI
-	MOVQ         aRow+24(FP), R8
-	MOVQ         aStep+32(FP), R9
-	MOVQ         b+40(FP), DI
-	MOVQ         ldb+48(FP), R10
-	MOVQ         c+56(FP), DX
-	MOVQ         ldc+64(FP), R11
 	MOVQ         cols+72(FP), R12
 	VMOVDQU      (R12), Y13
 	VXORPS       Y15, Y15, Y15
-	LEAQ         (R8)(R8*2), R13
 
 	MOVQ       DX, R12
 	VMASKMOVPS (R12), Y13, Y0
@@ -177,17 +175,9 @@ store8:
 // zero alpha·a(r, l) masks its row's additions (merge-masking keeps C's
 // lanes as they were, which is skipping them).
 TEXT ·sgemmTile4x32(SB), NOSPLIT, $0-72
-	MOVQ         k+0(FP), CX
+	TILE_ARGS
 	VBROADCASTSS alpha+8(FP), Z14
-	MOVQ         a+16(FP), SI
-	MOVQ         aRow+24(FP), R8
-	MOVQ         aStep+32(FP), R9
-	MOVQ         b+40(FP), DI
-	MOVQ         ldb+48(FP), R10
-	MOVQ         c+56(FP), DX
-	MOVQ         ldc+64(FP), R11
 	VXORPS       Z15, Z15, Z15
-	LEAQ         (R8)(R8*2), R13
 
 	MOVQ    DX, R12
 	VMOVUPS (R12), Z0
