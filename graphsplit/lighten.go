@@ -30,15 +30,15 @@ func lighten(a *analysis, costs []float64, cuts []int, bal *Balance, measure fun
 		if i+1 < len(cuts) {
 			hi = cuts[i+1] - 1
 		}
-		to := cuts[i]
+		to, least := cuts[i], a.crossing(cuts[i])
 		for q := cuts[i] - 1; q >= lo && !a.readsLearnable(q); q-- { // ops moved to the later stage
-			if a.crossing(q) < a.crossing(to) {
-				to = q
+			if b := a.crossing(q); b < least {
+				to, least = q, b
 			}
 		}
 		for q := cuts[i] + 1; q <= hi && !a.readsLearnable(q-1); q++ { // ops moved to the earlier stage
-			if a.crossing(q) < a.crossing(to) {
-				to = q
+			if b := a.crossing(q); b < least {
+				to, least = q, b
 			}
 		}
 		if to == cuts[i] {
