@@ -79,5 +79,8 @@ func (p *Predictor) SaveState() (solvers.State, error) { return p.t.SaveState() 
 // first Step.
 func (p *Predictor) LoadState(st solvers.State) error { return p.t.LoadState(st) }
 
+// CheckState returns the error LoadState would return for st.
+func (p *Predictor) CheckState(st solvers.State) error { return p.t.CheckState(st) }
+
 // Bind tells the Predictor the learnables it steps (see Solver.Bind).
 func (p *Predictor) Bind(model []gorgonia.ValueGrad) error { return p.t.Bind(model) }

@@ -173,14 +173,25 @@ func (s *Spike) SaveState() (solvers.State, error) {
 	return st, s.prev.Save(st.Tensors)
 }
 
-// LoadState restores a State a Spike saved, over the same learnables. It
-// changes nothing when it fails.
-func (s *Spike) LoadState(st solvers.State) error {
+// CheckState returns the error LoadState would return for st.
+func (s *Spike) CheckState(st solvers.State) error {
 	if err := st.Check(spikeKind, []string{"steps"}, []string{"delay"}); err != nil {
 		return err
 	}
-	if _, err := s.prev.Load(st.Tensors); err != nil {
+	if _, err := s.prev.Check(st.Tensors, st.Ints["steps"] > 0); err != nil {
 		return errors.Wrap(err, "correction: Spike state")
+	}
+	return nil
+}
+
+// LoadState restores a State a Spike saved, over the same learnables. It
+// changes nothing when it fails.
+func (s *Spike) LoadState(st solvers.State) error {
+	if err := s.CheckState(st); err != nil {
+		return err
+	}
+	if _, err := s.prev.Load(st.Tensors, st.Ints["steps"] > 0); err != nil {
+		return errors.Wrap(err, "correction: Spike state") // unreachable: checked
 	}
 	s.steps, s.d = st.Ints["steps"], st.Floats["delay"]
 	return nil

@@ -25,11 +25,8 @@ func (s *Solver) SaveState() (solvers.State, error) {
 	return st, s.delta.Save(st.Tensors)
 }
 
-// LoadState restores T2's own state, saved by a Solver of the same
-// configuration (the same γ, or γ = D^(1/τ) with the same D) over the same
-// learnables. It changes nothing when it fails. A Solver that has not been
-// bound needs Bind before its first BackwardWeights.
-func (s *Solver) LoadState(st solvers.State) error {
+// CheckState returns the error LoadState would return for st.
+func (s *Solver) CheckState(st solvers.State) error {
 	if err := st.Check(s.kind, []string{"steps"}, []string{"delay", "gamma"}); err != nil {
 		return err
 	}
@@ -43,12 +40,26 @@ func (s *Solver) LoadState(st solvers.State) error {
 		return errors.Errorf("correction: the state's delay %g is below 1", tau)
 	case gamma != want:
 		return errors.Errorf("correction: the state's γ is %g, this Solver's %g (another WithGamma or WithGammaFromD)", gamma, want)
-	case steps > 0 && len(st.Tensors) == 0:
-		return errors.Errorf("correction: the state has %d steps but no δ", steps)
 	}
-	if _, err := s.delta.Load(st.Tensors); err != nil {
+	if _, err := s.delta.Check(st.Tensors, steps > 0); err != nil {
 		return errors.Wrap(err, "correction: state")
 	}
-	s.steps, s.tau, s.gamma = int(steps), tau, gamma
+	return nil
+}
+
+// LoadState restores T2's own state, saved by a Solver of the same
+// configuration (the same γ, or γ = D^(1/τ) with the same D) over the same
+// learnables, none at all included. It changes nothing when it fails. A
+// Solver that has not been bound needs Bind before its first
+// BackwardWeights.
+func (s *Solver) LoadState(st solvers.State) error {
+	if err := s.CheckState(st); err != nil {
+		return err
+	}
+	steps := st.Ints["steps"]
+	if _, err := s.delta.Load(st.Tensors, steps > 0); err != nil {
+		return errors.Wrap(err, "correction: state") // unreachable: checked
+	}
+	s.steps, s.tau, s.gamma = int(steps), st.Floats["delay"], st.Floats["gamma"]
 	return nil
 }

@@ -58,7 +58,7 @@ func TestStateRoundTripAndRefusals(t *testing.T) {
 	}{
 		{mk(WithGamma(0.5)), nil, "the state's γ is 0.4472135954999579, this Solver's 0.5"},
 		{mk(WithGammaFromD(0.3)), nil, "this Solver's 0.5477225575051661"},
-		{mk(WithGammaFromD(0.2)), func(s *solvers.State) { s.Tensors = nil }, "the state has 2 steps but no δ"},
+		{mk(WithGammaFromD(0.2)), func(s *solvers.State) { s.Tensors = nil }, "correction: state: the state holds no slot (a solver that stepped no learnables), the solver has 1 learnables"},
 		{mk(WithGammaFromD(0.2)), func(s *solvers.State) { s.Floats["delay"] = 0 }, "delay 0 is below 1"},
 		{mk(WithGammaFromD(0.2)), func(s *solvers.State) { delete(s.Ints, "steps") }, `missing int "steps"`},
 		{mk(WithGammaFromD(0.2)), func(s *solvers.State) {
@@ -78,4 +78,49 @@ func TestStateRoundTripAndRefusals(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, before, after, "a failed LoadState changes nothing")
 	}
+}
+
+// TestNoLearnablesSaveAndLoad: T2, its Predictor and Spike over a stage
+// that owns no learnable save their step count, and fresh ones bound to no
+// learnables load it (CheckState agreeing); one bound to learnables
+// refuses it.
+func TestNoLearnablesSaveAndLoad(t *testing.T) {
+	mom := func() gorgonia.Solver { return must(solvers.NewMomentum(solvers.WithLearnRate(0.1))) }
+	for name, mk := range map[string]func() decorator{
+		"Solver":    func() decorator { return must(New(mom(), WithGammaFromD(0.2))) },
+		"Predictor": func() decorator { return must(NewPredictor(mom())) },
+		"Spike":     func() decorator { return must(NewSpike(mom())) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			s := mk()
+			s.SetDelay(2, false)
+			for range 3 {
+				require.NoError(t, s.Step(nil))
+			}
+			states, err := solvers.Save(s)
+			require.NoError(t, err)
+
+			fresh := mk()
+			fresh.SetDelay(2, false)
+			require.NoError(t, solvers.Bind(fresh, nil))
+			require.NoError(t, solvers.Check(fresh, states))
+			require.NoError(t, solvers.Load(fresh, states))
+			again, err := solvers.Save(fresh)
+			require.NoError(t, err)
+			require.Equal(t, states, again)
+
+			bound := mk()
+			bound.SetDelay(2, false)
+			require.NoError(t, solvers.Bind(bound, newModel()))
+			require.ErrorContains(t, solvers.Check(bound, states), "the solver has 1 learnables")
+			require.ErrorContains(t, solvers.Load(bound, states), "the solver has 1 learnables")
+		})
+	}
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
 }

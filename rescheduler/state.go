@@ -20,10 +20,8 @@ func (r *Solver) SaveState() (solvers.State, error) {
 	}, nil
 }
 
-// LoadState restores T1's own state, saved by a Solver of the same
-// configuration; the next Step uses the rate an uninterrupted Solver
-// would have. It changes nothing when it fails.
-func (r *Solver) LoadState(st solvers.State) error {
+// CheckState returns the error LoadState would return for st.
+func (r *Solver) CheckState(st solvers.State) error {
 	if err := st.Check(kind, []string{"steps", "phase_steps"}, []string{"delay", "rate"}); err != nil {
 		return err
 	}
@@ -39,6 +37,17 @@ func (r *Solver) LoadState(st solvers.State) error {
 	case r.fixedTau && tau != r.tau:
 		return errors.Errorf("rescheduler: the state's delay is %g, this Solver's WithDelay(%g)", tau, r.tau)
 	}
+	return nil
+}
+
+// LoadState restores T1's own state, saved by a Solver of the same
+// configuration; the next Step uses the rate an uninterrupted Solver
+// would have. It changes nothing when it fails.
+func (r *Solver) LoadState(st solvers.State) error {
+	if err := r.CheckState(st); err != nil {
+		return err
+	}
+	steps, phase, tau := st.Ints["steps"], st.Ints["phase_steps"], st.Floats["delay"]
 	r.k, r.kPhase, r.tau, r.rate = int(steps), int(phase), tau, st.Floats["rate"]
 	return nil
 }

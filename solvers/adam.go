@@ -132,22 +132,36 @@ func (s *Adam) SaveState() (State, error) {
 	return st, s.mv.Save(st.Tensors)
 }
 
+// CheckState returns the error LoadState would return for st.
+func (s *Adam) CheckState(st State) error {
+	return checkSlots(st, adamKind, s.mv)
+}
+
 // LoadState restores a State saved by an Adam over the same learnables.
 func (s *Adam) LoadState(st State) error {
 	return loadSlots(st, adamKind, s.mv, &s.steps)
 }
 
-// loadSlots is the LoadState of a solver whose state is a step count and
-// slots: it checks everything, then loads.
-func loadSlots(st State, kind string, set *slots.Set, steps *int64) error {
+// checkSlots is the CheckState of a solver whose state is a step count and
+// slots.
+func checkSlots(st State, kind string, set *slots.Set) error {
 	if err := st.Check(kind, []string{"steps"}, nil); err != nil {
 		return err
 	}
-	if st.Ints["steps"] > 0 && len(st.Tensors) == 0 {
-		return errors.Errorf("solvers: %s state: %d steps but no tensors", kind, st.Ints["steps"])
-	}
-	if _, err := set.Load(st.Tensors); err != nil {
+	if _, err := set.Check(st.Tensors, st.Ints["steps"] > 0); err != nil {
 		return errors.Wrapf(err, "solvers: %s state", kind)
+	}
+	return nil
+}
+
+// loadSlots is the LoadState of a solver whose state is a step count and
+// slots: it checks everything, then loads.
+func loadSlots(st State, kind string, set *slots.Set, steps *int64) error {
+	if err := checkSlots(st, kind, set); err != nil {
+		return err
+	}
+	if _, err := set.Load(st.Tensors, st.Ints["steps"] > 0); err != nil {
+		return errors.Wrapf(err, "solvers: %s state", kind) // unreachable: checked
 	}
 	*steps = st.Ints["steps"]
 	return nil

@@ -73,23 +73,47 @@ func Save(s gorgonia.Solver) ([]State, error) {
 	return out, nil
 }
 
-// Load loads states, as Save returned them, into the layers of s's Chain.
-// It checks that there is one State per layer, of the layer's kind, and
-// changes nothing when it fails: a layer whose LoadState fails leaves the
-// layers loaded before it restored to what they were.
-func Load(s gorgonia.Solver, states []State) error {
+// Check returns the error Load would return for states, and changes
+// nothing: one State per layer of s's Chain, of the layer's kind, that the
+// layer's CheckState accepts. It is how a checkpoint is verified once
+// written: the states read back would load.
+func Check(s gorgonia.Solver, states []State) error {
+	_, err := check(s, states)
+	return err
+}
+
+// check is Check, also returning the layers' current states.
+func check(s gorgonia.Solver, states []State) ([]State, error) {
 	layers := Chain(s)
-	backup, err := Save(s)
+	current, err := Save(s)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if len(states) != len(layers) {
-		return errors.Errorf("solvers: %d states (%s) for a solver of %d layers (%s)", len(states), kinds(states), len(layers), kinds(backup))
+		return nil, errors.Errorf("solvers: %d states (%s) for a solver of %d layers (%s)", len(states), kinds(states), len(layers), kinds(current))
 	}
 	for i := range states {
-		if states[i].Kind != backup[i].Kind {
-			return errors.Errorf("solvers: state %d is a %s, layer %d of the solver a %s (states %s, solver %s)", i, orUnnamed(states[i].Kind), i, backup[i].Kind, kinds(states), kinds(backup))
+		if states[i].Kind != current[i].Kind {
+			return nil, errors.Errorf("solvers: state %d is a %s, layer %d of the solver a %s (states %s, solver %s)", i, orUnnamed(states[i].Kind), i, current[i].Kind, kinds(states), kinds(current))
 		}
+	}
+	for i, l := range layers {
+		if err := l.(Stateful).CheckState(states[i]); err != nil {
+			return nil, errors.Wrapf(err, "solvers: loading layer %d", i)
+		}
+	}
+	return current, nil
+}
+
+// Load loads states, as Save returned them, into the layers of s's Chain.
+// It checks them all first (Check) and changes nothing when it fails: a
+// layer whose LoadState fails nonetheless leaves the layers loaded before
+// it restored to what they were.
+func Load(s gorgonia.Solver, states []State) error {
+	layers := Chain(s)
+	backup, err := check(s, states)
+	if err != nil {
+		return err
 	}
 	for i, l := range layers {
 		if err := l.(Stateful).LoadState(states[i]); err != nil {

@@ -108,6 +108,11 @@ func (s *Momentum) SaveState() (State, error) {
 	return st, s.v.Save(st.Tensors)
 }
 
+// CheckState returns the error LoadState would return for st.
+func (s *Momentum) CheckState(st State) error {
+	return checkSlots(st, momentumKind, s.v)
+}
+
 // LoadState restores a State saved by a Momentum over the same learnables.
 func (s *Momentum) LoadState(st State) error {
 	return loadSlots(st, momentumKind, s.v, &s.steps)

@@ -252,14 +252,25 @@ func (s *NAdam) SaveState() (State, error) {
 	return st, s.moments.Save(st.Tensors)
 }
 
-// LoadState restores a State an NAdam saved, over the same learnables. It
-// changes nothing when it fails.
-func (s *NAdam) LoadState(st State) error {
+// CheckState returns the error LoadState would return for st.
+func (s *NAdam) CheckState(st State) error {
 	if err := st.Check(nadamKind, []string{"step"}, []string{"mu_product"}); err != nil {
 		return err
 	}
-	if _, err := s.moments.Load(st.Tensors); err != nil {
+	if _, err := s.moments.Check(st.Tensors, st.Ints["step"] > 0); err != nil {
 		return errors.Wrap(err, "solvers: NAdam state")
+	}
+	return nil
+}
+
+// LoadState restores a State an NAdam saved, over the same learnables. It
+// changes nothing when it fails.
+func (s *NAdam) LoadState(st State) error {
+	if err := s.CheckState(st); err != nil {
+		return err
+	}
+	if _, err := s.moments.Load(st.Tensors, st.Ints["step"] > 0); err != nil {
+		return errors.Wrap(err, "solvers: NAdam state") // unreachable: checked
 	}
 	s.step, s.muProd = st.Ints["step"], float32(st.Floats["mu_product"])
 	return nil

@@ -79,13 +79,21 @@ func (s *SGD) SaveState() (State, error) {
 	return State{Kind: sgdKind, Ints: map[string]int64{"steps": s.steps}}, nil
 }
 
-// LoadState restores a State saved by an SGD.
-func (s *SGD) LoadState(st State) error {
+// CheckState returns the error LoadState would return for st.
+func (s *SGD) CheckState(st State) error {
 	if err := st.Check(sgdKind, []string{"steps"}, nil); err != nil {
 		return err
 	}
 	if len(st.Tensors) > 0 {
 		return errors.Errorf("solvers: %s state: SGD keeps no tensors, the state has %d", sgdKind, len(st.Tensors))
+	}
+	return nil
+}
+
+// LoadState restores a State saved by an SGD.
+func (s *SGD) LoadState(st State) error {
+	if err := s.CheckState(st); err != nil {
+		return err
 	}
 	s.steps = st.Ints["steps"]
 	return nil

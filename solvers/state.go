@@ -32,14 +32,19 @@ type State struct {
 }
 
 // Stateful is implemented by solvers and solver decorators whose state can
-// be saved and restored. SaveState and LoadState are called between steps,
-// from the goroutine that steps the solver. LoadState of a State saved by
-// a solver of another kind or configuration (different learnables, shapes
-// or dtypes, missing or unknown keys) returns an error naming what differs
-// and changes nothing; it never loads part of a State. A solver loaded
-// from the State another one saved continues bit-identically to it.
+// be saved and restored. SaveState, CheckState and LoadState are called
+// between steps, from the goroutine that steps the solver. LoadState of a
+// State saved by a solver of another kind or configuration (different
+// learnables, shapes or dtypes, missing or unknown keys) returns an error
+// naming what differs and changes nothing; it never loads part of a State.
+// CheckState returns the error LoadState would, and changes nothing: a
+// State it accepts, LoadState loads. A solver loaded from the State
+// another one saved continues bit-identically to it; every State a solver
+// saves, whatever its model (no learnables at all included), loads into a
+// solver of the same configuration.
 type Stateful interface {
 	SaveState() (State, error)
+	CheckState(State) error
 	LoadState(State) error
 }
 

@@ -139,7 +139,7 @@ func TestLoadStateRefusesMismatchesAndChangesNothing(t *testing.T) {
 		{"a missing int", edit(func(st *solvers.State) { delete(st.Ints, "steps") }), `missing int "steps"`},
 		{"an unknown float", edit(func(st *solvers.State) { st.Floats["eta"] = 1 }), `unknown float "eta"`},
 		{"a negative count", edit(func(st *solvers.State) { st.Ints["steps"] = -1 }), `int "steps" is -1`},
-		{"steps without tensors", edit(func(st *solvers.State) { st.Tensors = nil }), "2 steps but no tensors"},
+		{"steps without tensors", edit(func(st *solvers.State) { st.Tensors = nil }), "solvers: solvers.Momentum state: the state holds no slot (a solver that stepped no learnables), the solver has 6 learnables"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			before := snapshot(t, mom)
@@ -154,4 +154,42 @@ func TestLoadStateRefusesMismatchesAndChangesNothing(t *testing.T) {
 	require.NoError(t, fresh.(solvers.Stateful).LoadState(good))
 	err = fresh.Step(other.model())
 	require.ErrorContains(t, err, "learnable 0 (mlp.fc1.W) is (16, 16) float64; the solver was bound to (784, 256) float32")
+}
+
+// TestNoLearnablesSaveAndLoad: a solver stepping a model of no learnables
+// (a pipeline stage that owns none) saves its step count, and a fresh
+// solver bound to no learnables loads it (CheckState agreeing) and saves
+// the same State again; one bound to learnables refuses it.
+func TestNoLearnablesSaveAndLoad(t *testing.T) {
+	all := ours()
+	all["NAdam"] = func() gorgonia.Solver { return must(solvers.NewNAdam()) }
+	for name, mk := range all {
+		t.Run(name, func(t *testing.T) {
+			s := mk()
+			for range 3 {
+				require.NoError(t, s.Step(nil))
+			}
+			st, err := s.(solvers.Stateful).SaveState()
+			require.NoError(t, err)
+
+			fresh := mk()
+			require.NoError(t, solvers.Bind(fresh, nil))
+			require.NoError(t, fresh.(solvers.Stateful).CheckState(st))
+			require.NoError(t, fresh.(solvers.Stateful).LoadState(st))
+			again, err := fresh.(solvers.Stateful).SaveState()
+			require.NoError(t, err)
+			require.Equal(t, st, again)
+
+			unbound := mk()
+			require.NoError(t, unbound.(solvers.Stateful).LoadState(st), "an unbound solver learns from the State that it has no learnables")
+			if name != "SGD" { // SGD keeps nothing per learnable
+				tr := zooTrainee(t, "mlp", 16)
+				require.ErrorContains(t, solvers.Bind(unbound, tr.model()), "bound to 0 learnables, now given 6")
+				bound := mk()
+				require.NoError(t, solvers.Bind(bound, tr.model()))
+				require.ErrorContains(t, bound.(solvers.Stateful).CheckState(st), "the state holds no slot (a solver that stepped no learnables), the solver has 6 learnables")
+				require.ErrorContains(t, bound.(solvers.Stateful).LoadState(st), "the solver has 6 learnables")
+			}
+		})
+	}
 }

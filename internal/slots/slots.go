@@ -126,39 +126,41 @@ func (s *Set) Save(tensors map[string]tensor.Tensor) error {
 	return nil
 }
 
-// Load replaces the slots with the tensors of a saved State, which must
-// hold every slot of every learnable ("<slot>/0" … "<slot>/n-1") and
-// nothing else, with the bound shapes and dtypes; or no tensor at all (a
-// solver that had not been bound), which zeroes a Set bound to a model
-// and unbinds one that only a State bound, so that loading what an
-// unbound Set saved gives it back as it was. It checks everything before
-// it changes anything, and returns the number of learnables the State
-// covers.
-func (s *Set) Load(tensors map[string]tensor.Tensor) (int, error) {
+// Check returns the number of learnables a saved State's tensors cover,
+// or why Load would refuse them; it changes nothing. They must hold every
+// slot of every learnable ("<slot>/0" … "<slot>/n-1") and nothing else,
+// with the bound shapes and dtypes — or no tensor at all. No tensor is
+// either a solver that had not been bound (stepped false) or one that
+// stepped a model of no learnables (stepped true: a pipeline stage that
+// owns none), which a Set bound to learnables refuses.
+func (s *Set) Check(tensors map[string]tensor.Tensor, stepped bool) (int, error) {
+	n, _, _, err := s.check(tensors, stepped)
+	return n, err
+}
+
+// check is Check, also returning the shapes and dtypes of the learnables.
+func (s *Set) check(tensors map[string]tensor.Tensor, stepped bool) (int, []tensor.Shape, []tensor.Dtype, error) {
 	if len(tensors) == 0 {
-		if !s.model {
-			*s = Set{names: s.names}
-			return 0, nil
+		if stepped && s.bound && len(s.shapes) > 0 {
+			return 0, nil, nil, errors.Errorf("the state holds no slot (a solver that stepped no learnables), the solver has %d learnables", len(s.shapes))
 		}
-		for _, ts := range s.t {
-			for _, t := range ts {
-				t.Zero()
-			}
-		}
-		return 0, nil
+		return 0, nil, nil, nil
 	}
 	n, err := s.count(tensors)
 	if err != nil {
-		return 0, err
+		return 0, nil, nil, err
 	}
 	if s.bound && n != len(s.shapes) {
-		return 0, errors.Errorf("the state has slots for %d learnables, the solver has %d", n, len(s.shapes))
+		return 0, nil, nil, errors.Errorf("the state has slots for %d learnables, the solver has %d", n, len(s.shapes))
 	}
 	shapes, dtypes := s.shapes, s.dtypes
 	if !s.bound {
 		shapes, dtypes = make([]tensor.Shape, n), make([]tensor.Dtype, n)
 		for i := 0; i < n; i++ {
 			t := tensors[Key(s.names[0], i)]
+			if t == nil {
+				return 0, nil, nil, errors.Errorf("%s is nil", Key(s.names[0], i))
+			}
 			shapes[i], dtypes[i] = t.Shape(), t.Dtype()
 		}
 	}
@@ -166,12 +168,42 @@ func (s *Set) Load(tensors map[string]tensor.Tensor) (int, error) {
 		for i := 0; i < n; i++ {
 			t := tensors[Key(name, i)]
 			if t == nil {
-				return 0, errors.Errorf("%s is nil", Key(name, i))
+				return 0, nil, nil, errors.Errorf("%s is nil", Key(name, i))
 			}
 			if !t.Shape().Eq(shapes[i]) || t.Dtype() != dtypes[i] {
-				return 0, errors.Errorf("%s is %v %v; learnable %d is %v %v", Key(name, i), t.Shape(), t.Dtype(), i, shapes[i], dtypes[i])
+				return 0, nil, nil, errors.Errorf("%s is %v %v; learnable %d is %v %v", Key(name, i), t.Shape(), t.Dtype(), i, shapes[i], dtypes[i])
 			}
 		}
+	}
+	return n, shapes, dtypes, nil
+}
+
+// Load replaces the slots with the tensors of a saved State, which Check
+// accepts; it checks everything before it changes anything, and returns
+// the number of learnables the State covers. No tensor zeroes a Set bound
+// to a model; of a Set that only a State bound, it unbinds it (stepped
+// false: loading what an unbound Set saved gives it back as it was) or
+// binds it to no learnables (stepped true).
+func (s *Set) Load(tensors map[string]tensor.Tensor, stepped bool) (int, error) {
+	n, shapes, dtypes, err := s.check(tensors, stepped)
+	if err != nil {
+		return 0, err
+	}
+	if len(tensors) == 0 {
+		switch {
+		case s.model:
+			for _, ts := range s.t {
+				for _, t := range ts {
+					t.Zero()
+				}
+			}
+		case stepped:
+			*s = Set{names: s.names}
+			s.allocate(nil, nil)
+		default:
+			*s = Set{names: s.names}
+		}
+		return 0, nil
 	}
 	if !s.bound {
 		s.allocate(shapes, dtypes)

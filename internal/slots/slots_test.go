@@ -28,7 +28,7 @@ func TestBindSaveLoad(t *testing.T) {
 	require.Len(t, saved, 4)
 
 	fresh := New("mean", "variance")
-	n, err := fresh.Load(saved)
+	n, err := fresh.Load(saved, true)
 	require.NoError(t, err)
 	require.Equal(t, 2, n)
 	require.True(t, fresh.Bound(), "a State binds an unbound Set")
@@ -59,21 +59,43 @@ func TestBindSaveLoad(t *testing.T) {
 			bad[k] = v
 		}
 		c.edit(bad)
-		_, err := fresh.Load(bad)
+		_, err := fresh.Load(bad, true)
 		require.ErrorContains(t, err, c.want)
 		require.Equal(t, float32(7), fresh.Slot(0, 0).Float32s()[4], "a failed Load changes nothing")
 	}
-	n, err = fresh.Load(nil)
+	n, err = fresh.Load(nil, false)
 	require.NoError(t, err)
 	require.Zero(t, n)
 	require.Zero(t, fresh.Slot(0, 0).Float32s()[4], "an empty State zeroes a bound Set")
 
 	byState := New("mean", "variance")
-	_, err = byState.Load(saved)
+	_, err = byState.Load(saved, true)
 	require.NoError(t, err)
-	_, err = byState.Load(nil)
+	_, err = byState.Load(nil, false)
 	require.NoError(t, err)
 	require.False(t, byState.Bound(), "what an unbound Set saved gives it back unbound")
+
+	// A solver that stepped a model of no learnables (a pipeline stage that
+	// owns none) saves no slot; its state loads, and binds a fresh Set to
+	// no learnables, but a Set bound to learnables refuses it.
+	none := New("mean", "variance")
+	require.NoError(t, none.Bind(nil))
+	empty := map[string]tensor.Tensor{}
+	require.NoError(t, none.Save(empty))
+	require.Empty(t, empty)
+	n, err = none.Load(empty, true)
+	require.NoError(t, err)
+	require.Zero(t, n)
+	fromNone := New("mean", "variance")
+	_, err = fromNone.Load(empty, true)
+	require.NoError(t, err)
+	require.True(t, fromNone.Bound())
+	require.ErrorContains(t, fromNone.Bind(model), "bound to 0 learnables, now given 2")
+	_, err = fresh.Check(empty, true)
+	require.ErrorContains(t, err, "the state holds no slot (a solver that stepped no learnables), the solver has 2 learnables")
+	_, err = fresh.Load(empty, true)
+	require.ErrorContains(t, err, "the solver has 2 learnables")
+	require.True(t, fresh.Bound(), "a refused Load changes nothing")
 
 	require.ErrorContains(t, New("v").Bind([]gorgonia.ValueGrad{vg{tensor.New(tensor.WithShape(2), tensor.Of(tensor.Int))}}), "learnable 0 is int")
 	require.ErrorContains(t, New("v").Bind([]gorgonia.ValueGrad{vg{nil}}), "learnable 0 has no value")

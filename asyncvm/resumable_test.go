@@ -1,0 +1,170 @@
+package asyncvm
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/pipemare/pipemare/checkpoint"
+	"github.com/pipemare/pipemare/correction"
+	"github.com/pipemare/pipemare/graphsplit"
+	"github.com/pipemare/pipemare/internal/testmodels"
+	"github.com/pipemare/pipemare/rescheduler"
+	"github.com/pipemare/pipemare/schedule"
+	"github.com/pipemare/pipemare/solvers"
+	"github.com/stretchr/testify/require"
+	"gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+)
+
+// resumableSolvers are the library's solvers that keep state, alone and
+// decorated, as stage factories.
+func resumableSolvers() []struct {
+	name string
+	make func(int) (gorgonia.Solver, error)
+} {
+	mom := func() (gorgonia.Solver, error) {
+		return solvers.NewMomentum(solvers.WithLearnRate(0.05), solvers.WithMomentum(0.9))
+	}
+	return []struct {
+		name string
+		make func(int) (gorgonia.Solver, error)
+	}{
+		{"sgd", func(int) (gorgonia.Solver, error) { return solvers.NewSGD(solvers.WithLearnRate(0.05)) }},
+		{"momentum", func(int) (gorgonia.Solver, error) { return mom() }},
+		{"adam", func(int) (gorgonia.Solver, error) { return solvers.NewAdam(solvers.WithLearnRate(0.01)) }},
+		{"nadam", func(int) (gorgonia.Solver, error) { return solvers.NewNAdam(solvers.WithNAdamLearnRate(0.01)) }},
+		{"t1-t2-momentum", func(int) (gorgonia.Solver, error) {
+			m, err := mom()
+			if err != nil {
+				return nil, err
+			}
+			return rescheduler.PipeMare(m, nil, 6, 0.9)
+		}},
+		{"spike-momentum", func(int) (gorgonia.Solver, error) {
+			m, err := mom()
+			if err != nil {
+				return nil, err
+			}
+			return correction.NewSpike(m)
+		}},
+		{"predictor-momentum", func(int) (gorgonia.Solver, error) {
+			m, err := mom()
+			if err != nil {
+				return nil, err
+			}
+			return correction.NewPredictor(m)
+		}},
+	}
+}
+
+// layout is one way to cut a model.
+type layout struct {
+	name  string
+	build testmodels.Builder
+	split []graphsplit.Option
+	sig   string // how many learnables each stage owns and replicates
+}
+
+// resumableLayouts are every cut of the test models into two stages (some
+// leave a stage owning nothing, or only a replica of another stage's
+// learnable) and their fine-grained cuts (the GRU's has stages holding only
+// replicas). With short, one layout per distinct signature of owned and
+// replicated learnables per model.
+func resumableLayouts(t *testing.T, short bool) []layout {
+	var out []layout
+	seen := map[string]bool{}
+	add := func(l layout, plan *graphsplit.Plan) {
+		var sig []string
+		for _, s := range plan.Stages {
+			own, rep := 0, 0
+			for i := range s.Learnables {
+				if s.Replica(i) {
+					rep++
+				} else {
+					own++
+				}
+			}
+			sig = append(sig, fmt.Sprintf("%d+%dr", own, rep))
+		}
+		l.sig = strings.Join(sig, ",")
+		if short && seen[l.name[:strings.IndexByte(l.name, '/')]+l.sig] {
+			return
+		}
+		seen[l.name[:strings.IndexByte(l.name, '/')]+l.sig] = true
+		out = append(out, l)
+	}
+	for _, nb := range []testmodels.NamedBuilder{{Name: "mlp", Build: testmodels.MLP}, {Name: "tied", Build: testmodels.Tied}, {Name: "penalty", Build: testmodels.Penalty}, {Name: "gru", Build: testmodels.GRU}} {
+		split := func(opts ...graphsplit.Option) (*graphsplit.Plan, error) {
+			m, err := nb.Build(tensor.Float64, 4, 1)
+			require.NoError(t, err)
+			return graphsplit.Split(m.Graph, m.Cost, m.Learnables, opts...)
+		}
+		fine, err := split(graphsplit.FineGrained())
+		require.NoError(t, err)
+		add(layout{name: nb.Name + "/fine", build: nb.Build, split: []graphsplit.Option{graphsplit.FineGrained()}}, fine)
+		if nb.Name == "gru" { // its two-stage cuts are the others' again, and slow
+			continue
+		}
+		for j := 1; ; j++ {
+			plan, err := split(graphsplit.CutAtOps(j))
+			if err != nil {
+				require.ErrorContains(t, err, "is not between 1 and")
+				break
+			}
+			add(layout{name: fmt.Sprintf("%s/cut%d", nb.Name, j), build: nb.Build, split: []graphsplit.Option{graphsplit.CutAtOps(j)}}, plan)
+		}
+	}
+	return out
+}
+
+// TestEveryCheckpointResumes: for every layout of the test models — stages
+// owning learnables, none, or only replicas — and every stateful solver,
+// a checkpoint taken mid-run resumes in a fresh VM that continues to the
+// uninterrupted run's weights, bit for bit.
+func TestEveryCheckpointResumes(t *testing.T) {
+	const n, first, more = 2, 3, 2
+	ctx := context.Background()
+	for _, l := range resumableLayouts(t, testing.Short()) {
+		for _, s := range resumableSolvers() {
+			t.Run(l.name+"/"+s.name, func(t *testing.T) {
+				build := func() (*testmodels.Model, *VM) {
+					m, err := l.build(tensor.Float64, 4, 1)
+					require.NoError(t, err)
+					plan, err := graphsplit.Split(m.Graph, m.Cost, m.Learnables, l.split...)
+					require.NoError(t, err)
+					vm, err := New(plan, WithMicrobatches(n), WithSchedule(schedule.PipeMare()), WithSolverFactory(s.make))
+					require.NoError(t, err)
+					return m, vm
+				}
+				m, vm := build()
+				defer vm.Close()
+				d := makeData(m, n*(first+more), 3)
+				for k := 0; k < first; k++ {
+					_, err := vm.Step(ctx, d.minibatch(t, m.Inputs, k, n))
+					require.NoError(t, err)
+				}
+				dir, err := vm.Checkpoint(ctx, t.TempDir(), checkpoint.Manifest{}, 0)
+				require.NoError(t, err, "layout %s", l.sig)
+				for k := first; k < first+more; k++ {
+					_, err := vm.Step(ctx, d.minibatch(t, m.Inputs, k, n))
+					require.NoError(t, err)
+				}
+				require.NoError(t, vm.Flush(ctx))
+				want := snapshot(t, m.LearnableValues())
+
+				m2, vm2 := build()
+				defer vm2.Close()
+				_, err = vm2.Resume(ctx, dir)
+				require.NoError(t, err, "layout %s", l.sig)
+				for k := first; k < first+more; k++ {
+					_, err := vm2.Step(ctx, d.minibatch(t, m2.Inputs, k, n))
+					require.NoError(t, err)
+				}
+				require.NoError(t, vm2.Flush(ctx))
+				require.True(t, bitsEqual(want, m2.LearnableValues()), "layout %s: the resumed run continues bit for bit", l.sig)
+			})
+		}
+	}
+}
