@@ -168,3 +168,84 @@ func TestEveryCheckpointResumes(t *testing.T) {
 		}
 	}
 }
+
+// forgetful is a solver decorator whose saved state its own LoadState
+// refuses: what a checkpoint that cannot be resumed is made of.
+type forgetful struct {
+	inner gorgonia.Solver
+	steps int64
+}
+
+func (f *forgetful) Step(m []gorgonia.ValueGrad) error { f.steps++; return f.inner.Step(m) }
+func (f *forgetful) Inner() gorgonia.Solver            { return f.inner }
+func (f *forgetful) SaveState() (solvers.State, error) {
+	return solvers.State{Kind: "forgetful", Ints: map[string]int64{"steps": f.steps}}, nil
+}
+func (f *forgetful) CheckState(st solvers.State) error {
+	return st.Check("forgetful", []string{"steps", "remembered"}, nil)
+}
+func (f *forgetful) LoadState(st solvers.State) error {
+	if err := f.CheckState(st); err != nil {
+		return err
+	}
+	f.steps = st.Ints["steps"]
+	return nil
+}
+
+// TestCheckpointRefusesWhatWouldNotResume: a stage whose shard, read back,
+// would not restore makes Checkpoint fail, naming the stage, the file and
+// why; LATEST still names the previous checkpoint, which resumes. So does
+// Save for a state Restore would refuse.
+func TestCheckpointRefusesWhatWouldNotResume(t *testing.T) {
+	ctx := context.Background()
+	var bad bool
+	factory := func(i int) (gorgonia.Solver, error) {
+		s, err := solvers.NewSGD(solvers.WithLearnRate(0.05))
+		if err != nil || i != 1 || !bad {
+			return s, err
+		}
+		return &forgetful{inner: s}, nil
+	}
+	build := func() (*testmodels.Model, *VM) {
+		m, err := testmodels.MLP(tensor.Float64, 4, 1)
+		require.NoError(t, err)
+		plan, err := graphsplit.Split(m.Graph, m.Cost, m.Learnables, graphsplit.FineGrained())
+		require.NoError(t, err)
+		vm, err := New(plan, WithMicrobatches(2), WithSolverFactory(factory))
+		require.NoError(t, err)
+		return m, vm
+	}
+	root := t.TempDir()
+	m, good := build()
+	defer good.Close()
+	d := makeData(m, 4, 1)
+	_, err := good.Step(ctx, d.minibatch(t, m.Inputs, 0, 2))
+	require.NoError(t, err)
+	first, err := good.Checkpoint(ctx, root, checkpoint.Manifest{}, 0)
+	require.NoError(t, err)
+
+	bad = true
+	m, vm := build()
+	defer vm.Close()
+	for k := 0; k < 2; k++ {
+		_, err := vm.Step(ctx, d.minibatch(t, m.Inputs, k, 2))
+		require.NoError(t, err)
+	}
+	_, err = vm.Checkpoint(ctx, root, checkpoint.Manifest{}, 0)
+	require.ErrorContains(t, err, "stage 1: the shard it wrote, "+root+"/step-000000000002/")
+	require.ErrorContains(t, err, `would not resume: stage 1: solvers: loading layer 0: solvers: forgetful state: missing int "remembered"`)
+	_, err = vm.Save(ctx)
+	require.ErrorContains(t, err, `the snapshot it took would not restore: stage 1: solvers: loading layer 0: solvers: forgetful state: missing int "remembered"`)
+	_, err = vm.Step(ctx, d.minibatch(t, m.Inputs, 0, 2))
+	require.NoError(t, err, "a refused checkpoint does not stop the pipeline")
+
+	bad = false
+	_, fresh := build()
+	defer fresh.Close()
+	man, err := fresh.Resume(ctx, first)
+	require.NoError(t, err, "the checkpoint before still resumes")
+	require.Equal(t, int64(1), man.Step)
+	latest, err := checkpoint.Latest(root)
+	require.NoError(t, err)
+	require.Equal(t, first, latest.Dir, "LATEST still names it")
+}

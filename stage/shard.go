@@ -3,6 +3,7 @@ package stage
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -140,14 +141,30 @@ func SnapshotOf(sh checkpoint.Shard) (Snapshot, error) {
 }
 
 // save takes the stage's snapshot, and with dir writes it as its shard.
+// What it saved must restore: it checks the snapshot — with dir, the shard
+// read back from disk as load reads it — against the stage (check), so that
+// a state no fresh stage could restore is an error now, not at resume.
 func (r *Runtime) save(ctx context.Context, ep transport.Endpoint, dir string) (Saved, error) {
 	s, err := r.snapshot(ctx, ep)
-	if err != nil || dir == "" {
-		return Saved{Snapshot: s}, err
+	if err != nil {
+		return Saved{}, err
+	}
+	if dir == "" {
+		if err := r.check(s); err != nil {
+			return Saved{}, errors.Wrap(err, "the snapshot it took would not restore")
+		}
+		return Saved{Snapshot: s}, nil
 	}
 	fi, err := checkpoint.WriteShard(dir, r.index, s.Shard())
 	if err != nil {
 		return Saved{}, errors.Wrapf(err, "stage %d", r.index)
+	}
+	back, err := r.readShard(dir, fi)
+	if err == nil {
+		err = r.check(back)
+	}
+	if err != nil {
+		return Saved{}, errors.Wrapf(err, "stage %d: the shard it wrote, %s, would not resume", r.index, filepath.Join(dir, fi.Name))
 	}
 	return Saved{File: fi}, nil
 }
@@ -158,15 +175,24 @@ func (r *Runtime) load(o Restore) error {
 	if o.Dir == "" {
 		return r.restore(o.Snapshot)
 	}
-	sh, err := checkpoint.ReadShard(o.Dir, r.index, o.File)
+	s, err := r.readShard(o.Dir, o.File)
 	if err != nil {
-		return errors.Wrapf(err, "stage %d", r.index)
+		return err
+	}
+	return r.restore(s)
+}
+
+// readShard reads the snapshot in the stage's shard fi of dir.
+func (r *Runtime) readShard(dir string, fi checkpoint.FileInfo) (Snapshot, error) {
+	sh, err := checkpoint.ReadShard(dir, r.index, fi)
+	if err != nil {
+		return Snapshot{}, errors.Wrapf(err, "stage %d", r.index)
 	}
 	s, err := SnapshotOf(sh)
 	if err != nil {
-		return errors.Wrapf(err, "stage %d: %s", r.index, o.File.Name)
+		return Snapshot{}, errors.Wrapf(err, "stage %d: %s", r.index, fi.Name)
 	}
-	return r.restore(s)
+	return s, nil
 }
 
 // list returns the tensors prefix0, prefix1, … in order, failing on a gap.

@@ -85,35 +85,11 @@ func (r *Runtime) snapshot(ctx context.Context, ep transport.Endpoint) (Snapshot
 // restore loads s into the runtime, which must be fresh (no work run
 // yet). It checks everything before it changes anything.
 func (r *Runtime) restore(s Snapshot) error {
-	if s.Stage != r.index {
-		return errors.Errorf("stage %d: the snapshot is of stage %d", r.index, s.Stage)
-	}
 	if r.told || r.version > 0 {
 		return errors.Errorf("stage %d: it has trained already; restore into a fresh pipeline", r.index)
 	}
-	if len(s.Weights) != len(r.params) {
-		return errors.Errorf("stage %d: the snapshot has %d learnables, the stage %d", r.index, len(s.Weights), len(r.params))
-	}
-	for i, w := range s.Weights {
-		p := r.params[i].(tensor.Tensor)
-		if w.Dtype() != p.Dtype() || !w.Shape().Eq(p.Shape()) {
-			return errors.Errorf("stage %d: learnable %q is %v %v, the snapshot's %v %v", r.index, r.st.Learnables[i].Name(), p.Shape(), p.Dtype(), w.Shape(), w.Dtype())
-		}
-	}
-	stats := bnstate.Save(r.bns).Tensors()
-	if len(s.BatchNorm) != len(stats) {
-		return errors.Errorf("stage %d: the snapshot has %d BatchNorm statistics, the stage %d", r.index, len(s.BatchNorm), len(stats))
-	}
-	for i, t := range s.BatchNorm {
-		if t.Dtype() != stats[i].Dtype() || t.Shape().TotalSize() != stats[i].Shape().TotalSize() {
-			return errors.Errorf("stage %d: BatchNorm statistic %d is %v %v, the snapshot's %v %v", r.index, i, stats[i].Shape(), stats[i].Dtype(), t.Shape(), t.Dtype())
-		}
-	}
-	if len(s.Prev) != 0 && len(s.Prev) != len(r.params) {
-		return errors.Errorf("stage %d: the snapshot keeps %d previous weights, the stage has %d learnables", r.index, len(s.Prev), len(r.params))
-	}
-	if len(s.Ring) != len(r.w.ring) {
-		return errors.Errorf("stage %d: the snapshot keeps %d past weight versions, the stage %d (another delay source?)", r.index, len(s.Ring), len(r.w.ring))
+	if err := r.check(s); err != nil {
+		return err
 	}
 	// The solver's layers are bound to the learnables, then loaded last:
 	// the state's delay wins over any announced one. Load checks every
@@ -124,6 +100,7 @@ func (r *Runtime) restore(s Snapshot) error {
 	if err := solvers.Load(r.cfg.Solver, s.Solver); err != nil {
 		return errors.Wrapf(err, "stage %d", r.index)
 	}
+	stats := bnstate.Save(r.bns).Tensors()
 	for i, w := range s.Weights {
 		if err := tensorutil.CopyInto(r.params[i].(tensor.Tensor), w); err != nil {
 			return errors.Wrapf(err, "stage %d: learnable %q", r.index, r.st.Learnables[i].Name())
@@ -165,4 +142,43 @@ func (r *Runtime) restore(s Snapshot) error {
 	r.stats = s.Stats.Clone()
 	r.stats.ParamBytes = params
 	return nil
+}
+
+// check returns the error restore would return for s in a fresh runtime
+// of this stage, and changes nothing: s is of this stage, its learnables,
+// BatchNorm statistics and weight versions have the stage's shapes, and
+// its solver states load into the stage's solver (solvers.Check). It is
+// how a stage verifies the shard it wrote.
+func (r *Runtime) check(s Snapshot) error {
+	if s.Stage != r.index {
+		return errors.Errorf("stage %d: the snapshot is of stage %d", r.index, s.Stage)
+	}
+	if len(s.Weights) != len(r.params) {
+		return errors.Errorf("stage %d: the snapshot has %d learnables, the stage %d", r.index, len(s.Weights), len(r.params))
+	}
+	for i, w := range s.Weights {
+		p := r.params[i].(tensor.Tensor)
+		if w.Dtype() != p.Dtype() || !w.Shape().Eq(p.Shape()) {
+			return errors.Errorf("stage %d: learnable %q is %v %v, the snapshot's %v %v", r.index, r.st.Learnables[i].Name(), p.Shape(), p.Dtype(), w.Shape(), w.Dtype())
+		}
+	}
+	stats := bnstate.Save(r.bns).Tensors()
+	if len(s.BatchNorm) != len(stats) {
+		return errors.Errorf("stage %d: the snapshot has %d BatchNorm statistics, the stage %d", r.index, len(s.BatchNorm), len(stats))
+	}
+	for i, t := range s.BatchNorm {
+		if t.Dtype() != stats[i].Dtype() || t.Shape().TotalSize() != stats[i].Shape().TotalSize() {
+			return errors.Errorf("stage %d: BatchNorm statistic %d is %v %v, the snapshot's %v %v", r.index, i, stats[i].Shape(), stats[i].Dtype(), t.Shape(), t.Dtype())
+		}
+	}
+	if len(s.Prev) != 0 && len(s.Prev) != len(r.params) {
+		return errors.Errorf("stage %d: the snapshot keeps %d previous weights, the stage has %d learnables", r.index, len(s.Prev), len(r.params))
+	}
+	if len(s.Ring) != len(r.w.ring) {
+		return errors.Errorf("stage %d: the snapshot keeps %d past weight versions, the stage %d (another delay source?)", r.index, len(s.Ring), len(r.w.ring))
+	}
+	if len(s.RingVersions) != len(s.Ring) {
+		return errors.Errorf("stage %d: the snapshot has %d past weight versions but %d version numbers", r.index, len(s.Ring), len(s.RingVersions))
+	}
+	return errors.Wrapf(solvers.Check(r.cfg.Solver, s.Solver), "stage %d", r.index)
 }
