@@ -3,6 +3,7 @@ package asyncvm
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -242,10 +243,15 @@ func TestCheckpointRefusesWhatWouldNotResume(t *testing.T) {
 	bad = false
 	_, fresh := build()
 	defer fresh.Close()
-	man, err := fresh.Resume(ctx, first)
-	require.NoError(t, err, "the checkpoint before still resumes")
+	man, err := fresh.Resume(ctx, root)
+	require.NoError(t, err, "the root resumes from LATEST, which still names the checkpoint before")
 	require.Equal(t, int64(1), man.Step)
 	latest, err := checkpoint.Latest(root)
 	require.NoError(t, err)
-	require.Equal(t, first, latest.Dir, "LATEST still names it")
+	require.Equal(t, first, latest.Dir)
+
+	_, again := build()
+	defer again.Close()
+	_, err = again.Resume(ctx, filepath.Join(root, "step-000000000002"))
+	require.ErrorContains(t, err, "incomplete checkpoint", "the checkpoint Checkpoint refused has no manifest")
 }

@@ -133,8 +133,9 @@ func (vm *VM) Checkpoint(ctx context.Context, root string, meta checkpoint.Manif
 	return checkpoint.Commit(root, meta, opts...)
 }
 
-// Resume loads the checkpoint in dir into a fresh VM (no Step yet) of the
-// same plan: it verifies the checkpoint (every file's checksum, the plan's
+// Resume loads the checkpoint in dir — a checkpoint's directory, or the
+// root given to Checkpoint, whose LATEST names the newest complete one —
+// into a fresh VM (no Step yet) of the same plan: it verifies the checkpoint (every file's checksum, the plan's
 // fingerprint, the number of stages) and then every stage its shard, and
 // returns the manifest (where the data stood, the run's configuration).
 // The next Step is the checkpoint's step. A damaged checkpoint or one of

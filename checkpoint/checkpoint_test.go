@@ -416,3 +416,32 @@ func TestWriteFile(t *testing.T) {
 	require.Len(t, entries, 1)
 	require.ErrorContains(t, WriteFile(filepath.Join(dir, "missing", "x"), nil), filepath.Join(dir, "missing", "x"))
 }
+
+// TestOpenARoot: Open given the root the checkpoints were committed under
+// opens the one LATEST names, with the same checks; a root where none was
+// committed is ErrNoCheckpoint, naming what it lacks; a checkpoint's
+// directory without its manifest stays ErrIncomplete.
+func TestOpenARoot(t *testing.T) {
+	root := t.TempDir()
+	save(t, root, 10)
+	save(t, root, 20)
+	c, err := Open(root)
+	require.NoError(t, err)
+	requireStep(t, c, 20)
+	require.Equal(t, filepath.Join(root, stepName(20)), c.Dir)
+	_, err = Open(root, WithStages(5))
+	require.ErrorContains(t, err, "has 3 stages, want 5")
+
+	dir, err := Begin(root, 30)
+	require.NoError(t, err)
+	_, err = Open(dir)
+	require.True(t, errors.Is(err, ErrIncomplete), "%v", err)
+	c, err = Open(root)
+	require.NoError(t, err)
+	requireStep(t, c, 20)
+
+	empty := t.TempDir()
+	_, err = Open(empty)
+	require.True(t, errors.Is(err, ErrNoCheckpoint), "%v", err)
+	require.ErrorContains(t, err, "holds neither a MANIFEST.json (a checkpoint's directory) nor a LATEST (a root checkpoints were committed under)")
+}

@@ -60,9 +60,26 @@ func WithTensors(stage int, want []TensorInfo) OpenOption {
 // Open verifies the complete checkpoint in dir and returns it: its
 // manifest, and every shard's size, SHA-256, structure and tensors
 // against the manifest, and what opts expect. Any difference is an error
-// naming the file and what differs; a directory without a manifest is
-// ErrIncomplete.
+// naming the file and what differs. dir may also be a root that
+// checkpoints were committed under: Open then opens the one its LATEST
+// names (Latest). A checkpoint's directory without a manifest is
+// ErrIncomplete; a root without LATEST, ErrNoCheckpoint.
 func Open(dir string, opts ...OpenOption) (*Checkpoint, error) {
+	if _, err := os.Stat(filepath.Join(dir, manifestName)); os.IsNotExist(err) {
+		if _, err := os.Stat(filepath.Join(dir, latestName)); err == nil {
+			return Latest(dir, opts...)
+		}
+		if _, step := parseStepName(filepath.Base(filepath.Clean(dir))); !step {
+			if st, err := os.Stat(dir); err == nil && st.IsDir() {
+				return nil, errors.Wrapf(ErrNoCheckpoint, "checkpoint: %s holds neither a %s (a checkpoint's directory) nor a %s (a root checkpoints were committed under)", dir, manifestName, latestName)
+			}
+		}
+	}
+	return open(dir, opts...)
+}
+
+// open is Open of a checkpoint's directory.
+func open(dir string, opts ...OpenOption) (*Checkpoint, error) {
 	var cfg openConfig
 	for _, o := range opts {
 		o(&cfg)
@@ -113,7 +130,7 @@ func Latest(root string, opts ...OpenOption) (*Checkpoint, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := Open(filepath.Join(root, name), opts...)
+	c, err := open(filepath.Join(root, name), opts...)
 	if err == nil {
 		return c, nil
 	}
