@@ -128,10 +128,14 @@ func start(plan *graphsplit.Plan, cfg config) (_ *VM, err error) {
 		bns = append(bns, bnstate.Of(st.Stateful)...)
 	}
 	defer bnstate.Save(bns).Restore()
+	owners := solverOwners{}
 	for i := range plan.Stages {
 		sc, err := cfg.stageConfig(i)
 		if err != nil {
 			return nil, errors.Wrapf(err, "asyncvm: stage %d", i)
+		}
+		if err := owners.claim(i, sc.Solver); err != nil {
+			return nil, err
 		}
 		rt, err := stage.New(plan, i, sc)
 		if err != nil {
