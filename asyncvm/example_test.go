@@ -9,6 +9,7 @@ import (
 	"github.com/pipemare/pipemare/asyncvm"
 	"github.com/pipemare/pipemare/graphsplit"
 	"github.com/pipemare/pipemare/schedule"
+	"github.com/pipemare/pipemare/solvers"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 )
@@ -35,7 +36,8 @@ func fill(r, c int, s float64) *tensor.Dense {
 
 // Train an existing model with the asynchronous schedule.PipeMare() pipeline: cut it in
 // two stages, run 2 microbatches per minibatch, one Momentum solver
-// per stage.
+// per stage (solvers.NewMomentum: gorgonia's Momentum, bit for bit, whose
+// state a checkpoint saves).
 func Example() {
 	g, x, y, cost, learnables := model()
 	plan, err := graphsplit.Split(g, cost, learnables, graphsplit.Stages(2))
@@ -45,8 +47,8 @@ func Example() {
 	vm, err := asyncvm.New(plan,
 		asyncvm.WithSchedule(schedule.PipeMare()),
 		asyncvm.WithMicrobatches(2),
-		asyncvm.WithSolver(func(stage int) G.Solver {
-			return G.NewMomentum(G.WithLearnRate(0.05), G.WithMomentum(0.5))
+		asyncvm.WithSolverFactory(func(stage int) (G.Solver, error) { // a new solver per stage
+			return solvers.NewMomentum(solvers.WithLearnRate(0.05), solvers.WithMomentum(0.5))
 		}))
 	if err != nil {
 		log.Fatal(err)

@@ -28,6 +28,7 @@ type config struct {
 	warmSch schedule.Schedule
 	disc    bool
 	logDel  bool
+	saving  bool // WithCheckpoints
 
 	// Stages elsewhere (WithEndpoint), and a stage served (ServeStage).
 	endpoint   transport.Endpoint
@@ -132,6 +133,13 @@ func WithActivations(a Activations) Option {
 // not a mode to train with.
 func WithDiscrepancy() Option { return func(c *config) { c.disc = true } }
 
+// WithCheckpoints says that the VM's state will be saved (Checkpoint,
+// Save): New, and ServeStage for its stage, refuse a stage whose solver
+// cannot save its state (solvers.Saveable: a gorgonia solver, alone or
+// inside T1 and T2), naming the stage and the solver to use instead,
+// rather than the first Checkpoint failing after training ran.
+func WithCheckpoints() Option { return func(c *config) { c.saving = true } }
+
 // WithDelayLog records the delay every forward saw, per stage and
 // microbatch (DelayLog), for replaying a run with NewInjected.
 func WithDelayLog() Option { return func(c *config) { c.logDel = true } }
@@ -207,6 +215,11 @@ func (c *config) stageConfig(i int) (stage.Config, error) {
 	}
 	if s == nil {
 		return stage.Config{}, errors.New("the solver factory returned nil")
+	}
+	if c.saving {
+		if err := solvers.Saveable(s); err != nil {
+			return stage.Config{}, errors.Wrap(err, "WithCheckpoints: the solver factory's solver cannot be checkpointed")
+		}
 	}
 	sc := stage.Config{
 		Microbatches: c.n, Solver: s, KeepActivations: c.acts == Keep,

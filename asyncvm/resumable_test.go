@@ -255,3 +255,42 @@ func TestCheckpointRefusesWhatWouldNotResume(t *testing.T) {
 	_, err = again.Resume(ctx, filepath.Join(root, "step-000000000002"))
 	require.ErrorContains(t, err, "incomplete checkpoint", "the checkpoint Checkpoint refused has no manifest")
 }
+
+// TestWithCheckpointsRefusesHiddenSolverState: with WithCheckpoints, the
+// README's old recipe — T1 around T2 around gorgonia's Momentum, which
+// hides its velocity — is refused at New, naming the stage, the layer and
+// the solver to use, instead of at the first Checkpoint after training.
+// The same chain around solvers.NewMomentum is accepted.
+func TestWithCheckpointsRefusesHiddenSolverState(t *testing.T) {
+	m, err := testmodels.MLP(tensor.Float64, 4, 1)
+	require.NoError(t, err)
+	plan, err := graphsplit.Split(m.Graph, m.Cost, m.Learnables, graphsplit.FineGrained())
+	require.NoError(t, err)
+	chain := func(inner func() gorgonia.Solver) func(int) (gorgonia.Solver, error) {
+		return func(int) (gorgonia.Solver, error) {
+			t2, err := correction.New(inner(), correction.WithGammaFromD(0.1))
+			if err != nil {
+				return nil, err
+			}
+			return rescheduler.New(t2, rescheduler.WithPhase(10))
+		}
+	}
+	hidden := chain(func() gorgonia.Solver { return gorgonia.NewMomentum(gorgonia.WithLearnRate(0.05)) })
+	vm, err := New(plan, WithMicrobatches(2), WithSolverFactory(hidden), WithCheckpoints())
+	require.ErrorContains(t, err, "asyncvm: stage 0: WithCheckpoints: the solver factory's solver cannot be checkpointed: solvers: layer 2 of *rescheduler.Solver > *correction.Solver > *gorgonia.Momentum cannot save its state")
+	require.ErrorContains(t, err, "solvers.NewMomentum for gorgonia.NewMomentum, bit for bit")
+	require.Nil(t, vm)
+
+	vm, err = New(plan, WithMicrobatches(2), WithSolverFactory(hidden))
+	require.NoError(t, err, "without WithCheckpoints, nothing asks for the state")
+	require.NoError(t, vm.Close())
+
+	ours := chain(func() gorgonia.Solver {
+		s, err := solvers.NewMomentum(solvers.WithLearnRate(0.05))
+		require.NoError(t, err)
+		return s
+	})
+	vm, err = New(plan, WithMicrobatches(2), WithSolverFactory(ours), WithCheckpoints())
+	require.NoError(t, err)
+	require.NoError(t, vm.Close())
+}

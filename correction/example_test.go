@@ -11,22 +11,36 @@ import (
 )
 
 // Compose PipeMare's two techniques around a stage's solver: T1 outside
-// (it sets the learning rate of the innermost gorgonia solver), T2 inside
-// (it watches the steps and supplies the backward weights). The engine
-// reaches every layer through solvers.Chain, as solvers.SetDelay does here.
+// (it sets the learning rate of the innermost solver), T2 inside (it
+// watches the steps and supplies the backward weights). newSolver is the
+// factory asyncvm.WithSolverFactory calls once per stage: every stage
+// gets a chain of its own. At its core solvers.NewMomentum, gorgonia's
+// Momentum bit for bit, whose state a checkpoint saves (gorgonia's own
+// solvers hide theirs). The engine reaches every layer through
+// solvers.Chain, as solvers.SetDelay does here.
 func Example() {
-	t2, err := correction.New(gorgonia.NewMomentum(gorgonia.WithLearnRate(0.05)), correction.WithGammaFromD(0.1))
-	if err != nil {
-		log.Fatal(err)
+	newSolver := func(stage int) (gorgonia.Solver, error) { // a new chain per stage
+		momentum, err := solvers.NewMomentum(solvers.WithLearnRate(0.05))
+		if err != nil {
+			return nil, err
+		}
+		t2, err := correction.New(momentum, correction.WithGammaFromD(0.1))
+		if err != nil {
+			return nil, err
+		}
+		return rescheduler.New(t2, rescheduler.WithPhase(500))
 	}
-	solver, err := rescheduler.New(t2, rescheduler.WithPhase(500))
+	solver, err := newSolver(0)
 	if err != nil {
 		log.Fatal(err)
 	}
 	solvers.SetDelay(solver, 4, false) // what the engine does for a stage with τ = 4
-	fmt.Printf("τ=%g, γ=%.3f, base rate %.2f\n", solver.Delay(), t2.Gamma(), rescheduler.Constant(0.05).Rate(0))
+	t1, t2 := solver.(*rescheduler.Solver), solvers.Chain(solver)[1].(*correction.Solver)
+	fmt.Printf("τ=%g, γ=%.3f, base rate %.2f\n", t1.Delay(), t2.Gamma(), rescheduler.Constant(0.05).Rate(0))
+	fmt.Println("checkpointable:", solvers.Saveable(solver) == nil)
 	// Output:
 	// τ=4, γ=0.562, base rate 0.05
+	// checkpointable: true
 }
 
 // Spike compensation and weight prediction around a stage's momentum,

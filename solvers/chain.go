@@ -53,18 +53,29 @@ func Bind(s gorgonia.Solver, model []gorgonia.ValueGrad) error {
 	return nil
 }
 
+// Saveable returns nil if every layer of s's Chain can save its state
+// (Stateful), and else an error naming the first that cannot and what to
+// use instead: gorgonia's own solvers hide their state.
+func Saveable(s gorgonia.Solver) error {
+	layers := Chain(s)
+	for i, l := range layers {
+		if _, ok := l.(Stateful); !ok {
+			return errors.Errorf("solvers: layer %d of %s cannot save its state: gorgonia's solvers keep theirs in unexported fields; use this package's NewSGD, NewMomentum, NewAdam or NewNAdam (solvers.NewMomentum for gorgonia.NewMomentum, bit for bit)", i, describe(layers))
+		}
+	}
+	return nil
+}
+
 // Save returns the State of every layer of s's Chain, outermost first. It
-// fails if a layer cannot save its state (gorgonia's own solvers hide
-// theirs), naming it.
+// fails if a layer cannot save its state (Saveable), naming it.
 func Save(s gorgonia.Solver) ([]State, error) {
+	if err := Saveable(s); err != nil {
+		return nil, err
+	}
 	layers := Chain(s)
 	out := make([]State, len(layers))
 	for i, l := range layers {
-		sf, ok := l.(Stateful)
-		if !ok {
-			return nil, errors.Errorf("solvers: layer %d of %s cannot save its state: gorgonia's solvers keep theirs in unexported fields; use NewSGD, NewMomentum or NewAdam", i, describe(layers))
-		}
-		st, err := sf.SaveState()
+		st, err := l.(Stateful).SaveState()
 		if err != nil {
 			return nil, errors.Wrapf(err, "solvers: saving layer %d (%T)", i, l)
 		}

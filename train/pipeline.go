@@ -118,6 +118,9 @@ func (cfg Config) engine(stepsPerEpoch int) []asyncvm.Option {
 	opts := []asyncvm.Option{
 		asyncvm.WithMicrobatches(cfg.Microbatches), asyncvm.WithSolverFactory(cfg.Solver(stepsPerEpoch)), asyncvm.WithSeed(cfg.Seed),
 	}
+	if cfg.CheckpointEvery > 0 {
+		opts = append(opts, asyncvm.WithCheckpoints())
+	}
 	if cfg.Delays != nil {
 		return opts
 	}
