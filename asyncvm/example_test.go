@@ -7,7 +7,10 @@ import (
 	"os"
 
 	"github.com/pipemare/pipemare/asyncvm"
+	"github.com/pipemare/pipemare/checkpoint"
+	"github.com/pipemare/pipemare/correction"
 	"github.com/pipemare/pipemare/graphsplit"
+	"github.com/pipemare/pipemare/rescheduler"
 	"github.com/pipemare/pipemare/schedule"
 	"github.com/pipemare/pipemare/solvers"
 	G "gorgonia.org/gorgonia"
@@ -173,4 +176,62 @@ func ExampleVM_Stream() {
 	fmt.Printf("loss fell %.0f×\n", first/last)
 	// Output:
 	// loss fell 387×
+}
+
+// Checkpoint a pipeline whose stages run T1 around T2 around Momentum, and
+// resume it in a fresh VM from the checkpoints' root. WithCheckpoints
+// makes New refuse a solver a checkpoint could not save (gorgonia's own);
+// the factory builds a new chain for every stage.
+func ExampleVM_Checkpoint() {
+	build := func() (*asyncvm.VM, *G.Node, *G.Node) {
+		g, x, y, cost, learnables := model()
+		plan, err := graphsplit.Split(g, cost, learnables, graphsplit.Stages(2))
+		if err != nil {
+			log.Fatal(err)
+		}
+		vm, err := asyncvm.New(plan, asyncvm.WithCheckpoints(), asyncvm.WithMicrobatches(2),
+			asyncvm.WithSolverFactory(func(stage int) (G.Solver, error) { // a new chain per stage
+				momentum, err := solvers.NewMomentum(solvers.WithLearnRate(0.05))
+				if err != nil {
+					return nil, err
+				}
+				t2, err := correction.New(momentum, correction.WithGammaFromD(0.1))
+				if err != nil {
+					return nil, err
+				}
+				return rescheduler.New(t2, rescheduler.WithPhase(500))
+			}))
+		if err != nil {
+			log.Fatal(err)
+		}
+		return vm, x, y
+	}
+	root, err := os.MkdirTemp("", "checkpoints")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(root)
+	ctx := context.Background()
+	vm, x, y := build()
+	defer vm.Close()
+	xs := tensor.New(tensor.WithShape(8, 3), tensor.WithBacking(make([]float64, 24)))
+	ys := tensor.New(tensor.WithShape(8, 1), tensor.WithBacking(make([]float64, 8)))
+	for step := 0; step < 3; step++ {
+		if _, err := vm.Step(ctx, map[*G.Node]G.Value{x: xs, y: ys}); err != nil {
+			log.Fatal(err)
+		}
+	}
+	if _, err := vm.Checkpoint(ctx, root, checkpoint.Manifest{}, 0); err != nil {
+		log.Fatal(err)
+	}
+
+	resumed, _, _ := build()
+	defer resumed.Close()
+	m, err := resumed.Resume(ctx, root) // the root: its LATEST names the newest checkpoint
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("resumed at step", m.Step)
+	// Output:
+	// resumed at step 3
 }

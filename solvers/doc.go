@@ -23,8 +23,12 @@
 //	err = solvers.Bind(fresh, model)          // the learnables, before the first step
 //	err = solvers.Load(fresh, states)         // checks every layer; changes nothing on error
 //
-// A solver loaded from the states another one saved continues
-// bit-identically to it. Load last, after anything that sets a layer's
+// Check says whether Load would accept states without loading them (every
+// layer's CheckState): a checkpoint checks with it that what it wrote
+// would resume. Saveable says whether every layer can save its state at
+// all. A solver loaded from the states another one saved continues
+// bit-identically to it, whatever its learnables — a pipeline stage that
+// owns none still saves and restores its step counts. Load last, after anything that sets a layer's
 // fields: T1's delay, which the engine announces with SetDelay when it
 // starts, is state (a measured delay moves it), and the saved one must
 // win. A State is of one kind of solver and one set of
