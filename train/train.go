@@ -157,8 +157,12 @@ type Result struct {
 	Virtual schedule.Virtual  `json:"virtual_devices,omitzero"`
 	Events  [][]asyncvm.Event `json:"-"`
 	Plan    *graphsplit.Plan  `json:"-"`
-	// Wall is the run's time, evaluation included.
-	Wall time.Duration `json:"wall_ns"`
+	// Wall is the run's time, evaluation included; Evaluation the part of
+	// it spent measuring test accuracy (after each epoch, and the final
+	// model's), which the engine's utilization leaves out
+	// (asyncvm.Report.Utilization), as it leaves out writing checkpoints.
+	Wall       time.Duration `json:"wall_ns"`
+	Evaluation time.Duration `json:"evaluation_ns"`
 	// Accuracy is the test accuracy after the last complete epoch (0, and
 	// absent from the JSON, if none completed).
 	Accuracy float64 `json:"final_accuracy"`
@@ -503,10 +507,7 @@ func (t *trainer) endEpoch(epoch, n int, er *EpochResult, began time.Time) (err 
 	if cfg.Delays == nil {
 		er.Utilization = t.vm.Report().Utilization
 	}
-	if err := t.vm.Pull(t.ctx); err != nil { // stages elsewhere hold the weights
-		return err
-	}
-	if er.Accuracy, err = t.eval.Accuracy(t.test); err != nil {
+	if er.Accuracy, err = t.accuracy(); err != nil {
 		return err
 	}
 	t.res.Epochs = append(t.res.Epochs, *er)
@@ -535,11 +536,23 @@ func (t *trainer) finish(plan *graphsplit.Plan) (err error) {
 	}
 	t.res.ModelAccuracy = t.res.Epochs[len(t.res.Epochs)-1].Accuracy
 	if t.cfg.Schedule.Async { // the flush applied the updates in flight
-		if t.res.ModelAccuracy, err = t.eval.Accuracy(t.test); err != nil {
+		if t.res.ModelAccuracy, err = t.accuracy(); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// accuracy is the test accuracy of the weights trained so far, pulled
+// from the stages (stages elsewhere hold them); its time adds to
+// res.Evaluation.
+func (t *trainer) accuracy() (float64, error) {
+	began := time.Now()
+	defer func() { t.res.Evaluation += time.Since(began) }()
+	if err := t.vm.Pull(t.ctx); err != nil {
+		return 0, err
+	}
+	return t.eval.Accuracy(t.test)
 }
 
 // feedsOf yields batches, in order, as a source for asyncvm.VM.Stream.
