@@ -132,6 +132,16 @@ func TestTrainRefusesZeroSteps(t *testing.T) {
 	require.ErrorContains(t, err, "10 training examples make no minibatch of 4 microbatches × 16")
 }
 
+// TestTrainRefusesARunTooLong: a run of more than MaxSteps steps is
+// refused before it trains, with the most epochs it can have.
+func TestTrainRefusesARunTooLong(t *testing.T) {
+	train, test, err := testFashion()
+	require.NoError(t, err)
+	_, err = Train(context.Background(), zoo.MLP, train.Head(640), test.Head(200), Config{Hyper: zoo.Hyper{Microbatch: 16, Microbatches: 4, Epochs: 100_000_000, LR: 0.03}})
+	require.ErrorContains(t, err, "train: epochs 100000000: 100000000 epochs of 10 steps are more than the 10000000 steps a run can train")
+	require.ErrorContains(t, err, "give at most 1000000")
+}
+
 // TestTrainingIsBitIdentical pins the weights two short CNN runs train
 // (BatchNorm, PipeMare with a warm-up, T1 and T2; the sequential
 // schedule) to their SHA-256 as measured before the changes that were not

@@ -68,6 +68,11 @@ func TestBadValues(t *testing.T) {
 		{[]string{"stage", "-stage", "0", "-stage-addrs", "127.0.0.1:1", "-insecure", "-model", "mlp"}, "-stage-addrs gives 1 stage addresses and the plan has 3 stages (-stages fine): give -stages 1, or one address per stage"},
 		{[]string{"stage", "-stage", "0", "-stage-addrs", "127.0.0.1:1", "-insecure", "-connect-timeout", "-1s"}, "-connect-timeout -1s: must be positive"},
 		{[]string{"train", "-trace-steps", "-1"}, "-trace-steps -1: must be positive"},
+		{[]string{"train", "-model", "mlp", "-epochs", "100000000"}, "-epochs 100000000: 100000000 epochs of 125 steps are more than the 10000000 steps a run can train (the engine keeps every action's timing for its report); give at most 80000"},
+		{[]string{"compare", "-model", "mlp", "-target", "2"}, "-target 2: a test accuracy, in (0, 1]"},
+		{[]string{"compare", "-model", "mlp", "-target", "0"}, "-target 0: a test accuracy, in (0, 1]"},
+		{[]string{"sweep", "-model", "mlp", "-target", "NaN"}, "-target NaN: a test accuracy, in (0, 1]"},
+		{[]string{"sweep", "-model", "mlp", "-jobs", "0"}, "-jobs 0: trainings at a time, at least 1"},
 		// Runs of zero steps.
 		{[]string{"train", "-model", "mlp", "-limit", "-5"}, "-limit -5: must be positive (or 0 for all)"},
 		{[]string{"train", "-model", "mlp", "-limit", "10"}, "-limit 10: 10 training examples make no minibatch of 4 microbatches × 16 rows; give -limit 64 or more"},
