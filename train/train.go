@@ -163,8 +163,10 @@ type Result struct {
 	// (asyncvm.Report.Utilization), as it leaves out writing checkpoints.
 	Wall       time.Duration `json:"wall_ns"`
 	Evaluation time.Duration `json:"evaluation_ns"`
-	// Accuracy is the test accuracy after the last complete epoch (0, and
-	// absent from the JSON, if none completed).
+	// Accuracy (final_accuracy) is the test accuracy after the last
+	// complete epoch, its Epochs' Accuracy (0, and absent from the JSON, if
+	// none completed); the accuracy of the model the run ends with is
+	// ModelAccuracy.
 	Accuracy float64 `json:"final_accuracy"`
 	// Interrupted is set when the run stopped before its last epoch ended.
 	Interrupted bool `json:"interrupted,omitempty"`
@@ -172,8 +174,10 @@ type Result struct {
 	// weights: two runs with the same hash trained bit-identical weights.
 	// It is set only when the run finished (and its pipeline flushed).
 	WeightsSHA256 string `json:"weights_sha256,omitempty"`
-	// ModelAccuracy is the test accuracy of those weights, the model the
-	// run ends with (set, like WeightsSHA256, when the run finished). An
+	// ModelAccuracy (model_test_accuracy) is the test accuracy of those
+	// weights, the model the run ends with and writes (model.safetensors,
+	// which pipemare eval measures alike); it is set, like WeightsSHA256,
+	// when the run finished. An
 	// asynchronous schedule's last epoch measured Accuracy with its last
 	// updates still in flight; the final flush applies them, so the two
 	// differ. A synchronous schedule flushes at every step: the two are
