@@ -5,6 +5,8 @@ import (
 	"io"
 	"path/filepath"
 
+	"github.com/pkg/errors"
+
 	"github.com/pipemare/pipemare/checkpoint"
 	"github.com/pipemare/pipemare/rundir"
 	"github.com/pipemare/pipemare/train"
@@ -105,4 +107,26 @@ func WriteRuns(out rundir.Dir, report any, runs []Compared, trace func(Compared)
 		}
 	}
 	return WritePlots(out.Path, runs)
+}
+
+// Interruption is the error of a run its context stopped (Ctrl-C,
+// SIGTERM), once Finish wrote what ran, in place of the engine's "context
+// canceled": the epoch and step it stopped at, what it wrote, and how to
+// go on — -resume from the run's last checkpoint, or, with none, that
+// -checkpoint-every makes a run resumable. An interrupted run writes no
+// model: its pipeline was stopped, not drained.
+func (r *TrainRun) Interruption(res *train.Result) error {
+	if res == nil || len(res.Epochs) == 0 {
+		return errors.Errorf("interrupted before the first step; nothing written to %s", r.Dir.Path)
+	}
+	steps := 0
+	for _, e := range res.Epochs {
+		steps += len(e.Losses)
+	}
+	last := res.Epochs[len(res.Epochs)-1]
+	msg := fmt.Sprintf("interrupted in epoch %d after step %d; report.json, trace.json and the plots written to %s (no %s: the run did not finish)", last.Epoch, steps, r.Dir.Path, rundir.ModelFile)
+	if c, err := checkpoint.Latest(filepath.Join(r.Dir.Path, rundir.CheckpointsDir)); err == nil {
+		return errors.Errorf("%s; resume with -resume %s (from its checkpoint of step %d)", msg, r.Dir.Path, c.Manifest.Step)
+	}
+	return errors.Errorf("%s; no checkpoint to resume from (-checkpoint-every K makes a run resumable)", msg)
 }

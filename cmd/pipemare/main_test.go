@@ -300,9 +300,10 @@ func TestInterruptStillWritesTheReport(t *testing.T) {
 		}
 	}
 	defer func() { onSteps = nil }()
-	code, stdout, stderr := runCLI(ctx, "train", "-model", "mlp", "-data", "embedded", "-epochs", "3", "-out", dir)
+	code, stdout, stderr := runCLI(ctx, "train", "-model", "mlp", "-data", "embedded", "-epochs", "3", "-checkpoint-every", "5", "-out", dir)
 	require.Equal(t, 1, code)
-	require.Contains(t, stderr, "context canceled")
+	require.NotContains(t, stderr, "context canceled", "not the engine's words")
+	require.Regexp(t, `(?m)pipemare train: interrupted in epoch 1 after step 1[05]; report.json, trace.json and the plots written to `+regexp.QuoteMeta(dir)+` \(no model.safetensors: the run did not finish\); resume with -resume `+regexp.QuoteMeta(dir)+` \(from its checkpoint of step (5|10)\)$`, stderr)
 	require.Contains(t, stderr, "epoch 1", "the bar")
 	require.NotContains(t, stdout, "\r", "no bar on stdout")
 	require.Regexp(t, `(?m)^epoch 1 interrupted after 1[05] steps: loss [0-9.]+$`, stdout)

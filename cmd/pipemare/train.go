@@ -85,7 +85,7 @@ func (t *trainFlags) job(fs *flag.FlagSet, o *options) (j trainJob, err error) {
 // train trains j into its run directory (experiment.TrainRun): the cut
 // chosen (experiment.ChooseCut), the stages connected where they run,
 // and what trained written, interrupted runs included.
-func (t *trainFlags) train(ctx context.Context, o *options, j trainJob, stdout, stderr io.Writer) error {
+func (t *trainFlags) train(ctx context.Context, o *options, j trainJob, stdout, stderr io.Writer) (err error) {
 	cfg := j.cfg
 	resumeDir := ""
 	if j.how != rundir.Fresh {
@@ -109,6 +109,10 @@ func (t *trainFlags) train(ctx context.Context, o *options, j trainJob, stdout, 
 	stop := t.connect(ctx, &cfg, o, j.where, j.pl, run.Report.Placement, j.r, j.trainSet, stdout, stderr)
 	res, err := trainWithProgress(ctx, j.r.Build, cfg, j.trainSet, j.test, stdout, stderr)
 	err = errors.Join(err, stop(err))
+	if ctx.Err() != nil && errors.Is(err, context.Canceled) { // Ctrl-C: say where it stopped, not the engine's error
+		err = nil
+		defer func() { err = errors.Join(run.Interruption(res), err) }()
+	}
 	return errors.Join(err, run.Finish(res, stdout))
 }
 
