@@ -172,7 +172,9 @@ type Result struct {
 	Interrupted bool `json:"interrupted,omitempty"`
 	// WeightsSHA256 is graphsplit.Plan.WeightsSHA256 of the trained
 	// weights: two runs with the same hash trained bit-identical weights.
-	// It is set only when the run finished (and its pipeline flushed).
+	// It is set when the run finished (and its pipeline flushed), and when
+	// its context stopped it and the pipeline drained (Interrupted: the
+	// weights of the steps that ran).
 	WeightsSHA256 string `json:"weights_sha256,omitempty"`
 	// ModelAccuracy (model_test_accuracy) is the test accuracy of those
 	// weights, the model the run ends with and writes (model.safetensors,
@@ -302,7 +304,10 @@ func (c Config) Solver(stepsPerEpoch int) func(stage int) (gorgonia.Solver, erro
 
 // Train builds a fresh model with build, trains it on train for cfg.Epochs
 // with the pipeline (or with injected delays) and measures test accuracy
-// after every epoch.
+// after every epoch. Once ctx is done it reads no further minibatch,
+// trains those already handed out, drains the pipeline (within
+// InterruptGrace) and returns ctx's error with the result so far: its
+// last epoch Interrupted, and the drained weights' WeightsSHA256.
 func Train(ctx context.Context, build zoo.Builder, train, test zoo.Data, cfg Config) (*Result, error) {
 	cfg, err := cfg.normalized()
 	if err != nil {
@@ -341,7 +346,12 @@ func Train(ctx context.Context, build zoo.Builder, train, test zoo.Data, cfg Con
 			return nil, err
 		}
 	}
-	t := &trainer{ctx: ctx, cfg: cfg, vm: vm, eval: eval, test: test, rc: rc, res: res}
+	// ctx stops the run between steps; the pipeline then drains under
+	// runCtx, which ctx cancels only InterruptGrace later.
+	runCtx, cancelRun := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelRun()
+	defer context.AfterFunc(ctx, func() { time.AfterFunc(InterruptGrace, cancelRun) })()
+	t := &trainer{ctx: runCtx, stop: ctx, cfg: cfg, vm: vm, eval: eval, test: test, rc: rc, res: res}
 	rng := rand.New(rand.NewSource(cfg.Seed))
 	for epoch := 1; epoch <= cfg.Epochs; epoch++ {
 		batches := zoo.Minibatches(train, m, cfg.Microbatches, rng) // every epoch draws its order, resumed or not
@@ -353,6 +363,9 @@ func Train(ctx context.Context, build zoo.Builder, train, test zoo.Data, cfg Con
 			from = firstIndex
 		}
 		if err := t.epoch(epoch, batches, from); err != nil {
+			if ctx.Err() != nil {
+				t.drain(plan)
+			}
 			return res, err
 		}
 	}
@@ -423,7 +436,8 @@ func resume(ctx context.Context, vm *asyncvm.VM, dir string, rc savedConfig) (ep
 // trainer is the state of a run of Train once its engine is built: what
 // each epoch needs, and the result so far.
 type trainer struct {
-	ctx  context.Context
+	ctx  context.Context // the engine's
+	stop context.Context // Train's: no step is read once it is done
 	cfg  Config
 	vm   *asyncvm.VM
 	eval *Evaluator
@@ -466,7 +480,7 @@ func (t *trainer) stream(epoch int, batches []map[*gorgonia.Node]gorgonia.Value,
 			step := (epoch-1)*len(batches) + done
 			end = min(end, done+k-step%k)
 		}
-		err := t.vm.Stream(t.ctx, feedsOf(batches[done:end]), func(_ int, loss float64) {
+		err := t.vm.Stream(t.ctx, feedsOf(t.stop, batches[done:end]), func(_ int, loss float64) {
 			er.Losses = append(er.Losses, loss)
 			done++
 			if cfg.Steps != nil && (done%every == 0 || done == len(batches)) {
@@ -559,10 +573,33 @@ func (t *trainer) accuracy() (float64, error) {
 	return t.eval.Accuracy(t.test)
 }
 
-// feedsOf yields batches, in order, as a source for asyncvm.VM.Stream.
-func feedsOf(batches []map[*gorgonia.Node]gorgonia.Value) iter.Seq2[map[*gorgonia.Node]gorgonia.Value, error] {
+// InterruptGrace is how long a run whose context is cancelled (Ctrl-C)
+// may take to drain its pipeline — the steps already handed out, then a
+// flush — before the engine is stopped where it stands.
+const InterruptGrace = 10 * time.Second
+
+// drain ends a run its context stopped: it flushes the pipeline, so that
+// the learnables hold every step that ran, and sets res.WeightsSHA256 to
+// their hash (the run stays Interrupted, without ModelAccuracy). A drain
+// that fails (a stage gone, InterruptGrace over) leaves no hash: the
+// weights are not a model.
+func (t *trainer) drain(plan *graphsplit.Plan) {
+	if t.vm.Flush(t.ctx) != nil {
+		return
+	}
+	t.res.WeightsSHA256, _ = plan.WeightsSHA256()
+}
+
+// feedsOf yields batches, in order, as a source for asyncvm.VM.Stream,
+// and, once stop is done, an error instead of the next one: the
+// minibatches read before it still train.
+func feedsOf(stop context.Context, batches []map[*gorgonia.Node]gorgonia.Value) iter.Seq2[map[*gorgonia.Node]gorgonia.Value, error] {
 	return func(yield func(map[*gorgonia.Node]gorgonia.Value, error) bool) {
 		for _, b := range batches {
+			if err := stop.Err(); err != nil {
+				yield(nil, errors.Wrap(err, "train: interrupted"))
+				return
+			}
 			if !yield(b, nil) {
 				return
 			}
