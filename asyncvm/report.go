@@ -33,10 +33,17 @@ type Report struct {
 	// SamplesPerSec is Samples over Training: the pipeline's throughput
 	// while it trained (0 before any action ran).
 	SamplesPerSec float64 `json:"samples_per_sec"`
-	// Utilization is the mean over stages of busy time over the steady
-	// state (SteadyState: from the moment every stage has started under the
-	// run's schedule, after any warm-up, to the moment the first stage runs
-	// out of work); Bubble is 1 − Utilization.
+	// Utilization is the mean over stages of busy time over the time the
+	// pipeline trained within the steady state (SteadyState: from the
+	// moment every stage has started under the run's schedule, after any
+	// warm-up, to the moment the first stage runs out of work), that is the
+	// window less the time between the caller's calls (evaluation, writing
+	// checkpoints, the caller's own work), when the pipeline had nothing to
+	// do: the same training has the same utilization however long its
+	// evaluations take. Drains inside a call (Flush, the drain before a
+	// checkpoint) are training and count as idle. Before the run's schedule
+	// has started (only a warm-up ran so far), the window is the warm-up
+	// schedule's steady state. Bubble is 1 − Utilization.
 	Utilization float64 `json:"utilization"`
 	Bubble      float64 `json:"bubble"`
 	// PerStage is each stage's report, in stage order.
@@ -75,8 +82,9 @@ type StageReport struct {
 	Backwards int `json:"backwards"`
 	Updates   int `json:"updates"`
 	// Busy is the stage's time in actions within the steady state
-	// (SteadyState), Window that window's length; Utilization is
-	// Busy/Window.
+	// (SteadyState), Window the time the pipeline trained within it (its
+	// length less the time between the caller's calls: Report.Utilization);
+	// Utilization is Busy/Window.
 	Busy        time.Duration `json:"busy_ns"`
 	Window      time.Duration `json:"window_ns"`
 	Utilization float64       `json:"utilization"`
@@ -183,12 +191,15 @@ func (vm *VM) Report() Report {
 	}
 	events := vm.Events()
 	first, last := actionSpan(events)
-	winStart, winEnd, _ := SteadyState(events, r.Schedule)
+	winStart, winEnd, ok := SteadyState(events, r.Schedule)
+	if !ok && vm.cfg.warmup > 0 { // only the warm-up ran so far: its own steady state
+		winStart, winEnd, _ = SteadyState(events, vm.cfg.warmSch.Name)
+	}
 	if first >= 0 {
 		r.Wall = last - first
 		r.Training = r.Wall - vm.paused(first, last)
 	}
-	win := reportWindow{start: winStart, end: winEnd, training: r.Training}
+	win := reportWindow{start: winStart, end: winEnd, paused: vm.paused(winStart, winEnd), training: r.Training}
 	virtual := vm.Replay()
 	idles := idle(events, vm.topo, vm.paused)
 	util := 0.0
@@ -234,9 +245,11 @@ func actionSpan(events [][]Event) (first, last time.Duration) {
 }
 
 // reportWindow is what a stage's report is measured against: the steady
-// state [start, end) and the time the pipeline trained (Report.Training).
+// state [start, end), the time between the caller's calls within it
+// (paused), and the time the pipeline trained (Report.Training).
 type reportWindow struct {
 	start, end time.Duration
+	paused     time.Duration
 	training   time.Duration
 }
 
@@ -267,8 +280,8 @@ func (vm *VM) stageReport(i int, st stage.Stats, events []Event, win reportWindo
 			sr.Busy += e - s
 		}
 	}
-	if win.end > win.start {
-		sr.Window = win.end - win.start
+	if win.end-win.start > win.paused {
+		sr.Window = win.end - win.start - win.paused
 		sr.Utilization = float64(sr.Busy) / float64(sr.Window)
 	}
 	if win.training > 0 {

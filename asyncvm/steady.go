@@ -9,7 +9,9 @@ import "time"
 // its schedule, are the run's start, not its steady state) to the moment
 // the first stage ran out of work (its last action of the run ended). The
 // window holds whatever happened inside it — drains for checkpoints, pauses
-// for evaluation — which is what a figure of a few minibatches skips.
+// for evaluation — which is what a figure of a few minibatches skips; the
+// report's utilization leaves out of it the pauses between the caller's
+// calls (Report.Utilization), not the drains.
 //
 // events are per stage in order, as VM.Events returns them. ok is false,
 // and the window empty, when a stage ran no action under sched or the last

@@ -5,8 +5,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"io"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/pkg/errors"
@@ -17,13 +19,32 @@ import (
 // a crash.
 const tmpMark = ".tmp-"
 
+// FileMode is the permission every file the library writes is created
+// with — checkpoints, the trained model, settings, reports, traces,
+// plots, predictions — less the process's umask (0644 under the usual
+// umask 022), as os.Create would with 0666: none of them is a secret.
+const FileMode os.FileMode = 0o644
+
+// createTemp creates a new file in dir named prefix and a random suffix,
+// with FileMode (os.CreateTemp's would be 0600), opened for writing.
+func createTemp(dir, prefix string) (*os.File, error) {
+	for try := 0; ; try++ {
+		path := filepath.Join(dir, prefix+strconv.FormatUint(rand.Uint64(), 36))
+		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, FileMode)
+		if os.IsExist(err) && try < 100 {
+			continue
+		}
+		return f, err
+	}
+}
+
 // writeAtomic writes name in dir through write so that name holds either
 // its old content (or nothing) or all of the new one, whenever the
 // process or the machine stops: the bytes go to a temporary file in dir,
 // which is fsynced, renamed to name, and dir is fsynced. It returns the
 // size and SHA-256 of what it wrote.
 func writeAtomic(dir, name string, write func(io.Writer) error) (int64, string, error) {
-	f, err := os.CreateTemp(dir, "."+name+tmpMark+"*")
+	f, err := createTemp(dir, "."+name+tmpMark)
 	if err != nil {
 		return 0, "", errors.Wrapf(err, "checkpoint: creating a temporary file for %s", filepath.Join(dir, name))
 	}

@@ -16,6 +16,8 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
 	"gonum.org/v1/plot/vg/vgsvg"
+
+	"github.com/pipemare/pipemare/checkpoint"
 )
 
 // AccuracyPlot draws a sweep's longest length with results (the last
@@ -135,7 +137,7 @@ func newCanvas(path string, w, h vg.Length) vg.CanvasWriterTo {
 
 // writeCanvas writes a canvas to path.
 func writeCanvas(path string, img vg.CanvasWriterTo) error {
-	f, err := os.Create(path)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, checkpoint.FileMode)
 	if err != nil {
 		return err
 	}

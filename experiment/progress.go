@@ -66,7 +66,10 @@ func (p Progress) Train(ctx context.Context, build zoo.Builder, trainSet, test z
 		fmt.Fprintf(p.Log, "epoch %d interrupted after %d steps: loss %.4f\n", last.Epoch, len(last.Losses), last.Loss)
 	}
 	fmt.Fprintf(p.Log, "%d stages, measured utilization %.3f (bubble %.3f), wall %v\n", res.Stages, res.Report.Utilization, res.Report.Bubble, res.Wall.Round(time.Millisecond))
-	if res.WeightsSHA256 != "" {
+	switch {
+	case res.WeightsSHA256 != "" && res.Interrupted:
+		fmt.Fprintf(p.Log, "weights of the steps that ran (drained): weights_sha256 %s\n", res.WeightsSHA256)
+	case res.WeightsSHA256 != "":
 		fmt.Fprintf(p.Log, "trained model: test accuracy %.4f, weights_sha256 %s\n", res.ModelAccuracy, res.WeightsSHA256)
 	}
 	return res, err

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/pkg/errors"
+
+	"github.com/pipemare/pipemare/checkpoint"
 )
 
 // Tolerance is the gap, in points, within which a variant counts as having
@@ -92,7 +94,7 @@ func WriteReport(dir string, rep *Report) error {
 	if err := writeJSON(filepath.Join(dir, "sweep.json"), rep); err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(dir, "sweep.md"), []byte(rep.Markdown()), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "sweep.md"), []byte(rep.Markdown()), checkpoint.FileMode); err != nil {
 		return errors.Wrap(err, "sweep")
 	}
 	if err := AccuracyPlot(filepath.Join(dir, "sweep.svg"), rep); err != nil {
@@ -111,7 +113,7 @@ func CheckWritable(dir string, files []string) error {
 	for _, name := range files {
 		path := filepath.Join(dir, name)
 		_, statErr := os.Stat(path)
-		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o644)
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, checkpoint.FileMode)
 		if err != nil {
 			return errors.Wrapf(err, "cannot write %s", strings.TrimPrefix(path, dir+"/"))
 		}

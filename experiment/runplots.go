@@ -13,6 +13,7 @@ import (
 	"github.com/pkg/errors"
 
 	"github.com/pipemare/pipemare/asyncvm"
+	"github.com/pipemare/pipemare/checkpoint"
 	"github.com/pipemare/pipemare/schedule"
 	"github.com/pipemare/pipemare/train"
 	"gonum.org/v1/plot"
@@ -84,7 +85,7 @@ func saveFigure(path string, runs []Compared, height func(*train.Result) vg.Leng
 }
 
 func writePNG(path string, img *vgimg.Canvas) error {
-	f, err := os.Create(path)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, checkpoint.FileMode)
 	if err != nil {
 		return err
 	}

@@ -5,6 +5,8 @@ import (
 	"io"
 	"path/filepath"
 
+	"github.com/pkg/errors"
+
 	"github.com/pipemare/pipemare/checkpoint"
 	"github.com/pipemare/pipemare/rundir"
 	"github.com/pipemare/pipemare/train"
@@ -68,9 +70,9 @@ func StartTrainRun(out, from string, how rundir.Start, st rundir.Settings, cfg *
 // Finish writes what res, the run, trained — report.json (Report with
 // res), trace.json (TraceSteps), the plots and, for a run that finished
 // (res has its weights' fingerprint), the trained model (rundir.ModelFile)
-// — and says so on log. An interrupted run writes all but the model; a
-// run that trained no epoch (res nil, or interrupted in its first) writes
-// nothing.
+// — and says so on log. An interrupted run writes the model only when its
+// pipeline drained (the weights of the steps that ran); a run that
+// trained no epoch writes nothing.
 func (r *TrainRun) Finish(res *train.Result, log io.Writer) error {
 	if res == nil || len(res.Epochs) == 0 {
 		return nil
@@ -105,4 +107,31 @@ func WriteRuns(out rundir.Dir, report any, runs []Compared, trace func(Compared)
 		}
 	}
 	return WritePlots(out.Path, runs)
+}
+
+// Interruption is the error of a run its context stopped (Ctrl-C,
+// SIGTERM), once Finish wrote what ran, in place of the engine's "context
+// canceled": the epoch and step it stopped at, what it wrote, and how to
+// go on — -resume from the run's last checkpoint, or, with none, that
+// -checkpoint-every makes a run resumable. A run whose pipeline drained
+// (res has the weights' hash) wrote its weights as they were as the
+// model; one that could not drain wrote none.
+func (r *TrainRun) Interruption(res *train.Result) error {
+	if res == nil || len(res.Epochs) == 0 {
+		return errors.Errorf("interrupted before the first step; nothing written to %s", r.Dir.Path)
+	}
+	steps := 0
+	for _, e := range res.Epochs {
+		steps += len(e.Losses)
+	}
+	last := res.Epochs[len(res.Epochs)-1]
+	wrote := fmt.Sprintf("report.json, trace.json and the plots written to %s (no %s: the pipeline could not drain)", r.Dir.Path, rundir.ModelFile)
+	if res.WeightsSHA256 != "" {
+		wrote = fmt.Sprintf("%s (the weights of the steps that ran), report.json, trace.json and the plots written to %s", rundir.ModelFile, r.Dir.Path)
+	}
+	msg := fmt.Sprintf("interrupted in epoch %d after step %d; %s", last.Epoch, steps, wrote)
+	if c, err := checkpoint.Latest(filepath.Join(r.Dir.Path, rundir.CheckpointsDir)); err == nil {
+		return errors.Errorf("%s; resume with -resume %s (from its checkpoint of step %d)", msg, r.Dir.Path, c.Manifest.Step)
+	}
+	return errors.Errorf("%s; no checkpoint to resume from (-checkpoint-every K makes a run resumable)", msg)
 }

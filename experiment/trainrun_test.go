@@ -61,6 +61,9 @@ func TestTrainRun(t *testing.T) {
 	log.Reset()
 	cfg = smallConfig(schedule.PipeMare())
 	cfg.CheckpointEvery = 5
+	_, err = StartTrainRun(root, from, rundir.Resume, st, &cfg, 1, &log)
+	require.ErrorIs(t, err, rundir.ErrFinished, "a finished run is not trained again")
+	require.NoError(t, os.Remove(filepath.Join(out, "report.json"))) // a run stopped before its report
 	run, err = StartTrainRun(root, from, rundir.Resume, st, &cfg, 1, &log)
 	require.NoError(t, err)
 	require.NotEmpty(t, cfg.Resume)

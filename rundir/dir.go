@@ -30,7 +30,7 @@ func (o Dir) Prepare() error {
 		path := filepath.Join(o.Path, name)
 		_, statErr := os.Stat(path)
 		existed := statErr == nil
-		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o644)
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, checkpoint.FileMode)
 		if err != nil {
 			return errors.Wrapf(err, "-out %s: cannot write %s", o.Path, name)
 		}
@@ -77,7 +77,7 @@ func (o Dir) WriteTrace(name string, r *train.Result, k int) error {
 // failure, closing included, is an error naming the file.
 func (o Dir) Write(name string, fill func(*os.File) error) error {
 	path := filepath.Join(o.Path, name)
-	f, err := os.Create(path)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, checkpoint.FileMode)
 	if err != nil {
 		return err
 	}

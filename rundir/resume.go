@@ -56,9 +56,50 @@ const (
 	ResumeIfAny              // -resume auto: from one if there is one
 )
 
+// ErrFinished is StartPoint's answer to -resume DIR or -resume auto for a
+// run that finished: there is nothing to train (a command says so and
+// exits 0).
+var ErrFinished = errors.New("the run is complete")
+
+// finishedError is ErrFinished for the run in out, whose weights have
+// hash sha.
+type finishedError struct{ out, sha string }
+
+func (e finishedError) Error() string {
+	return fmt.Sprintf("the run in %s is complete (report.json: weights_sha256 %s; %s written): nothing to resume; a new run needs another -out", e.out, e.sha, ModelFile)
+}
+
+func (e finishedError) Is(target error) bool { return target == ErrFinished }
+
+// finished reports whether the run in out finished, and the hash of the
+// weights it trained: its report.json records weights_sha256 (set only
+// when every epoch ran and the pipeline flushed) without "interrupted",
+// and the trained model it writes after the report is there.
+func finished(out string) (string, bool) {
+	b, err := os.ReadFile(filepath.Join(out, "report.json"))
+	if err != nil {
+		return "", false
+	}
+	var r struct {
+		Result *struct {
+			WeightsSHA256 string `json:"weights_sha256"`
+			Interrupted   bool   `json:"interrupted"`
+		} `json:"result"`
+	}
+	if json.Unmarshal(b, &r) != nil || r.Result == nil || r.Result.WeightsSHA256 == "" || r.Result.Interrupted {
+		return "", false
+	}
+	if _, err := os.Stat(filepath.Join(out, ModelFile)); err != nil {
+		return "", false
+	}
+	return r.Result.WeightsSHA256, true
+}
+
 // StartPoint checks the output directory out against the run about to
 // start there with settings now, and returns the checkpoint it continues
-// from (nil: it starts afresh). Resuming, out's settings must be now's
+// from (nil: it starts afresh). Resuming a run that finished (-resume
+// DIR or auto, not a named checkpoint) is ErrFinished, wrapped in a
+// message that names the run's weights. Resuming, out's settings must be now's
 // (the error names the flags that differ), and from is a checkpoint
 // directory or a root whose LATEST to take; a root with no checkpoint is
 // an error naming it (a mistyped -resume), except for ResumeIfAny, where
@@ -97,6 +138,9 @@ func StartPoint(out, from string, how Start, now Settings) (*checkpoint.Checkpoi
 		}
 	case !os.IsNotExist(err):
 		return nil, errors.Wrap(err, "-resume")
+	}
+	if sha, ok := finished(out); ok && filepath.Base(from) == CheckpointsDir {
+		return nil, finishedError{out: out, sha: sha}
 	}
 	if filepath.Base(from) != CheckpointsDir { // one checkpoint, named
 		c, err := checkpoint.Open(from)

@@ -120,9 +120,9 @@ func ScheduleNamed(name string) (schedule.Schedule, error) {
 // Config is r's run with the overrides, for a training set of trainLen
 // examples: the recipe's numbers, then the method (Method.Apply), then the
 // rate, schedule, warm-up and techniques given. It refuses, naming the
-// flag, a run that would not train what it names: no minibatch at all, a
-// warm-up that leaves no asynchronous step, techniques that undo each
-// other; and any value Check refuses.
+// flag, a run that would not train what it names: no minibatch at all,
+// more than MaxSteps, a warm-up that leaves no asynchronous step,
+// techniques that undo each other; and any value Check refuses.
 func (o Overrides) Config(r zoo.Recipe, trainLen int) (Config, error) {
 	if err := o.Check(); err != nil {
 		return Config{}, err
@@ -135,6 +135,9 @@ func (o Overrides) Config(r zoo.Recipe, trainLen int) (Config, error) {
 	steps := trainLen / (c.Microbatch * c.Microbatches)
 	if steps == 0 {
 		return c, o.noMinibatch(trainLen, c)
+	}
+	if err := checkLength("-epochs", c.Epochs, steps); err != nil {
+		return c, err
 	}
 	c, err := method.Apply(c, r.Warmup, steps)
 	if err != nil {

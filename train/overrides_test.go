@@ -56,6 +56,7 @@ func TestOverrides(t *testing.T) {
 		{func(o *Overrides) { o.Stages, o.Cut = "3", "6" }, "-stages 3 and -cut 6: the cut makes 2 stages"},
 		{func(o *Overrides) { o.Cut = "7,6" }, `-cut "7,6": increasing op positions`},
 		{func(o *Overrides) { o.Epochs = 1 }, "-epochs 1: the mlp recipe's warm-up of 1 epoch (125 steps) covers the whole run"},
+		{func(o *Overrides) { o.Epochs = 80001 }, "-epochs 80001: 80001 epochs of 125 steps are more than the 10000000 steps a run can train"},
 		{func(o *Overrides) { o.Warmup = 500 }, "-warmup 500: the synchronous warm-up covers the whole run of 500 steps"},
 		{func(o *Overrides) { o.Limit = 10 }, "-limit 10: 10 training examples make no minibatch of 4 microbatches × 16 rows; give -limit 64 or more"},
 		{func(o *Overrides) { o.Method, o.T2 = "predict", 0.5 }, "-t2 0.5: weight prediction (-method predict) cannot have T2"},

@@ -102,13 +102,14 @@ func Balanced(build zoo.Builder, train zoo.Data, cfg Config) ([]int, *graphsplit
 	return plan.Cuts(), plan.Balance, nil
 }
 
-// stepsPerEpoch is the minibatches an epoch of train makes.
+// stepsPerEpoch is the minibatches an epoch of train makes; a run of
+// more than MaxSteps is an error.
 func (cfg Config) stepsPerEpoch(train zoo.Data) (int, error) {
 	steps := train.Len() / (cfg.Microbatch * cfg.Microbatches)
 	if steps == 0 {
 		return 0, errors.Errorf("train: %d training examples make no minibatch of %d microbatches × %d", train.Len(), cfg.Microbatches, cfg.Microbatch)
 	}
-	return steps, nil
+	return steps, checkLength("train: epochs", cfg.Epochs, steps)
 }
 
 // engine is the run's engine options, without an endpoint: what the

@@ -3,6 +3,9 @@ package train
 import (
 	"encoding/json"
 	"io"
+	"os"
+
+	"github.com/pkg/errors"
 
 	"github.com/pipemare/pipemare/checkpoint"
 	"github.com/pipemare/pipemare/zoo"
@@ -30,8 +33,14 @@ type SavedEval struct {
 // Run measures the accuracy on test of s.Weights loaded into r's model
 // (EvaluateFile), writes the predictions when asked, and writes the
 // Evaluation, indented JSON and a newline, to s.JSON or else to w. It
-// writes nothing when the evaluation fails.
+// checks that s.Predictions and s.JSON can be written before it loads or
+// evaluates anything, and writes nothing when the evaluation fails.
 func (s SavedEval) Run(w io.Writer, r zoo.Recipe, test zoo.Data) error {
+	for _, out := range []struct{ flag, path string }{{"-predictions", s.Predictions}, {"-json", s.JSON}} {
+		if err := checkWritable(out.path); err != nil {
+			return errors.Wrapf(err, "%s %s: cannot be written (nothing was evaluated)", out.flag, out.path)
+		}
+	}
 	rows := r.Run.Microbatch
 	if s.Rows > 0 {
 		rows = s.Rows
@@ -56,4 +65,25 @@ func (s SavedEval) Run(w io.Writer, r zoo.Recipe, test zoo.Data) error {
 	}
 	_, err = w.Write(b)
 	return err
+}
+
+// checkWritable checks that the file path ("": none) can be created or
+// replaced, leaving an existing one as it is and removing the empty file
+// it created to check.
+func checkWritable(path string) error {
+	if path == "" {
+		return nil
+	}
+	_, statErr := os.Stat(path)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, checkpoint.FileMode)
+	if err != nil {
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if statErr != nil {
+		return os.Remove(path)
+	}
+	return nil
 }

@@ -157,19 +157,29 @@ type Result struct {
 	Virtual schedule.Virtual  `json:"virtual_devices,omitzero"`
 	Events  [][]asyncvm.Event `json:"-"`
 	Plan    *graphsplit.Plan  `json:"-"`
-	// Wall is the run's time, evaluation included.
-	Wall time.Duration `json:"wall_ns"`
-	// Accuracy is the test accuracy after the last complete epoch (0, and
-	// absent from the JSON, if none completed).
+	// Wall is the run's time, evaluation included; Evaluation the part of
+	// it spent measuring test accuracy (after each epoch, and the final
+	// model's), which the engine's utilization leaves out
+	// (asyncvm.Report.Utilization), as it leaves out writing checkpoints.
+	Wall       time.Duration `json:"wall_ns"`
+	Evaluation time.Duration `json:"evaluation_ns"`
+	// Accuracy (final_accuracy) is the test accuracy after the last
+	// complete epoch, its Epochs' Accuracy (0, and absent from the JSON, if
+	// none completed); the accuracy of the model the run ends with is
+	// ModelAccuracy.
 	Accuracy float64 `json:"final_accuracy"`
 	// Interrupted is set when the run stopped before its last epoch ended.
 	Interrupted bool `json:"interrupted,omitempty"`
 	// WeightsSHA256 is graphsplit.Plan.WeightsSHA256 of the trained
 	// weights: two runs with the same hash trained bit-identical weights.
-	// It is set only when the run finished (and its pipeline flushed).
+	// It is set when the run finished (and its pipeline flushed), and when
+	// its context stopped it and the pipeline drained (Interrupted: the
+	// weights of the steps that ran).
 	WeightsSHA256 string `json:"weights_sha256,omitempty"`
-	// ModelAccuracy is the test accuracy of those weights, the model the
-	// run ends with (set, like WeightsSHA256, when the run finished). An
+	// ModelAccuracy (model_test_accuracy) is the test accuracy of those
+	// weights, the model the run ends with and writes (model.safetensors,
+	// which pipemare eval measures alike); it is set, like WeightsSHA256,
+	// when the run finished. An
 	// asynchronous schedule's last epoch measured Accuracy with its last
 	// updates still in flight; the final flush applies them, so the two
 	// differ. A synchronous schedule flushes at every step: the two are
@@ -294,7 +304,10 @@ func (c Config) Solver(stepsPerEpoch int) func(stage int) (gorgonia.Solver, erro
 
 // Train builds a fresh model with build, trains it on train for cfg.Epochs
 // with the pipeline (or with injected delays) and measures test accuracy
-// after every epoch.
+// after every epoch. Once ctx is done it reads no further minibatch,
+// trains those already handed out, drains the pipeline (within
+// InterruptGrace) and returns ctx's error with the result so far: its
+// last epoch Interrupted, and the drained weights' WeightsSHA256.
 func Train(ctx context.Context, build zoo.Builder, train, test zoo.Data, cfg Config) (*Result, error) {
 	cfg, err := cfg.normalized()
 	if err != nil {
@@ -333,7 +346,12 @@ func Train(ctx context.Context, build zoo.Builder, train, test zoo.Data, cfg Con
 			return nil, err
 		}
 	}
-	t := &trainer{ctx: ctx, cfg: cfg, vm: vm, eval: eval, test: test, rc: rc, res: res}
+	// ctx stops the run between steps; the pipeline then drains under
+	// runCtx, which ctx cancels only InterruptGrace later.
+	runCtx, cancelRun := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelRun()
+	defer context.AfterFunc(ctx, func() { time.AfterFunc(InterruptGrace, cancelRun) })()
+	t := &trainer{ctx: runCtx, stop: ctx, cfg: cfg, vm: vm, eval: eval, test: test, rc: rc, res: res}
 	rng := rand.New(rand.NewSource(cfg.Seed))
 	for epoch := 1; epoch <= cfg.Epochs; epoch++ {
 		batches := zoo.Minibatches(train, m, cfg.Microbatches, rng) // every epoch draws its order, resumed or not
@@ -345,6 +363,9 @@ func Train(ctx context.Context, build zoo.Builder, train, test zoo.Data, cfg Con
 			from = firstIndex
 		}
 		if err := t.epoch(epoch, batches, from); err != nil {
+			if ctx.Err() != nil {
+				t.drain(plan)
+			}
 			return res, err
 		}
 	}
@@ -415,7 +436,8 @@ func resume(ctx context.Context, vm *asyncvm.VM, dir string, rc savedConfig) (ep
 // trainer is the state of a run of Train once its engine is built: what
 // each epoch needs, and the result so far.
 type trainer struct {
-	ctx  context.Context
+	ctx  context.Context // the engine's
+	stop context.Context // Train's: no step is read once it is done
 	cfg  Config
 	vm   *asyncvm.VM
 	eval *Evaluator
@@ -458,7 +480,7 @@ func (t *trainer) stream(epoch int, batches []map[*gorgonia.Node]gorgonia.Value,
 			step := (epoch-1)*len(batches) + done
 			end = min(end, done+k-step%k)
 		}
-		err := t.vm.Stream(t.ctx, feedsOf(batches[done:end]), func(_ int, loss float64) {
+		err := t.vm.Stream(t.ctx, feedsOf(t.stop, batches[done:end]), func(_ int, loss float64) {
 			er.Losses = append(er.Losses, loss)
 			done++
 			if cfg.Steps != nil && (done%every == 0 || done == len(batches)) {
@@ -503,10 +525,7 @@ func (t *trainer) endEpoch(epoch, n int, er *EpochResult, began time.Time) (err 
 	if cfg.Delays == nil {
 		er.Utilization = t.vm.Report().Utilization
 	}
-	if err := t.vm.Pull(t.ctx); err != nil { // stages elsewhere hold the weights
-		return err
-	}
-	if er.Accuracy, err = t.eval.Accuracy(t.test); err != nil {
+	if er.Accuracy, err = t.accuracy(); err != nil {
 		return err
 	}
 	t.res.Epochs = append(t.res.Epochs, *er)
@@ -535,17 +554,52 @@ func (t *trainer) finish(plan *graphsplit.Plan) (err error) {
 	}
 	t.res.ModelAccuracy = t.res.Epochs[len(t.res.Epochs)-1].Accuracy
 	if t.cfg.Schedule.Async { // the flush applied the updates in flight
-		if t.res.ModelAccuracy, err = t.eval.Accuracy(t.test); err != nil {
+		if t.res.ModelAccuracy, err = t.accuracy(); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// feedsOf yields batches, in order, as a source for asyncvm.VM.Stream.
-func feedsOf(batches []map[*gorgonia.Node]gorgonia.Value) iter.Seq2[map[*gorgonia.Node]gorgonia.Value, error] {
+// accuracy is the test accuracy of the weights trained so far, pulled
+// from the stages (stages elsewhere hold them); its time adds to
+// res.Evaluation.
+func (t *trainer) accuracy() (float64, error) {
+	began := time.Now()
+	defer func() { t.res.Evaluation += time.Since(began) }()
+	if err := t.vm.Pull(t.ctx); err != nil {
+		return 0, err
+	}
+	return t.eval.Accuracy(t.test)
+}
+
+// InterruptGrace is how long a run whose context is cancelled (Ctrl-C)
+// may take to drain its pipeline — the steps already handed out, then a
+// flush — before the engine is stopped where it stands.
+const InterruptGrace = 10 * time.Second
+
+// drain ends a run its context stopped: it flushes the pipeline, so that
+// the learnables hold every step that ran, and sets res.WeightsSHA256 to
+// their hash (the run stays Interrupted, without ModelAccuracy). A drain
+// that fails (a stage gone, InterruptGrace over) leaves no hash: the
+// weights are not a model.
+func (t *trainer) drain(plan *graphsplit.Plan) {
+	if t.vm.Flush(t.ctx) != nil {
+		return
+	}
+	t.res.WeightsSHA256, _ = plan.WeightsSHA256()
+}
+
+// feedsOf yields batches, in order, as a source for asyncvm.VM.Stream,
+// and, once stop is done, an error instead of the next one: the
+// minibatches read before it still train.
+func feedsOf(stop context.Context, batches []map[*gorgonia.Node]gorgonia.Value) iter.Seq2[map[*gorgonia.Node]gorgonia.Value, error] {
 	return func(yield func(map[*gorgonia.Node]gorgonia.Value, error) bool) {
 		for _, b := range batches {
+			if err := stop.Err(); err != nil {
+				yield(nil, errors.Wrap(err, "train: interrupted"))
+				return
+			}
 			if !yield(b, nil) {
 				return
 			}

@@ -78,28 +78,38 @@ func TestWeightsSHA256OfARun(t *testing.T) {
 // TestInterruptedEpoch: a run cancelled inside its second epoch keeps the
 // first epoch whole and marks the second interrupted, with the loss of the
 // steps that ran and no test accuracy; a run cancelled inside its first
-// epoch has no final accuracy. Neither has a weights hash.
+// epoch has no final accuracy. Cancelling reads no further minibatch: the
+// ones already handed to the pipeline train, the pipeline drains, and the
+// result has the hash of those weights (the model an interrupted run
+// writes) but no model accuracy.
 func TestInterruptedEpoch(t *testing.T) {
+	trainSet, test, err := testFashion()
+	require.NoError(t, err)
 	for _, c := range []struct {
 		stopAt     int // steps into the run
 		epochsDone int
-	}{{5, 1}, {2, 0}} {
+	}{{13, 1}, {2, 0}} {
 		ctx, cancel := context.WithCancel(context.Background())
 		total := 0
-		res, err := shortRun(t, ctx, 1, func(int) {
+		cfg := Config{Hyper: zoo.Hyper{Microbatch: 16, Microbatches: 4, Epochs: 2, LR: 0.03, Seed: 1}, Schedule: schedule.PipeMare(), T1: 6, T2: 0.9, ProgressEvery: 1}
+		cfg.Steps = func(int, int) {
 			if total++; total == c.stopAt {
 				cancel()
 			}
-		})
+		}
+		res, err := Train(ctx, zoo.MLP, trainSet.Head(640), test.Head(64), cfg) // 10 steps an epoch
 		cancel()
 		require.ErrorIs(t, err, context.Canceled)
 		require.Len(t, res.Epochs, c.epochsDone+1)
 		require.True(t, res.Interrupted)
-		require.Empty(t, res.WeightsSHA256)
+		want, err := res.Plan.WeightsSHA256()
+		require.NoError(t, err)
+		require.Equal(t, want, res.WeightsSHA256, "the drained weights' hash")
+		require.Zero(t, res.ModelAccuracy)
 		last := res.Epochs[c.epochsDone]
 		require.True(t, last.Interrupted)
-		require.NotEmpty(t, last.Losses)
-		require.Less(t, len(last.Losses), 3)
+		require.GreaterOrEqual(t, len(last.Losses), c.stopAt-10*c.epochsDone, "the steps before the cancel")
+		require.Less(t, len(last.Losses), 10, "and not the rest of the epoch")
 		mean := 0.0
 		for _, l := range last.Losses {
 			mean += l / float64(len(last.Losses))
@@ -109,6 +119,7 @@ func TestInterruptedEpoch(t *testing.T) {
 
 		doc := jsonOf(t, res)
 		require.Equal(t, true, doc["interrupted"])
+		require.NotContains(t, doc, "model_test_accuracy")
 		epochs := doc["epochs"].([]any)
 		require.NotContains(t, epochs[c.epochsDone], "test_accuracy", "an interrupted epoch has no accuracy")
 		require.Equal(t, true, epochs[c.epochsDone].(map[string]any)["interrupted"])
@@ -130,6 +141,16 @@ func TestTrainRefusesZeroSteps(t *testing.T) {
 	require.NoError(t, err)
 	_, err = Train(context.Background(), zoo.MLP, train.Head(10), test.Head(200), Config{Hyper: zoo.Hyper{Microbatch: 16, Microbatches: 4, Epochs: 1, LR: 0.03}})
 	require.ErrorContains(t, err, "10 training examples make no minibatch of 4 microbatches × 16")
+}
+
+// TestTrainRefusesARunTooLong: a run of more than MaxSteps steps is
+// refused before it trains, with the most epochs it can have.
+func TestTrainRefusesARunTooLong(t *testing.T) {
+	train, test, err := testFashion()
+	require.NoError(t, err)
+	_, err = Train(context.Background(), zoo.MLP, train.Head(640), test.Head(200), Config{Hyper: zoo.Hyper{Microbatch: 16, Microbatches: 4, Epochs: 100_000_000, LR: 0.03}})
+	require.ErrorContains(t, err, "train: epochs 100000000: 100000000 epochs of 10 steps are more than the 10000000 steps a run can train")
+	require.ErrorContains(t, err, "give at most 1000000")
 }
 
 // TestTrainingIsBitIdentical pins the weights two short CNN runs train

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/pkg/errors"
+
 	"github.com/pipemare/pipemare/experiment"
 	"github.com/pipemare/pipemare/rundir"
 	"github.com/pipemare/pipemare/schedule"
@@ -21,6 +23,9 @@ func compareCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	target := fs.Float64("target", 0.8, "test accuracy to time")
 	if err := parse(fs, args, stdout, stderr); err != nil {
 		return err
+	}
+	if err := checkTarget(*target); err != nil {
+		return usageError(fs, "%v", err)
 	}
 	r, trainSet, test, err := o.load()
 	if err != nil {
@@ -43,4 +48,13 @@ func compareCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		},
 		Settings: func(cfg train.Config) rundir.Settings { return o.settings(cfg, trainSet, test) },
 	}.Run(ctx, o.out, runs)
+}
+
+// checkTarget refuses a -target that is not a test accuracy a run can
+// reach: in (0, 1].
+func checkTarget(target float64) error {
+	if !(target > 0 && target <= 1) { // NaN too
+		return errors.Errorf("-target %g: a test accuracy, in (0, 1]", target)
+	}
+	return nil
 }

@@ -76,6 +76,7 @@ func TestResumeRefusesDamage(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "out")
 			require.NoError(t, os.CopyFS(dir, os.DirFS(run)))
+			require.NoError(t, os.Remove(filepath.Join(dir, "report.json"))) // a run that stopped before its end
 			c.damage(dir)
 			first := trainFails(t, 1, append(args, "-resume", dir)...)
 			require.Regexp(t, c.msg, first)
@@ -91,6 +92,7 @@ func TestResumeRefusesDamage(t *testing.T) {
 	t.Run("another plan", func(t *testing.T) {
 		dir := filepath.Join(t.TempDir(), "out")
 		require.NoError(t, os.CopyFS(dir, os.DirFS(run)))
+		require.NoError(t, os.Remove(filepath.Join(dir, "report.json"))) // a run that stopped before its end
 		require.NoError(t, os.RemoveAll(filepath.Join(dir, rundir.CheckpointsDir)))
 		require.NoError(t, os.CopyFS(filepath.Join(dir, rundir.CheckpointsDir), os.DirFS(filepath.Join(other, rundir.CheckpointsDir))))
 		first := trainFails(t, 1, append(args, "-resume", dir)...)
@@ -124,7 +126,17 @@ func TestResumeRefusesDamage(t *testing.T) {
 		got := reportOf(t, dir)
 		require.Equal(t, want.Result.WeightsSHA256, got.Result.WeightsSHA256)
 		require.Nil(t, got.Resumed)
-		out = trainRun(t, append(args, "-out", dir, "-resume", rundir.ResumeAuto)...) // restarted once more
+		report, err := os.ReadFile(filepath.Join(dir, "report.json"))
+		require.NoError(t, err)
+		for _, resume := range []string{rundir.ResumeAuto, dir} { // restarted once the run finished
+			out = trainRun(t, append(args, "-out", dir, "-resume", resume)...)
+			require.Equal(t, "the run in "+dir+" is complete (report.json: weights_sha256 "+want.Result.WeightsSHA256+"; model.safetensors written): nothing to resume; a new run needs another -out\n", out, "nothing trains")
+			again, err := os.ReadFile(filepath.Join(dir, "report.json"))
+			require.NoError(t, err)
+			require.Equal(t, report, again, "the report stays the run's")
+		}
+		require.NoError(t, os.Remove(filepath.Join(dir, "report.json"))) // killed before its report: it resumes
+		out = trainRun(t, append(args, "-out", dir, "-resume", rundir.ResumeAuto)...)
 		require.Equal(t, 15, resumedStep(t, out), "then it resumes")
 		requireSameRun(t, want, reportOf(t, dir))
 	})

@@ -74,3 +74,26 @@ func TestEvalGivesTheRunsAccuracy(t *testing.T) {
 		require.Contains(t, first, w)
 	}
 }
+
+// TestEvalChecksItsOutputsFirst: an output eval cannot write is an error
+// naming its flag before any model is loaded or evaluated (here the
+// weights do not even exist), and the check leaves nothing behind.
+func TestEvalChecksItsOutputsFirst(t *testing.T) {
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "none", rundir.ModelFile)
+	for _, c := range []struct{ flag, path string }{
+		{"-predictions", filepath.Join(dir, "no-such-dir", "p.csv")},
+		{"-json", dir}, // a directory
+	} {
+		code, stdout, stderr := runCLI(context.Background(), "eval", "-model", "mlp", "-weights", missing, c.flag, c.path)
+		require.Equal(t, 1, code, stderr)
+		require.Empty(t, stdout)
+		first, _, _ := strings.Cut(stderr, "\n")
+		require.Contains(t, first, c.flag+" "+c.path+": cannot be written (nothing was evaluated)")
+	}
+	preds := filepath.Join(dir, "p.jsonl")
+	code, _, stderr := runCLI(context.Background(), "eval", "-model", "mlp", "-weights", missing, "-predictions", preds)
+	require.Equal(t, 1, code)
+	require.Contains(t, stderr, missing, "a writable output passes the check")
+	require.NoFileExists(t, preds, "the check leaves nothing behind")
+}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/pipemare/pipemare/experiment"
 	"github.com/pipemare/pipemare/internal/jsonkeys"
+	"github.com/pipemare/pipemare/rundir"
 	"github.com/pipemare/pipemare/schedule"
 	"github.com/pipemare/pipemare/train"
 	"github.com/pipemare/pipemare/zoo"
@@ -68,6 +69,11 @@ func TestBadValues(t *testing.T) {
 		{[]string{"stage", "-stage", "0", "-stage-addrs", "127.0.0.1:1", "-insecure", "-model", "mlp"}, "-stage-addrs gives 1 stage addresses and the plan has 3 stages (-stages fine): give -stages 1, or one address per stage"},
 		{[]string{"stage", "-stage", "0", "-stage-addrs", "127.0.0.1:1", "-insecure", "-connect-timeout", "-1s"}, "-connect-timeout -1s: must be positive"},
 		{[]string{"train", "-trace-steps", "-1"}, "-trace-steps -1: must be positive"},
+		{[]string{"train", "-model", "mlp", "-epochs", "100000000"}, "-epochs 100000000: 100000000 epochs of 125 steps are more than the 10000000 steps a run can train (the engine keeps every action's timing for its report); give at most 80000"},
+		{[]string{"compare", "-model", "mlp", "-target", "2"}, "-target 2: a test accuracy, in (0, 1]"},
+		{[]string{"compare", "-model", "mlp", "-target", "0"}, "-target 0: a test accuracy, in (0, 1]"},
+		{[]string{"sweep", "-model", "mlp", "-target", "NaN"}, "-target NaN: a test accuracy, in (0, 1]"},
+		{[]string{"sweep", "-model", "mlp", "-jobs", "0"}, "-jobs 0: trainings at a time, at least 1"},
 		// Runs of zero steps.
 		{[]string{"train", "-model", "mlp", "-limit", "-5"}, "-limit -5: must be positive (or 0 for all)"},
 		{[]string{"train", "-model", "mlp", "-limit", "10"}, "-limit 10: 10 training examples make no minibatch of 4 microbatches × 16 rows; give -limit 64 or more"},
@@ -295,12 +301,14 @@ func TestInterruptStillWritesTheReport(t *testing.T) {
 		}
 	}
 	defer func() { onSteps = nil }()
-	code, stdout, stderr := runCLI(ctx, "train", "-model", "mlp", "-data", "embedded", "-epochs", "3", "-out", dir)
+	code, stdout, stderr := runCLI(ctx, "train", "-model", "mlp", "-data", "embedded", "-epochs", "3", "-checkpoint-every", "5", "-out", dir)
 	require.Equal(t, 1, code)
-	require.Contains(t, stderr, "context canceled")
+	require.NotContains(t, stderr, "context canceled", "not the engine's words")
+	require.Regexp(t, `(?m)pipemare train: interrupted in epoch 1 after step 1[0-8]; model.safetensors \(the weights of the steps that ran\), report.json, trace.json and the plots written to `+regexp.QuoteMeta(dir)+`; resume with -resume `+regexp.QuoteMeta(dir)+` \(from its checkpoint of step (5|10|15)\)$`, stderr)
 	require.Contains(t, stderr, "epoch 1", "the bar")
 	require.NotContains(t, stdout, "\r", "no bar on stdout")
-	require.Regexp(t, `(?m)^epoch 1 interrupted after 1[05] steps: loss [0-9.]+$`, stdout)
+	require.Regexp(t, `(?m)^epoch 1 interrupted after 1[0-8] steps: loss [0-9.]+$`, stdout, "the steps handed out before the interrupt, drained")
+	require.Regexp(t, `(?m)^weights of the steps that ran \(drained\): weights_sha256 [0-9a-f]{64}$`, stdout)
 	require.Regexp(t, `(?m)^3 stages, measured utilization`, stdout)
 	require.True(t, strings.HasSuffix(strings.Split(stderr, "pipemare train:")[0], "\r"), "the bar is cleared before the summary: %q", stderr)
 	b, err := os.ReadFile(filepath.Join(dir, "report.json"))
@@ -311,7 +319,9 @@ func TestInterruptStillWritesTheReport(t *testing.T) {
 	require.NoError(t, json.Unmarshal(b, &report))
 	require.Equal(t, true, report.Result["interrupted"])
 	require.NotContains(t, report.Result, "final_accuracy", "no epoch finished")
-	require.NotContains(t, report.Result, "weights_sha256")
+	require.Regexp(t, "^[0-9a-f]{64}$", report.Result["weights_sha256"], "of the model written")
+	require.NotContains(t, report.Result, "model_test_accuracy")
+	require.FileExists(t, filepath.Join(dir, rundir.ModelFile))
 	epochs := report.Result["epochs"].([]any)
 	require.Len(t, epochs, 1)
 	e := epochs[0].(map[string]any)

@@ -61,6 +61,12 @@ func sweepCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 // a usage error.
 func (f *sweepFlags) sweep(fs *flag.FlagSet) (*experiment.Sweep, error) {
 	g := f.g
+	if f.jobs < 1 {
+		return nil, usageError(fs, "-jobs %d: trainings at a time, at least 1", f.jobs)
+	}
+	if err := checkTarget(g.Target); err != nil {
+		return nil, usageError(fs, "%v", err)
+	}
 	if err := f.lists.Parse(&g); err != nil {
 		return nil, usageError(fs, "%v", err)
 	}

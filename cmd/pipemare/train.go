@@ -2,7 +2,7 @@ package main
 
 import (
 	"context"
-	stderrors "errors"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -85,7 +85,7 @@ func (t *trainFlags) job(fs *flag.FlagSet, o *options) (j trainJob, err error) {
 // train trains j into its run directory (experiment.TrainRun): the cut
 // chosen (experiment.ChooseCut), the stages connected where they run,
 // and what trained written, interrupted runs included.
-func (t *trainFlags) train(ctx context.Context, o *options, j trainJob, stdout, stderr io.Writer) error {
+func (t *trainFlags) train(ctx context.Context, o *options, j trainJob, stdout, stderr io.Writer) (err error) {
 	cfg := j.cfg
 	resumeDir := ""
 	if j.how != rundir.Fresh {
@@ -96,6 +96,10 @@ func (t *trainFlags) train(ctx context.Context, o *options, j trainJob, stdout, 
 	}
 	cfg.CheckpointEvery = t.checkpointEvery
 	run, err := experiment.StartTrainRun(o.out, j.from, j.how, o.settings(cfg, j.trainSet, j.test), &cfg, o.traceSteps, stdout)
+	if errors.Is(err, rundir.ErrFinished) { // a finished run restarted (-resume auto): nothing to do
+		fmt.Fprintf(stdout, "%v\n", err)
+		return nil
+	}
 	if err != nil {
 		return err
 	}
@@ -104,8 +108,12 @@ func (t *trainFlags) train(ctx context.Context, o *options, j trainJob, stdout, 
 		o.model, j.trainSet.Len(), experiment.RunLabel(cfg), o.stages, cfg.Microbatches, cfg.Microbatch, cfg.Epochs, cfg.LR, cfg.SolverName(), cfg.T1, cfg.T2, cfg.Warmup)
 	stop := t.connect(ctx, &cfg, o, j.where, j.pl, run.Report.Placement, j.r, j.trainSet, stdout, stderr)
 	res, err := trainWithProgress(ctx, j.r.Build, cfg, j.trainSet, j.test, stdout, stderr)
-	err = stderrors.Join(err, stop(err))
-	return stderrors.Join(err, run.Finish(res, stdout))
+	err = errors.Join(err, stop(err))
+	if ctx.Err() != nil && errors.Is(err, context.Canceled) { // Ctrl-C: say where it stopped, not the engine's error
+		err = nil
+		defer func() { err = errors.Join(run.Interruption(res), err) }()
+	}
+	return errors.Join(err, run.Finish(res, stdout))
 }
 
 // onSteps, when set (by tests), is called after each progress update.
