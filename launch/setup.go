@@ -127,9 +127,11 @@ type LocalDriver struct {
 // before the pipeline was up (signal: killed); its error is above": its
 // standard error went to Config.Stderr), not how the connecting broke
 // off. An error of StartLocal is returned as it is, nothing started
-// (Local is nil). Call Connect once; whatever it returns, Stop ends the
-// processes.
+// (Local is nil). Whatever it returns, Stop ends the processes; Connect
+// called again after Stop starts new ones, as a restarted pipeline needs
+// (train.Config.MaxRestarts).
 func (d *LocalDriver) Connect(ctx context.Context, plan *graphsplit.Plan) (transport.Endpoint, error) {
+	d.local = nil
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	c := d.Config
@@ -157,12 +159,12 @@ func (d *LocalDriver) Connect(ctx context.Context, plan *graphsplit.Plan) (trans
 	return ep, err
 }
 
-// Local is the processes Connect started; nil before, or when they did
-// not start.
+// Local is the processes the last Connect started; nil before, or when
+// they did not start.
 func (d *LocalDriver) Local() *Local { return d.local }
 
-// Stop ends the stage processes Connect started, waiting at most grace
-// for them to exit (Local.Stop); nil when none started.
+// Stop ends the stage processes the last Connect started, waiting at most
+// grace for them to exit (Local.Stop); nil when none started.
 func (d *LocalDriver) Stop(grace time.Duration) error {
 	if d.local == nil {
 		return nil
