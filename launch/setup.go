@@ -2,6 +2,7 @@ package launch
 
 import (
 	"context"
+	"os"
 	"slices"
 	"time"
 
@@ -126,7 +127,10 @@ type LocalDriver struct {
 // open ends the connecting, and the error says which ("stage 1 exited
 // before the pipeline was up (signal: killed); its error is above": its
 // standard error went to Config.Stderr), not how the connecting broke
-// off. An error of StartLocal is returned as it is, nothing started
+// off. Once connected, every process has loaded its certificate, and
+// Connect removes the throw-away certificates (Local.Certs), so that a
+// driver killed later leaves none behind. An error of StartLocal is
+// returned as it is, nothing started
 // (Local is nil). Whatever it returns, Stop ends the processes; Connect
 // called again after Stop starts new ones, as a restarted pipeline needs
 // (train.Config.MaxRestarts).
@@ -155,6 +159,14 @@ func (d *LocalDriver) Connect(ctx context.Context, plan *graphsplit.Plan) (trans
 	ep, err := dial(l)(ctx, plan)
 	if cause := context.Cause(ctx); err != nil && cause != nil && !errors.Is(cause, context.Canceled) {
 		err = cause
+	}
+	if err == nil && l.Certs != "" {
+		// Every process has loaded its certificate: a driver killed from
+		// now on leaves none behind.
+		if rerr := os.RemoveAll(l.Certs); rerr != nil {
+			_ = ep.Close()
+			return nil, errors.Wrap(rerr, "removing the throw-away certificates")
+		}
 	}
 	return ep, err
 }
