@@ -125,7 +125,7 @@ func (t *trainFlags) startLocal(cfg *train.Config, o *options, rep *rundir.Place
 				return experiment.StageArgs(o.runFlags(), cfg.Cut, t.cpu.stageCPUs(i), t.net, i, addrs, certs)
 			}},
 		Started: func(l *launch.Local) {
-			rep.Addresses, rep.PIDs = l.Addrs, l.PIDs
+			rep.Addresses, rep.PIDs, rep.CPUs = l.Addrs, l.PIDs, nil // a restart's processes replace the last
 			for i := range l.PIDs {
 				if cpus := t.cpu.stageCPUs(i); cpus != "" {
 					rep.CPUs = append(rep.CPUs, cpus)
@@ -156,8 +156,12 @@ func (t *trainFlags) startLocal(cfg *train.Config, o *options, rep *rundir.Place
 			if r.Checkpoint != "" {
 				from = fmt.Sprintf("step %d (%s)", r.FromStep, r.Checkpoint)
 			}
-			fmt.Fprintf(stdout, "restart %d of %d: stage %d failed; resumed from %s, %d steps to redo; the restart took %v\n",
-				n, t.maxRestarts, r.Stage, from, r.StepsRedone, r.Took.Round(time.Millisecond))
+			what := "the pipeline failed"
+			if r.Stage >= 0 {
+				what = fmt.Sprintf("stage %d failed", r.Stage)
+			}
+			fmt.Fprintf(stdout, "restart %d of %d: %s; resumed from %s, %d steps to redo; the restart took %v\n",
+				n, t.maxRestarts, what, from, r.StepsRedone, r.Took.Round(time.Millisecond))
 		}
 	}
 	return func(err error) error { return d.Stop(grace(err)) }
