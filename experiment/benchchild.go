@@ -13,7 +13,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/pkg/errors"
 
@@ -172,9 +171,9 @@ func (b *Bench) Write(out rundir.Dir, placedReport []byte, log io.Writer) error 
 // driver chose in place of its -stages and -cut (when cut is set), the
 // stage's CPUs (-cpus; "": not pinned), its index, the stages' addresses,
 // the listener it inherits as file descriptor 3, the driver's
-// -connect-timeout and the credentials: the throw-away certificates in
+// timeouts (n.TimeoutArgs) and the credentials: the throw-away certificates in
 // certs, or plaintext when certs is "".
-func StageArgs(run []string, cut []int, cpus string, connectTimeout time.Duration, i int, addrs []string, certs string) []string {
+func StageArgs(run []string, cut []int, cpus string, n launch.Net, i int, addrs []string, certs string) []string {
 	args := []string{"stage"}
 	for _, a := range run {
 		name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
@@ -188,7 +187,8 @@ func StageArgs(run []string, cut []int, cpus string, connectTimeout time.Duratio
 	if cpus != "" {
 		args = append(args, "-cpus="+cpus)
 	}
-	args = append(args, "-stage="+strconv.Itoa(i), "-stage-addrs="+strings.Join(addrs, ","), "-listen=fd:3", "-connect-timeout="+connectTimeout.String())
+	args = append(args, "-stage="+strconv.Itoa(i), "-stage-addrs="+strings.Join(addrs, ","), "-listen=fd:3")
+	args = append(args, n.TimeoutArgs()...)
 	if certs == "" {
 		return append(args, "-insecure")
 	}

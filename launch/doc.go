@@ -36,7 +36,8 @@
 // # A command's settings
 //
 // Net is how a process reaches the others as a command line gives it (the
-// stages' addresses, the credentials, the connect timeout); its checks,
+// stages' addresses, the credentials, the connect, stall and receive
+// timeouts; TimeoutArgs hands the timeouts on to stage processes); its checks,
 // StagePlace (where a stage process stands, from its flags and a
 // launcher's environment) and its Connector word their errors by the
 // pipemare command's flags. Setup decides where a training process's
@@ -44,7 +45,9 @@
 // or as a launcher placed it) and refuses settings that contradict each
 // other; Fit checks a plan against the places. LocalDriver starts the
 // stage processes once the driver's model is cut and connects the driver
-// to them, naming a process that exits before the pipeline is up;
+// to them, naming a process that exits before the pipeline is up, and
+// removes their throw-away certificates once connected; after Stop, its
+// Connect starts them anew (a restart, train.Config.MaxRestarts);
 // ServeBeside serves stage 0 beside its driver, as the first process of a
 // launched pipeline does. StageHosts is the host of each stage for the
 // certificates.

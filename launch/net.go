@@ -22,7 +22,7 @@ type ConnectFunc = func(ctx context.Context, plan *graphsplit.Plan) (transport.E
 // Net is how a process of a pipeline in several processes reaches the
 // others, as the pipemare command's flags give it: the stages' addresses
 // (-stage-addrs), the credentials (-certs, -insecure) and how long to
-// wait for the peers (-connect-timeout). Its methods check it and open
+// wait for the peers (-connect-timeout, -stall-timeout, -recv-timeout). Its methods check it and open
 // the process's endpoint; their errors name those flags, as
 // train.Overrides' name the run's, for the command line whose settings
 // these are.
@@ -35,14 +35,38 @@ type Net struct {
 	// ConnectTimeout is how long a process waits for the others of the
 	// pipeline to connect and pass the handshake (positive).
 	ConnectTimeout time.Duration
+	// StallTimeout is how long a peer may answer nothing, not even the
+	// transport's keepalive, before it is taken as stopped or stalled and
+	// the pipeline fails naming it (grpcnet.WithStallTimeout; 0: grpcnet's
+	// default).
+	StallTimeout time.Duration
+	// RecvTimeout is how long a process waits for a message of a peer
+	// that is alive (grpcnet.WithRecvTimeout; 0: grpcnet's default): it
+	// must exceed the longest work between two messages.
+	RecvTimeout time.Duration
 }
 
-// CheckTimeout refuses a ConnectTimeout that is not positive.
+// CheckTimeout refuses a ConnectTimeout that is not positive, a
+// StallTimeout below grpcnet.MinStallTimeout and a negative RecvTimeout
+// (0 is grpcnet's default for either).
 func (n Net) CheckTimeout() error {
-	if n.ConnectTimeout <= 0 {
+	switch {
+	case n.ConnectTimeout <= 0:
 		return errors.Errorf("-connect-timeout %v: must be positive", n.ConnectTimeout)
+	case n.StallTimeout != 0 && n.StallTimeout < grpcnet.MinStallTimeout:
+		return errors.Errorf("-stall-timeout %v: must be at least %v (the transport's keepalive pings a peer at most every 10s)", n.StallTimeout, grpcnet.MinStallTimeout)
+	case n.RecvTimeout < 0:
+		return errors.Errorf("-recv-timeout %v: must be positive (0: the default, %v)", n.RecvTimeout, grpcnet.DefaultRecvTimeout)
 	}
 	return nil
+}
+
+// TimeoutArgs are n's timeouts as the pipemare command's flags
+// (-connect-timeout=…, -stall-timeout=…, -recv-timeout=…): what a driver
+// hands the stage processes it starts, so that every process of the
+// pipeline waits alike.
+func (n Net) TimeoutArgs() []string {
+	return []string{"-connect-timeout=" + n.ConnectTimeout.String(), "-stall-timeout=" + n.StallTimeout.String(), "-recv-timeout=" + n.RecvTimeout.String()}
 }
 
 // FirstOrder is how long a stage waits for its driver's first order once
@@ -90,7 +114,7 @@ func (n Net) credentials(p transport.Peer) ([]grpcnet.Option, error) {
 	return opts, nil
 }
 
-// Connector is Place.Connector with n's credentials and ConnectTimeout
+// Connector is Place.Connector with n's credentials and timeouts
 // (CheckCredentials and CheckTimeout have checked them), its errors worded
 // by the flags: a certificate missing names -certs, a listener that
 // cannot be had -listen, and a peer that did not come in time says to
@@ -106,7 +130,14 @@ func (n Net) Connector(pl Place) ConnectFunc {
 		if err != nil {
 			return nil, worded{err, "-listen ", ""}
 		}
-		ep, err := pl.Open(ctx, plan, append(append(opts, listen...), grpcnet.WithConnectTimeout(n.ConnectTimeout))...)
+		opts = append(append(opts, listen...), grpcnet.WithConnectTimeout(n.ConnectTimeout))
+		if n.StallTimeout > 0 {
+			opts = append(opts, grpcnet.WithStallTimeout(n.StallTimeout))
+		}
+		if n.RecvTimeout > 0 {
+			opts = append(opts, grpcnet.WithRecvTimeout(n.RecvTimeout))
+		}
+		ep, err := pl.Open(ctx, plan, opts...)
 		switch {
 		case errors.Is(err, grpcnet.ErrConnectTimeout):
 			return nil, worded{err, "", fmt.Sprintf("; -connect-timeout %v: give more if the processes start further apart", n.ConnectTimeout)}

@@ -19,6 +19,9 @@ import (
 func TestNetChecks(t *testing.T) {
 	require.EqualError(t, Net{}.CheckTimeout(), "-connect-timeout 0s: must be positive")
 	require.NoError(t, Net{ConnectTimeout: time.Second}.CheckTimeout())
+	require.EqualError(t, Net{ConnectTimeout: time.Second, StallTimeout: 3 * time.Second}.CheckTimeout(), "-stall-timeout 3s: must be at least 11s (the transport's keepalive pings a peer at most every 10s)")
+	require.EqualError(t, Net{ConnectTimeout: time.Second, RecvTimeout: -time.Second}.CheckTimeout(), "-recv-timeout -1s: must be positive (0: the default, 2m0s)")
+	require.NoError(t, Net{ConnectTimeout: time.Second, StallTimeout: 11 * time.Second, RecvTimeout: time.Second}.CheckTimeout())
 	require.Equal(t, 2*time.Second, Net{ConnectTimeout: time.Second}.FirstOrder())
 	_, err := Net{StageAddrs: "h0"}.Addrs()
 	require.EqualError(t, err, `-stage-addrs: "h0" is not host:port`)

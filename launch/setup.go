@@ -2,6 +2,7 @@ package launch
 
 import (
 	"context"
+	"os"
 	"slices"
 	"time"
 
@@ -126,10 +127,15 @@ type LocalDriver struct {
 // open ends the connecting, and the error says which ("stage 1 exited
 // before the pipeline was up (signal: killed); its error is above": its
 // standard error went to Config.Stderr), not how the connecting broke
-// off. An error of StartLocal is returned as it is, nothing started
-// (Local is nil). Call Connect once; whatever it returns, Stop ends the
-// processes.
+// off. Once connected, every process has loaded its certificate, and
+// Connect removes the throw-away certificates (Local.Certs), so that a
+// driver killed later leaves none behind. An error of StartLocal is
+// returned as it is, nothing started
+// (Local is nil). Whatever it returns, Stop ends the processes; Connect
+// called again after Stop starts new ones, as a restarted pipeline needs
+// (train.Config.MaxRestarts).
 func (d *LocalDriver) Connect(ctx context.Context, plan *graphsplit.Plan) (transport.Endpoint, error) {
+	d.local = nil
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	c := d.Config
@@ -154,15 +160,23 @@ func (d *LocalDriver) Connect(ctx context.Context, plan *graphsplit.Plan) (trans
 	if cause := context.Cause(ctx); err != nil && cause != nil && !errors.Is(cause, context.Canceled) {
 		err = cause
 	}
+	if err == nil && l.Certs != "" {
+		// Every process has loaded its certificate: a driver killed from
+		// now on leaves none behind.
+		if rerr := os.RemoveAll(l.Certs); rerr != nil {
+			_ = ep.Close()
+			return nil, errors.Wrap(rerr, "removing the throw-away certificates")
+		}
+	}
 	return ep, err
 }
 
-// Local is the processes Connect started; nil before, or when they did
-// not start.
+// Local is the processes the last Connect started; nil before, or when
+// they did not start.
 func (d *LocalDriver) Local() *Local { return d.local }
 
-// Stop ends the stage processes Connect started, waiting at most grace
-// for them to exit (Local.Stop); nil when none started.
+// Stop ends the stage processes the last Connect started, waiting at most
+// grace for them to exit (Local.Stop); nil when none started.
 func (d *LocalDriver) Stop(grace time.Duration) error {
 	if d.local == nil {
 		return nil

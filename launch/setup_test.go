@@ -129,6 +129,13 @@ func TestLocalDriver(t *testing.T) {
 	require.Same(t, started, d.Local())
 	require.Len(t, started.PIDs, 2)
 	require.ErrorContains(t, d.Stop(time.Second), "exit status 3")
+	first := started
+	_, err = d.Connect(context.Background(), nil) // after Stop: new processes, as a restart needs
+	require.ErrorContains(t, err, "exited before the pipeline was up")
+	require.NotSame(t, first, d.Local())
+	require.Same(t, started, d.Local())
+	require.NotEqual(t, first.PIDs, started.PIDs)
+	require.ErrorContains(t, d.Stop(time.Second), "exit status 3")
 
 	d = &LocalDriver{Config: LocalConfig{Stages: 2, Executable: os.Args[0], Insecure: true, Args: func(int, []string, string) []string { return []string{"exit", "4"} }}}
 	_, err = d.Connect(context.Background(), mlpPlan(t)) // Dial's default: Place's connector, plaintext

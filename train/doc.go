@@ -18,7 +18,12 @@
 //
 // Stages in other processes: a Train with Config.Connect drives stages that
 // ServeStage serves, each in its own process with the same Config; every
-// process builds the same model and cuts it alike.
+// process builds the same model and cuts it alike. With
+// Config.MaxRestarts and checkpoints, Train restarts a pipeline whose stage
+// process died or stalled: it closes the engine, calls Config.Disconnect
+// (which ends the processes), connects anew and resumes from the last
+// checkpoint, recording each Restart in Result.Restarts; the run ends with
+// the weights of a run never interrupted.
 //
 // Before anything trains, PlanStages counts the stages a Config cuts a
 // model into, naming the flag of a cut it cannot have; MeasurePlan cuts a

@@ -85,6 +85,20 @@ type Config struct {
 	// stages in other processes (asyncvm.WithEndpoint), each running
 	// ServeStage with the same configuration; Train closes the endpoint.
 	Connect Connector
+	// MaxRestarts, with Connect and checkpoints (CheckpointEvery), is
+	// how many times Train restarts a pipeline that failed — a stage
+	// process died or stalled, a link broke — from its last checkpoint
+	// (Restart): it calls Disconnect, then Connect again, and resumes.
+	// Restarts are recorded in Result.Restarts. 0: none.
+	MaxRestarts int
+	// Disconnect, when set, is called once a failed pipeline's engine is
+	// closed, before a restart connects anew, with the failure: it ends
+	// what Connect started (the stage processes) and returns how that
+	// ended, which the Restart's Reason adds.
+	Disconnect func(failure error) error
+	// Restarted, when set, is called once a restarted pipeline has
+	// resumed, with the restart.
+	Restarted func(Restart)
 	// FirstOrderTimeout is how long ServeStage waits for its driver's
 	// first order once connected (asyncvm.WithFirstOrderTimeout; 0: its
 	// default). Train does not use it.
@@ -176,6 +190,10 @@ type Result struct {
 	// its context stopped it and the pipeline drained (Interrupted: the
 	// weights of the steps that ran).
 	WeightsSHA256 string `json:"weights_sha256,omitempty"`
+	// Restarts are the restarts of the run's pipeline (Config.MaxRestarts),
+	// in order; absent when none. Report, Events, Virtual and Wall cover
+	// the run since the last one.
+	Restarts []Restart `json:"restarts,omitempty"`
 	// ModelAccuracy (model_test_accuracy) is the test accuracy of those
 	// weights, the model the run ends with and writes (model.safetensors,
 	// which pipemare eval measures alike); it is set, like WeightsSHA256,
@@ -308,11 +326,23 @@ func (c Config) Solver(stepsPerEpoch int) func(stage int) (gorgonia.Solver, erro
 // trains those already handed out, drains the pipeline (within
 // InterruptGrace) and returns ctx's error with the result so far: its
 // last epoch Interrupted, and the drained weights' WeightsSHA256.
+// With cfg.MaxRestarts it restarts a pipeline that failed from its last
+// checkpoint (Restart).
 func Train(ctx context.Context, build zoo.Builder, train, test zoo.Data, cfg Config) (*Result, error) {
 	cfg, err := cfg.normalized()
 	if err != nil {
 		return nil, err
 	}
+	if err := cfg.checkRestarts(); err != nil {
+		return nil, err
+	}
+	return restarting(ctx, cfg, func(a *attempt) (*Result, error) { return trainOnce(ctx, build, train, test, cfg.withResume(a), a) })
+}
+
+// trainOnce is one attempt of Train (cfg normalized): from cfg.Resume, or
+// from the start; it records in a when its engine was ready and when it
+// failed.
+func trainOnce(ctx context.Context, build zoo.Builder, train, test zoo.Data, cfg Config, a *attempt) (*Result, error) {
 	m, plan, err := cfg.Split(build)
 	if err != nil {
 		return nil, err
@@ -351,6 +381,7 @@ func Train(ctx context.Context, build zoo.Builder, train, test zoo.Data, cfg Con
 	runCtx, cancelRun := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelRun()
 	defer context.AfterFunc(ctx, func() { time.AfterFunc(InterruptGrace, cancelRun) })()
+	a.markReady()
 	t := &trainer{ctx: runCtx, stop: ctx, cfg: cfg, vm: vm, eval: eval, test: test, rc: rc, res: res}
 	rng := rand.New(rand.NewSource(cfg.Seed))
 	for epoch := 1; epoch <= cfg.Epochs; epoch++ {
@@ -363,13 +394,18 @@ func Train(ctx context.Context, build zoo.Builder, train, test zoo.Data, cfg Con
 			from = firstIndex
 		}
 		if err := t.epoch(epoch, batches, from); err != nil {
+			a.failed = time.Now()
 			if ctx.Err() != nil {
 				t.drain(plan)
 			}
 			return res, err
 		}
 	}
-	return res, t.finish(plan)
+	if err := t.finish(plan); err != nil {
+		a.failed = time.Now()
+		return res, err
+	}
+	return res, nil
 }
 
 // newVM builds the engine that trains plan with opts: with injected

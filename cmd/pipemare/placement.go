@@ -28,6 +28,7 @@ import (
 type trainFlags struct {
 	procs, checkpointEvery int
 	procsSet               bool // -procs was given (its default runs the stages in this process)
+	maxRestarts            int
 	resume                 string
 	net                    launch.Net
 	cpu                    cpuFlags
@@ -37,8 +38,24 @@ func (t *trainFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&t.procs, "procs", 0, "run the stages in this many processes of this program on this host, at least 1 (pipemare stage over loopback, mutual TLS with throw-away certificates unless -insecure); one per stage: the plan must have as many (-stages). Without -procs the stages run in this process")
 	fs.IntVar(&t.checkpointEvery, "checkpoint-every", 0, "drain the pipeline and write a checkpoint every n minibatches to the checkpoints directory of -out (0: none)")
 	fs.StringVar(&t.resume, "resume", "", "continue the run whose -out was this directory, from its latest checkpoint (or from the checkpoint directory given: DIR/checkpoints/step-…), with the flags it was started with; it must hold a checkpoint (a new run is -out DIR). "+rundir.ResumeAuto+": continue -out's run if it has a checkpoint, else start it there (for a launcher that restarts the whole job)")
+	fs.IntVar(&t.maxRestarts, "max-restarts", 0, "with -procs and -checkpoint-every: when a stage process dies or stalls, end the others, start the stage processes anew and resume from the last checkpoint, up to n times (report.json's result.restarts records each); under a launcher, its restart policy with -resume auto does this")
 	registerNet(fs, &t.net)
 	t.cpu.register(fs, false)
+}
+
+// checkRestarts refuses a -max-restarts the run cannot honour: negative,
+// without checkpoints to resume from, or without stage processes of its
+// own to restart.
+func (t *trainFlags) checkRestarts(fs *flag.FlagSet) error {
+	switch {
+	case t.maxRestarts < 0:
+		return usageError(fs, "-max-restarts %d: a number of restarts (0: none)", t.maxRestarts)
+	case t.maxRestarts > 0 && t.checkpointEvery == 0:
+		return usageError(fs, "-max-restarts %d: a restart resumes from the last checkpoint: give -checkpoint-every", t.maxRestarts)
+	case t.maxRestarts > 0 && !t.procsSet:
+		return usageError(fs, "-max-restarts %d restarts the stage processes -procs starts: give -procs (under a launcher, its restart policy and -resume auto restart the job)", t.maxRestarts)
+	}
+	return nil
 }
 
 // place decides where the stages run from -procs, -pin, -stage-addrs and
@@ -58,8 +75,22 @@ func (t *trainFlags) place() (launch.Where, launch.Place, error) {
 }
 
 // stopGrace is how long train waits for its stage processes to exit once
-// the driver has stopped them, before it kills them.
-const stopGrace = 10 * time.Second
+// the driver has stopped them, before it kills them; failGrace once the
+// pipeline failed (the driver has closed its links: a stage process still
+// running after it is stopped or hung).
+const (
+	stopGrace = 10 * time.Second
+	failGrace = 2 * time.Second
+)
+
+// grace is how long to wait for the stage processes to exit once the
+// driver returned err.
+func grace(err error) time.Duration {
+	if err != nil {
+		return failGrace
+	}
+	return stopGrace
+}
 
 // connect sets cfg.Connect to reach the stages where w says, starting
 // them first when train runs them itself (-procs; under a launcher, stage
@@ -91,10 +122,10 @@ func (t *trainFlags) startLocal(cfg *train.Config, o *options, rep *rundir.Place
 	d := &launch.LocalDriver{
 		Config: launch.LocalConfig{Stages: t.procs, Insecure: t.net.Credentials.Insecure, Stderr: stderr,
 			Args: func(i int, addrs []string, certs string) []string {
-				return experiment.StageArgs(o.runFlags(), cfg.Cut, t.cpu.stageCPUs(i), t.net.ConnectTimeout, i, addrs, certs)
+				return experiment.StageArgs(o.runFlags(), cfg.Cut, t.cpu.stageCPUs(i), t.net, i, addrs, certs)
 			}},
 		Started: func(l *launch.Local) {
-			rep.Addresses, rep.PIDs = l.Addrs, l.PIDs
+			rep.Addresses, rep.PIDs, rep.CPUs = l.Addrs, l.PIDs, nil // a restart's processes replace the last
 			for i := range l.PIDs {
 				if cpus := t.cpu.stageCPUs(i); cpus != "" {
 					rep.CPUs = append(rep.CPUs, cpus)
@@ -115,7 +146,25 @@ func (t *trainFlags) startLocal(cfg *train.Config, o *options, rep *rundir.Place
 		}
 		return ep, err
 	}
-	return func(error) error { return d.Stop(stopGrace) }
+	if t.maxRestarts > 0 {
+		cfg.MaxRestarts = t.maxRestarts
+		cfg.Disconnect = func(err error) error { return d.Stop(grace(err)) }
+		n := 0
+		cfg.Restarted = func(r train.Restart) {
+			n++
+			from := "its first step (no checkpoint yet)"
+			if r.Checkpoint != "" {
+				from = fmt.Sprintf("step %d (%s)", r.FromStep, r.Checkpoint)
+			}
+			what := "the pipeline failed"
+			if r.Stage >= 0 {
+				what = fmt.Sprintf("stage %d failed", r.Stage)
+			}
+			fmt.Fprintf(stdout, "restart %d of %d: %s; resumed from %s, %d steps to redo; the restart took %v\n",
+				n, t.maxRestarts, what, from, r.StepsRedone, r.Took.Round(time.Millisecond))
+		}
+	}
+	return func(err error) error { return d.Stop(grace(err)) }
 }
 
 // runFlags are the flags of the run (registerRun's) the command line
@@ -140,6 +189,8 @@ func registerNet(fs *flag.FlagSet, n *launch.Net) {
 	fs.StringVar(&n.Credentials.Dir, "certs", "", "mutual TLS with the certificates in this directory, as pipemare certs writes them: ca.pem, and this peer's stage-<i>.pem and stage-<i>-key.pem (the driver's: driver.pem, driver-key.pem)")
 	fs.BoolVar(&n.Credentials.Insecure, "insecure", false, "plaintext instead of mutual TLS; refused unless every address is loopback")
 	fs.DurationVar(&n.ConnectTimeout, "connect-timeout", grpcnet.DefaultConnectTimeout, "how long a process waits for the others of the pipeline to connect and pass the handshake, and a stage then for its driver's first order (twice as long): a peer that does not come, or is refused, ends every process after it; give the processes' largest start-up gap")
+	fs.DurationVar(&n.StallTimeout, "stall-timeout", grpcnet.DefaultStallTimeout, "how long a process of the pipeline may answer nothing, not even the transport's keepalive, before it is taken as stopped or stalled (SIGSTOP, hung, its host frozen) and every process ends naming it; at least 11s. A process that computes for long still answers")
+	fs.DurationVar(&n.RecvTimeout, "recv-timeout", grpcnet.DefaultRecvTimeout, "how long a process waits for the next message of a peer that is alive: give more than the longest work between two messages (a stage's slice of the schedule, an evaluation)")
 }
 
 // lookupEnv reads the launcher's environment (launch.FromEnv; a variable

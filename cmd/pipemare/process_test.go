@@ -232,6 +232,14 @@ type runReportJSON struct {
 		Accuracy      float64 `json:"final_accuracy"`
 		ModelAccuracy float64 `json:"model_test_accuracy"`
 		WeightsSHA256 string  `json:"weights_sha256"`
+		Restarts      []struct {
+			Stage       int    `json:"stage"`
+			Reason      string `json:"reason"`
+			Checkpoint  string `json:"checkpoint"`
+			FromStep    int    `json:"from_step"`
+			StepsRedone int    `json:"steps_redone"`
+			TookNS      int64  `json:"took_ns"`
+		} `json:"restarts"`
 	} `json:"result"`
 }
 

@@ -66,6 +66,9 @@ func (t *trainFlags) job(fs *flag.FlagSet, o *options) (j trainJob, err error) {
 		return j, usageError(fs, "-checkpoint-every %d: a number of minibatches (0: no checkpoints)", t.checkpointEvery)
 	}
 	t.procsSet = o.set()["procs"]
+	if err := t.checkRestarts(fs); err != nil {
+		return j, err
+	}
 	if o.out, j.from, j.how, err = experiment.RunStart(t.resume, o.out, o.set()["out"]); err != nil {
 		return j, usageError(fs, "%v", err)
 	}

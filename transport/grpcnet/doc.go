@@ -44,8 +44,13 @@
 // running, stalled in the handshake, refused). Send queues the message and returns: a writer goroutine per stream
 // sends it while the caller computes. Recv waits at most the receive
 // timeout (WithRecvTimeout) and then returns a *transport.LinkError naming
-// the link. Keepalive pings notice a peer that vanished without closing
-// its connection (the server allows the clients' interval). A stream that
+// the link (default 2 minutes: it must exceed the longest compute between
+// two messages a peer waits for). Keepalive pings notice a peer that is
+// stopped, hung or vanished without closing its connection: one that
+// answers nothing, not even a ping, for the stall timeout
+// (WithStallTimeout, default 30 s, at least 11 s since gRPC pings at most
+// every 10 s) breaks its link with an error that says it is stopped or
+// stalled; a peer that computes for long still answers the pings. A stream that
 // breaks fails the calls that involve its link with the LinkError naming
 // it — and a Recv from any peer once nothing is queued — while the other
 // links go on, so that a stage that lost a neighbour can still tell the

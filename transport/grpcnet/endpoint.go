@@ -204,13 +204,14 @@ const (
 // minPing is the shortest keepalive interval grpc-go lets a client use.
 const minPing = 10 * time.Second
 
-// keepalive pings a connection every quarter of the receive timeout
-// (between 10 s, grpc-go's least, and 30 s) and drops it when a ping goes
-// unanswered as long: a peer that vanished without closing its connection
-// is noticed within two intervals.
+// keepalive pings a connection after half the stall timeout without a
+// frame (at least every 10 s, grpc-go's least) and drops it when the ping
+// is not answered by the end of the stall timeout: a peer that is stopped,
+// hung or gone without closing its connection is noticed within the stall
+// timeout of its last frame.
 func (e *Endpoint) keepalive() keepalive.ClientParameters {
-	t := min(max(e.s.recvTimeout/4, minPing), 30*time.Second)
-	return keepalive.ClientParameters{Time: t, Timeout: t, PermitWithoutStream: true}
+	t := max(e.s.stallTimeout/2, minPing)
+	return keepalive.ClientParameters{Time: t, Timeout: e.s.stallTimeout - t, PermitWithoutStream: true}
 }
 
 func (e *Endpoint) dialOptions() []grpc.DialOption {

@@ -197,3 +197,42 @@ func TestCloseDeliversWhatWasSent(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "on", got.Body)
 }
+
+// TestStalledPeerNamedWithinTheStallTimeout: a peer that answers nothing,
+// not even the keepalive (a stopped process: here a link that holds every
+// byte), makes the calls on its link fail within the stall timeout, long
+// before the receive timeout, with an error that names the peer, its
+// address, says it is stopped or stalled and what to do.
+func TestStalledPeerNamedWithinTheStallTimeout(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for the stall timeout")
+	}
+	ls, addrs := listeners(t, 2)
+	proxy := newFaultProxy(t, addrs[1])
+	n := Network{Addrs: []string{addrs[0], proxy.addr()}, Links: chain(2), Fingerprint: "fp"}
+	p := open(t, n, ls, append(quick(time.Minute), WithStallTimeout(MinStallTimeout))...)
+	ctx := context.Background()
+	require.NoError(t, p.stages[1].Send(ctx, transport.Message{Kind: transport.Gradient, To: 0, Micro: 0}))
+	_, err := p.stages[0].Recv(ctx, 1, transport.Gradient)
+	require.NoError(t, err)
+
+	proxy.stalled.Store(true)
+	start := time.Now()
+	_, err = p.stages[0].Recv(ctx, 1, transport.Gradient)
+	took := time.Since(start)
+	var le *transport.LinkError
+	require.ErrorAs(t, err, &le)
+	require.Equal(t, transport.Peer(1), le.From)
+	require.NotErrorIs(t, err, transport.ErrTimeout, "a broken link, not the receive timeout")
+	require.Contains(t, err.Error(), "stage 1 at "+proxy.addr()+" answered nothing, not even the keepalive, within 11s (the stall timeout): its process is stopped or stalled")
+	require.Contains(t, err.Error(), "restart the pipeline, from the last checkpoint")
+	require.Contains(t, err.Error(), "-stall-timeout")
+	require.Less(t, took, MinStallTimeout+3*time.Second, "within the stall timeout (and a margin), not the receive timeout of a minute")
+}
+
+// TestStallTimeoutRefused: a stall timeout below the keepalive's least
+// interval is refused, naming the least.
+func TestStallTimeoutRefused(t *testing.T) {
+	_, err := Open(context.Background(), transport.Driver, Network{Addrs: []string{"127.0.0.1:1"}}, WithInsecure(), WithStallTimeout(5*time.Second))
+	require.EqualError(t, err, "driver: stall timeout 5s: it must be at least 11s (gRPC pings a peer at most every 10s)")
+}

@@ -19,6 +19,7 @@ type settings struct {
 	listener       net.Listener
 	listenAddr     string
 	recvTimeout    time.Duration
+	stallTimeout   time.Duration
 	connectTimeout time.Duration
 	chunk          int
 }
@@ -29,6 +30,13 @@ const (
 	// for its messages to be delivered, unless WithRecvTimeout says
 	// otherwise.
 	DefaultRecvTimeout = 2 * time.Minute
+	// DefaultStallTimeout is how long a peer may go without answering
+	// the keepalive before its link is taken as broken, unless
+	// WithStallTimeout says otherwise.
+	DefaultStallTimeout = 30 * time.Second
+	// MinStallTimeout is the least stall timeout: gRPC pings a server at
+	// most every 10 s, and the ping's answer needs a second more.
+	MinStallTimeout = minPing + time.Second
 	// DefaultConnectTimeout is how long Open waits for its peers to
 	// connect and pass the handshake unless WithConnectTimeout says
 	// otherwise: long enough for processes started together to build
@@ -70,6 +78,15 @@ func WithListenAddr(addr string) Option { return func(s *settings) { s.listenAdd
 // messages a peer waits for.
 func WithRecvTimeout(d time.Duration) Option { return func(s *settings) { s.recvTimeout = d } }
 
+// WithStallTimeout bounds how long a peer may go silent, not even
+// answering the transport's keepalive pings, before its link is taken as
+// broken: a process that is stopped (SIGSTOP), hung or whose host froze
+// is noticed within d, and the calls that involve its link fail with a
+// *transport.LinkError that says it is stopped or stalled. A peer that
+// computes for long still answers the pings: d need not cover its work
+// (the receive timeout does). d is at least MinStallTimeout.
+func WithStallTimeout(d time.Duration) Option { return func(s *settings) { s.stallTimeout = d } }
+
 // WithConnectTimeout bounds how long Open waits for every peer to connect
 // and pass the handshake (a stage also waits for the peers that dial it),
 // counted from the call to Open: a peer that is not running, stalls in the
@@ -81,13 +98,15 @@ func WithConnectTimeout(d time.Duration) Option {
 }
 
 func newSettings(opts []Option) (settings, error) {
-	s := settings{recvTimeout: DefaultRecvTimeout, connectTimeout: DefaultConnectTimeout, chunk: chunkSize}
+	s := settings{recvTimeout: DefaultRecvTimeout, stallTimeout: DefaultStallTimeout, connectTimeout: DefaultConnectTimeout, chunk: chunkSize}
 	for _, o := range opts {
 		o(&s)
 	}
 	switch {
 	case s.recvTimeout <= 0:
 		return s, errors.Errorf("receive timeout %v: it must be positive", s.recvTimeout)
+	case s.stallTimeout < MinStallTimeout:
+		return s, errors.Errorf("stall timeout %v: it must be at least %v (gRPC pings a peer at most every %v)", s.stallTimeout, MinStallTimeout, minPing)
 	case s.connectTimeout <= 0:
 		return s, errors.Errorf("connect timeout %v: it must be positive", s.connectTimeout)
 	case s.insecure && s.cert != nil:
