@@ -304,11 +304,6 @@ func Train(ctx context.Context, build zoo.Builder, train, test zoo.Data, cfg Con
 	if err != nil {
 		return nil, err
 	}
-	eval, err := NewEvaluator(m)
-	if err != nil {
-		return nil, err
-	}
-	defer eval.Close()
 	stepsPerEpoch, err := cfg.stepsPerEpoch(train)
 	if err != nil {
 		return nil, err
@@ -321,6 +316,7 @@ func Train(ctx context.Context, build zoo.Builder, train, test zoo.Data, cfg Con
 		return nil, err
 	}
 	defer vm.Close()
+	eval := pipelineEvaluator(ctx, m, vm)
 
 	res := &Result{Config: cfg, Model: m.Name, Schedule: cfg.Schedule.Name, Stages: len(plan.Stages), Plan: plan}
 	start := time.Now()
