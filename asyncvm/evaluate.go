@@ -52,7 +52,7 @@ func (vm *VM) EvaluateNodes(ctx context.Context, feeds map[*gorgonia.Node]gorgon
 				vals[fi] = ones(f.Dtype, f.Shape)
 				continue
 			}
-			r, err := tensorutil.RowsOf(feeds[f.Node].(tensor.Tensor), j*f.Shape[0], f.Shape[0])
+			r, err := tensorutil.Rows(feeds[f.Node].(tensor.Tensor), j*f.Shape[0], f.Shape[0])
 			if err != nil {
 				return 0, nil, errors.Wrapf(err, "asyncvm: Evaluate: data input %q", f.Name)
 			}

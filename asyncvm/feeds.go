@@ -20,9 +20,8 @@ type feeder struct {
 }
 
 // sliceFeeds checks a minibatch's feeds and cuts them into N microbatches,
-// each a list of tensors in plan.Feeds order over the feeds' own memory
-// (tensorutil.RowsOf: the stages read them in place). Dropout masks are
-// drawn here, not fed.
+// each a list of fresh tensors in plan.Feeds order. Dropout masks are drawn
+// here, not fed.
 func (vm *feeder) sliceFeeds(feeds map[*gorgonia.Node]gorgonia.Value, step int) ([][]gorgonia.Value, error) {
 	out := make([][]gorgonia.Value, vm.n)
 	for j := range out {
@@ -57,7 +56,7 @@ func (vm *feeder) sliceFeeds(feeds map[*gorgonia.Node]gorgonia.Value, step int) 
 		}
 		rows := f.Shape[0]
 		for j := range out {
-			r, err := tensorutil.RowsOf(t, j*rows, rows)
+			r, err := tensorutil.Rows(t, j*rows, rows)
 			if err != nil {
 				return nil, errors.Wrapf(err, "data input %q", f.Name)
 			}

@@ -158,10 +158,6 @@ func (vm *VM) Plan() *graphsplit.Plan { return vm.plan }
 // rows along axis 0; Step checks them all before any stage runs. With an
 // asynchronous schedule some backwards and the update of this minibatch may
 // still be pending when Step returns; they run during later calls or Flush.
-// The stages read the feeds' tensors in place, not copies (a stage that
-// recomputes reads its inputs again at the backward): leave them as they
-// are until every backward of the minibatch has run — until Flush, to be
-// sure. So do Run, Stream and Evaluate (until they return).
 func (vm *VM) Step(ctx context.Context, feeds map[*gorgonia.Node]gorgonia.Value) (float64, error) {
 	losses, err := vm.Run(ctx, []map[*gorgonia.Node]gorgonia.Value{feeds})
 	if err != nil {

@@ -248,35 +248,6 @@ func Rows(t tensor.Tensor, from, n int) (*tensor.Dense, error) {
 	return out, nil
 }
 
-// RowsOf is rows [from, from+n) along axis 0 of t as a tensor of shape
-// (n, rest...) over t's own memory, not copied: a dense tensor (not a
-// view) whose backing is part of t's, for reading while t is left as it
-// is. A t that is a view is copied, as by Rows.
-func RowsOf(t tensor.Tensor, from, n int) (*tensor.Dense, error) {
-	shape := t.Shape()
-	if len(shape) == 0 || from < 0 || from+n > shape[0] {
-		return nil, errors.Errorf("rows %d..%d of shape %v", from, from+n, shape)
-	}
-	d, ok := t.(*tensor.Dense)
-	if !ok || d.IsView() || d.RequiresIterator() {
-		return Rows(t, from, n)
-	}
-	row := shape.TotalSize() / shape[0]
-	outShape := append(tensor.Shape{n}, shape[1:]...)
-	var back interface{}
-	switch s := d.Data().(type) {
-	case []float64:
-		back = s[from*row : (from+n)*row : (from+n)*row]
-	case []float32:
-		back = s[from*row : (from+n)*row : (from+n)*row]
-	case []int:
-		back = s[from*row : (from+n)*row : (from+n)*row]
-	default:
-		return Rows(t, from, n)
-	}
-	return tensor.New(tensor.WithShape(outShape...), tensor.WithBacking(back)), nil
-}
-
 // Concat joins values of one dtype along axis 0 into a fresh tensor: n
 // tensors of shape (r, c…) give (n·r, c…); n scalars give a vector of n.
 func Concat(vals []gorgonia.Value) (*tensor.Dense, error) {

@@ -43,29 +43,6 @@ func TestRows(t *testing.T) {
 	require.Error(t, err)
 }
 
-// TestRowsOf: rows over the tensor's own memory, a dense tensor that is
-// not a view (a program binds it as it is); a view's rows are copied.
-func TestRowsOf(t *testing.T) {
-	m := tensor.New(tensor.WithShape(4, 2), tensor.WithBacking([]float32{0, 1, 2, 3, 4, 5, 6, 7}))
-	r, err := RowsOf(m, 1, 2)
-	require.NoError(t, err)
-	require.Equal(t, tensor.Shape{2, 2}, r.Shape())
-	require.Equal(t, []float32{2, 3, 4, 5}, r.Data())
-	require.False(t, r.IsView())
-	m.Data().([]float32)[2] = 99
-	require.Equal(t, float32(99), r.Data().([]float32)[0], "RowsOf shares the memory")
-	require.Len(t, append(r.Data().([]float32), 1), 5)
-	require.Equal(t, float32(6), m.Data().([]float32)[6], "appending to the rows leaves the tensor's next row")
-	_, err = RowsOf(m, 3, 2)
-	require.Error(t, err)
-
-	v, err := m.Slice(tensor.S(0, 4, 2)) // every other row: a view
-	require.NoError(t, err)
-	r, err = RowsOf(v, 1, 1)
-	require.NoError(t, err)
-	require.Equal(t, []float32{4, 5}, r.Data())
-}
-
 // TestZeroDimensional: a 0-d dense tensor's Data is its element, not a
 // slice; copies and sums reach it all the same (a scalar learnable's
 // solver buffers are 0-d).
