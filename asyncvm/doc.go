@@ -42,7 +42,9 @@
 // fixed order after the last backward of each minibatch. Backwards
 // recompute the forward from the kept stage inputs by default (exact with
 // stateful ops), or read kept tensors (WithActivations(Keep)) in stateless
-// stages. PipeDream's backwards read a stashed copy of the forward's
+// stages; a last stage whose backward follows its forward (Sequential,
+// 1F1B) runs both passes as one, its forward once. Its forward's event
+// then spans both passes, and its backward's only the accumulation. PipeDream's backwards read a stashed copy of the forward's
 // weights; PipeMare's read the current weights, or those the solver
 // supplies (T2). Dropout is a mask input the engine draws per microbatch
 // from the seed (WithDropoutMask). NewInjected trains with injected delays

@@ -152,7 +152,7 @@ func benchEngine(b *testing.B, r zoo.Recipe, rows, n int, v engineVariant, split
 		}
 		k++
 	}
-	reportTimes(b, n, cpu)
+	reportTimes(b, rows, n, cpu)
 }
 
 func benchDirect(b *testing.B, r zoo.Recipe, rows, n int) {
@@ -241,7 +241,7 @@ func benchDirect(b *testing.B, r zoo.Recipe, rows, n int) {
 		step(k)
 		k++
 	}
-	reportTimes(b, n, cpu)
+	reportTimes(b, rows, n, cpu)
 }
 
 type directGrad struct{ value, grad gorgonia.Value }
@@ -259,8 +259,11 @@ func cpuTime() time.Duration {
 }
 
 // reportTimes reports wall time per microbatch (of n an op) and CPU time
-// per op since cpu.
-func reportTimes(b *testing.B, n int, cpu time.Duration) {
+// per op since cpu, and both per sample (rows a microbatch).
+func reportTimes(b *testing.B, rows, n int, cpu time.Duration) {
+	used := float64(cpuTime() - cpu)
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/micro")
-	b.ReportMetric(float64(cpuTime()-cpu)/float64(b.N), "cpu-ns/op")
+	b.ReportMetric(used/float64(b.N), "cpu-ns/op")
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n*rows), "ns/sample")
+	b.ReportMetric(used/float64(b.N*n*rows), "cpu-ns/sample")
 }

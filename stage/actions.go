@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/pipemare/pipemare/graphsplit"
 	"github.com/pipemare/pipemare/internal/bnstate"
 	"github.com/pipemare/pipemare/internal/recycle"
 	"github.com/pipemare/pipemare/internal/tensorutil"
@@ -58,19 +59,26 @@ func (r *Runtime) forward(ctx context.Context, ep transport.Endpoint, m int, ver
 	if err != nil {
 		return began, err
 	}
-	if vals != nil {
-		if err := r.bind(r.fwd, vals); err != nil {
+	var res graphsplit.Result
+	if fused, err := r.runFused(m, in, vals); err != nil {
+		return began, err
+	} else if fused {
+		res = r.early.res
+	} else {
+		if vals != nil {
+			if err := r.bind(r.fwd, vals); err != nil {
+				return began, err
+			}
+		}
+		res, err = r.fwd.Run(in.vals, nil)
+		if vals != nil {
+			if err2 := r.bind(r.fwd, nil); err == nil {
+				err = err2
+			}
+		}
+		if err != nil {
 			return began, err
 		}
-	}
-	res, err := r.fwd.Run(in.vals, nil)
-	if vals != nil {
-		if err2 := r.bind(r.fwd, nil); err == nil {
-			err = err2
-		}
-	}
-	if err != nil {
-		return began, err
 	}
 	if r.last {
 		loss, err := tensorutil.Scalar(res.Outputs[0])
@@ -178,10 +186,17 @@ func (r *Runtime) backward(ctx context.Context, ep transport.Endpoint, m int) (t
 	if !ok {
 		return time.Time{}, errors.Errorf("internal: nothing kept for microbatch %d", m)
 	}
-	outGrads := newHeld(len(r.st.Outputs))
-	if r.last {
-		outGrads.vals[0] = r.costGrad
+	if e := r.early; e != nil && e.m == m { // the forward got the backward's weights, or ran it
+		r.early = nil
+		began := time.Now()
+		if e.ran {
+			return began, r.afterBackward(ctx, ep, m, in, e.grads, e.res)
+		}
+		outGrads := r.outputGrads() // a last stage without consumers
+		r.zeroMissing(outGrads)
+		return began, r.runBackward(ctx, ep, m, in, outGrads, e.vals)
 	}
+	outGrads := r.outputGrads()
 	for _, l := range r.consumers {
 		msg, err := r.recv(ctx, ep, l.peer, transport.Gradient, m)
 		if err != nil {
@@ -200,13 +215,7 @@ func (r *Runtime) backward(ctx context.Context, ep transport.Endpoint, m int) (t
 		}
 	}
 	began := time.Now()
-	for i, gph := range r.bwd.OutputGrads {
-		if gph != nil && outGrads.vals[i] == nil { // no consumer has a gradient for it
-			z := recycle.Get(gph.Dtype(), gph.Shape())
-			z.Zero()
-			outGrads.vals[i], outGrads.own[i] = z, true
-		}
-	}
+	r.zeroMissing(outGrads)
 	if err := r.readReplicas(ctx, ep, m, nil, false); err != nil {
 		return began, err
 	}
@@ -214,9 +223,38 @@ func (r *Runtime) backward(ctx context.Context, ep transport.Endpoint, m int) (t
 	if err != nil {
 		return began, err
 	}
+	return began, r.runBackward(ctx, ep, m, in, outGrads, vals)
+}
+
+// outputGrads is a backward's gradients of the stage's outputs before
+// any consumer's arrive: the cost's (the last stage's), nil for the rest.
+func (r *Runtime) outputGrads() held {
+	outGrads := newHeld(len(r.st.Outputs))
+	if r.last {
+		outGrads.vals[0] = r.costGrad
+	}
+	return outGrads
+}
+
+// zeroMissing gives every output gradient the backward reads and no
+// consumer sent a zero tensor from the pools.
+func (r *Runtime) zeroMissing(outGrads held) {
+	for i, gph := range r.bwd.OutputGrads {
+		if gph != nil && outGrads.vals[i] == nil { // no consumer has a gradient for it
+			z := recycle.Get(gph.Dtype(), gph.Shape())
+			z.Zero()
+			outGrads.vals[i], outGrads.own[i] = z, true
+		}
+	}
+}
+
+// runBackward runs B(m)'s program on the weights vals (nil: the current
+// ones), what m's forward kept (in) and the outputs' gradients, then
+// afterBackward.
+func (r *Runtime) runBackward(ctx context.Context, ep transport.Endpoint, m int, in, outGrads held, vals []gorgonia.Value) error {
 	if vals != nil {
 		if err := r.bind(r.bwd, vals); err != nil {
-			return began, err
+			return err
 		}
 	}
 	saved := bnstate.Save(r.bns) // a recomputed forward must not count m twice
@@ -228,14 +266,21 @@ func (r *Runtime) backward(ctx context.Context, ep transport.Endpoint, m int) (t
 		}
 	}
 	if err != nil {
-		return began, err
+		return err
 	}
+	return r.afterBackward(ctx, ep, m, in, outGrads, res)
+}
+
+// afterBackward ends B(m) once its program ran (res, borrowed): it
+// accumulates the learnables' gradients, sends the inputs' gradients back
+// and releases what m's passes held.
+func (r *Runtime) afterBackward(ctx context.Context, ep transport.Endpoint, m int, in, outGrads held, res graphsplit.Result) error {
 	for i, g := range res.LearnableGrads {
 		if !tensorutil.Finite(g) {
-			return began, errors.Errorf("gradient of learnable %q is not finite; lower the learning rate, or check the data", r.st.Learnables[i].Name())
+			return errors.Errorf("gradient of learnable %q is not finite; lower the learning rate, or check the data", r.st.Learnables[i].Name())
 		}
 		if err := tensorutil.AddInto(r.acc[i], g); err != nil {
-			return began, errors.Wrapf(err, "accumulating the gradient of %q", r.st.Learnables[i].Name())
+			return errors.Wrapf(err, "accumulating the gradient of %q", r.st.Learnables[i].Name())
 		}
 	}
 	for _, l := range r.producers {
@@ -249,10 +294,10 @@ func (r *Runtime) backward(ctx context.Context, ep transport.Endpoint, m int) (t
 		}
 		vals, err := copies(vals)
 		if err != nil {
-			return began, errors.Wrapf(err, "sending the gradients of microbatch %d to stage %d", m, l.peer)
+			return errors.Wrapf(err, "sending the gradients of microbatch %d to stage %d", m, l.peer)
 		}
 		if err := ep.Send(ctx, transport.Message{Kind: transport.Gradient, To: transport.Peer(l.peer), Micro: m, Version: r.version, Values: vals, Own: true}); err != nil {
-			return began, err
+			return err
 		}
 	}
 	// Only now: the results may be views of the gradients or of what was kept.
@@ -262,7 +307,7 @@ func (r *Runtime) backward(ctx context.Context, ep transport.Endpoint, m int) (t
 	delete(r.kept, m)
 	r.w.done(m)
 	r.forget(m)
-	return began, nil
+	return nil
 }
 
 // update runs U(k): the solver steps the learnables with the step's mean

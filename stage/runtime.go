@@ -52,6 +52,8 @@ type Runtime struct {
 	w       weights
 	shared  shared
 	eval    evaluation
+	fuse    bool   // the forward about to run is followed by its backward (canFuse)
+	early   *early // the backward the last forward prepared or ran
 	stats   Stats
 	log     progressLog // what the driver has not heard yet
 }
@@ -383,6 +385,7 @@ func (r *Runtime) work(ctx context.Context, ep transport.Endpoint, w Work) error
 		if j < len(w.Shared) {
 			versions = w.Shared[j]
 		}
+		r.fuse = a.Op == schedule.OpForward && j+1 < len(w.Actions) && r.canFuse(a, w.Actions[j+1])
 		if err := r.do(ctx, ep, a, versions); err != nil {
 			return err
 		}

@@ -9,7 +9,9 @@
 // (the synchronous baseline, naive PipeMare, PipeMare's own, …), and Train
 // runs it: it builds the model, cuts it (Split; Balanced measures a cut on
 // this machine), streams the epochs through an asyncvm.VM, evaluates each
-// epoch with an Evaluator, and returns a Result with the losses, the test
+// epoch on the pipeline's stages (their forward programs only, through
+// VM.EvaluateNodes, the same predictions as an Evaluator of the model's
+// graph), and returns a Result with the losses, the test
 // accuracy, the engine's Report and the trained weights' fingerprint.
 //
 // Checkpoints and resume: with Config.CheckpointEvery and CheckpointDir a

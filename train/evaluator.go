@@ -1,11 +1,15 @@
 package train
 
 import (
+	"context"
+
+	"github.com/pipemare/pipemare/asyncvm"
 	"github.com/pipemare/pipemare/internal/bnstate"
 	"github.com/pipemare/pipemare/internal/tape"
 	"github.com/pipemare/pipemare/zoo"
 	"github.com/pkg/errors"
 	"gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
 )
 
 // Evaluator measures a model's accuracy with its own graph and current
@@ -16,6 +20,25 @@ type Evaluator struct {
 	m      *zoo.Model
 	prog   *tape.Program
 	logits gorgonia.Value
+	// vm, when set, evaluates instead on the pipeline's stages (Train's
+	// evaluator): their forward programs, in chunks of pipelineChunk
+	// microbatches, and prog is nil.
+	vm  *asyncvm.VM
+	ctx context.Context
+}
+
+// pipelineChunk is how many microbatches a pipeline's evaluator hands the
+// stages in one VM.EvaluateNodes: the test set in few calls, its data and
+// logits held at once for no more than that many.
+const pipelineChunk = 64
+
+// pipelineEvaluator evaluates m, which vm trains, on vm's stages
+// (VM.EvaluateNodes): forward programs only, with the stage ops, the
+// stages of a pipeline at once, without compiling m's graph again. The
+// logits are the same bits as NewEvaluator's (the stage ops are
+// gorgonia's ops, bit for bit), so the accuracy is the same.
+func pipelineEvaluator(ctx context.Context, m *zoo.Model, vm *asyncvm.VM) *Evaluator {
+	return &Evaluator{m: m, vm: vm, ctx: ctx}
 }
 
 // NewEvaluator compiles m's graph for evaluation. Compiling a gorgonia tape
@@ -76,37 +99,38 @@ func (e *Evaluator) Predictions(d zoo.Data) ([]Prediction, error) {
 	return out, err
 }
 
-// each runs the model over d in chunks of its batch size and calls fn for
-// every target, in order.
+// each runs the model over d in chunks of its batch size (of
+// pipelineChunk batches on a pipeline) and calls fn for every target, in
+// order.
 func (e *Evaluator) each(d zoo.Data, fn func(Prediction)) error {
 	m := e.m
-	restore, err := bnstate.Infer(m.BatchNorms)
-	if err != nil {
-		return errors.Wrap(err, "train: evaluation")
+	chunk, logitsOf := m.Batch, e.run
+	if e.vm != nil {
+		chunk, logitsOf = pipelineChunk*m.Batch, e.onStages
+	} else {
+		restore, err := bnstate.Infer(m.BatchNorms)
+		if err != nil {
+			return errors.Wrap(err, "train: evaluation")
+		}
+		defer restore()
 	}
-	defer restore()
 	total := 0
-	for start := 0; start < d.Len(); start += m.Batch {
-		idx := make([]int, m.Batch)
+	for start := 0; start < d.Len(); start += chunk {
+		size := min(chunk, d.Len()-start)
+		size = (size + m.Batch - 1) / m.Batch * m.Batch // whole batches
+		idx := make([]int, size)
 		for i := range idx {
 			idx[i] = min(start+i, d.Len()-1)
 		}
 		x, y := d.Batch(m, idx)
-		if err := gorgonia.Let(m.X, x); err != nil {
+		logits, err := logitsOf(x, y)
+		if err != nil {
 			return errors.Wrap(err, "train: evaluation")
 		}
-		if err := gorgonia.Let(m.Y, y); err != nil {
-			return errors.Wrap(err, "train: evaluation")
-		}
-		e.logits = nil
-		if err := e.prog.Run(); err != nil {
-			return errors.Wrap(err, "train: evaluation")
-		}
-		logits := e.logits.Data().([]float32)
 		labels := y.Data().([]float32)
 		classes := y.Shape()[len(y.Shape())-1]
-		rowsPer := y.Shape().TotalSize() / classes / m.Batch
-		valid := min(m.Batch, d.Len()-start) * rowsPer
+		rowsPer := y.Shape().TotalSize() / classes / size
+		valid := min(size, d.Len()-start) * rowsPer
 		for r := 0; r < valid; r++ {
 			row, want := logits[r*classes:(r+1)*classes], labels[r*classes:(r+1)*classes]
 			target := -1
@@ -134,5 +158,34 @@ func (e *Evaluator) each(d zoo.Data, fn func(Prediction)) error {
 	return nil
 }
 
+// run is the logits of one batch, x and y, on the evaluator's own program.
+func (e *Evaluator) run(x, y *tensor.Dense) ([]float32, error) {
+	if err := gorgonia.Let(e.m.X, x); err != nil {
+		return nil, err
+	}
+	if err := gorgonia.Let(e.m.Y, y); err != nil {
+		return nil, err
+	}
+	e.logits = nil
+	if err := e.prog.Run(); err != nil {
+		return nil, err
+	}
+	return e.logits.Data().([]float32), nil
+}
+
+// onStages is the logits of whole batches x and y, computed by the
+// pipeline's stages.
+func (e *Evaluator) onStages(x, y *tensor.Dense) ([]float32, error) {
+	_, vals, err := e.vm.EvaluateNodes(e.ctx, map[*gorgonia.Node]gorgonia.Value{e.m.X: x, e.m.Y: y}, e.m.Logits)
+	if err != nil {
+		return nil, err
+	}
+	return vals[0].Data().([]float32), nil
+}
+
 // Close releases the evaluator's machine.
-func (e *Evaluator) Close() { e.prog.Close() }
+func (e *Evaluator) Close() {
+	if e.prog != nil {
+		e.prog.Close()
+	}
+}

@@ -2,6 +2,7 @@ package train
 
 import (
 	"fmt"
+	"math/rand"
 	"testing"
 
 	"github.com/pipemare/pipemare/internal/exectest"
@@ -40,6 +41,49 @@ func TestEvaluatorOnTheExecutor(t *testing.T) {
 				}
 				exectest.SameBits(t, logits[1], logits[0], fmt.Sprintf("chunk %d", k))
 			}
+		})
+	}
+}
+
+// TestPipelineEvaluatorIsTheGraphs: Train's evaluator, which runs the
+// pipeline's forward programs on its stages in chunks of pipelineChunk
+// batches, predicts every target of a test set as the evaluator of the
+// whole graph does, on weights trained for a few steps (BatchNorm's
+// running statistics among them), with a test set that ends in a partial
+// chunk and a partial batch.
+func TestPipelineEvaluatorIsTheGraphs(t *testing.T) {
+	for _, model := range []string{"cnn", "transformer"} {
+		t.Run(model, func(t *testing.T) {
+			r, err := zoo.RecipeFor(model)
+			require.NoError(t, err)
+			ov := NoOverrides()
+			ov.Stages, ov.Method = "2", "sequential"
+			trainSet, test, err := r.Load("embedded", 4*r.Run.Microbatch*r.Run.Microbatches)
+			require.NoError(t, err)
+			cfg, err := ov.Config(r, trainSet.Len())
+			require.NoError(t, err)
+			m, plan, err := cfg.Split(r.Build)
+			require.NoError(t, err)
+			ctx := t.Context()
+			vm, err := cfg.newVM(ctx, plan, cfg.engine(4))
+			require.NoError(t, err)
+			defer vm.Close()
+			_, err = vm.Run(ctx, zoo.Minibatches(trainSet, m, cfg.Microbatches, rand.New(rand.NewSource(1))))
+			require.NoError(t, err)
+
+			n := pipelineChunk*m.Batch + 3*m.Batch + 5
+			if d, ok := test.(*zoo.Dataset); ok {
+				require.Greater(t, d.Len(), n)
+				test = d.Head(n)
+			}
+			graph, err := NewEvaluator(m)
+			require.NoError(t, err)
+			defer graph.Close()
+			want, err := graph.Predictions(test)
+			require.NoError(t, err)
+			got, err := pipelineEvaluator(ctx, m, vm).Predictions(test)
+			require.NoError(t, err)
+			require.Equal(t, want, got)
 		})
 	}
 }

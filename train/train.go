@@ -347,11 +347,6 @@ func trainOnce(ctx context.Context, build zoo.Builder, train, test zoo.Data, cfg
 	if err != nil {
 		return nil, err
 	}
-	eval, err := NewEvaluator(m)
-	if err != nil {
-		return nil, err
-	}
-	defer eval.Close()
 	stepsPerEpoch, err := cfg.stepsPerEpoch(train)
 	if err != nil {
 		return nil, err
@@ -364,6 +359,7 @@ func trainOnce(ctx context.Context, build zoo.Builder, train, test zoo.Data, cfg
 		return nil, err
 	}
 	defer vm.Close()
+	eval := pipelineEvaluator(ctx, m, vm)
 
 	res := &Result{Config: cfg, Model: m.Name, Schedule: cfg.Schedule.Name, Stages: len(plan.Stages), Plan: plan}
 	start := time.Now()

@@ -1,0 +1,74 @@
+package stage
+
+import (
+	"github.com/pipemare/pipemare/graphsplit"
+	"github.com/pipemare/pipemare/internal/bnstate"
+	"github.com/pipemare/pipemare/schedule"
+	"gorgonia.org/gorgonia"
+)
+
+// A last stage that recomputes (no keeping programs) and runs B(m) right
+// after F(m) — every schedule's last stage does — would run m's forward
+// twice: the Forward program for the loss, then the Train program, which
+// recomputes the forward before its backward. It runs the Train program
+// once instead, at F(m): the loss is its output, and B(m) only
+// accumulates its gradients. The same ops run on the same inputs and
+// weights, so the loss and the gradients are the same bits; BatchNorm's
+// running statistics count m once, at the Train program's forward,
+// instead of at the Forward program's.
+
+// early is what F(m) prepared for the B(m) that follows it: the weights
+// the backward reads (read at F(m), as nothing runs in between), and, when
+// they are the forward's, the Train program's borrowed result, valid until
+// that program runs again, and the output gradients it read.
+type early struct {
+	m     int
+	vals  []gorgonia.Value
+	ran   bool
+	res   graphsplit.Result
+	grads held
+}
+
+// canFuse reports whether forward f, followed in the same Work by next,
+// can run its backward too: next is f's backward, and the stage is a last
+// stage that recomputes, sends nothing on and shares no learnable.
+func (r *Runtime) canFuse(f, next schedule.Action) bool {
+	return next.Op == schedule.OpBackward && next.Micro == f.Micro &&
+		r.last && !r.keeping && len(r.consumers) == 0 &&
+		len(r.shared.replicas) == 0 && len(r.shared.owned) == 0
+}
+
+// runFused, at a forward of microbatch m that reads the weights fwdVals
+// (nil: the current ones) with inputs in, reads the weights the backward
+// that follows will read; if they are the forward's own (both the current
+// ones), it runs the Train program and reports true. It does nothing when
+// the forward cannot fuse (canFuse). If the Train program fails, the
+// forward and the backward run apart, as without fusing, so that the
+// failure is the failing pass's.
+func (r *Runtime) runFused(m int, in held, fwdVals []gorgonia.Value) (bool, error) {
+	if !r.fuse {
+		return false, nil
+	}
+	r.fuse = false
+	bwdVals, err := r.w.backward(m)
+	if err != nil {
+		return false, err
+	}
+	r.early = &early{m: m, vals: bwdVals}
+	if fwdVals != nil || bwdVals != nil {
+		return false, nil
+	}
+	grads := r.outputGrads()
+	r.zeroMissing(grads)
+	saved := bnstate.Save(r.bns)
+	res, err := r.bwd.Run(in.vals, grads.vals) // the Train program: m's forward counts once
+	if err != nil {
+		// Run the two passes apart, each failing on its own: the error
+		// names the pass it comes from.
+		saved.Restore()
+		grads.release()
+		return false, nil
+	}
+	r.early.ran, r.early.res, r.early.grads = true, res, grads
+	return true, nil
+}
