@@ -112,18 +112,8 @@ func CheckWritable(dir string, files []string) error {
 	}
 	for _, name := range files {
 		path := filepath.Join(dir, name)
-		_, statErr := os.Stat(path)
-		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, checkpoint.FileMode)
-		if err != nil {
+		if err := checkpoint.CheckWritable(path); err != nil {
 			return errors.Wrapf(err, "cannot write %s", strings.TrimPrefix(path, dir+"/"))
-		}
-		if err := f.Close(); err != nil {
-			return err
-		}
-		if statErr != nil {
-			if err := os.Remove(path); err != nil {
-				return err
-			}
 		}
 	}
 	return nil

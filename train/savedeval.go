@@ -3,7 +3,6 @@ package train
 import (
 	"encoding/json"
 	"io"
-	"os"
 
 	"github.com/pkg/errors"
 
@@ -37,7 +36,10 @@ type SavedEval struct {
 // evaluates anything, and writes nothing when the evaluation fails.
 func (s SavedEval) Run(w io.Writer, r zoo.Recipe, test zoo.Data) error {
 	for _, out := range []struct{ flag, path string }{{"-predictions", s.Predictions}, {"-json", s.JSON}} {
-		if err := checkWritable(out.path); err != nil {
+		if out.path == "" {
+			continue
+		}
+		if err := checkpoint.CheckWritable(out.path); err != nil {
 			return errors.Wrapf(err, "%s %s: cannot be written (nothing was evaluated)", out.flag, out.path)
 		}
 	}
@@ -65,25 +67,4 @@ func (s SavedEval) Run(w io.Writer, r zoo.Recipe, test zoo.Data) error {
 	}
 	_, err = w.Write(b)
 	return err
-}
-
-// checkWritable checks that the file path ("": none) can be created or
-// replaced, leaving an existing one as it is and removing the empty file
-// it created to check.
-func checkWritable(path string) error {
-	if path == "" {
-		return nil
-	}
-	_, statErr := os.Stat(path)
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, checkpoint.FileMode)
-	if err != nil {
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if statErr != nil {
-		return os.Remove(path)
-	}
-	return nil
 }
