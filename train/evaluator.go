@@ -21,10 +21,11 @@ type Evaluator struct {
 	prog   *tape.Program
 	logits gorgonia.Value
 	// vm, when set, evaluates instead on the pipeline's stages (Train's
-	// evaluator): their forward programs, in chunks of pipelineChunk
-	// microbatches, and prog is nil.
-	vm  *asyncvm.VM
-	ctx context.Context
+	// evaluator): their forward programs, in chunks of chunk microbatches
+	// (pipelineChunk), and prog is nil.
+	vm    *asyncvm.VM
+	ctx   context.Context
+	chunk int
 }
 
 // pipelineChunk is how many microbatches a pipeline's evaluator hands the
@@ -38,7 +39,7 @@ const pipelineChunk = 64
 // logits are the same bits as NewEvaluator's (the stage ops are
 // gorgonia's ops, bit for bit), so the accuracy is the same.
 func pipelineEvaluator(ctx context.Context, m *zoo.Model, vm *asyncvm.VM) *Evaluator {
-	return &Evaluator{m: m, vm: vm, ctx: ctx}
+	return &Evaluator{m: m, vm: vm, ctx: ctx, chunk: pipelineChunk}
 }
 
 // NewEvaluator compiles m's graph for evaluation. Compiling a gorgonia tape
@@ -99,14 +100,14 @@ func (e *Evaluator) Predictions(d zoo.Data) ([]Prediction, error) {
 	return out, err
 }
 
-// each runs the model over d in chunks of its batch size (of
-// pipelineChunk batches on a pipeline) and calls fn for every target, in
+// each runs the model over d in chunks of its batch size (of e.chunk
+// batches on a pipeline) and calls fn for every target, in
 // order.
 func (e *Evaluator) each(d zoo.Data, fn func(Prediction)) error {
 	m := e.m
 	chunk, logitsOf := m.Batch, e.run
 	if e.vm != nil {
-		chunk, logitsOf = pipelineChunk*m.Batch, e.onStages
+		chunk, logitsOf = e.chunk*m.Batch, e.onStages
 	} else {
 		restore, err := bnstate.Infer(m.BatchNorms)
 		if err != nil {

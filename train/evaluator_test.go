@@ -46,9 +46,9 @@ func TestEvaluatorOnTheExecutor(t *testing.T) {
 }
 
 // TestPipelineEvaluatorIsTheGraphs: Train's evaluator, which runs the
-// pipeline's forward programs on its stages in chunks of pipelineChunk
-// batches, predicts every target of a test set as the evaluator of the
-// whole graph does, on weights trained for a few steps (BatchNorm's
+// pipeline's forward programs on its stages in chunks of batches (4 here,
+// so that a small test set spans several chunks), predicts every target
+// of a test set as the evaluator of the whole graph does, on weights trained for a few steps (BatchNorm's
 // running statistics among them), with a test set that ends in a partial
 // chunk and a partial batch.
 func TestPipelineEvaluatorIsTheGraphs(t *testing.T) {
@@ -71,7 +71,8 @@ func TestPipelineEvaluatorIsTheGraphs(t *testing.T) {
 			_, err = vm.Run(ctx, zoo.Minibatches(trainSet, m, cfg.Microbatches, rand.New(rand.NewSource(1))))
 			require.NoError(t, err)
 
-			n := pipelineChunk*m.Batch + 3*m.Batch + 5
+			const chunk = 4
+			n := 2*chunk*m.Batch + 3*m.Batch + 5
 			if d, ok := test.(*zoo.Dataset); ok {
 				require.Greater(t, d.Len(), n)
 				test = d.Head(n)
@@ -81,7 +82,9 @@ func TestPipelineEvaluatorIsTheGraphs(t *testing.T) {
 			defer graph.Close()
 			want, err := graph.Predictions(test)
 			require.NoError(t, err)
-			got, err := pipelineEvaluator(ctx, m, vm).Predictions(test)
+			e := pipelineEvaluator(ctx, m, vm)
+			e.chunk = chunk
+			got, err := e.Predictions(test)
 			require.NoError(t, err)
 			require.Equal(t, want, got)
 		})

@@ -37,18 +37,19 @@ func TestDotGemmIsGonums(t *testing.T) {
 		require.Equal(t, true, dotsFit(m, n, k) || k > gemmBlock, "%v: the test's shape runs in sgemmDots", sz)
 		for _, off := range []int{0, 1, 2, 3} {
 			for _, ab := range [][2]float32{{1, 0}, {-0.5, 1}, {3, 2}, {math.Float32frombits(0x7fc0beef), 1}} {
-				for _, w := range []int{1, 2} {
-					for _, specials := range []float64{0, 0.1} {
-						name := fmt.Sprintf("%dx%dx%d/b+%d/alpha=%g,beta=%g/workers=%d/specials=%g", m, n, k, off, ab[0], ab[1], w, specials)
-						lda, ldb, ldc := k+1, k+off%2, n+3
-						a, b := fill(m*lda, specials), fill(off+n*ldb, specials)[off:]
-						c := fill(m*ldc, specials)
-						want := append([]float32(nil), c...)
-						gonum.Implementation{}.Sgemm(blas.NoTrans, blas.Trans, m, n, k, ab[0], a, lda, b, ldb, ab[1], want, ldc)
+				for _, specials := range []float64{0, 0.1} {
+					name := fmt.Sprintf("%dx%dx%d/b+%d/alpha=%g,beta=%g/specials=%g", m, n, k, off, ab[0], ab[1], specials)
+					lda, ldb, ldc := k+1, k+off%2, n+3
+					a, b := fill(m*lda, specials), fill(off+n*ldb, specials)[off:]
+					c := fill(m*ldc, specials)
+					want := append([]float32(nil), c...)
+					gonum.Implementation{}.Sgemm(blas.NoTrans, blas.Trans, m, n, k, ab[0], a, lda, b, ldb, ab[1], want, ldc)
+					// The reference once, the kernel on one and on two workers.
+					for _, w := range []int{1, 2} {
 						SetWorkers(w)
 						got := append([]float32(nil), c...)
 						gonumBLAS{}.Sgemm(blas.NoTrans, blas.Trans, m, n, k, ab[0], a, lda, b, ldb, ab[1], got, ldc)
-						require.Equal(t, bits32(want), bits32(got), name)
+						require.Equal(t, bits32(want), bits32(got), "%s/workers=%d", name, w)
 					}
 				}
 			}

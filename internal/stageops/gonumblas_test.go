@@ -11,6 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/gonum"
+
+	"github.com/pipemare/pipemare/internal/testutil"
 )
 
 // TestSerialGemmIsGonums: with one worker, gonumBLAS computes every product
@@ -20,6 +22,9 @@ import (
 // matrices, and alpha and beta of 0, 1 and others; smaller products are
 // gonum's own call.
 func TestSerialGemmIsGonums(t *testing.T) {
+	if testutil.RaceEnabled {
+		t.Skip("numerics in one goroutine (the serial path), slow under the race detector and nothing for it to check; go test ./... runs it")
+	}
 	defer SetWorkers(0)
 	rng := rand.New(rand.NewSource(1))
 	fill32 := func(n int) []float32 {

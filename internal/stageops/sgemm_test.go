@@ -40,31 +40,32 @@ func TestTiledGemmIsGonums(t *testing.T) {
 		m, n, k := sz[0], sz[1], sz[2]
 		for _, tA := range []blas.Transpose{blas.NoTrans, blas.Trans} {
 			for _, ab := range [][2]float32{{1, 0}, {1, 1}, {0.5, 2}, {-3, 0}, {1, float32(math.Copysign(0, -1))}, {math.Float32frombits(0x7fc0beef), 1}} {
-				for _, w := range []int{1, 2} {
-					for _, mix := range [][2]float64{{0, 0}, {0.5, 0}, {0.3, 0.05}} {
-						name := fmt.Sprintf("%dx%dx%d/%c/alpha=%g,beta=%g/workers=%d/zeros=%g,specials=%g", m, n, k, tA, ab[0], ab[1], w, mix[0], mix[1])
-						ra, ca := m, k
-						if tA == blas.Trans {
-							ra, ca = k, m
-						}
-						lda, ldb, ldc := ca+3, n+1, n+5
-						a, b := fill(max(ra*lda, 1), mix[0], mix[1]), fill(max(k*ldb, 1), mix[0]/3, mix[1])
-						c := fill(m*ldc, 0.2, mix[1]*2)
-						want := append([]float32(nil), c...)
-						SetWorkers(1)
-						tiled := tiledGemm
-						tiledGemm = false // gonum's own serial path
-						gonumBLAS{}.Sgemm(tA, blas.NoTrans, m, n, k, ab[0], a, lda, b, ldb, ab[1], want, ldc)
-						tiledGemm = tiled
-						want2 := append([]float32(nil), c...)
-						gonum.Implementation{}.Sgemm(tA, blas.NoTrans, m, n, k, ab[0], a, lda, b, ldb, ab[1], want2, ldc)
-						require.Equal(t, bits32(want2), bits32(want), "%s: gonum's serial and parallel paths agree", name)
+				for _, mix := range [][2]float64{{0, 0}, {0.5, 0}, {0.3, 0.05}} {
+					name := fmt.Sprintf("%dx%dx%d/%c/alpha=%g,beta=%g/zeros=%g,specials=%g", m, n, k, tA, ab[0], ab[1], mix[0], mix[1])
+					ra, ca := m, k
+					if tA == blas.Trans {
+						ra, ca = k, m
+					}
+					lda, ldb, ldc := ca+3, n+1, n+5
+					a, b := fill(max(ra*lda, 1), mix[0], mix[1]), fill(max(k*ldb, 1), mix[0]/3, mix[1])
+					c := fill(m*ldc, 0.2, mix[1]*2)
+					want := append([]float32(nil), c...)
+					SetWorkers(1)
+					tiled := tiledGemm
+					tiledGemm = false // gonum's own serial path
+					gonumBLAS{}.Sgemm(tA, blas.NoTrans, m, n, k, ab[0], a, lda, b, ldb, ab[1], want, ldc)
+					tiledGemm = tiled
+					want2 := append([]float32(nil), c...)
+					gonum.Implementation{}.Sgemm(tA, blas.NoTrans, m, n, k, ab[0], a, lda, b, ldb, ab[1], want2, ldc)
+					require.Equal(t, bits32(want2), bits32(want), "%s: gonum's serial and parallel paths agree", name)
+					// The references once, the tiles on one and on two workers.
+					for _, w := range []int{1, 2} {
 						SetWorkers(w)
 						for _, wide := range widths {
 							wideTiles = wide
 							got := append([]float32(nil), c...)
 							gonumBLAS{}.Sgemm(tA, blas.NoTrans, m, n, k, ab[0], a, lda, b, ldb, ab[1], got, ldc)
-							require.Equal(t, bits32(want), bits32(got), "%s/wide=%v", name, wide)
+							require.Equal(t, bits32(want), bits32(got), "%s/workers=%d/wide=%v", name, w, wide)
 						}
 					}
 				}
