@@ -14,9 +14,9 @@ import (
 
 	"github.com/pipemare/pipemare/asyncvm"
 	"github.com/pipemare/pipemare/graphsplit"
+	"github.com/pipemare/pipemare/internal/stage"
 	"github.com/pipemare/pipemare/internal/testmodels"
 	"github.com/pipemare/pipemare/internal/testutil"
-	"github.com/pipemare/pipemare/stage"
 	"github.com/pipemare/pipemare/transport"
 	"github.com/pipemare/pipemare/transport/grpcnet"
 	"github.com/pipemare/pipemare/transport/pki"

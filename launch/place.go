@@ -11,7 +11,7 @@ import (
 	"github.com/pkg/errors"
 
 	"github.com/pipemare/pipemare/graphsplit"
-	"github.com/pipemare/pipemare/stage"
+	"github.com/pipemare/pipemare/internal/stage"
 	"github.com/pipemare/pipemare/transport"
 	"github.com/pipemare/pipemare/transport/grpcnet"
 	"github.com/pipemare/pipemare/transport/pki"
