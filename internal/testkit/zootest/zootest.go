@@ -7,7 +7,7 @@ package zootest
 import (
 	"testing"
 
-	"github.com/pipemare/pipemare/internal/testutil"
+	"github.com/pipemare/pipemare/internal/testkit/testutil"
 	"github.com/pipemare/pipemare/zoo"
 	"github.com/stretchr/testify/require"
 )

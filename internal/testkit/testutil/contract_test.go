@@ -22,12 +22,12 @@ const module = "github.com/pipemare/pipemare"
 // internal/, such as zootest, may import it: they are themselves imported
 // only from tests).
 func TestContract(t *testing.T) {
-	root, err := filepath.Abs(filepath.Join("..", ".."))
+	root, err := filepath.Abs(filepath.Join("..", "..", ".."))
 	require.NoError(t, err)
 	b, err := os.ReadFile(filepath.Join(root, "go.mod"))
 	require.NoError(t, err)
 	require.Contains(t, string(b), "module "+module+"\n", "the module root")
-	self := module + "/internal/testutil"
+	self := module + "/internal/testkit/testutil"
 
 	// What every package of the module imports from the module in its
 	// non-test files, and which packages are commands.
