@@ -99,10 +99,6 @@ type Config struct {
 	// Restarted, when set, is called once a restarted pipeline has
 	// resumed, with the restart.
 	Restarted func(Restart)
-	// FirstOrderTimeout is how long ServeStage waits for its driver's
-	// first order once connected (asyncvm.WithFirstOrderTimeout; 0: its
-	// default). Train does not use it.
-	FirstOrderTimeout time.Duration
 	// Progress, when set, is called after every epoch.
 	Progress func(EpochResult)
 	// Steps, when set, is called every ProgressEvery steps within an epoch
