@@ -149,8 +149,10 @@ func (cfg Config) Activations() asyncvm.Activations {
 // returns nil when the driver stopped the stage, otherwise the stage's
 // failure or why it lost its driver, naming the stage. opts are the stage
 // process's own engine options, not settings of the run (for example
-// asyncvm.WithFirstOrderTimeout); they come after the run's.
+// asyncvm.WithFirstOrderTimeout); they come after the run's. Like Train,
+// it computes with graphsplit.UseFastBLAS.
 func ServeStage(ctx context.Context, build zoo.Builder, train zoo.Data, cfg Config, i int, connect Connector, opts ...asyncvm.Option) error {
+	graphsplit.UseFastBLAS()
 	cfg, err := cfg.normalized()
 	if err != nil {
 		return err

@@ -323,8 +323,9 @@ func (c Config) Solver(stepsPerEpoch int) func(stage int) (gorgonia.Solver, erro
 // InterruptGrace) and returns ctx's error with the result so far: its
 // last epoch Interrupted, and the drained weights' WeightsSHA256.
 // With cfg.MaxRestarts it restarts a pipeline that failed from its last
-// checkpoint (Restart).
+// checkpoint (Restart). It computes with graphsplit.UseFastBLAS.
 func Train(ctx context.Context, build zoo.Builder, train, test zoo.Data, cfg Config) (*Result, error) {
+	graphsplit.UseFastBLAS()
 	cfg, err := cfg.normalized()
 	if err != nil {
 		return nil, err
