@@ -6,6 +6,7 @@ import (
 	"slices"
 	"unsafe"
 
+	"github.com/pipemare/pipemare/internal/reach"
 	"github.com/pkg/errors"
 	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -463,14 +464,10 @@ func unsafeDoer(op gorgonia.Op) bool {
 // the op object between runs or draw random numbers: they run exactly as
 // the tape machine runs them.
 func stateful(op gorgonia.Op) bool {
-	t := reflect.TypeOf(op)
-	if t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	if t.PkgPath() != "gorgonia.org/gorgonia" {
+	if !reach.FromGorgonia(op) {
 		return false
 	}
-	switch t.Name() {
+	switch reach.TypeName(op) {
 	case "BatchNormOp", "batchnormDiffOp", "batchNormDiffOp", "GroupNormOp", "groupNormDiffOp",
 		"maxPoolOp", "maxPoolDiffOp", "avgPoolOp", "avgPoolDiffOp",
 		"dropoutOp", "dropoutDiffOp", "randomOp":
