@@ -130,10 +130,8 @@ func intField(v reflect.Value, name string) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	if f.Kind() != reflect.Int64 && f.Kind() != reflect.Int {
-		return 0, errors.Errorf("field %s is %v", name, f.Type())
-	}
-	return f.Int(), nil
+	i, err := intOf(f, name)
+	return int64(i), err
 }
 
 // cpuRegister reads a register field {id int; device Device}: its id, if
