@@ -8,6 +8,8 @@ import "github.com/pipemare/pipemare/internal/stageops"
 // kernels may use only one, and faster for float32; built with -tags
 // openblas, OpenBLAS (results then differ from the default build's by
 // float rounding). Importing this package changes no BLAS: a program calls
-// UseFastBLAS once, before it trains. train.Train, train.ServeStage and the
-// pipemare command do.
+// UseFastBLAS before any of its graphs computes (gorgonia reads its BLAS
+// without a lock); it installs the BLAS once, and later calls from any
+// goroutine change nothing. train.Train, train.ServeStage and the pipemare
+// command call it.
 func UseFastBLAS() { stageops.UseFastBLAS() }
