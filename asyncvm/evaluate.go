@@ -3,8 +3,8 @@ package asyncvm
 import (
 	"context"
 
+	"github.com/pipemare/pipemare/internal/stage"
 	"github.com/pipemare/pipemare/internal/tensorutil"
-	"github.com/pipemare/pipemare/stage"
 	"github.com/pipemare/pipemare/transport"
 	"github.com/pkg/errors"
 	"gorgonia.org/gorgonia"

@@ -42,6 +42,7 @@ func fill(r, c int, s float64) *tensor.Dense {
 // per stage (solvers.NewMomentum: gorgonia's Momentum, bit for bit, whose
 // state a checkpoint saves).
 func Example() {
+	graphsplit.UseFastBLAS() // once, before anything computes: the stage ops' BLAS, gonum's bits
 	g, x, y, cost, learnables := model()
 	plan, err := graphsplit.Split(g, cost, learnables, graphsplit.Stages(2))
 	if err != nil {

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/pipemare/pipemare/graphsplit"
-	"github.com/pipemare/pipemare/internal/testmodels"
+	"github.com/pipemare/pipemare/internal/testkit/testmodels"
 	"github.com/pipemare/pipemare/schedule"
 	"github.com/pkg/errors"
 	"github.com/stretchr/testify/require"

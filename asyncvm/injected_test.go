@@ -6,8 +6,8 @@ import (
 
 	"github.com/pipemare/pipemare/delay"
 	"github.com/pipemare/pipemare/graphsplit"
-	"github.com/pipemare/pipemare/internal/testmodels"
-	"github.com/pipemare/pipemare/internal/testutil"
+	"github.com/pipemare/pipemare/internal/testkit/testmodels"
+	"github.com/pipemare/pipemare/internal/testkit/testutil"
 	"github.com/pipemare/pipemare/schedule"
 	"github.com/stretchr/testify/require"
 	"gorgonia.org/tensor"

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"testing"
 
+	"github.com/pipemare/pipemare/graphsplit"
 	"github.com/pipemare/pipemare/internal/recycle"
 	"go.uber.org/goleak"
 )
@@ -17,5 +18,6 @@ func TestMain(m *testing.M) {
 	if flag.Lookup("test.bench").Value.String() == "" {
 		recycle.Debug(true)
 	}
+	graphsplit.UseFastBLAS() // the BLAS the engine's users train with (package train, the command)
 	goleak.VerifyTestMain(m)
 }

@@ -5,9 +5,9 @@ import (
 
 	"github.com/pipemare/pipemare/delay"
 	"github.com/pipemare/pipemare/graphsplit"
+	"github.com/pipemare/pipemare/internal/stage"
 	"github.com/pipemare/pipemare/schedule"
 	"github.com/pipemare/pipemare/solvers"
-	"github.com/pipemare/pipemare/stage"
 	"github.com/pipemare/pipemare/transport"
 	"github.com/pkg/errors"
 	"gorgonia.org/gorgonia"

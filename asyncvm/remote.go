@@ -5,9 +5,9 @@ import (
 	"time"
 
 	"github.com/pipemare/pipemare/internal/bnstate"
+	"github.com/pipemare/pipemare/internal/stage"
 	"github.com/pipemare/pipemare/internal/tensorutil"
 	"github.com/pipemare/pipemare/schedule"
-	"github.com/pipemare/pipemare/stage"
 	"github.com/pipemare/pipemare/transport"
 	"github.com/pkg/errors"
 	"gorgonia.org/tensor"

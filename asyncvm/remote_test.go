@@ -14,9 +14,8 @@ import (
 
 	"github.com/pipemare/pipemare/asyncvm"
 	"github.com/pipemare/pipemare/graphsplit"
-	"github.com/pipemare/pipemare/internal/testmodels"
-	"github.com/pipemare/pipemare/internal/testutil"
-	"github.com/pipemare/pipemare/stage"
+	"github.com/pipemare/pipemare/internal/testkit/testmodels"
+	"github.com/pipemare/pipemare/internal/testkit/testutil"
 	"github.com/pipemare/pipemare/transport"
 	"github.com/pipemare/pipemare/transport/grpcnet"
 	"github.com/pipemare/pipemare/transport/pki"
@@ -54,7 +53,7 @@ func remotePlan(t *testing.T, model ...string) (*testmodels.Model, *graphsplit.P
 }
 
 func remoteNetwork(plan *graphsplit.Plan, addrs []string) grpcnet.Network {
-	return grpcnet.Network{Addrs: addrs, Links: grpcnet.Links(stage.Topology(plan)), Fingerprint: plan.Fingerprint()}
+	return grpcnet.Network{Addrs: addrs, Links: grpcnet.Links(plan.Topology()), Fingerprint: plan.Fingerprint()}
 }
 
 func runOptions(t *testing.T, name string) []asyncvm.Option {

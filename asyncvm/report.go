@@ -5,8 +5,8 @@ import (
 	"sort"
 	"time"
 
+	"github.com/pipemare/pipemare/internal/stage"
 	"github.com/pipemare/pipemare/schedule"
-	"github.com/pipemare/pipemare/stage"
 )
 
 // Report is everything the engine measured, for programs to read and for

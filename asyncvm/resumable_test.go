@@ -10,7 +10,8 @@ import (
 	"github.com/pipemare/pipemare/checkpoint"
 	"github.com/pipemare/pipemare/correction"
 	"github.com/pipemare/pipemare/graphsplit"
-	"github.com/pipemare/pipemare/internal/testmodels"
+	"github.com/pipemare/pipemare/internal/testkit/testmodels"
+	"github.com/pipemare/pipemare/method"
 	"github.com/pipemare/pipemare/rescheduler"
 	"github.com/pipemare/pipemare/schedule"
 	"github.com/pipemare/pipemare/solvers"
@@ -18,6 +19,15 @@ import (
 	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 )
+
+// pipeMare is PipeMare's stage solver as a method value builds it: T1 over
+// t1 steps around T2 (γ = gamma) around Momentum(0.9) at the rate 0.05.
+func pipeMare(t1 int, gamma float64) func(int) (gorgonia.Solver, error) {
+	m := method.PipeMare()
+	m.Optimizer, m.Rate = method.Momentum{Beta: 0.9}, rescheduler.Constant(0.05)
+	m.T1, m.Techniques = t1, []method.Technique{method.T2{Gamma: gamma}}
+	return m.Solver
+}
 
 // resumableSolvers are the library's solvers that keep state, alone and
 // decorated, as stage factories.
@@ -36,13 +46,7 @@ func resumableSolvers() []struct {
 		{"momentum", func(int) (gorgonia.Solver, error) { return mom() }},
 		{"adam", func(int) (gorgonia.Solver, error) { return solvers.NewAdam(solvers.WithLearnRate(0.01)) }},
 		{"nadam", func(int) (gorgonia.Solver, error) { return solvers.NewNAdam(solvers.WithNAdamLearnRate(0.01)) }},
-		{"t1-t2-momentum", func(int) (gorgonia.Solver, error) {
-			m, err := mom()
-			if err != nil {
-				return nil, err
-			}
-			return rescheduler.PipeMare(m, nil, 6, 0.9)
-		}},
+		{"t1-t2-momentum", pipeMare(6, 0.9)},
 		{"spike-momentum", func(int) (gorgonia.Solver, error) {
 			m, err := mom()
 			if err != nil {

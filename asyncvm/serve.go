@@ -5,7 +5,7 @@ import (
 
 	"github.com/pipemare/pipemare/graphsplit"
 	"github.com/pipemare/pipemare/internal/bnstate"
-	"github.com/pipemare/pipemare/stage"
+	"github.com/pipemare/pipemare/internal/stage"
 	"github.com/pipemare/pipemare/transport"
 	"github.com/pkg/errors"
 )

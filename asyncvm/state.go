@@ -5,7 +5,7 @@ import (
 	"strings"
 
 	"github.com/pipemare/pipemare/checkpoint"
-	"github.com/pipemare/pipemare/stage"
+	"github.com/pipemare/pipemare/internal/stage"
 	"github.com/pipemare/pipemare/transport"
 	"github.com/pkg/errors"
 )

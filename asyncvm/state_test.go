@@ -7,8 +7,7 @@ import (
 	"github.com/pipemare/pipemare/checkpoint"
 	"github.com/pipemare/pipemare/delay"
 	"github.com/pipemare/pipemare/graphsplit"
-	"github.com/pipemare/pipemare/internal/testmodels"
-	"github.com/pipemare/pipemare/rescheduler"
+	"github.com/pipemare/pipemare/internal/testkit/testmodels"
 	"github.com/pipemare/pipemare/schedule"
 	"github.com/pipemare/pipemare/solvers"
 	"github.com/stretchr/testify/require"
@@ -127,13 +126,7 @@ func TestSaveRefusesHiddenSolverState(t *testing.T) {
 // checkpoint of another cut is refused, naming what differs.
 func TestCheckpointResumeContinuesExactly(t *testing.T) {
 	const n, first, more = 2, 4, 4
-	sgd := func(int) (gorgonia.Solver, error) {
-		m, err := solvers.NewMomentum(solvers.WithLearnRate(0.05), solvers.WithMomentum(0.9))
-		if err != nil {
-			return nil, err
-		}
-		return rescheduler.PipeMare(m, nil, 6, 0.9)
-	}
+	sgd := pipeMare(6, 0.9)
 	build := func(opts ...graphsplit.Option) (*testmodels.Model, *VM) {
 		m, err := testmodels.CNN(tensor.Float64, 4, 1)
 		require.NoError(t, err)

@@ -3,8 +3,8 @@ package asyncvm
 import (
 	"time"
 
+	"github.com/pipemare/pipemare/internal/stage"
 	"github.com/pipemare/pipemare/schedule"
-	"github.com/pipemare/pipemare/stage"
 )
 
 // Event is one action a stage ran, timed from the VM's start.

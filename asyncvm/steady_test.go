@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/pipemare/pipemare/graphsplit"
-	"github.com/pipemare/pipemare/internal/testmodels"
+	"github.com/pipemare/pipemare/internal/testkit/testmodels"
 	"github.com/pipemare/pipemare/schedule"
 	"github.com/stretchr/testify/require"
 	"gorgonia.org/tensor"

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/pipemare/pipemare/graphsplit"
-	"github.com/pipemare/pipemare/internal/testmodels"
+	"github.com/pipemare/pipemare/internal/testkit/testmodels"
 	"github.com/pipemare/pipemare/schedule"
 	"github.com/pkg/errors"
 	"github.com/stretchr/testify/require"

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/pipemare/pipemare/graphsplit"
-	"github.com/pipemare/pipemare/internal/testmodels"
+	"github.com/pipemare/pipemare/internal/testkit/testmodels"
 	"github.com/pipemare/pipemare/schedule"
 	"github.com/stretchr/testify/require"
 	"gorgonia.org/tensor"

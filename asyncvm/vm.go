@@ -10,8 +10,8 @@ import (
 
 	"github.com/pipemare/pipemare/graphsplit"
 	"github.com/pipemare/pipemare/internal/bnstate"
+	"github.com/pipemare/pipemare/internal/stage"
 	"github.com/pipemare/pipemare/schedule"
-	"github.com/pipemare/pipemare/stage"
 	"github.com/pipemare/pipemare/transport"
 	"github.com/pkg/errors"
 	"gorgonia.org/gorgonia"
@@ -93,10 +93,10 @@ func New(plan *graphsplit.Plan, opts ...Option) (*VM, error) {
 
 func start(plan *graphsplit.Plan, cfg config) (_ *VM, err error) {
 	p := len(plan.Stages)
-	vm := &VM{cfg: cfg, p: p, topo: stage.Topology(plan), heard: make([]stageHeard, p), losses: map[int]float64{}, returned: -1,
+	vm := &VM{cfg: cfg, p: p, topo: plan.Topology(), heard: make([]stageHeard, p), losses: map[int]float64{}, returned: -1,
 		running: make([]schedule.Action, p), final: make([]bool, p), owners: make([][]int, p), updates: make([]int, p)}
 	for i := range plan.Stages {
-		vm.owners[i] = stage.Owners(plan, i)
+		vm.owners[i] = plan.Owners(i)
 	}
 	vm.feeder = feeder{plan: plan, n: cfg.n, cfg: &vm.cfg}
 	vm.delay = cfg.announce

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/pipemare/pipemare/checkpoint"
-	"github.com/pipemare/pipemare/internal/testmodels"
+	"github.com/pipemare/pipemare/internal/testkit/testmodels"
 	"github.com/pipemare/pipemare/train"
 	"github.com/pipemare/pipemare/zoo"
 	"github.com/stretchr/testify/require"

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pipemare/pipemare/internal/delaysim"
+	"github.com/pipemare/pipemare/internal/testkit/delaysim"
 	"github.com/pipemare/pipemare/solvers"
 	"github.com/stretchr/testify/require"
 	"gorgonia.org/gorgonia"

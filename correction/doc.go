@@ -25,9 +25,10 @@
 //     the weights extrapolated to where they will be when the forward's
 //     gradient is applied, supplied to the forward through ForwardWeights.
 //
-// Every decorator supplies its own hooks and passes the others (SetDelay,
-// BackwardWeights, ForwardWeights, correction buffers) on to the solver it
-// wraps, so they compose in any order with T1:
+// Every decorator implements only its own hooks (SetDelay, BackwardWeights,
+// ForwardWeights, correction buffers, state) and forwards none of the
+// solver it wraps: the engine reaches every layer by walking the chain
+// (solvers.Chain, Inner), so they compose in any order with T1:
 // rescheduler.New(correction.NewPredictor(correction.NewSpike(momentum))).
 // Each saves its own fields as a solvers.State (Spike, Predictor).
 //

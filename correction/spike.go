@@ -2,8 +2,8 @@ package correction
 
 import (
 	"math"
-	"reflect"
 
+	"github.com/pipemare/pipemare/internal/reach"
 	"github.com/pipemare/pipemare/internal/slots"
 	"github.com/pipemare/pipemare/solvers"
 	"github.com/pkg/errors"
@@ -62,9 +62,9 @@ func NewSpike(inner gorgonia.Solver) (*Spike, error) {
 		return nil, errors.New("correction: NewSpike: nil solver")
 	}
 	chain := solvers.Chain(inner)
-	beta, ok := momentumOf(chain[len(chain)-1])
-	if !ok {
-		return nil, errors.Errorf("correction: NewSpike: cannot read the momentum of %T (gorgonia's Momentum and Vanilla, or a solver with a Momentum() float64 method)", chain[len(chain)-1])
+	beta, err := momentumOf(chain[len(chain)-1])
+	if err != nil {
+		return nil, errors.Wrap(err, "correction: NewSpike")
 	}
 	if !(beta >= 0 && beta < 1) {
 		return nil, errors.Errorf("correction: NewSpike: momentum %g: spike compensation needs 0 ≤ β < 1", beta)
@@ -72,17 +72,18 @@ func NewSpike(inner gorgonia.Solver) (*Spike, error) {
 	return &Spike{inner: inner, beta: beta, prev: slots.New("previous_gradient")}, nil
 }
 
-// momentumOf reads β from a solver.
-func momentumOf(s gorgonia.Solver) (float64, bool) {
+// momentumOf reads β from a solver: gorgonia's Momentum keeps it in an
+// unexported field (package reach, whose version gate it may return).
+func momentumOf(s gorgonia.Solver) (float64, error) {
 	switch s := s.(type) {
 	case interface{ Momentum() float64 }:
-		return s.Momentum(), true
+		return s.Momentum(), nil
 	case *gorgonia.Momentum:
-		return reflect.ValueOf(s).Elem().FieldByName("momentum").Float(), true
+		return reach.Float(s, "momentum")
 	case *gorgonia.VanillaSolver:
-		return 0, true
+		return 0, nil
 	}
-	return 0, false
+	return 0, errors.Errorf("cannot read the momentum of %T (gorgonia's Momentum and Vanilla, or a solver with a Momentum() float64 method)", s)
 }
 
 // Coefficients returns a = β^D and b = (1 − β^D)/(1 − β) for the delay in

@@ -6,10 +6,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pipemare/pipemare/internal/testutil"
+	"github.com/pipemare/pipemare/internal/testkit/testutil"
 
 	"github.com/pipemare/pipemare/correction"
-	"github.com/pipemare/pipemare/internal/delaysim"
+	"github.com/pipemare/pipemare/internal/testkit/delaysim"
 	"github.com/stretchr/testify/require"
 	"gorgonia.org/gorgonia"
 )

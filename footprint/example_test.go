@@ -12,7 +12,7 @@ import (
 
 	"github.com/pipemare/pipemare/footprint"
 	"github.com/pipemare/pipemare/graphsplit"
-	"github.com/pipemare/pipemare/internal/testmodels"
+	"github.com/pipemare/pipemare/internal/testkit/testmodels"
 	"gorgonia.org/tensor"
 )
 

@@ -9,7 +9,7 @@ import (
 	"github.com/pipemare/pipemare/asyncvm"
 	"github.com/pipemare/pipemare/footprint"
 	"github.com/pipemare/pipemare/graphsplit"
-	"github.com/pipemare/pipemare/internal/testmodels"
+	"github.com/pipemare/pipemare/internal/testkit/testmodels"
 	"github.com/pipemare/pipemare/schedule"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"

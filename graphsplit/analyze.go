@@ -1,7 +1,7 @@
 package graphsplit
 
 import (
-	"reflect"
+	"github.com/pipemare/pipemare/internal/reach"
 	"sort"
 
 	"github.com/pkg/errors"
@@ -70,16 +70,7 @@ func isConstant(n *gorgonia.Node) bool {
 func isDropout(n *gorgonia.Node) bool { return opTypeName(n.Op()) == "dropoutOp" }
 
 // opTypeName is the name of op's type, without the pointer.
-func opTypeName(op gorgonia.Op) string {
-	t := reflect.TypeOf(op)
-	if t == nil {
-		return ""
-	}
-	if t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	return t.Name()
-}
+func opTypeName(op gorgonia.Op) string { return reach.TypeName(op) }
 
 // isSizeOf reports whether n is a gorgonia.SizeOf node: its value depends only
 // on the static shape of its child, and ops such as Repeat read it as a

@@ -2,7 +2,7 @@ package graphsplit
 
 import (
 	"fmt"
-	"reflect"
+	"github.com/pipemare/pipemare/internal/reach"
 	"runtime/debug"
 
 	"github.com/pkg/errors"
@@ -249,17 +249,20 @@ func (b *builder) sizeOf(n *gorgonia.Node) (*gorgonia.Node, error) {
 		}
 		stub = gorgonia.NewConstant(v)
 	} else {
-		f := reflect.ValueOf(n.Op()).FieldByName("axis")
-		if !f.IsValid() || f.Int() < 0 || int(f.Int()) >= len(shape) {
-			return nil, errors.Errorf("SizeOf(%q): cannot read the op's axis", x.Name())
+		axis, err := reach.Int(n.Op(), "axis")
+		if err != nil {
+			return nil, errors.Wrapf(err, "SizeOf(%q): reading the op's axis", x.Name())
+		}
+		if axis < 0 || axis >= len(shape) {
+			return nil, errors.Errorf("SizeOf(%q): axis %d of a shape %v", x.Name(), axis, shape)
 		}
 		small := make(tensor.Shape, len(shape))
 		for i := range small {
 			small[i] = 1
 		}
-		small[f.Int()] = shape[f.Int()]
+		small[axis] = shape[axis]
 		stub = gorgonia.NewConstant(tensor.New(tensor.WithShape(small...), tensor.Of(x.Dtype())),
-			gorgonia.WithName(fmt.Sprintf("shape-of/%s/%d", x.Name(), f.Int())))
+			gorgonia.WithName(fmt.Sprintf("shape-of/%s/%d", x.Name(), axis)))
 	}
 	return applyOp(n, gorgonia.Nodes{b.g.AddNode(stub)})
 }

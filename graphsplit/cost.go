@@ -1,8 +1,8 @@
 package graphsplit
 
 import (
+	"github.com/pipemare/pipemare/internal/reach"
 	"math"
-	"reflect"
 
 	"gorgonia.org/gorgonia"
 )
@@ -77,7 +77,7 @@ func EstimateFLOPs(n *gorgonia.Node) int64 {
 			in = s
 		}
 	}
-	name := reflect.TypeOf(n.Op()).String()
+	name := reach.TypeString(n.Op())
 	switch name {
 	case "gorgonia.linAlgBinOp":
 		if len(kids) == 2 && out > 0 {

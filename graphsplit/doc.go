@@ -35,11 +35,14 @@
 // bias and Rectify run in one pass; a convolution writes its output in NCHW
 // without a transpose. WithoutOpSubstitution turns this off.
 //
+// UseFastBLAS, called once by a program before it trains (train.Train,
+// train.ServeStage and the pipemare command do), makes gorgonia's matrix
+// products — the user's graph's and every stage's — run on the stage ops'
+// BLAS: gonum's, bit for bit, serial where SetWorkers gives a kernel one
+// goroutine, faster for float32. Importing the package swaps nothing.
 // Built with -tags openblas (cgo; Debian: apt-get install libopenblas-dev),
-// gorgonia's matrix products — the user's graph's and every stage's — run on
-// OpenBLAS (gorgonia.Use with gonum's netlib binding) instead of gonum's
-// pure Go BLAS; results then agree with the default build's to float
-// rounding.
+// UseFastBLAS chooses OpenBLAS (gorgonia.Use with gonum's netlib binding)
+// instead; results then agree with the default build's to float rounding.
 //
 // Where to cut is chosen by options: P stages balanced by a cost model
 // (estimated FLOPs and bytes, or measured time per op), one stage per

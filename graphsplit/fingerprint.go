@@ -4,7 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"reflect"
+	"github.com/pipemare/pipemare/internal/reach"
 	"strings"
 
 	"gorgonia.org/gorgonia"
@@ -59,11 +59,10 @@ func describePort(b *strings.Builder, pt Port) {
 }
 
 func opKind(n *gorgonia.Node) string {
-	t := reflect.TypeOf(n.Op())
-	if t == nil {
+	if n.Op() == nil {
 		return "none"
 	}
-	return t.String()
+	return reach.TypeString(n.Op())
 }
 
 func digest(s string) string {

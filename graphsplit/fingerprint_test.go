@@ -3,7 +3,7 @@ package graphsplit
 import (
 	"testing"
 
-	"github.com/pipemare/pipemare/internal/testmodels"
+	"github.com/pipemare/pipemare/internal/testkit/testmodels"
 	"github.com/stretchr/testify/require"
 	"gorgonia.org/tensor"
 )

@@ -4,7 +4,7 @@ import (
 	"math"
 	"testing"
 
-	"github.com/pipemare/pipemare/internal/testutil"
+	"github.com/pipemare/pipemare/internal/testkit/testutil"
 	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 )

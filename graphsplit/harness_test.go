@@ -5,8 +5,8 @@ import (
 	"math/rand"
 	"testing"
 
-	"github.com/pipemare/pipemare/internal/testmodels"
-	"github.com/pipemare/pipemare/internal/testutil"
+	"github.com/pipemare/pipemare/internal/testkit/testmodels"
+	"github.com/pipemare/pipemare/internal/testkit/testutil"
 
 	"github.com/pkg/errors"
 	"gorgonia.org/gorgonia"

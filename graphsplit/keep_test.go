@@ -3,8 +3,8 @@ package graphsplit
 import (
 	"testing"
 
-	"github.com/pipemare/pipemare/internal/testmodels"
-	"github.com/pipemare/pipemare/internal/testutil"
+	"github.com/pipemare/pipemare/internal/testkit/testmodels"
+	"github.com/pipemare/pipemare/internal/testkit/testutil"
 	"github.com/stretchr/testify/require"
 	"gorgonia.org/gorgonia"
 )

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pipemare/pipemare/internal/testmodels"
+	"github.com/pipemare/pipemare/internal/testkit/testmodels"
 	"github.com/stretchr/testify/require"
 	"gorgonia.org/tensor"
 )

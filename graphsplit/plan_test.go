@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pipemare/pipemare/internal/testmodels"
+	"github.com/pipemare/pipemare/internal/testkit/testmodels"
 	"github.com/stretchr/testify/require"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"

@@ -2,9 +2,9 @@ package graphsplit
 
 import (
 	"fmt"
+	"github.com/pipemare/pipemare/internal/reach"
 	"hash"
 	"hash/fnv"
-	"reflect"
 	"slices"
 
 	"github.com/chewxy/hm"
@@ -26,23 +26,18 @@ type copyReshape struct {
 
 // reshapeShapes returns the shapes of a gorgonia reshape op, or false.
 func reshapeShapes(op gorgonia.Op) (from, to tensor.Shape, ok bool) {
-	v := reflect.ValueOf(op)
-	if v.Kind() != reflect.Struct || v.Type().Name() != "reshapeOp" {
+	if reach.TypeString(op) != "gorgonia.reshapeOp" {
 		return nil, nil, false
 	}
-	f, t := v.FieldByName("from"), v.FieldByName("to")
-	if !f.IsValid() || !t.IsValid() {
+	f, err := reach.Ints(op, "from")
+	if err != nil {
 		return nil, nil, false
 	}
-	return shapeOf(f), shapeOf(t), true
-}
-
-func shapeOf(v reflect.Value) tensor.Shape {
-	s := make(tensor.Shape, v.Len())
-	for i := range s {
-		s[i] = int(v.Index(i).Int())
+	t, err := reach.Ints(op, "to")
+	if err != nil {
+		return nil, nil, false
 	}
-	return s
+	return tensor.Shape(f), tensor.Shape(t), true
 }
 
 func tensorType(dims int) hm.Type {

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pipemare/pipemare/internal/testmodels"
-	"github.com/pipemare/pipemare/internal/testutil"
+	"github.com/pipemare/pipemare/internal/testkit/testmodels"
+	"github.com/pipemare/pipemare/internal/testkit/testutil"
 	"github.com/stretchr/testify/require"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"

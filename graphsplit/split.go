@@ -2,6 +2,7 @@ package graphsplit
 
 import (
 	"fmt"
+	"github.com/pipemare/pipemare/internal/reach"
 	"slices"
 
 	"github.com/pkg/errors"
@@ -36,6 +37,9 @@ func Split(g *gorgonia.ExprGraph, cost *gorgonia.Node, learnables gorgonia.Nodes
 			plan, err = nil, errors.Errorf("graphsplit: gorgonia panicked while splitting: %v", r)
 		}
 	}()
+	if err := reach.Check(); err != nil {
+		return nil, errors.Wrap(err, "graphsplit")
+	}
 	var cfg config
 	for _, o := range opts {
 		o(&cfg)

@@ -2,7 +2,8 @@ package graphsplit
 
 import (
 	"fmt"
-	"reflect"
+	"github.com/pipemare/pipemare/internal/reach"
+	"slices"
 
 	"github.com/pipemare/pipemare/internal/stageops"
 	"github.com/pkg/errors"
@@ -217,21 +218,24 @@ func (m *matcher) match(n *gorgonia.Node) *substitution {
 // axis both gorgonia's forward and its backward then use (for a column
 // vector they disagree, and the user's op is kept).
 func (m *matcher) softmax(n *gorgonia.Node) *substitution {
-	v := reflect.ValueOf(n.Op())
-	if v.Kind() != reflect.Pointer {
+	if reach.TypeString(n.Op()) != "*gorgonia.softmaxOp" {
 		return nil
 	}
-	axisF, logF := v.Elem().FieldByName("axis"), v.Elem().FieldByName("isLog")
+	axis, err := reach.Int(n.Op(), "axis")
+	if err != nil {
+		return nil
+	}
+	isLog, err := reach.Bool(n.Op(), "isLog")
 	x := m.a.children(n)[0]
 	shape := x.Shape()
-	if !axisF.IsValid() || axisF.Kind() != reflect.Int || !logF.IsValid() || logF.Kind() != reflect.Bool || shape.Dims() == 0 {
+	if err != nil || shape.Dims() == 0 {
 		return nil
 	}
 	if dt := x.Dtype(); dt != tensor.Float32 && dt != tensor.Float64 {
 		return nil
 	}
 	last := shape.Dims() - 1
-	axis, forward := int(axisF.Int()), last // gorgonia's softmaxOp.UsePreallocDo
+	forward := last // gorgonia's softmaxOp.UsePreallocDo
 	if shape.IsColVec() || (shape.IsVector() && !shape.IsRowVec()) {
 		forward = 0
 	}
@@ -241,7 +245,7 @@ func (m *matcher) softmax(n *gorgonia.Node) *substitution {
 	if resolveAxis(forward, shape.Dims()) != last || resolveAxis(axis, shape.Dims()) != last {
 		return nil
 	}
-	log := logF.Bool()
+	log := isLog
 	return &substitution{root: n, leaves: gorgonia.Nodes{x}, build: func(k gorgonia.Nodes) (*gorgonia.Node, gorgonia.Nodes, error) {
 		y, err := stageops.SoftMax(k[0], log)
 		return y, nil, err
@@ -399,11 +403,11 @@ func (m *matcher) broadcastOf(top *gorgonia.Node, shape tensor.Shape) (leaf *gor
 	for {
 		switch {
 		case opTypeName(n.Op()) == "repeatOp":
-			f := reflect.ValueOf(n.Op()).Elem().FieldByName("along")
-			if !f.IsValid() {
+			along, err := reach.Int(n.Op(), "along")
+			if err != nil {
 				return nil, nil, nil, false
 			}
-			axes = append([]int{int(f.Int())}, axes...)
+			axes = append([]int{along}, axes...)
 		case isReshape(n):
 		default:
 			if n == top || n.Shape().TotalSize() != shape[1] || !broadcastAxes(axes) {
@@ -466,7 +470,7 @@ func (m *matcher) convGEMM(mm *gorgonia.Node) *substitution {
 	if t == nil || len(m.users[r]) != 1 || opTypeName(t.Op()) != "transposeOp" {
 		return nil
 	}
-	if pat := reflect.ValueOf(t.Op()).FieldByName("pattern"); !pat.IsValid() || pat.Kind() != reflect.Slice || fmt.Sprint(shapeOf(pat)) != "(0, 3, 1, 2)" {
+	if pat, err := reach.Ints(t.Op(), "pattern"); err != nil || !slices.Equal(pat, []int{0, 3, 1, 2}) {
 		return nil
 	}
 	s := r.Shape() // (B, H', W', C')

@@ -8,7 +8,7 @@ import (
 	"github.com/pipemare/pipemare/asyncvm"
 	"github.com/pipemare/pipemare/graphsplit"
 	"github.com/pipemare/pipemare/internal/tensorutil"
-	"github.com/pipemare/pipemare/internal/testutil"
+	"github.com/pipemare/pipemare/internal/testkit/testutil"
 	"github.com/pipemare/pipemare/schedule"
 	"github.com/pipemare/pipemare/zoo"
 	"github.com/stretchr/testify/require"

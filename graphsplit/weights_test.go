@@ -7,7 +7,7 @@ import (
 	"math"
 	"testing"
 
-	"github.com/pipemare/pipemare/internal/testmodels"
+	"github.com/pipemare/pipemare/internal/testkit/testmodels"
 	"github.com/stretchr/testify/require"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"

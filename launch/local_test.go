@@ -17,7 +17,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/pipemare/pipemare/internal/testutil"
+	"github.com/pipemare/pipemare/internal/testkit/testutil"
 	"github.com/pipemare/pipemare/transport"
 	"github.com/pipemare/pipemare/transport/pki"
 )

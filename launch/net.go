@@ -70,7 +70,7 @@ func (n Net) TimeoutArgs() []string {
 }
 
 // FirstOrder is how long a stage waits for its driver's first order once
-// connected (train.Config.FirstOrderTimeout): twice ConnectTimeout, since
+// connected (asyncvm.WithFirstOrderTimeout): twice ConnectTimeout, since
 // the driver may still be waiting that long for another stage.
 func (n Net) FirstOrder() time.Duration { return 2 * n.ConnectTimeout }
 

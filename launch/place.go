@@ -11,7 +11,6 @@ import (
 	"github.com/pkg/errors"
 
 	"github.com/pipemare/pipemare/graphsplit"
-	"github.com/pipemare/pipemare/stage"
 	"github.com/pipemare/pipemare/transport"
 	"github.com/pipemare/pipemare/transport/grpcnet"
 	"github.com/pipemare/pipemare/transport/pki"
@@ -89,7 +88,7 @@ func (pl Place) ListenOptions() ([]grpcnet.Option, error) {
 // say; a command that words the errors of each step itself calls the
 // steps.
 func (pl Place) Open(ctx context.Context, plan *graphsplit.Plan, opts ...grpcnet.Option) (*grpcnet.Endpoint, error) {
-	network := grpcnet.Network{Addrs: pl.Addrs, Links: grpcnet.Links(stage.Topology(plan)), Fingerprint: plan.Fingerprint()}
+	network := grpcnet.Network{Addrs: pl.Addrs, Links: grpcnet.Links(plan.Topology()), Fingerprint: plan.Fingerprint()}
 	return grpcnet.Open(ctx, pl.Peer(), network, opts...)
 }
 

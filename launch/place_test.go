@@ -17,7 +17,7 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/pipemare/pipemare/graphsplit"
-	"github.com/pipemare/pipemare/internal/testmodels"
+	"github.com/pipemare/pipemare/internal/testkit/testmodels"
 	"github.com/pipemare/pipemare/transport"
 	"github.com/pipemare/pipemare/transport/grpcnet"
 	"github.com/pipemare/pipemare/transport/pki"

@@ -5,7 +5,6 @@ import (
 	"log"
 
 	"github.com/pipemare/pipemare/rescheduler"
-	"github.com/pipemare/pipemare/solvers"
 	"gorgonia.org/gorgonia"
 )
 
@@ -27,20 +26,4 @@ func Example() {
 	// step   0: base 0.1000, stage rate 0.0250
 	// step  50: base 0.0994, stage rate 0.0497
 	// step 100: base 0.0976, stage rate 0.0976
-}
-
-// PipeMare's stage solver: T1 over 500 steps around T2 (γ = 0.9) around
-// Momentum, every part checked.
-func ExamplePipeMare() {
-	s, err := rescheduler.PipeMare(gorgonia.NewMomentum(gorgonia.WithLearnRate(0.05)), rescheduler.Constant(0.05), 500, 0.9)
-	if err != nil {
-		log.Fatal(err)
-	}
-	for _, layer := range solvers.Chain(s) {
-		fmt.Printf("%T\n", layer)
-	}
-	// Output:
-	// *rescheduler.Solver
-	// *correction.Solver
-	// *gorgonia.Momentum
 }

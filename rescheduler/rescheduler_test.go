@@ -5,8 +5,6 @@ import (
 	"math/rand"
 	"testing"
 
-	"github.com/pipemare/pipemare/correction"
-	"github.com/pipemare/pipemare/solvers"
 	"github.com/stretchr/testify/require"
 	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -175,25 +173,4 @@ func TestSynchronousStepsLeaveThePhase(t *testing.T) {
 	for k, want := range []float64{0.1 / 4, 0.1 * math.Pow(4, -0.75), 0.1 * math.Pow(4, -0.5), 0.1 * math.Pow(4, -0.25), 0.1, 0.1} {
 		require.InDelta(t, want, rates[k], 1e-15, "asynchronous step %d", k)
 	}
-}
-
-// TestPipeMareComposesT1AndT2: the composition is T1 around T2 around the
-// solver, T2 left out at γ = 0, and a bad part is an error that names it.
-func TestPipeMareComposesT1AndT2(t *testing.T) {
-	m := gorgonia.NewMomentum(gorgonia.WithLearnRate(0.1))
-	s, err := PipeMare(m, Constant(0.1), 100, 0.9)
-	require.NoError(t, err)
-	chain := solvers.Chain(s)
-	require.Len(t, chain, 3)
-	require.IsType(t, &correction.Solver{}, chain[1])
-	require.Same(t, m, chain[2])
-
-	s, err = PipeMare(m, nil, 0, 0)
-	require.NoError(t, err)
-	require.Len(t, solvers.Chain(s), 2, "no T2 at γ = 0")
-
-	_, err = PipeMare(m, nil, 10, 1.5)
-	require.ErrorContains(t, err, "rescheduler: PipeMare: T2: correction: γ = 1.5")
-	_, err = PipeMare(m, nil, -1, 0.5)
-	require.ErrorContains(t, err, "rescheduler: PipeMare: T1: rescheduler: WithPhase(-1)")
 }

@@ -1,8 +1,7 @@
 package rescheduler
 
 import (
-	"reflect"
-
+	"github.com/pipemare/pipemare/internal/reach"
 	"github.com/pipemare/pipemare/solvers"
 	"github.com/pkg/errors"
 	"gorgonia.org/gorgonia"
@@ -72,15 +71,12 @@ func New(inner gorgonia.Solver, opts ...Option) (*Solver, error) {
 	for _, o := range opts {
 		o(r)
 	}
-	if r.base == nil {
-		eta, ok := learnRate(innermost(inner))
-		if !ok {
-			return nil, errors.Errorf("rescheduler: cannot read the learning rate of %T; give one with WithBase", inner)
-		}
-		r.base = Constant(eta)
+	eta, err := learnRate(innermost(inner))
+	if err != nil {
+		return nil, errors.Wrap(err, "rescheduler")
 	}
-	if _, ok := learnRate(innermost(inner)); !ok {
-		return nil, errors.Errorf("rescheduler: cannot set the learning rate of %T (it can for a solvers.LearnRater and gorgonia's Vanilla, Momentum, Adam, AdamW, RMSProp, Barzilai-Borwein)", innermost(inner))
+	if r.base == nil {
+		r.base = Constant(eta)
 	}
 	if r.tau < 1 {
 		return nil, errors.Errorf("rescheduler: WithDelay(%g): a delay is at least 1", r.tau)
@@ -152,21 +148,22 @@ func setLearnRate(s gorgonia.Solver, eta float64) {
 	gorgonia.WithLearnRate(eta)(in)
 }
 
-// learnRate reads a solver's learning rate: through solvers.LearnRater, or
-// for gorgonia's own solvers from their unexported field.
-func learnRate(s gorgonia.Solver) (float64, bool) {
+// learnRate reads the learning rate of s, the innermost solver of a chain:
+// through solvers.LearnRater, or for gorgonia's own solvers from their
+// unexported field (package reach, whose version gate it may return). A
+// solver whose rate it cannot read is one whose rate T1 cannot set.
+func learnRate(s gorgonia.Solver) (float64, error) {
 	if lr, ok := s.(solvers.LearnRater); ok {
-		return lr.LearnRate(), true
+		return lr.LearnRate(), nil
 	}
-	v := reflect.ValueOf(s)
-	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
-		return 0, false
-	}
+	var name string
 	switch s.(type) {
 	case *gorgonia.VanillaSolver, *gorgonia.Momentum, *gorgonia.AdamSolver, *gorgonia.RMSPropSolver, *gorgonia.BarzilaiBorweinSolver:
-		return v.Elem().FieldByName("eta").Float(), true
+		name = "eta"
 	case *gorgonia.AdamW:
-		return v.Elem().FieldByName("η").Float(), true
+		name = "η"
+	default:
+		return 0, errors.Errorf("cannot set the learning rate of %T (it can for a solvers.LearnRater and gorgonia's Vanilla, Momentum, Adam, AdamW, RMSProp, Barzilai-Borwein)", s)
 	}
-	return 0, false
+	return reach.Float(s, name)
 }

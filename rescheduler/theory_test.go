@@ -4,7 +4,7 @@ import (
 	"math"
 	"testing"
 
-	"github.com/pipemare/pipemare/internal/testutil"
+	"github.com/pipemare/pipemare/internal/testkit/testutil"
 
 	"github.com/stretchr/testify/require"
 	"gorgonia.org/gorgonia"

@@ -3,7 +3,7 @@ package solvers_test
 import (
 	"testing"
 
-	"github.com/pipemare/pipemare/internal/testutil"
+	"github.com/pipemare/pipemare/internal/testkit/testutil"
 
 	"github.com/pipemare/pipemare/internal/tensorutil"
 	"github.com/pipemare/pipemare/solvers"

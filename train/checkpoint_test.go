@@ -4,8 +4,8 @@ import (
 	"context"
 	"testing"
 
-	"github.com/pipemare/pipemare/internal/testutil"
-	"github.com/pipemare/pipemare/internal/zootest"
+	"github.com/pipemare/pipemare/internal/testkit/testutil"
+	"github.com/pipemare/pipemare/internal/testkit/zootest"
 	"github.com/pipemare/pipemare/zoo"
 
 	"github.com/pipemare/pipemare/schedule"

@@ -5,7 +5,7 @@ import (
 	"math/rand"
 	"testing"
 
-	"github.com/pipemare/pipemare/internal/exectest"
+	"github.com/pipemare/pipemare/internal/testkit/exectest"
 	"github.com/pipemare/pipemare/zoo"
 	"github.com/stretchr/testify/require"
 	"gorgonia.org/gorgonia"

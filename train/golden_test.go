@@ -7,8 +7,8 @@ import (
 	"os"
 	"testing"
 
-	"github.com/pipemare/pipemare/internal/testutil"
-	"github.com/pipemare/pipemare/internal/zootest"
+	"github.com/pipemare/pipemare/internal/testkit/testutil"
+	"github.com/pipemare/pipemare/internal/testkit/zootest"
 	"github.com/pipemare/pipemare/zoo"
 
 	"github.com/pipemare/pipemare/delay"

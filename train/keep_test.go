@@ -5,9 +5,9 @@ import (
 	"math"
 	"testing"
 
-	"github.com/pipemare/pipemare/internal/testutil"
+	"github.com/pipemare/pipemare/internal/testkit/testutil"
 
-	"github.com/pipemare/pipemare/internal/zootest"
+	"github.com/pipemare/pipemare/internal/testkit/zootest"
 	"github.com/pipemare/pipemare/zoo"
 
 	"github.com/stretchr/testify/require"

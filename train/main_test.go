@@ -3,6 +3,7 @@ package train
 import (
 	"testing"
 
+	"github.com/pipemare/pipemare/graphsplit"
 	"go.uber.org/goleak"
 )
 
@@ -10,5 +11,6 @@ import (
 // training run stops its pipeline (the accuracy checks' child processes
 // check their own runs the same way).
 func TestMain(m *testing.M) {
+	graphsplit.UseFastBLAS() // the BLAS the engine's users train with (package train, the command)
 	goleak.VerifyTestMain(m)
 }

@@ -147,8 +147,12 @@ func (cfg Config) Activations() asyncvm.Activations {
 // stage process does. It builds the model and cuts it as the driver does;
 // the transport's handshake refuses a driver whose plan differs. It
 // returns nil when the driver stopped the stage, otherwise the stage's
-// failure or why it lost its driver, naming the stage.
-func ServeStage(ctx context.Context, build zoo.Builder, train zoo.Data, cfg Config, i int, connect Connector) error {
+// failure or why it lost its driver, naming the stage. opts are the stage
+// process's own engine options, not settings of the run (for example
+// asyncvm.WithFirstOrderTimeout); they come after the run's. Like Train,
+// it computes with graphsplit.UseFastBLAS.
+func ServeStage(ctx context.Context, build zoo.Builder, train zoo.Data, cfg Config, i int, connect Connector, opts ...asyncvm.Option) error {
+	graphsplit.UseFastBLAS()
 	cfg, err := cfg.normalized()
 	if err != nil {
 		return err
@@ -174,9 +178,5 @@ func ServeStage(ctx context.Context, build zoo.Builder, train zoo.Data, cfg Conf
 		}
 		return errors.Wrapf(err, "train: stage %d", i)
 	}
-	opts := cfg.engine(steps)
-	if cfg.FirstOrderTimeout > 0 {
-		opts = append(opts, asyncvm.WithFirstOrderTimeout(cfg.FirstOrderTimeout))
-	}
-	return asyncvm.ServeStage(ctx, plan, i, ep, opts...)
+	return asyncvm.ServeStage(ctx, plan, i, ep, append(cfg.engine(steps), opts...)...)
 }

@@ -3,9 +3,11 @@ package train
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/pipemare/pipemare/zoo"
 
+	"github.com/pipemare/pipemare/asyncvm"
 	"github.com/pipemare/pipemare/graphsplit"
 	"github.com/pipemare/pipemare/schedule"
 	"github.com/pipemare/pipemare/transport"
@@ -50,6 +52,21 @@ func TestServeStageTrainsLikeTrain(t *testing.T) {
 	}
 	err = ServeStage(context.Background(), zoo.MLP, data, cfg, stages, nil)
 	require.ErrorContains(t, err, "train: stage 3: the plan has stages 0..2")
+}
+
+// TestServeStageTakesTheProcessOptions: the options given to ServeStage
+// reach the stage's engine: a driver that connects and sends nothing ends
+// the stage after the first-order timeout given, with an error naming it.
+func TestServeStageTakesTheProcessOptions(t *testing.T) {
+	train, _, err := testFashion()
+	require.NoError(t, err)
+	cfg := Config{Hyper: zoo.Hyper{Microbatch: 16, Microbatches: 4, Epochs: 1, LR: 0.03, Seed: 1}, Schedule: schedule.PipeMare(), Stages: 2}
+	net := transport.NewLocal(2)
+	defer net.Close()
+	err = ServeStage(context.Background(), zoo.MLP, train.Head(64), cfg, 0, func(context.Context, *graphsplit.Plan) (transport.Endpoint, error) {
+		return net.Endpoint(0), nil
+	}, asyncvm.WithFirstOrderTimeout(time.Millisecond))
+	require.ErrorContains(t, err, "sent no order within 1ms")
 }
 
 // TestPredictionsAreWhatAccuracyCounts: one prediction per test example,

@@ -6,8 +6,8 @@ import (
 	"math/rand"
 	"testing"
 
-	"github.com/pipemare/pipemare/internal/testutil"
-	"github.com/pipemare/pipemare/internal/zootest"
+	"github.com/pipemare/pipemare/internal/testkit/testutil"
+	"github.com/pipemare/pipemare/internal/testkit/zootest"
 	"github.com/pipemare/pipemare/zoo"
 
 	"github.com/pipemare/pipemare/asyncvm"
@@ -149,4 +149,20 @@ func TestStepDecay(t *testing.T) {
 	c.Cosine = true
 	_, err = c.Solver(10)(0)
 	require.ErrorContains(t, err, "step decay and the cosine are two base schedules")
+}
+
+// TestTheRateHasOneSource: a stage's innermost solver starts at the rate
+// the base schedule gives its first step, the rate the rate layer then
+// sets at every step: NAdam's warm-up starts at a 1/18 of LR over 300
+// steps, not at LR.
+func TestTheRateHasOneSource(t *testing.T) {
+	c := Config{Hyper: zoo.Hyper{LR: 0.03, Epochs: 3}, NAdam: true, Schedule: schedule.PipeDream()}
+	s, err := c.Solver(100)(0)
+	require.NoError(t, err)
+	chain := solvers.Chain(s)
+	inner, ok := chain[len(chain)-1].(*solvers.NAdam)
+	require.True(t, ok, "%T", chain[len(chain)-1])
+	first := c.Method(100).Rate.Rate(0)
+	require.InDelta(t, 0.03/18, first, 1e-18)
+	require.Equal(t, first, inner.LearnRate())
 }

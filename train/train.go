@@ -12,12 +12,11 @@ import (
 	"github.com/pipemare/pipemare/zoo"
 
 	"github.com/pipemare/pipemare/asyncvm"
-	"github.com/pipemare/pipemare/correction"
 	"github.com/pipemare/pipemare/delay"
 	"github.com/pipemare/pipemare/graphsplit"
+	"github.com/pipemare/pipemare/method"
 	"github.com/pipemare/pipemare/rescheduler"
 	"github.com/pipemare/pipemare/schedule"
-	"github.com/pipemare/pipemare/solvers"
 	"github.com/pkg/errors"
 	"gorgonia.org/gorgonia"
 )
@@ -99,10 +98,6 @@ type Config struct {
 	// Restarted, when set, is called once a restarted pipeline has
 	// resumed, with the restart.
 	Restarted func(Restart)
-	// FirstOrderTimeout is how long ServeStage waits for its driver's
-	// first order once connected (asyncvm.WithFirstOrderTimeout; 0: its
-	// default). Train does not use it.
-	FirstOrderTimeout time.Duration
 	// Progress, when set, is called after every epoch.
 	Progress func(EpochResult)
 	// Steps, when set, is called every ProgressEvery steps within an epoch
@@ -273,51 +268,55 @@ func (c Config) check() error {
 	return nil
 }
 
-// Solver returns the per-stage solver Config describes: Momentum(β), SGD
-// without momentum (package solvers: gorgonia's, bit for bit, with a state
-// that can be saved) or NAdam; inside spike compensation and weight
-// prediction when asked; wrapped in T2's correction and T1's rescheduler
-// (rescheduler.PipeMare) around the base schedule (constant, Cosine or
-// StepDecay).
+// Solver returns the per-stage solver factory of the run: c's method value
+// (Method) builds each stage's chain, once check has refused the
+// combinations c's techniques cannot make.
 func (c Config) Solver(stepsPerEpoch int) func(stage int) (gorgonia.Solver, error) {
+	m := c.Method(stepsPerEpoch)
 	return func(stage int) (gorgonia.Solver, error) {
 		if err := c.check(); err != nil {
 			return nil, err
 		}
-		var s gorgonia.Solver
-		var err error
-		total := stepsPerEpoch * c.Epochs
-		base := rescheduler.Constant(c.LR)
-		switch {
-		case c.NAdam:
-			s, err = solvers.NewNAdam(solvers.WithNAdamLearnRate(c.LR))
-			base = rescheduler.Warmup(rescheduler.Cosine(c.LR, c.LR/10, total), int(math.Round(nadamWarmup*float64(total))))
-		case c.beta() > 0:
-			s, err = solvers.NewMomentum(solvers.WithLearnRate(c.LR), solvers.WithMomentum(c.beta()))
-		default:
-			s, err = solvers.NewSGD(solvers.WithLearnRate(c.LR))
-		}
-		if err != nil {
-			return nil, errors.Wrap(err, "zoo")
-		}
-		if c.Cosine && !c.NAdam {
-			base = rescheduler.Cosine(c.LR, c.LR/100, total)
-		}
-		if c.StepDecay {
-			base = rescheduler.Milestones(rescheduler.Constant(c.LR), 0.1, total/2, total*3/4)
-		}
-		if c.Spike {
-			if s, err = correction.NewSpike(s); err != nil {
-				return nil, errors.Wrap(err, "zoo")
-			}
-		}
-		if c.Predict {
-			if s, err = correction.NewPredictor(s); err != nil {
-				return nil, errors.Wrap(err, "zoo")
-			}
-		}
-		return rescheduler.PipeMare(s, base, c.T1, c.T2)
+		return m.Solver(stage)
 	}
+}
+
+// Method is the method value c describes for a training set of
+// stepsPerEpoch minibatches: c's schedule; Momentum(β), SGD without
+// momentum (package solvers: gorgonia's, bit for bit, with a state that
+// can be saved) or NAdam; spike compensation, weight prediction and T2
+// around it when asked; and T1 over the base schedule (constant, Cosine,
+// StepDecay, or NAdam's warm-up and cosine). It judges nothing: check
+// does.
+func (c Config) Method(stepsPerEpoch int) method.Method {
+	total := stepsPerEpoch * c.Epochs
+	m := method.For(c.Schedule)
+	m.Rate, m.T1 = rescheduler.Constant(c.LR), c.T1
+	switch {
+	case c.NAdam:
+		m.Optimizer = method.NAdam{}
+		m.Rate = rescheduler.Warmup(rescheduler.Cosine(c.LR, c.LR/10, total), int(math.Round(nadamWarmup*float64(total))))
+	case c.beta() > 0:
+		m.Optimizer = method.Momentum{Beta: c.beta()}
+	default:
+		m.Optimizer = method.SGD{}
+	}
+	if c.Cosine && !c.NAdam {
+		m.Rate = rescheduler.Cosine(c.LR, c.LR/100, total)
+	}
+	if c.StepDecay {
+		m.Rate = rescheduler.Milestones(rescheduler.Constant(c.LR), 0.1, total/2, total*3/4)
+	}
+	if c.Spike {
+		m.Techniques = append(m.Techniques, method.Spike{})
+	}
+	if c.Predict {
+		m.Techniques = append(m.Techniques, method.Predict{})
+	}
+	if c.T2 != 0 {
+		m.Techniques = append(m.Techniques, method.T2{Gamma: c.T2})
+	}
+	return m
 }
 
 // Train builds a fresh model with build, trains it on train for cfg.Epochs
@@ -327,8 +326,9 @@ func (c Config) Solver(stepsPerEpoch int) func(stage int) (gorgonia.Solver, erro
 // InterruptGrace) and returns ctx's error with the result so far: its
 // last epoch Interrupted, and the drained weights' WeightsSHA256.
 // With cfg.MaxRestarts it restarts a pipeline that failed from its last
-// checkpoint (Restart).
+// checkpoint (Restart). It computes with graphsplit.UseFastBLAS.
 func Train(ctx context.Context, build zoo.Builder, train, test zoo.Data, cfg Config) (*Result, error) {
+	graphsplit.UseFastBLAS()
 	cfg, err := cfg.normalized()
 	if err != nil {
 		return nil, err

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/pipemare/pipemare/internal/testutil"
+	"github.com/pipemare/pipemare/internal/testkit/testutil"
 	"github.com/pipemare/pipemare/zoo"
 
 	"github.com/pipemare/pipemare/graphsplit"

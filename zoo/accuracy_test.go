@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pipemare/pipemare/internal/testutil"
-	"github.com/pipemare/pipemare/internal/zootest"
+	"github.com/pipemare/pipemare/internal/testkit/testutil"
+	"github.com/pipemare/pipemare/internal/testkit/zootest"
 	"github.com/pipemare/pipemare/train"
 	"github.com/pipemare/pipemare/zoo"
 	"github.com/stretchr/testify/require"

@@ -5,7 +5,7 @@ import (
 	"math"
 	"testing"
 
-	"github.com/pipemare/pipemare/internal/zootest"
+	"github.com/pipemare/pipemare/internal/testkit/zootest"
 	"github.com/pipemare/pipemare/train"
 	"github.com/pipemare/pipemare/zoo"
 	"github.com/stretchr/testify/require"

@@ -5,8 +5,8 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/pipemare/pipemare/internal/exectest"
-	"github.com/pipemare/pipemare/internal/testutil"
+	"github.com/pipemare/pipemare/internal/testkit/exectest"
+	"github.com/pipemare/pipemare/internal/testkit/testutil"
 	"github.com/stretchr/testify/require"
 	"gorgonia.org/gorgonia"
 )

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pipemare/pipemare/internal/testutil"
+	"github.com/pipemare/pipemare/internal/testkit/testutil"
 	"github.com/pipemare/pipemare/rundir"
 
 	"github.com/stretchr/testify/require"

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pipemare/pipemare/internal/testutil"
+	"github.com/pipemare/pipemare/internal/testkit/testutil"
 	"github.com/pipemare/pipemare/rundir"
 	"github.com/pipemare/pipemare/train"
 

@@ -35,6 +35,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/pipemare/pipemare/graphsplit"
 )
 
 const usage = `usage: pipemare <command> [flags]
@@ -72,6 +74,7 @@ func mainCode() int {
 
 // run is the command line without the process: it returns the exit code.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	graphsplit.UseFastBLAS() // every subcommand cuts, profiles or trains with it
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return 2

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pipemare/pipemare/internal/testutil"
+	"github.com/pipemare/pipemare/internal/testkit/testutil"
 
 	"github.com/stretchr/testify/require"
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/pipemare/pipemare/asyncvm"
 	"github.com/pipemare/pipemare/graphsplit"
 	"github.com/pipemare/pipemare/launch"
 	"github.com/pipemare/pipemare/train"
@@ -54,7 +55,6 @@ func stageCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 // within -connect-timeout, or sends no first order within twice that,
 // ends it with an error.
 func serveStage(ctx context.Context, r zoo.Recipe, trainSet zoo.Data, cfg train.Config, n launch.Net, pl launch.Place, stdout io.Writer) error {
-	cfg.FirstOrderTimeout = n.FirstOrder()
 	connect := n.Connector(pl)
 	err := train.ServeStage(ctx, r.Build, trainSet, cfg, pl.Stage, func(ctx context.Context, plan *graphsplit.Plan) (transport.Endpoint, error) {
 		ep, err := connect(ctx, plan)
@@ -62,7 +62,7 @@ func serveStage(ctx context.Context, r zoo.Recipe, trainSet zoo.Data, cfg train.
 			fmt.Fprintf(stdout, "stage %d of %d: connected to the driver and the stages it exchanges tensors with\n", pl.Stage, len(pl.Addrs))
 		}
 		return ep, err
-	})
+	}, asyncvm.WithFirstOrderTimeout(n.FirstOrder()))
 	if err != nil {
 		return err
 	}

@@ -2,8 +2,8 @@ package stageops
 
 import (
 	"fmt"
+	"github.com/pipemare/pipemare/internal/reach"
 	"math"
-	"reflect"
 
 	"github.com/chewxy/hm"
 	"github.com/pkg/errors"
@@ -94,16 +94,22 @@ func newBNParams(op *gorgonia.BatchNormOp, shape tensor.Shape) (bnParams, error)
 	if d := shape.Dims(); d != 2 && d != 4 {
 		return bnParams{}, errors.Errorf("stageops: BatchNorm of shape %v: want (B, C) or (B, C, H, W)", shape)
 	}
-	v := reflect.ValueOf(op).Elem()
-	m, e := v.FieldByName("momentum"), v.FieldByName("epsilon")
-	if !m.IsValid() || !e.IsValid() || !v.FieldByName("training").IsValid() {
-		return bnParams{}, errors.New("stageops: BatchNorm: cannot read gorgonia's BatchNormOp (momentum, epsilon, training)")
+	m, err := reach.Float(op, "momentum")
+	if err != nil {
+		return bnParams{}, errors.Wrap(err, "stageops: BatchNorm: reading gorgonia's BatchNormOp")
+	}
+	e, err := reach.Float(op, "epsilon")
+	if err != nil {
+		return bnParams{}, errors.Wrap(err, "stageops: BatchNorm: reading gorgonia's BatchNormOp")
+	}
+	if _, err := reach.Bool(op, "training"); err != nil {
+		return bnParams{}, errors.Wrap(err, "stageops: BatchNorm: reading gorgonia's BatchNormOp")
 	}
 	mean, _ := op.Stats()
 	if mean.Shape().TotalSize() != shape[1] {
 		return bnParams{}, errors.Errorf("stageops: BatchNorm: op has %d channels, x is %v", mean.Shape().TotalSize(), shape)
 	}
-	p := bnParams{op: op, momentum: m.Float(), eps: e.Float(), shape: shape.Clone(), b: shape[0], c: shape[1]}
+	p := bnParams{op: op, momentum: m, eps: e, shape: shape.Clone(), b: shape[0], c: shape[1]}
 	p.s = shape.TotalSize() / (p.b * p.c)
 	return p, nil
 }
@@ -111,7 +117,8 @@ func newBNParams(op *gorgonia.BatchNormOp, shape tensor.Shape) (bnParams, error)
 // training reads the op's mode: gorgonia's SetTraining on the user's op (as
 // evaluation does) switches it.
 func (p bnParams) training() bool {
-	return reflect.ValueOf(p.op).Elem().FieldByName("training").Bool()
+	training, _ := reach.Bool(p.op, "training") // newBNParams read it
+	return training
 }
 
 // bnStats computes what gorgonia's BatchNormOp keeps in saveMean and

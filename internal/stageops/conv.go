@@ -2,9 +2,9 @@ package stageops
 
 import (
 	"fmt"
-	"reflect"
 
 	"github.com/chewxy/hm"
+	"github.com/pipemare/pipemare/internal/reach"
 	"github.com/pkg/errors"
 	"gonum.org/v1/gonum/blas"
 	"gorgonia.org/gorgonia"
@@ -24,17 +24,15 @@ type Im2Col struct {
 
 // NewIm2Col reads op, the op of a gorgonia im2col node, for input shape in.
 func NewIm2Col(op gorgonia.Op, in tensor.Shape) (Im2Col, error) {
-	v := reflect.ValueOf(op)
-	if v.Kind() != reflect.Struct || v.Type().Name() != "im2colOp" {
+	if reach.TypeString(op) != "gorgonia.im2colOp" {
 		return Im2Col{}, errors.Errorf("stageops: %v (%T) is not gorgonia's im2col", op, op)
 	}
 	var f [8]int
 	for i, name := range []string{"h", "w", "padH", "padW", "strideH", "strideW", "dilationH", "dilationW"} {
-		fv := v.FieldByName(name)
-		if !fv.IsValid() {
-			return Im2Col{}, errors.Errorf("stageops: cannot read gorgonia's im2colOp field %s", name)
+		var err error
+		if f[i], err = reach.Int(op, name); err != nil {
+			return Im2Col{}, errors.Wrap(err, "stageops: reading gorgonia's im2colOp")
 		}
-		f[i] = int(fv.Int())
 	}
 	if in.Dims() != 4 {
 		return Im2Col{}, errors.Errorf("stageops: im2col of shape %v: want (B, C, H, W)", in)

@@ -20,8 +20,8 @@
 // comment names the Gorgonia op (or chain of ops) it replaces; the package
 // tests compare forward values and gradients with Gorgonia's bit for bit.
 //
-// With another BLAS (gorgonia.Use; the openblas build tag makes this package
-// choose OpenBLAS for every program that imports it, see openblas.go) the
+// With another BLAS (gorgonia.Use; with the openblas build tag UseFastBLAS
+// chooses OpenBLAS, see openblas.go) the
 // GEMMs are that library's, which cuts and sums them in its own order:
 // results then agree with Gorgonia's to float rounding, as any two BLAS do.
 //

@@ -16,10 +16,9 @@ import (
 // calling goroutine, so the result is the same bit for bit.
 type gonumBLAS struct{ gonum.Implementation }
 
-// Every program that imports graphsplit (which imports this package)
-// computes gorgonia's matrix products with gonumBLAS: the same products as
-// gonum's, bit for bit, whatever SetWorkers says.
-func init() { gorgonia.Use(gonumBLAS{}) }
+// fastBLAS is what UseFastBLAS installs in this build: gonumBLAS, the same
+// products as gonum's, bit for bit, whatever SetWorkers says.
+func fastBLAS() gorgonia.BLAS { return gonumBLAS{} }
 
 // gonum's blocking (blas/gonum: blockSize, minParBlock).
 const (

@@ -12,7 +12,7 @@ import (
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/gonum"
 
-	"github.com/pipemare/pipemare/internal/testutil"
+	"github.com/pipemare/pipemare/internal/testkit/testutil"
 )
 
 // TestSerialGemmIsGonums: with one worker, gonumBLAS computes every product

@@ -8,5 +8,6 @@ import (
 
 // TestMain fails the package's tests if any goroutine outlives them.
 func TestMain(m *testing.M) {
+	UseFastBLAS() // the BLAS the engine's users train with (package train, the command)
 	goleak.VerifyTestMain(m)
 }

@@ -3,9 +3,9 @@ package stageops
 import (
 	"fmt"
 	"math"
-	"reflect"
 
 	"github.com/chewxy/hm"
+	"github.com/pipemare/pipemare/internal/reach"
 	"github.com/pkg/errors"
 	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -31,23 +31,28 @@ type MaxPool struct {
 // node. It fails for any other op, and for input planes too large for their
 // indices to be exact in float32.
 func NewMaxPool(op gorgonia.Op) (MaxPool, error) {
-	v := reflect.ValueOf(op)
-	if v.Kind() != reflect.Pointer || v.Elem().Type().Name() != "maxPoolOp" {
+	if reach.TypeString(op) != "*gorgonia.maxPoolOp" {
 		return MaxPool{}, errors.Errorf("stageops: %v (%T) is not gorgonia's MaxPool2D", op, op)
 	}
-	v = v.Elem()
-	get := func(name string) int { return int(v.FieldByName(name).Int()) }
-	for _, f := range []string{"unpaddedB", "unpaddedC", "unpaddedH", "unpaddedW", "h", "w", "padNorth", "padWest", "padSouth", "padEast", "strideH", "strideW", "explicitPadding"} {
-		if !v.FieldByName(f).IsValid() {
-			return MaxPool{}, errors.Errorf("stageops: cannot read gorgonia's maxPoolOp field %s", f)
+	fields := map[string]int{}
+	for _, f := range []string{"unpaddedB", "unpaddedC", "unpaddedH", "unpaddedW", "h", "w", "padNorth", "padWest", "padSouth", "padEast", "strideH", "strideW"} {
+		v, err := reach.Int(op, f)
+		if err != nil {
+			return MaxPool{}, errors.Wrap(err, "stageops: reading gorgonia's maxPoolOp")
 		}
+		fields[f] = v
 	}
+	explicit, err := reach.Bool(op, "explicitPadding")
+	if err != nil {
+		return MaxPool{}, errors.Wrap(err, "stageops: reading gorgonia's maxPoolOp")
+	}
+	get := func(name string) int { return fields[name] }
 	mp := MaxPool{
 		b: get("unpaddedB"), c: get("unpaddedC"), h: get("unpaddedH"), w: get("unpaddedW"),
 		kh: get("h"), kw: get("w"), strideH: get("strideH"), strideW: get("strideW"),
 		padH: get("padNorth"), padW: get("padWest"),
 	}
-	if v.FieldByName("explicitPadding").Bool() { // gorgonia's loop reads these then
+	if explicit { // gorgonia's loop reads these then
 		mp.padH, mp.padW = get("padSouth"), get("padEast")
 	}
 	mp.outH = (mp.h+get("padSouth")+get("padNorth")-(mp.kh-1)-1)/mp.strideH + 1

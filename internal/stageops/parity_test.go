@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/pipemare/pipemare/internal/tape"
-	"github.com/pipemare/pipemare/internal/testutil"
+	"github.com/pipemare/pipemare/internal/testkit/testutil"
 	"github.com/stretchr/testify/require"
 	"gonum.org/v1/gonum/blas/gonum"
 	"gorgonia.org/gorgonia"

@@ -12,7 +12,7 @@
 // merged), the registers each reads and writes, the outputs the compiler
 // allocates (extern calls), the targets of gorgonia.Read. The instructions
 // are read by reflection from the release the package was written against
-// (knownVersion); Executor reports whether the executor runs the program
+// (reach.Version); Executor reports whether the executor runs the program
 // and, if not, why.
 //
 // # Running

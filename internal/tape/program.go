@@ -6,6 +6,7 @@ import (
 	"slices"
 	"unsafe"
 
+	"github.com/pipemare/pipemare/internal/reach"
 	"github.com/pkg/errors"
 	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -76,7 +77,7 @@ func Compile(g *gorgonia.ExprGraph, eval bool) *Program {
 		p.why = errors.New("the tape machine is not one the executor knows (another gorgonia release, a batched BLAS or CUDA)")
 		return p
 	}
-	code, err := program(p.m.VM)
+	code, err := reach.Program(p.m.VM)
 	if err == nil {
 		err = p.build(g, code)
 	}
@@ -87,7 +88,7 @@ func Compile(g *gorgonia.ExprGraph, eval bool) *Program {
 }
 
 // build makes the steps of the tape program code.
-func (p *Program) build(g *gorgonia.ExprGraph, code []instr) error {
+func (p *Program) build(g *gorgonia.ExprGraph, code []reach.Instr) error {
 	regs := make(map[int]int) // register → the slot holding its value
 	slotOf := func(r int) (int, error) {
 		s, ok := regs[r]
@@ -97,21 +98,21 @@ func (p *Program) build(g *gorgonia.ExprGraph, code []instr) error {
 		return s, nil
 	}
 	for _, in := range code {
-		switch in.kind {
-		case instrArg, instrExec:
-			n, ok := g.Node(in.node).(*gorgonia.Node)
+		switch in.Kind {
+		case reach.InstrArg, reach.InstrExec:
+			n, ok := g.Node(in.Node).(*gorgonia.Node)
 			if !ok || n == nil {
-				return errors.Errorf("no node %d in the graph", in.node)
+				return errors.Errorf("no node %d in the graph", in.Node)
 			}
-			s := step{node: n, arg: in.kind == instrArg, shape: n.Shape()}
+			s := step{node: n, arg: in.Kind == reach.InstrArg, shape: n.Shape()}
 			if !s.arg {
-				s.op, s.inner = in.op, unwrap(in.op)
+				s.op, s.inner = in.Op, unwrap(in.Op)
 				_, pd := s.op.(gorgonia.UsePreallocDoer)
 				// The tape machine calls UsePreallocDo where the compiler
 				// allocated the output, Do where the op has no such variant.
-				s.static = in.prealloc && pd && preallocDoer(s.inner)
-				s.in = make([]int, len(in.reads))
-				for i, r := range in.reads {
+				s.static = in.Prealloc && pd && preallocDoer(s.inner)
+				s.in = make([]int, len(in.Reads))
+				for i, r := range in.Reads {
 					var err error
 					if s.in[i], err = slotOf(r); err != nil {
 						return errors.Wrapf(err, "node %q", n.Name())
@@ -125,14 +126,14 @@ func (p *Program) build(g *gorgonia.ExprGraph, code []instr) error {
 					s.how = howPrealloc
 				}
 			}
-			regs[in.write] = len(p.steps)
+			regs[in.Write] = len(p.steps)
 			p.steps = append(p.steps, s)
-		case instrRead:
-			s, err := slotOf(in.reads[0])
+		case reach.InstrRead:
+			s, err := slotOf(in.Reads[0])
 			if err != nil {
 				return errors.Wrap(err, "a Read")
 			}
-			p.reads = append(p.reads, readStep{into: in.into, slot: s})
+			p.reads = append(p.reads, readStep{into: in.Into, slot: s})
 		}
 	}
 	p.vals = make([]gorgonia.Value, len(p.steps))
@@ -463,14 +464,10 @@ func unsafeDoer(op gorgonia.Op) bool {
 // the op object between runs or draw random numbers: they run exactly as
 // the tape machine runs them.
 func stateful(op gorgonia.Op) bool {
-	t := reflect.TypeOf(op)
-	if t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	if t.PkgPath() != "gorgonia.org/gorgonia" {
+	if !reach.FromGorgonia(op) {
 		return false
 	}
-	switch t.Name() {
+	switch reach.TypeName(op) {
 	case "BatchNormOp", "batchnormDiffOp", "batchNormDiffOp", "GroupNormOp", "groupNormDiffOp",
 		"maxPoolOp", "maxPoolDiffOp", "avgPoolOp", "avgPoolDiffOp",
 		"dropoutOp", "dropoutDiffOp", "randomOp":

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/chewxy/hm"
+	"github.com/pipemare/pipemare/internal/reach"
 	"github.com/stretchr/testify/require"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -17,9 +18,9 @@ import (
 // TestDirectInThisBuild: the module pins the gorgonia release whose
 // executor Machine calls, so every test of the repository runs the direct
 // path. Changing the release fails here: read its (*tapeMachine).runall
-// and RunAll again before changing knownVersion.
+// and RunAll again before changing reach.Version.
 func TestDirectInThisBuild(t *testing.T) {
-	require.True(t, Direct(), "gorgonia is not %s: Machine falls back to RunAll", knownVersion)
+	require.True(t, Direct(), "gorgonia is not %s: Machine falls back to RunAll", reach.Version)
 	n := newNet(t)
 	m := New(n.g, false)
 	defer m.Close()

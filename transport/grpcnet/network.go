@@ -112,7 +112,7 @@ func linksString(links []Link) string {
 	return "[" + strings.Join(s, " ") + "]"
 }
 
-// Links returns the links of a pipeline's topology (stage.Topology of its
+// Links returns the links of a pipeline's topology (graphsplit.Plan.Topology of its
 // plan): each pair of stages that exchange tensors, once.
 func Links(t schedule.Topology) []Link {
 	var out []Link

@@ -1,42 +1,46 @@
-package tape
+package reach
 
 import (
 	"reflect"
-	"unsafe"
 
 	"github.com/pkg/errors"
 	"gorgonia.org/gorgonia"
 )
 
-// instr is one instruction of a compiled tape program, as this package
-// reads it (knownVersion's layout): the kind and the fields Program needs.
-type instr struct {
-	kind     instrKind
-	node     int64           // the node an arg or op instruction is for
-	op       gorgonia.Op     // exec
-	reads    []int           // exec: CPU registers read, in argument order; read: one
-	write    int             // arg, exec: the CPU register written
-	prealloc bool            // exec: the compiler allocated its output (an extern call)
-	into     *gorgonia.Value // read: gorgonia.Read's target
+// Instr is one instruction of a compiled tape program, as this package
+// reads it (Version's layout): the kind and the fields an executor needs.
+type Instr struct {
+	Kind     InstrKind
+	Node     int64           // the node an arg or op instruction is for
+	Op       gorgonia.Op     // exec
+	Reads    []int           // exec: CPU registers read, in argument order; read: one
+	Write    int             // arg, exec: the CPU register written
+	Prealloc bool            // exec: the compiler allocated its output (an extern call)
+	Into     *gorgonia.Value // read: gorgonia.Read's target
 }
 
-type instrKind int
+// InstrKind is what an instruction does.
+type InstrKind int
 
+// The kinds of instruction.
 const (
-	instrNone instrKind = iota // alloc, free, flush: nothing for Program to do
-	instrArg                   // loadArg: a bound value into a register
-	instrExec                  // execOp: an op
-	instrRead                  // readInstr: gorgonia.Read
+	InstrNone InstrKind = iota // alloc, free, flush: nothing for an executor to do
+	InstrArg                   // loadArg: a bound value into a register
+	InstrExec                  // execOp: an op
+	InstrRead                  // readInstr: gorgonia.Read
 )
 
-// program reads the instructions of the tape machine vm (a
-// *gorgonia.tapeMachine of knownVersion) through reflection. It fails on
-// anything it does not know: an instruction Program cannot run (a let
-// statement, a device transfer), a register off the CPU, a field that is not
-// where knownVersion has it.
-func program(vm gorgonia.VM) (out []instr, err error) {
+// Program reads the instructions of the tape machine vm (a
+// *gorgonia.tapeMachine of Version) through reflection. It fails behind the
+// version gate, and on anything it does not know: an instruction an
+// executor cannot run (a let statement, a device transfer), a register off
+// the CPU, a field that is not where Version has it.
+func Program(vm gorgonia.VM) (out []Instr, err error) {
+	if err := Check(); err != nil {
+		return nil, err
+	}
 	defer func() {
-		if r := recover(); r != nil { // a layout that is not knownVersion's
+		if r := recover(); r != nil { // a layout that is not Version's
 			out, err = nil, errors.Errorf("reading the tape machine's program: %v", r)
 		}
 	}()
@@ -63,22 +67,22 @@ func program(vm gorgonia.VM) (out []instr, err error) {
 	return out, nil
 }
 
-func readInstr(v reflect.Value) (instr, error) {
-	var in instr
+func readInstr(v reflect.Value) (Instr, error) {
+	var in Instr
 	var err error
 	switch v.Type().String() {
 	case "gorgonia.alloc", "gorgonia.free", "gorgonia.flushInstr":
 		return in, nil
 	case "gorgonia.loadArg":
-		in.kind = instrArg
-		if in.node, err = intField(v, "index"); err != nil {
+		in.Kind = InstrArg
+		if in.Node, err = intField(v, "index"); err != nil {
 			return in, err
 		}
-		in.write, err = cpuRegister(v, "writeTo")
+		in.Write, err = cpuRegister(v, "writeTo")
 		return in, err
 	case "*gorgonia.execOp":
-		in.kind = instrExec
-		if in.node, err = intField(v, "id"); err != nil {
+		in.Kind = InstrExec
+		if in.Node, err = intField(v, "id"); err != nil {
 			return in, err
 		}
 		op, err := field(v, "op")
@@ -86,34 +90,34 @@ func readInstr(v reflect.Value) (instr, error) {
 			return in, err
 		}
 		var ok bool
-		if in.op, ok = op.Interface().(gorgonia.Op); !ok {
+		if in.Op, ok = op.Interface().(gorgonia.Op); !ok {
 			return in, errors.Errorf("op field holds %v", op.Type())
 		}
-		if in.write, err = cpuRegister(v, "writeTo"); err != nil {
+		if in.Write, err = cpuRegister(v, "writeTo"); err != nil {
 			return in, err
 		}
-		if in.reads, err = cpuRegisters(v, "readFrom"); err != nil {
+		if in.Reads, err = cpuRegisters(v, "readFrom"); err != nil {
 			return in, err
 		}
 		pre, err := field(v, "preAllocated")
 		if err != nil {
 			return in, err
 		}
-		in.prealloc = pre.Bool()
+		in.Prealloc = pre.Bool()
 		return in, nil
 	case "*gorgonia.readInstr":
-		in.kind = instrRead
+		in.Kind = InstrRead
 		r, err := cpuRegister(v, "readFrom")
 		if err != nil {
 			return in, err
 		}
-		in.reads = []int{r}
+		in.Reads = []int{r}
 		into, err := field(v, "into")
 		if err != nil {
 			return in, err
 		}
 		var ok bool
-		if in.into, ok = into.Interface().(*gorgonia.Value); !ok {
+		if in.Into, ok = into.Interface().(*gorgonia.Value); !ok {
 			return in, errors.Errorf("into field holds %v", into.Type())
 		}
 		return in, nil
@@ -121,36 +125,13 @@ func readInstr(v reflect.Value) (instr, error) {
 	return in, errors.New("the executor does not run this instruction")
 }
 
-// field returns the named field of struct v (or of what pointer v points
-// to), readable even though it is unexported.
-func field(v reflect.Value, name string) (reflect.Value, error) {
-	if v.Kind() == reflect.Pointer {
-		v = v.Elem()
-	}
-	if v.Kind() != reflect.Struct {
-		return reflect.Value{}, errors.Errorf("%v is not a struct", v.Type())
-	}
-	if !v.CanAddr() {
-		c := reflect.New(v.Type()).Elem()
-		c.Set(v)
-		v = c
-	}
-	f := v.FieldByName(name)
-	if !f.IsValid() {
-		return reflect.Value{}, errors.Errorf("%v has no field %s", v.Type(), name)
-	}
-	return reflect.NewAt(f.Type(), unsafe.Pointer(f.UnsafeAddr())).Elem(), nil
-}
-
 func intField(v reflect.Value, name string) (int64, error) {
 	f, err := field(v, name)
 	if err != nil {
 		return 0, err
 	}
-	if f.Kind() != reflect.Int64 && f.Kind() != reflect.Int {
-		return 0, errors.Errorf("field %s is %v", name, f.Type())
-	}
-	return f.Int(), nil
+	i, err := intOf(f, name)
+	return int64(i), err
 }
 
 // cpuRegister reads a register field {id int; device Device}: its id, if

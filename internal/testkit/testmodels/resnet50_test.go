@@ -3,7 +3,7 @@ package testmodels
 import (
 	"testing"
 
-	"github.com/pipemare/pipemare/internal/testutil"
+	"github.com/pipemare/pipemare/internal/testkit/testutil"
 
 	"github.com/stretchr/testify/require"
 	"gorgonia.org/tensor"

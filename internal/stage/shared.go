@@ -48,7 +48,7 @@ type owned struct {
 // copy of W, holding version 0 (the initial values, which every process
 // builds alike).
 func newShared(r *Runtime) (shared, error) {
-	s := shared{owners: Owners(r.plan, r.index)}
+	s := shared{owners: r.plan.Owners(r.index)}
 	for i := range r.st.Learnables {
 		sh := r.st.Shared[i]
 		switch {

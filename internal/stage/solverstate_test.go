@@ -6,7 +6,7 @@ import (
 
 	"github.com/pipemare/pipemare/checkpoint"
 	"github.com/pipemare/pipemare/correction"
-	"github.com/pipemare/pipemare/internal/testmodels"
+	"github.com/pipemare/pipemare/internal/testkit/testmodels"
 	"github.com/pipemare/pipemare/rescheduler"
 	"github.com/pipemare/pipemare/solvers"
 	"github.com/stretchr/testify/require"

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/pipemare/pipemare/internal/testmodels"
+	"github.com/pipemare/pipemare/internal/testkit/testmodels"
 	"github.com/pipemare/pipemare/schedule"
 	"github.com/stretchr/testify/require"
 	"gorgonia.org/gorgonia"

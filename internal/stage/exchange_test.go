@@ -6,7 +6,7 @@ import (
 	"math/rand"
 	"testing"
 
-	"github.com/pipemare/pipemare/internal/testmodels"
+	"github.com/pipemare/pipemare/internal/testkit/testmodels"
 	"github.com/pipemare/pipemare/schedule"
 	"github.com/pipemare/pipemare/solvers"
 	"github.com/pipemare/pipemare/transport"
@@ -79,7 +79,7 @@ func TestSharedLearnableTrainsLikePlainGorgonia(t *testing.T) {
 	}})
 	require.Len(t, p.plan.Shared, 1)
 	require.Equal(t, 0, p.plan.Shared[0].Owner)
-	require.Equal(t, []int{0}, Owners(p.plan, 1))
+	require.Equal(t, []int{0}, p.plan.Owners(1))
 	ref := p.reference(testmodels.Tied)
 	data := p.micros(17, n*steps)
 	reports := p.steps(schedule.OneFOneB(), data, 0, steps)

@@ -10,7 +10,7 @@ import (
 
 	"github.com/pipemare/pipemare/graphsplit"
 	"github.com/pipemare/pipemare/internal/tensorutil"
-	"github.com/pipemare/pipemare/internal/testmodels"
+	"github.com/pipemare/pipemare/internal/testkit/testmodels"
 	"github.com/pipemare/pipemare/schedule"
 	"github.com/pipemare/pipemare/transport"
 	"github.com/stretchr/testify/require"
@@ -284,7 +284,7 @@ func (p *pipeline) steps(s schedule.Schedule, data [][]gorgonia.Value, from, to 
 	for i, list := range lists {
 		acts := make([]schedule.Action, len(list))
 		var shared [][]int
-		owners := Owners(p.plan, i)
+		owners := p.plan.Owners(i)
 		for j, a := range list {
 			if len(owners) > 0 { // the owners' versions its forwards read
 				var versions []int

@@ -8,7 +8,7 @@ import (
 
 	"github.com/pipemare/pipemare/graphsplit"
 	"github.com/pipemare/pipemare/internal/recycle"
-	"github.com/pipemare/pipemare/internal/testmodels"
+	"github.com/pipemare/pipemare/internal/testkit/testmodels"
 	"github.com/pipemare/pipemare/schedule"
 	"github.com/pipemare/pipemare/transport"
 	"github.com/stretchr/testify/require"

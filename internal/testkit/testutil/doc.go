@@ -5,8 +5,8 @@
 //
 // Its contract:
 //
-//   - It is imported only from tests: _test.go files, and test-helper
-//     packages under internal/ (exectest, zootest) that are themselves
+//   - It is imported only from tests: _test.go files, and the other test
+//     kits under internal/testkit (exectest, zootest) that are themselves
 //     imported only from _test.go files. No command and no package of the
 //     library depends on it.
 //   - It imports gorgonia, tensor, testify and the standard library, and no
@@ -18,5 +18,6 @@
 //   - Its helpers fail the test (testing.TB's Fatalf) rather than return
 //     errors, so they must be called from the test's goroutine.
 //
-// contract_test.go checks the first two.
+// The module's layering test (layers_test.go at its root, which puts it
+// on the lowest floor) checks the first two.
 package testutil

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/pipemare/pipemare/internal/testutil"
+	"github.com/pipemare/pipemare/internal/testkit/testutil"
 	"github.com/pkg/errors"
 	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"

@@ -6,7 +6,7 @@ import (
 	"math/rand"
 	"testing"
 
-	"github.com/pipemare/pipemare/internal/testutil"
+	"github.com/pipemare/pipemare/internal/testkit/testutil"
 	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 )
