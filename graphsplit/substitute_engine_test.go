@@ -7,14 +7,13 @@ import (
 
 	"github.com/pipemare/pipemare/asyncvm"
 	"github.com/pipemare/pipemare/graphsplit"
+	"github.com/pipemare/pipemare/internal/stageops"
 	"github.com/pipemare/pipemare/internal/tensorutil"
 	"github.com/pipemare/pipemare/internal/testkit/testutil"
 	"github.com/pipemare/pipemare/schedule"
 	"github.com/pipemare/pipemare/zoo"
 	"github.com/stretchr/testify/require"
-	"gonum.org/v1/gonum/blas/gonum"
 	"gorgonia.org/gorgonia"
-	"gorgonia.org/tensor"
 )
 
 // TestStageOpsTrainTheZooBitForBit trains the zoo's CNN and ResNet a few
@@ -41,7 +40,7 @@ func TestStageOpsTrainTheZooBitForBit(t *testing.T) {
 	if testing.Short() {
 		models, schedules = models[:1], schedules[:1]
 	}
-	_, exact := tensor.WhichBLAS().(gonum.Implementation)
+	exact := stageops.ExactBLAS()
 	for _, name := range models {
 		r, err := zoo.RecipeFor(name)
 		require.NoError(t, err)

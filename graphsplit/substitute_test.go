@@ -6,10 +6,10 @@ import (
 	"math/rand"
 	"testing"
 
+	"github.com/pipemare/pipemare/internal/stageops"
 	"github.com/pipemare/pipemare/internal/testkit/testmodels"
 	"github.com/pipemare/pipemare/internal/testkit/testutil"
 	"github.com/stretchr/testify/require"
-	"gonum.org/v1/gonum/blas/gonum"
 	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 )
@@ -25,7 +25,7 @@ func TestOpSubstitutionChangesNoBit(t *testing.T) {
 	if testutil.RaceEnabled {
 		t.Skip("numerics in one goroutine, 5× slower under the race detector and nothing for it to check; go test ./... runs it")
 	}
-	_, exact := tensor.WhichBLAS().(gonum.Implementation)
+	exact := stageops.ExactBLAS()
 	for _, nb := range testmodels.All() {
 		for _, dt := range []tensor.Dtype{tensor.Float64, tensor.Float32} {
 			t.Run(fmt.Sprintf("%s/%v", nb.Name, dt), func(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"sync"
 
 	"gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
 )
 
 var fastOnce sync.Once
@@ -20,3 +21,9 @@ var fastOnce sync.Once
 // import: graphsplit.UseFastBLAS is the public call, which package train
 // and the command make.
 func UseFastBLAS() { fastOnce.Do(func() { gorgonia.Use(fastBLAS()) }) }
+
+// ExactBLAS reports whether the BLAS gorgonia computes with now gives
+// gonum's products bit for bit: gonum's own, or this package's in the
+// default build (not OpenBLAS's). The parity tests compare bit for bit
+// when it does, to a tolerance otherwise.
+func ExactBLAS() bool { return exactBLAS(tensor.WhichBLAS()) }

@@ -6,6 +6,7 @@ import (
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/gonum"
 	"gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
 )
 
 // gonumBLAS is gonum's pure Go BLAS, whose matrix products run on one
@@ -19,6 +20,15 @@ type gonumBLAS struct{ gonum.Implementation }
 // fastBLAS is what UseFastBLAS installs in this build: gonumBLAS, the same
 // products as gonum's, bit for bit, whatever SetWorkers says.
 func fastBLAS() gorgonia.BLAS { return gonumBLAS{} }
+
+// exactBLAS: gonum's BLAS and gonumBLAS give the same bits.
+func exactBLAS(b tensor.BLAS) bool {
+	switch b.(type) {
+	case gonum.Implementation, gonumBLAS:
+		return true
+	}
+	return false
+}
 
 // gonum's blocking (blas/gonum: blockSize, minParBlock).
 const (

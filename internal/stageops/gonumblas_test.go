@@ -94,3 +94,12 @@ func bits64(s []float64) []uint64 {
 	}
 	return out
 }
+
+// TestFastBLASIsExact: in the default build the BLAS UseFastBLAS installs
+// gives gonum's bits, so the parity tests compare bit for bit
+// (ExactBLAS), not to a tolerance.
+func TestFastBLASIsExact(t *testing.T) {
+	UseFastBLAS()
+	require.True(t, ExactBLAS())
+	require.True(t, exactBLAS(gonum.Implementation{}))
+}

@@ -6,8 +6,10 @@ package stageops
 import "C" // netlib's binding needs libopenblas at link time
 
 import (
+	"gonum.org/v1/gonum/blas/gonum"
 	"gonum.org/v1/netlib/blas/netlib"
 	"gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
 )
 
 // fastBLAS is what UseFastBLAS installs when built with -tags openblas
@@ -17,3 +19,9 @@ import (
 // pure Go BLAS. Results then differ from the default build's by float
 // rounding, as any two BLAS do.
 func fastBLAS() gorgonia.BLAS { return netlib.Implementation{} }
+
+// exactBLAS: only gonum's own BLAS gives gonum's bits in this build.
+func exactBLAS(b tensor.BLAS) bool {
+	_, ok := b.(gonum.Implementation)
+	return ok
+}

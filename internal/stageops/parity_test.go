@@ -10,7 +10,6 @@ import (
 	"github.com/pipemare/pipemare/internal/tape"
 	"github.com/pipemare/pipemare/internal/testkit/testutil"
 	"github.com/stretchr/testify/require"
-	"gonum.org/v1/gonum/blas/gonum"
 	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 )
@@ -126,7 +125,7 @@ func requireSame(t *testing.T, want, got []gorgonia.Value, names ...string) {
 // (relative 1e-5 in float32, 1e-12 in float64).
 func requireClose(t *testing.T, want, got []gorgonia.Value, names ...string) {
 	t.Helper()
-	if _, exact := tensor.WhichBLAS().(gonum.Implementation); exact {
+	if ExactBLAS() {
 		requireSame(t, want, got, names...)
 		return
 	}
