@@ -24,11 +24,9 @@ type StageError struct {
 
 func (e *StageError) Error() string {
 	switch e.Action.Op {
-	case schedule.OpForward, schedule.OpBackward:
-		name := "forward"
-		if e.Action.Op == schedule.OpBackward {
-			name = "backward"
-		}
+	case schedule.OpForward, schedule.OpBackward, schedule.OpInput, schedule.OpWeight:
+		name := map[schedule.Op]string{schedule.OpForward: "forward", schedule.OpBackward: "backward",
+			schedule.OpInput: "input gradient", schedule.OpWeight: "weight gradient"}[e.Action.Op]
 		return fmt.Sprintf("asyncvm: stage %d, %s of microbatch %d (step %d): %v", e.Stage, name, e.Action.Micro, e.Step, e.Err)
 	case schedule.OpUpdate:
 		return fmt.Sprintf("asyncvm: stage %d, update %d: %v", e.Stage, e.Action.Step, e.Err)
@@ -40,3 +38,16 @@ func (e *StageError) Error() string {
 
 // Unwrap returns the cause.
 func (e *StageError) Unwrap() error { return e.Err }
+
+// SeveralStagesPerWorkerError says that a schedule places several stages on
+// each worker (schedule.Schedule.PerWorker), which the engine does not run
+// yet: every stage is its own worker. Its action lists can be printed and
+// replayed (package schedule).
+type SeveralStagesPerWorkerError struct {
+	Schedule  string
+	PerWorker int
+}
+
+func (e *SeveralStagesPerWorkerError) Error() string {
+	return fmt.Sprintf("asyncvm: schedule %s places %d stages on each worker, and the engine runs one stage per worker; choose a schedule with one (its action lists can be printed and replayed)", e.Schedule, e.PerWorker)
+}

@@ -184,6 +184,14 @@ func newConfig(plan *graphsplit.Plan, opts []Option) (config, error) {
 	if min := schedule.MinN(cfg.sched, len(plan.Stages)); cfg.n < min {
 		return cfg, errors.Errorf("asyncvm: schedule %s on %d stages needs at least %d microbatches per minibatch (WithMicrobatches), got %d", cfg.sched.Name, len(plan.Stages), min, cfg.n)
 	}
+	for _, s := range []schedule.Schedule{cfg.sched, cfg.warmSch} {
+		if s.Virtual() > 1 {
+			return cfg, &SeveralStagesPerWorkerError{Schedule: s.Name, PerWorker: s.Virtual()}
+		}
+	}
+	if err := schedule.Check(cfg.sched, len(plan.Stages), cfg.n); err != nil {
+		return cfg, errors.Wrap(err, "asyncvm: WithSchedule")
+	}
 	if cfg.sched.ForwardDelay > 1 {
 		return cfg, errors.Errorf("asyncvm: schedule %s: a forward delay of %d is not supported (0 or 1)", cfg.sched.Name, cfg.sched.ForwardDelay)
 	}

@@ -5,8 +5,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/pipemare/pipemare/experiment"
+	"github.com/pipemare/pipemare/schedule"
 	"github.com/pipemare/pipemare/train"
 )
 
@@ -14,7 +16,7 @@ import (
 // utilization and delays (experiment.WriteSchedule).
 func scheduleCmd(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("pipemare schedule", flag.ContinueOnError)
-	name := fs.String("schedule", "pipemare", "schedule: sequential, gpipe, 1f1b, pipedream or pipemare")
+	name := fs.String("schedule", "pipemare", "schedule: "+strings.Join(schedule.Names(), ", ")+" (interleaved, zb-v and pipemare-v place 2 stages on each worker)")
 	p := fs.Int("stages", 4, "stages P")
 	n := fs.Int("microbatches", 4, "microbatches per minibatch N")
 	steps := fs.Int("minibatches", 2, "minibatches")
