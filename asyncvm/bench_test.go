@@ -192,9 +192,6 @@ func BenchmarkOverhead(b *testing.B) {
 func BenchmarkSchedules(b *testing.B) {
 	for _, p := range []int{2, 4} {
 		for _, s := range schedule.All() {
-			if s.Virtual() > 1 {
-				continue // one stage per worker (SeveralStagesPerWorkerError)
-			}
 			b.Run(fmt.Sprintf("cnn/P%d/%s", p, s.Name), func(b *testing.B) {
 				benchSchedule(b, benchCNN(16), p, 4, s)
 			})

@@ -38,16 +38,3 @@ func (e *StageError) Error() string {
 
 // Unwrap returns the cause.
 func (e *StageError) Unwrap() error { return e.Err }
-
-// SeveralStagesPerWorkerError says that a schedule places several stages on
-// each worker (schedule.Schedule.PerWorker), which the engine does not run
-// yet: every stage is its own worker. Its action lists can be printed and
-// replayed (package schedule).
-type SeveralStagesPerWorkerError struct {
-	Schedule  string
-	PerWorker int
-}
-
-func (e *SeveralStagesPerWorkerError) Error() string {
-	return fmt.Sprintf("asyncvm: schedule %s places %d stages on each worker, and the engine runs one stage per worker; choose a schedule with one (its action lists can be printed and replayed)", e.Schedule, e.PerWorker)
-}

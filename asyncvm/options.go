@@ -45,7 +45,11 @@ type mask struct {
 	keep float64
 }
 
-// WithSchedule chooses the schedule (default schedule.PipeMare()).
+// WithSchedule chooses the schedule (default schedule.PipeMare()). A
+// schedule that places several stages on a worker (interleaved, zb-v,
+// pipemare-v) runs its stages' lists as any other, each stage on its own
+// goroutines (or process): what it trains depends only on those lists; the
+// worker order is the replay's (schedule.WorkerLists).
 func WithSchedule(s schedule.Schedule) Option {
 	return func(c *config) { c.sched = s; c.set["WithSchedule"] = true }
 }
@@ -183,11 +187,6 @@ func newConfig(plan *graphsplit.Plan, opts []Option) (config, error) {
 	}
 	if min := schedule.MinN(cfg.sched, len(plan.Stages)); cfg.n < min {
 		return cfg, errors.Errorf("asyncvm: schedule %s on %d stages needs at least %d microbatches per minibatch (WithMicrobatches), got %d", cfg.sched.Name, len(plan.Stages), min, cfg.n)
-	}
-	for _, s := range []schedule.Schedule{cfg.sched, cfg.warmSch} {
-		if s.Virtual() > 1 {
-			return cfg, &SeveralStagesPerWorkerError{Schedule: s.Name, PerWorker: s.Virtual()}
-		}
 	}
 	if err := schedule.Check(cfg.sched, len(plan.Stages), cfg.n); err != nil {
 		return cfg, errors.Wrap(err, "asyncvm: WithSchedule")

@@ -15,32 +15,53 @@ import (
 	"gorgonia.org/tensor"
 )
 
-// TestSplitSchedulesTrainLikeSequential trains every test model (float64
-// and float32, at fine grain) with the schedules whose backwards are split
-// into I and W — ZB-H1 (a flush every step) and ZB-H2 (no flush, steps
-// overlapping) — and requires the final weights to be bit for bit the ones
-// the sequential schedule trains: the SHA-256 recorded for it in
-// testdata/weights_sha256.json.
-func TestSplitSchedulesTrainLikeSequential(t *testing.T) {
+// TestNewSynchronousSchedulesTrainLikeSequential trains every test model
+// (float64 and float32) with the schedules whose backwards are split into
+// I and W — ZB-H1 (a flush every step) and ZB-H2 (no flush, steps
+// overlapping) — and those that place two stages on a worker —
+// interleaved 1F1B (round robin) and ZB-V (V-shaped) — and requires the
+// final weights to be bit for bit the ones sequential trains: at fine
+// grain, the SHA-256 recorded for sequential in testdata/weights_sha256.json;
+// where fine grain gives an odd number of stages, on a plan of one stage
+// fewer, against sequential trained on that plan.
+func TestNewSynchronousSchedulesTrainLikeSequential(t *testing.T) {
 	if testutil.RaceEnabled {
-		t.Skip("28 trainings in a row; TestSplitBackwardUnderRace covers the race detector")
+		t.Skip("dozens of trainings in a row; TestSplitBackwardUnderRace covers the race detector")
 	}
 	want := map[string]string{}
 	b, err := os.ReadFile(goldenFile)
 	require.NoError(t, err)
 	require.NoError(t, json.Unmarshal(b, &want))
+	run := func(s schedule.Schedule) goldenRun {
+		return goldenRun{name: s.Name, opts: func(int) []asyncvm.Option {
+			return []asyncvm.Option{asyncvm.WithSchedule(s), asyncvm.WithSolver(momentumSolver)}
+		}}
+	}
 	for _, nb := range testmodels.All() {
 		for _, dt := range []tensor.Dtype{tensor.Float64, tensor.Float32} {
 			seq := want[fmt.Sprintf("%s/%v/sequential", nb.Name, dt)]
 			require.NotEmpty(t, seq, "%s/%v: no sequential run recorded", nb.Name, dt)
-			for _, s := range []schedule.Schedule{schedule.ZBH1(), schedule.ZBH2()} {
-				r := goldenRun{name: s.Name, opts: func(int) []asyncvm.Option {
-					return []asyncvm.Option{asyncvm.WithSchedule(s), asyncvm.WithSolver(momentumSolver)}
-				}}
-				require.Equal(t, seq, trainForGolden(t, nb.Build, dt, r), "%s/%v/%s: not the weights sequential trains", nb.Name, dt, s.Name)
+			for _, s := range []schedule.Schedule{schedule.ZBH1(), schedule.ZBH2(), schedule.Interleaved(2), schedule.ZBV()} {
+				p := fineStages(t, nb.Build, dt)
+				if p%s.Virtual() == 0 {
+					require.Equal(t, seq, trainForGolden(t, nb.Build, dt, run(s)), "%s/%v/%s: not the weights sequential trains", nb.Name, dt, s.Name)
+					continue
+				}
+				cut := graphsplit.Stages(p - p%s.Virtual())
+				require.Equal(t, trainOnPlan(t, nb.Build, dt, run(schedule.Sequential()), cut), trainOnPlan(t, nb.Build, dt, run(s), cut),
+					"%s/%v/%s on %d stages: not the weights sequential trains", nb.Name, dt, s.Name, p-p%s.Virtual())
 			}
 		}
 	}
+}
+
+// fineStages is the number of stages of the model's fine-grained cut.
+func fineStages(t *testing.T, build testmodels.Builder, dt tensor.Dtype) int {
+	m, err := build(dt, 4, 1)
+	require.NoError(t, err)
+	plan, err := graphsplit.Split(m.Graph, m.Cost, m.Learnables, graphsplit.FineGrained())
+	require.NoError(t, err)
+	return len(plan.Stages)
 }
 
 // TestSplitBackwardUnderRace runs ZB-H2 on one model under the race

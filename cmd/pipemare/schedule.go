@@ -17,7 +17,7 @@ import (
 // replay table of every schedule (experiment.WriteReplayTable).
 func scheduleCmd(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("pipemare schedule", flag.ContinueOnError)
-	name := fs.String("schedule", "pipemare", "schedule: "+strings.Join(schedule.Names(), ", ")+" (interleaved, zb-v and pipemare-v place 2 stages on each worker)")
+	name := fs.String("schedule", "pipemare", "schedule: "+strings.Join(schedule.Names(), ", ")+" (interleaved, zb-v and pipemare-v place 2 stages on each worker: -stages even)")
 	p := fs.Int("stages", 4, "stages P")
 	n := fs.Int("microbatches", 4, "microbatches per minibatch N")
 	steps := fs.Int("minibatches", 2, "minibatches")
