@@ -48,8 +48,9 @@ type mask struct {
 // WithSchedule chooses the schedule (default schedule.PipeMare()). A
 // schedule that places several stages on a worker (interleaved, zb-v,
 // pipemare-v) runs its stages' lists as any other, each stage on its own
-// goroutines (or process): what it trains depends only on those lists; the
-// worker order is the replay's (schedule.WorkerLists).
+// goroutines (or process): what it trains depends only on those lists. In
+// one process, a worker's stages of interleaved and zb-v take turns, one
+// action at a time in the worker's order (schedule.Turns).
 func WithSchedule(s schedule.Schedule) Option {
 	return func(c *config) { c.sched = s; c.set["WithSchedule"] = true }
 }

@@ -410,6 +410,13 @@ func (r *Runtime) do(ctx context.Context, ep transport.Endpoint, a schedule.Acti
 		}
 	}()
 	began := time.Time{}
+	if r.cfg.Turn != nil {
+		done, err := r.cfg.Turn(ctx, a, r.seg.Schedule)
+		if err != nil {
+			return &actionError{a, step, err}
+		}
+		defer done()
+	}
 	if r.cfg.Hook != nil {
 		if err := r.cfg.Hook(a); err != nil {
 			return &actionError{a, step, err}
