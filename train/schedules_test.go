@@ -18,7 +18,7 @@ import (
 // sequential from each.
 func TestZeroBubbleSchedulesTrainTheZooLikeSequential(t *testing.T) {
 	zootest.ForEachModel(t, []string{"mlp", "cnn", "resnet", "transformer"}, func(t *testing.T, r zoo.Recipe) {
-		trainSet, test := zootest.FewSteps(t, r, 3, 50)
+		trainSet, test := zootest.FewSteps(t, r, 2, 20)
 		steps := trainSet.Len() / (r.Run.Microbatch * r.Run.Microbatches)
 		run := func(s schedule.Schedule, stages int, cut []int) *Result {
 			cfg := recipeConfig(t, r, MethodSequential, steps)
