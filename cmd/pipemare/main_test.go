@@ -392,6 +392,13 @@ func TestSchedule(t *testing.T) {
 	require.Equal(t, 0, code)
 	require.Contains(t, out, "clock  worker0  worker1\n    0  F0@0\n")
 
+	code, out, _ = runCLI(context.Background(), "schedule", "-schedule", "pipemare-v", "-placement", "v", "-stages", "4", "-minibatches", "1")
+	require.Equal(t, 0, code)
+	require.True(t, strings.HasPrefix(out, "pipemare-v2-v, P=4"), "%.80s", out)
+	code, _, errOut := runCLI(context.Background(), "schedule", "-schedule", "zb-v", "-placement", "contiguous")
+	require.Equal(t, 2, code)
+	require.Contains(t, errOut, "-placement contiguous: only pipemare-v's placement can be chosen; zb-v's is v")
+
 	code, out, _ = runCLI(context.Background(), "schedule", "-table")
 	require.Equal(t, 0, code)
 	require.True(t, strings.HasPrefix(out, "| schedule | P | N | steps | bubble | formula |"), "%.80s", out)
