@@ -46,8 +46,8 @@ func Interleaved(v int) Schedule {
 // path, and its weight gradient W, which stage i defers by i microbatches
 // (stage 0 runs W(m) right after I(m)) and whose last ones fill the
 // bubble before the flush. It keeps 1F1B's activation memory, P
-// microbatches at most, and with equal F, I and W times its bubble is
-// (P−1)/(3N+P−1), a third of 1F1B's.
+// microbatches at most, and with equal F, I and W times and N ≥ P its
+// bubble is (P−1)/(3N+P−1), about a third of 1F1B's.
 //
 //	clock  stage0   stage1   stage2        (P=3, N=3)
 //	    0  F0

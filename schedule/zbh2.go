@@ -1,17 +1,19 @@
 package schedule
 
 // ZBH2 is Qi et al.'s ZB-H2 (ICLR 2024): every backward split into I and
-// W, stage i keeping up to 2(P−1−i)+1 microbatches between their forward
-// and their W — PipeMare's Ahead, twice 1F1B's memory at stage 0 — so that
-// forwards and deferred W's fill what is 1F1B's bubble. It has no flush:
+// W, stage i running up to 2(P−1−i)+1 forwards ahead of its I's —
+// PipeMare's Ahead — and holding at most 2P−1 microbatches between their
+// forward and their W — about twice 1F1B's memory — so that forwards and
+// deferred W's fill what is 1F1B's bubble. It has no flush:
 // stage i starts step k+1's forwards right after its own update k, so
 // every forward still reads the weights of the step before (exactly
 // synchronous, as Qi et al.'s post-update validation makes it) and the
 // steps overlap. The order is the greedy one with equal F, I and W times:
 // each clock a stage runs its next I if its gradient is there, else its
 // next forward if allowed, else its oldest pending W; its update follows
-// its step's last W. The bubble is the pipeline's fill and drain, once per
-// run: (P−1)/(3·N·K+P−1) over K steps.
+// its step's last W. With N ≥ 2P the bubble is the pipeline's fill and
+// drain, once per run: (P−1)/(3·N·K+P−1) over K steps; with fewer
+// microbatches it cannot defer enough W's and is ZB-H1's.
 //
 //	clock  stage0   stage1        (P=2, N=4, two steps)
 //	    0  F0

@@ -9,9 +9,9 @@ package schedule
 // steady state it repeats F I W on each of its stages; the cool-down runs
 // the remaining I's and fills the gaps with W's. With equal F, I and W
 // times its bubble is (W−1)/(6N+W−1) — only the fill before the last
-// worker's first forward — at 1F1B's activation memory (2P stage-shares of
-// a worker at most, P microbatches of a worker's layers), for N ≥ 2W−1
-// (fewer run the same lists without the missing microbatches).
+// worker's first forward — at 1F1B's activation memory over W workers
+// (min(N, W) microbatches of a worker's layers), for N ≥ 2W (fewer run
+// the same lists without the missing microbatches, with bubbles).
 //
 //	clock  worker0  worker1        (P=4 stages, N=3: worker 0 hosts
 //	    0  F0@0                     stages 0 and 3, worker 1 stages 1 and 2)
