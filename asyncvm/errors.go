@@ -24,11 +24,9 @@ type StageError struct {
 
 func (e *StageError) Error() string {
 	switch e.Action.Op {
-	case schedule.OpForward, schedule.OpBackward:
-		name := "forward"
-		if e.Action.Op == schedule.OpBackward {
-			name = "backward"
-		}
+	case schedule.OpForward, schedule.OpBackward, schedule.OpInput, schedule.OpWeight:
+		name := map[schedule.Op]string{schedule.OpForward: "forward", schedule.OpBackward: "backward",
+			schedule.OpInput: "input gradient", schedule.OpWeight: "weight gradient"}[e.Action.Op]
 		return fmt.Sprintf("asyncvm: stage %d, %s of microbatch %d (step %d): %v", e.Stage, name, e.Action.Micro, e.Step, e.Err)
 	case schedule.OpUpdate:
 		return fmt.Sprintf("asyncvm: stage %d, update %d: %v", e.Stage, e.Action.Step, e.Err)

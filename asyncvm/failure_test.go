@@ -30,12 +30,17 @@ func newResNetVM(t *testing.T, p, n int, opts ...Option) (*VM, *testmodels.Model
 // TestFaultInjection fails each of 4 stages at each kind of action, by error
 // and by panic, while the pipeline is full, and checks that the error names
 // the stage, the action and the microbatch, that every later call fails, and
-// that Close stops every worker (TestMain checks for leaks).
+// that Close stops every worker (TestMain checks for leaks) — ZB-V's too,
+// whose stages wait for their worker's turn.
 func TestFaultInjection(t *testing.T) {
 	const p, n = 4, 2
-	for _, s := range []schedule.Schedule{schedule.PipeMare(), schedule.OneFOneB()} {
+	for _, s := range []schedule.Schedule{schedule.PipeMare(), schedule.OneFOneB(), schedule.ZBV()} {
+		ops := []schedule.Op{schedule.OpForward, schedule.OpBackward, schedule.OpUpdate}
+		if s.Split {
+			ops = []schedule.Op{schedule.OpForward, schedule.OpInput, schedule.OpWeight, schedule.OpUpdate}
+		}
 		for stage := 0; stage < p; stage++ {
-			for _, op := range []schedule.Op{schedule.OpForward, schedule.OpBackward, schedule.OpUpdate} {
+			for _, op := range ops {
 				for _, panics := range []bool{false, true} {
 					t.Run(fmt.Sprintf("%s/stage%d/%v/panic=%v", s.Name, stage, op, panics), func(t *testing.T) {
 						var target schedule.Action

@@ -80,7 +80,8 @@ func countingModel(t *testing.T, p int, runs []*atomic.Int64) (*graphsplit.Plan,
 // TestLastStageRunsEachForwardOnce: a last stage that recomputes runs each
 // microbatch's forward once, not once for the loss and again before the
 // backward, under the schedules whose last stage runs a backward right
-// after its forward; the stages before it still recompute theirs. The
+// after its forward (or the input gradient of a split backward); the stages
+// before it still recompute theirs. The
 // losses and the weights are the same bits as when the stages keep their
 // activations.
 func TestLastStageRunsEachForwardOnce(t *testing.T) {
@@ -124,7 +125,7 @@ func TestLastStageRunsEachForwardOnce(t *testing.T) {
 	forwards := int64(n * steps)
 	// PipeMare's last stage runs a forward ahead of each backward (F m+1
 	// before B m), which reads weights updated since: it recomputes.
-	for _, s := range []schedule.Schedule{schedule.Sequential(), schedule.OneFOneB()} {
+	for _, s := range []schedule.Schedule{schedule.Sequential(), schedule.OneFOneB(), schedule.ZBH1(), schedule.ZBH2()} {
 		for _, p := range []int{1, 2} {
 			t.Run(fmt.Sprintf("%s/P=%d", s.Name, p), func(t *testing.T) {
 				kept := train(t, p, s, asyncvm.Keep)

@@ -128,9 +128,15 @@ func TestWeightsAreUnchanged(t *testing.T) {
 
 func trainForGolden(t *testing.T, build testmodels.Builder, dt tensor.Dtype, r goldenRun) string {
 	t.Helper()
+	return trainOnPlan(t, build, dt, r, graphsplit.FineGrained())
+}
+
+// trainOnPlan is trainForGolden on the model cut by cut.
+func trainOnPlan(t *testing.T, build testmodels.Builder, dt tensor.Dtype, r goldenRun, cut graphsplit.Option) string {
+	t.Helper()
 	m, err := build(dt, 4, 1)
 	require.NoError(t, err)
-	plan, err := graphsplit.Split(m.Graph, m.Cost, m.Learnables, graphsplit.FineGrained())
+	plan, err := graphsplit.Split(m.Graph, m.Cost, m.Learnables, cut)
 	require.NoError(t, err)
 	p := len(plan.Stages)
 	opts := append([]asyncvm.Option{asyncvm.WithMicrobatches(goldenN)}, r.opts(p)...)

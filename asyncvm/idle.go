@@ -85,8 +85,9 @@ func idle(events [][]Event, topo schedule.Topology, pauses func(from, to time.Du
 			case schedule.OpForward:
 				dep(topo.Producers[i], key{schedule.OpForward, a.Micro})
 				dep(at(topo.Owners, i), key{schedule.OpForward, a.Micro})
-			case schedule.OpBackward:
+			case schedule.OpBackward, schedule.OpInput:
 				dep(topo.Consumers[i], key{schedule.OpBackward, a.Micro})
+				dep(topo.Consumers[i], key{schedule.OpInput, a.Micro})
 			case schedule.OpUpdate:
 				dep(at(topo.Replicas, i), key{schedule.OpUpdate, a.Step})
 			}

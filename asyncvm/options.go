@@ -45,7 +45,12 @@ type mask struct {
 	keep float64
 }
 
-// WithSchedule chooses the schedule (default schedule.PipeMare()).
+// WithSchedule chooses the schedule (default schedule.PipeMare()). A
+// schedule that places several stages on a worker (interleaved, zb-v,
+// pipemare-v) runs its stages' lists as any other, each stage on its own
+// goroutines (or process): what it trains depends only on those lists. In
+// one process, a worker's stages of interleaved and zb-v take turns, one
+// action at a time in the worker's order (schedule.Turns).
 func WithSchedule(s schedule.Schedule) Option {
 	return func(c *config) { c.sched = s; c.set["WithSchedule"] = true }
 }
@@ -183,6 +188,9 @@ func newConfig(plan *graphsplit.Plan, opts []Option) (config, error) {
 	}
 	if min := schedule.MinN(cfg.sched, len(plan.Stages)); cfg.n < min {
 		return cfg, errors.Errorf("asyncvm: schedule %s on %d stages needs at least %d microbatches per minibatch (WithMicrobatches), got %d", cfg.sched.Name, len(plan.Stages), min, cfg.n)
+	}
+	if err := schedule.Check(cfg.sched, len(plan.Stages), cfg.n); err != nil {
+		return cfg, errors.Wrap(err, "asyncvm: WithSchedule")
 	}
 	if cfg.sched.ForwardDelay > 1 {
 		return cfg, errors.Errorf("asyncvm: schedule %s: a forward delay of %d is not supported (0 or 1)", cfg.sched.Name, cfg.sched.ForwardDelay)

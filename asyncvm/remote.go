@@ -7,7 +7,6 @@ import (
 	"github.com/pipemare/pipemare/internal/bnstate"
 	"github.com/pipemare/pipemare/internal/stage"
 	"github.com/pipemare/pipemare/internal/tensorutil"
-	"github.com/pipemare/pipemare/schedule"
 	"github.com/pipemare/pipemare/transport"
 	"github.com/pkg/errors"
 	"gorgonia.org/tensor"
@@ -29,7 +28,7 @@ func (vm *VM) linkFailure(err error) error {
 		i := int(le.From)
 		a := vm.running[i]
 		step := a.Step
-		if a.Op == schedule.OpForward || a.Op == schedule.OpBackward {
+		if a.PerMicro() {
 			step = a.Micro / vm.n
 		}
 		return errors.Wrapf(err, "asyncvm: stage %d is unreachable while running its work from %v (step %d); every stage is stopped, restart the pipeline from its last checkpoint", i, a, step)

@@ -154,11 +154,15 @@ type Memory struct {
 	// forward and its backward: its inputs when it recomputes, its
 	// intermediate values when it keeps them (WithActivations(Keep)).
 	StashedActivation int64 `json:"stashed_activations_peak"`
+	// DeferredGradients is the peak of the learnables' gradients a split
+	// backward keeps between its input gradient (I) and its weight
+	// gradient (W).
+	DeferredGradients int64 `json:"deferred_gradients_peak,omitempty"`
 }
 
 // Total is the sum of all categories.
 func (m Memory) Total() int64 {
-	return m.Parameters + m.OptimizerState + m.Gradients + m.StashedWeights + m.Correction + m.StashedActivation
+	return m.Parameters + m.OptimizerState + m.Gradients + m.StashedWeights + m.Correction + m.StashedActivation + m.DeferredGradients
 }
 
 func (m *Memory) add(o Memory) {
@@ -168,6 +172,7 @@ func (m *Memory) add(o Memory) {
 	m.StashedWeights += o.StashedWeights
 	m.Correction += o.Correction
 	m.StashedActivation += o.StashedActivation
+	m.DeferredGradients += o.DeferredGradients
 }
 
 // Events returns every action every stage ran so far, per stage in order.
@@ -270,7 +275,7 @@ func (vm *VM) stageReport(i int, st stage.Stats, events []Event, win reportWindo
 		switch ev.Action.Op {
 		case schedule.OpForward:
 			sr.Forwards++
-		case schedule.OpBackward:
+		case schedule.OpBackward, schedule.OpWeight: // a split backward counts at its W
 			sr.Backwards++
 		case schedule.OpUpdate:
 			sr.Updates++
@@ -302,6 +307,7 @@ func (vm *VM) stageReport(i int, st stage.Stats, events []Event, win reportWindo
 		StashedWeights:    st.PeakWeightBytes,
 		Correction:        st.CorrectionBytes,
 		StashedActivation: st.PeakActivationBytes,
+		DeferredGradients: st.PeakDeferredBytes,
 	}
 	return sr
 }

@@ -65,7 +65,7 @@ func WriteTrace(w io.Writer, events [][]Event, opts ...TraceOption) error {
 	}
 	minibatch := func(a schedule.Action) int {
 		switch a.Op {
-		case schedule.OpForward, schedule.OpBackward:
+		case schedule.OpForward, schedule.OpBackward, schedule.OpInput, schedule.OpWeight:
 			return a.Micro / max(c.n, 1)
 		}
 		return a.Step
@@ -110,7 +110,7 @@ func WriteTrace(w io.Writer, events [][]Event, opts ...TraceOption) error {
 			}
 			args := map[string]any{"schedule": e.Schedule}
 			switch e.Action.Op {
-			case schedule.OpForward, schedule.OpBackward:
+			case schedule.OpForward, schedule.OpBackward, schedule.OpInput, schedule.OpWeight:
 				args["microbatch"] = e.Action.Micro
 				if c.n > 0 {
 					args["minibatch"] = minibatch(e.Action)

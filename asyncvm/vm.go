@@ -129,10 +129,16 @@ func start(plan *graphsplit.Plan, cfg config) (_ *VM, err error) {
 	}
 	defer bnstate.Save(bns).Restore()
 	owners := solverOwners{}
+	gates := newTurns(cfg.sched, p, cfg.n)
 	for i := range plan.Stages {
 		sc, err := cfg.stageConfig(i)
 		if err != nil {
 			return nil, errors.Wrapf(err, "asyncvm: stage %d", i)
+		}
+		if gates != nil {
+			sc.Turn = func(ctx context.Context, a schedule.Action, sched string) (func(), error) {
+				return gates.wait(ctx, i, a, sched)
+			}
 		}
 		if err := owners.claim(i, sc.Solver); err != nil {
 			return nil, err

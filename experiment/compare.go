@@ -25,9 +25,13 @@ type Compared struct {
 // off for the weight-stashing schedules (they are for PipeMare), and
 // PipeMare twice — naive, and with the techniques on, labelled by them.
 // A run whose schedule needs more microbatches than it has on p stages
-// (schedule.MinN) is left out: it is in left.
+// (schedule.MinN) is left out: it is in left. Schedules that place several
+// stages on a worker, which the engine does not run, are not compared.
 func CompareRuns(config func(schedule.Schedule) (train.Config, error), p int) (runs, left []Compared, err error) {
 	for _, s := range schedule.All() {
+		if s.Virtual() > 1 {
+			continue
+		}
 		cfg, err := config(s)
 		if err != nil {
 			return nil, nil, err

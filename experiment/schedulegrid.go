@@ -24,7 +24,9 @@ const (
 // equal action times (schedule.Replay) and, for an asynchronous schedule,
 // every stage's delay τ_i. It refuses, before it writes anything, sizes
 // that are not positive and runs beyond the bounds, naming the command's
-// flags (-stages, -microbatches, -minibatches, -grid).
+// flags (-stages, -microbatches, -minibatches, -grid), and shapes the
+// schedule cannot run (schedule.Check). A schedule that places several
+// stages on a worker is printed clock × worker.
 func WriteSchedule(w io.Writer, s schedule.Schedule, p, n, steps int, grid bool) error {
 	for _, f := range []struct {
 		name string
@@ -34,18 +36,38 @@ func WriteSchedule(w io.Writer, s schedule.Schedule, p, n, steps int, grid bool)
 			return errors.Errorf("-%s %d: must be positive", f.name, f.v)
 		}
 	}
-	// Every schedule has a forward and a backward per microbatch and an
-	// update and at most one flush per minibatch, at every stage.
-	if actions := float64(p) * float64(steps) * float64(2*n+2); actions > MaxScheduleActions {
-		return errors.Errorf("-stages %d × -minibatches %d × (2·-microbatches %d + 2) = %.0f actions: more than the %d this command simulates", p, steps, n, actions, MaxScheduleActions)
+	// Every schedule has a forward and a backward (or its two halves) per
+	// microbatch and an update and at most one flush per minibatch, at
+	// every stage.
+	per := 2
+	if s.Split {
+		per = 3
 	}
-	v := schedule.Replay(s.Actions(p, n, steps), schedule.Chain(p), nil)
+	if actions := float64(p) * float64(steps) * float64(per*n+2); actions > MaxScheduleActions {
+		return errors.Errorf("-stages %d × -minibatches %d × (%d·-microbatches %d + 2) = %.0f actions: more than the %d this command simulates", p, steps, per, n, actions, MaxScheduleActions)
+	}
+	if err := schedule.Check(s, p, n); err != nil {
+		var se *schedule.ShapeError
+		if errors.As(err, &se) {
+			return errors.Errorf("-schedule %s with -stages %d and -microbatches %d: %s", s.Name, p, n, se.Reason)
+		}
+		return err
+	}
+	lists := schedule.WorkerLists(s, p, n, steps)
+	v := schedule.ReplayWorkers(lists, schedule.Chain(p), s.WorkerOf(p), nil)
 	if grid {
 		clocks := int(v.Makespan) // unit action times: the makespan counts clocks
-		if cells := float64(clocks) * float64(p); cells > MaxGridCells {
-			return errors.Errorf("-grid: %d clocks × %d stages = %.0f cells, more than the %d a printed grid holds; -grid=false gives the utilization and delays", clocks, p, cells, MaxGridCells)
+		if cells := float64(clocks) * float64(len(lists)); cells > MaxGridCells {
+			return errors.Errorf("-grid: %d clocks × %d columns = %.0f cells, more than the %d a printed grid holds; -grid=false gives the utilization and delays", clocks, len(lists), cells, MaxGridCells)
 		}
-		fmt.Fprintf(w, "%s, P=%d, N=%d, %d minibatches (F forward, B backward, U update):\n", s.Name, p, n, steps)
+		legend := "F forward, B backward, U update"
+		if s.Split {
+			legend = "F forward, I input gradient, W weight gradient, U update"
+		}
+		if s.Virtual() > 1 {
+			legend += fmt.Sprintf("; %d workers × %d stages, F3@1: stage 1's forward of microbatch 3", len(lists), s.Virtual())
+		}
+		fmt.Fprintf(w, "%s, P=%d, N=%d, %d minibatches (%s):\n", s.Name, p, n, steps, legend)
 		fmt.Fprint(w, schedule.Grid(s, p, n, steps))
 	}
 	fmt.Fprintf(w, "utilization with equal action times: %.3f", v.Utilization)

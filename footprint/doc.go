@@ -11,8 +11,11 @@
 //	t, _ := footprint.Of(plan, 1, 1) // N = 1, Momentum
 //	t.Write(os.Stdout, false)
 //
-// Activations are left out: both methods run the same asynchronous 1F1B
-// schedule, so they hold the same ones (asyncvm's Report measures them).
+// Activations are left out of Table: both methods run the same
+// asynchronous 1F1B schedule, so they hold the same ones (asyncvm's Report
+// measures them). ScheduleCost compares any schedules, activations
+// included: each stage's inputs times the microbatches its action list
+// holds at most, and the utilization of a replay on one device per worker.
 // The table counts what the methods need; today's correction.Solver keeps a
 // second weight-sized buffer (the weights before the step) that the method
 // does not need, and asyncvm's PipeDream copies the current version too at

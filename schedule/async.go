@@ -27,13 +27,26 @@ package schedule
 //	   10  B2       F6       B3 U1
 //	   11  F8       B3 U1    F5
 //	    …                              every stage busy every clock
-func PipeMare() Schedule { return Schedule{Name: "pipemare", Actions: async, Async: true} }
+func PipeMare() Schedule {
+	return Schedule{Name: "pipemare", Actions: async, Async: true, Formula: asyncFormula(func(int, int) float64 { return 1 })}
+}
+
+// asyncFormula is the Measure of the asynchronous schedules: the fill
+// and drain once per run, (P−1)/(N·K+P−1) with a backward twice a
+// forward; stage 0 holds min(2P, N·K) microbatches; weights(p, n)
+// versions of the weights.
+func asyncFormula(weights func(p, n int) float64) func(p, n, steps int) (Measure, bool) {
+	return func(p, n, steps int) (Measure, bool) {
+		return Measure{Bubble: fill(p-1, n*steps), Activations: float64(min(2*p, n*steps)), Weights: weights(p, n)}, n*steps >= 4*p
+	}
+}
 
 // PipeDream is PipeMare's action lists with weight stashing (Narayanan et
 // al., 2019): every backward reads the weights its forward read, so stage i
 // keeps up to τ_i+1 copies of its weights.
 func PipeDream() Schedule {
-	return Schedule{Name: "pipedream", Actions: async, Async: true, StashWeights: true}
+	return Schedule{Name: "pipedream", Actions: async, Async: true, StashWeights: true,
+		Formula: asyncFormula(func(p, n int) float64 { return float64(Delay(p, n, 0) + 1) })}
 }
 
 // PipeDream2BW is PipeDream-2BW (Narayanan, Phanishayee, Shi, Chen,
@@ -48,7 +61,8 @@ func PipeDream() Schedule {
 // then τ_i ≤ 1 at every stage, and the forwards that would read newer
 // weights read the kept copy instead.
 func PipeDream2BW() Schedule {
-	return Schedule{Name: "pipedream-2bw", Actions: async, Async: true, StashWeights: true, ForwardDelay: 1}
+	return Schedule{Name: "pipedream-2bw", Actions: async, Async: true, StashWeights: true, ForwardDelay: 1,
+		Formula: asyncFormula(func(int, int) float64 { return 2 })}
 }
 
 // MinN is the fewest microbatches per step schedule s can run on p stages:

@@ -9,9 +9,21 @@
 // Microbatches are numbered across steps: microbatch m belongs to step m/N.
 // A step is one minibatch and one optimizer update per stage.
 //
-// The synchronous schedules — Sequential, GPipe, OneFOneB — flush after
-// every step, so every forward reads the weights of the step it belongs to.
-// The asynchronous ones — PipeDream and PipeMare — never flush: stage i runs
+// The synchronous schedules — Sequential, GPipe, OneFOneB, ZBH1, ZBH2,
+// Interleaved, ZBV — read the weights of the step a forward belongs to;
+// all but ZBH2 flush after every step. The asynchronous ones — PipeDream,
+// PipeDream2BW, PipeMare, PipeMareVirtual — never flush: stage i runs
 // Ahead(P, i) forwards before its first backward, and its forwards read
 // weights Delay(P, N, i) updates old.
+//
+// Qi et al.'s zero-bubble schedules (ZBH1, ZBH2, ZBV; Split) run every
+// backward as two actions: OpInput, the gradient of the stage's inputs, on
+// the critical path, and later OpWeight, the gradient of its weights.
+// Interleaved, ZBV and PipeMareVirtual place v stages on each worker
+// (PerWorker, Placement): their order is per worker (Slot lists,
+// WorkerLists), and Actions is each stage's share of it.
+//
+// Measured replays them with equal F, I and W times and reads each
+// schedule's bubble, activations and weight versions; Formula gives the
+// closed form where it holds, and Table both over a range of P and N.
 package schedule

@@ -6,7 +6,9 @@ package schedule
 //   - F(m) at stage i needs F(m) done at every producer of i and every
 //     owner of a learnable i reads, and microbatch m below the limit (a
 //     negative limit means no limit);
-//   - B(m) at stage i needs B(m) done at every consumer of i;
+//   - B(m) or I(m) at stage i needs B(m) or I(m) — the gradient of m's
+//     outputs — done at every consumer of i (W(m) follows I(m) on the same
+//     stage's list, so it needs nothing more);
 //   - U(k) at stage i needs U(k) done at every replica of a learnable i
 //     owns;
 //   - a flush waits until every stage has reached it.
@@ -16,6 +18,11 @@ package schedule
 // segment to know how far each stage can run with the data supplied. It is
 // incremental: each Advance may extend the lists and raise the limit.
 //
+// The lists are per device: one per stage (Advance), or one per worker
+// hosting several stages (AdvanceWorkers), a device running its list in
+// order, one action at a time. Readiness is per stage, the clock per
+// device.
+//
 // Every stage must run its forwards, and its backwards, in increasing
 // microbatch order (every schedule here does), so "F(m) done at stage j"
 // is m below the next forward of j; the numbers need not start at 0 (a
@@ -23,13 +30,13 @@ package schedule
 type Frontier struct {
 	topo                Topology
 	dur                 func(stage int, a Action) float64 // nil: untimed
-	pos                 []int
-	nextF, nextB, nextU []int
-	fEnd, bEnd, uEnd    []map[int]float64 // timed: when F(m), B(m), U(k) ended
-	free                []float64         // timed: when each stage is free
-	arrived             map[int][]float64 // flush step → arrival time per stage (−1: not yet)
-	reached             map[int]int       // flush step → stages arrived
-	passed              map[int]int       // flush step → stages past it
+	pos                 []int                             // per device
+	nextF, nextB, nextU []int                             // per stage; nextB counts B and I
+	fEnd, bEnd, uEnd    []map[int]float64                 // timed: when F(m), B(m) or I(m), U(k) ended
+	free                []float64                         // timed: when each device is free
+	arrived             map[int][]float64                 // flush step → arrival time per device (−1: not yet)
+	reached             map[int]int                       // flush step → devices arrived
+	passed              map[int]int                       // flush step → devices past it
 	tl                  Timeline
 }
 
@@ -38,17 +45,27 @@ type Frontier struct {
 func NewFrontier(topo Topology, dur func(stage int, a Action) float64) *Frontier {
 	p := len(topo.Producers)
 	f := &Frontier{
-		topo: topo, dur: dur, pos: make([]int, p), nextF: make([]int, p), nextB: make([]int, p), nextU: make([]int, p),
-		free: make([]float64, p), arrived: map[int][]float64{}, reached: map[int]int{}, passed: map[int]int{},
+		topo: topo, dur: dur, nextF: make([]int, p), nextB: make([]int, p), nextU: make([]int, p),
+		arrived: map[int][]float64{}, reached: map[int]int{}, passed: map[int]int{},
 	}
 	if dur != nil {
 		f.fEnd, f.bEnd, f.uEnd = make([]map[int]float64, p), make([]map[int]float64, p), make([]map[int]float64, p)
 		for i := 0; i < p; i++ {
 			f.fEnd[i], f.bEnd[i], f.uEnd[i] = map[int]float64{}, map[int]float64{}, map[int]float64{}
 		}
-		f.tl = Timeline{Start: make([][]float64, p), End: make([][]float64, p), Done: f.pos}
 	}
 	return f
+}
+
+// devices sizes the per-device state for d devices on the first Advance.
+func (f *Frontier) devices(d int) {
+	if f.pos != nil {
+		return
+	}
+	f.pos, f.free = make([]int, d), make([]float64, d)
+	if f.dur != nil {
+		f.tl = Timeline{Start: make([][]float64, d), End: make([][]float64, d), Done: f.pos}
+	}
 }
 
 // Advance runs every stage as far as its list allows with microbatches
@@ -62,25 +79,44 @@ func NewFrontier(topo Topology, dur func(stage int, a Action) float64) *Frontier
 // nothing moves is quadratic in P). What runs, and when, does not depend
 // on the order stages are woken in.
 func (f *Frontier) Advance(lists [][]Action, limit int) []int {
-	p := len(lists)
-	queued := make([]bool, p)
+	return f.advance(len(lists), func(d int) int { return len(lists[d]) },
+		func(d, t int) (int, Action) { return d, lists[d][t] }, func(i int) int { return i }, limit)
+}
+
+// AdvanceWorkers is Advance over worker lists: device d runs lists[d], the
+// actions of the stages it hosts; worker(i) is the device of stage i. Every
+// stage's actions must all be on its worker's list.
+func (f *Frontier) AdvanceWorkers(lists [][]Slot, worker func(stage int) int, limit int) []int {
+	return f.advance(len(lists), func(d int) int { return len(lists[d]) },
+		func(d, t int) (int, Action) { return lists[d][t].Stage, lists[d][t].Action }, worker, limit)
+}
+
+// advance is Advance over n devices: length(d) actions on device d, action
+// t of device d is item(d, t) of its stage, and stage i runs on device
+// worker(i).
+func (f *Frontier) advance(n int, length func(d int) int, item func(d, t int) (int, Action), worker func(stage int) int, limit int) []int {
+	f.devices(n)
+	queued := make([]bool, n)
 	var queue []int
-	wake := func(j int) {
-		if !queued[j] {
-			queued[j] = true
-			queue = append(queue, j)
+	wake := func(stages ...int) {
+		for _, j := range stages {
+			if d := worker(j); !queued[d] {
+				queued[d] = true
+				queue = append(queue, d)
+			}
 		}
 	}
-	for i := range lists {
-		wake(i)
+	for d := 0; d < n; d++ {
+		queued[d] = true
+		queue = append(queue, d)
 	}
 	for len(queue) > 0 {
-		i := queue[0]
+		d := queue[0]
 		queue = queue[1:]
-		queued[i] = false
-		for f.pos[i] < len(lists[i]) {
-			a := lists[i][f.pos[i]]
-			ready, ok := f.free[i], true
+		queued[d] = false
+		for f.pos[d] < length(d) {
+			i, a := item(d, f.pos[d])
+			ready, ok := f.free[d], true
 			switch a.Op {
 			case OpForward:
 				ok = limit < 0 || a.Micro < limit
@@ -92,7 +128,7 @@ func (f *Frontier) Advance(lists [][]Action, limit int) []int {
 						}
 					}
 				}
-			case OpBackward:
+			case OpBackward, OpInput:
 				for _, c := range f.topo.Consumers[i] {
 					ok = ok && a.Micro < f.nextB[c]
 					if ok && f.dur != nil {
@@ -109,21 +145,24 @@ func (f *Frontier) Advance(lists [][]Action, limit int) []int {
 			case OpFlush:
 				arr := f.arrived[a.Step]
 				if arr == nil {
-					arr = make([]float64, p)
+					arr = make([]float64, n)
 					for j := range arr {
 						arr[j] = -1
 					}
 					f.arrived[a.Step] = arr
 				}
-				if arr[i] < 0 {
-					arr[i] = f.free[i]
-					if f.reached[a.Step]++; f.reached[a.Step] == p {
-						for j := range lists { // the last arrival releases everyone
-							wake(j)
+				if arr[d] < 0 {
+					arr[d] = f.free[d]
+					if f.reached[a.Step]++; f.reached[a.Step] == n {
+						for j := 0; j < n; j++ { // the last arrival releases everyone
+							if !queued[j] {
+								queued[j] = true
+								queue = append(queue, j)
+							}
 						}
 					}
 				}
-				ok = f.reached[a.Step] == p
+				ok = f.reached[a.Step] == n
 				for _, t := range arr {
 					ready = max(ready, t)
 				}
@@ -131,36 +170,29 @@ func (f *Frontier) Advance(lists [][]Action, limit int) []int {
 			if !ok {
 				break
 			}
-			f.run(i, a, ready)
+			f.run(d, i, a, ready)
 			switch a.Op { // whom this can unblock
 			case OpForward:
-				for _, deps := range [2][]int{f.topo.Consumers[i], at(f.topo.Replicas, i)} {
-					for _, c := range deps {
-						wake(c)
-					}
-				}
-			case OpBackward:
-				for _, pr := range f.topo.Producers[i] {
-					wake(pr)
-				}
+				wake(f.topo.Consumers[i]...)
+				wake(at(f.topo.Replicas, i)...)
+			case OpBackward, OpInput:
+				wake(f.topo.Producers[i]...)
 			case OpUpdate:
-				for _, o := range at(f.topo.Owners, i) {
-					wake(o)
-				}
+				wake(at(f.topo.Owners, i)...)
 			}
 		}
 	}
 	return append([]int(nil), f.pos...)
 }
 
-// run records that stage i ran a, from ready.
-func (f *Frontier) run(i int, a Action, ready float64) {
+// run records that device d ran a of stage i, from ready.
+func (f *Frontier) run(d, i int, a Action, ready float64) {
 	end := ready
 	if f.dur != nil {
 		end += f.dur(i, a)
-		f.tl.Start[i] = append(f.tl.Start[i], ready)
-		f.tl.End[i] = append(f.tl.End[i], end)
-		f.free[i] = end
+		f.tl.Start[d] = append(f.tl.Start[d], ready)
+		f.tl.End[d] = append(f.tl.End[d], end)
+		f.free[d] = end
 	}
 	switch a.Op {
 	case OpForward:
@@ -168,7 +200,7 @@ func (f *Frontier) run(i int, a Action, ready float64) {
 		if f.dur != nil {
 			f.fEnd[i][a.Micro] = end
 		}
-	case OpBackward:
+	case OpBackward, OpInput:
 		f.nextB[i] = a.Micro + 1
 		if f.dur != nil {
 			f.bEnd[i][a.Micro] = end
@@ -185,7 +217,7 @@ func (f *Frontier) run(i int, a Action, ready float64) {
 			delete(f.passed, a.Step)
 		}
 	}
-	f.pos[i]++
+	f.pos[d]++
 }
 
 // at is lists[i], or nil when lists is nil.

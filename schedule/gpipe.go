@@ -15,7 +15,14 @@ package schedule
 //	    7  B0       B1       B2 U0
 //	    8  B1       B2 U0
 //	    9  B2 U0
-func GPipe() Schedule { return Schedule{Name: "gpipe", Actions: gpipe} }
+func GPipe() Schedule {
+	return Schedule{Name: "gpipe", Actions: gpipe, Formula: func(p, n, _ int) (Measure, bool) {
+		return Measure{Bubble: fill(p-1, n), Activations: float64(n), Weights: 1}, true
+	}}
+}
+
+// fill is the bubble fraction b/(work+b) of b idle units against work.
+func fill(b, work int) float64 { return float64(b) / float64(work+b) }
 
 func gpipe(p, n, steps int) [][]Action {
 	out := make([][]Action, p)

@@ -16,7 +16,11 @@ package schedule
 //	    7  B1                B2 U0
 //	    8           B2 U0
 //	    9  B2 U0
-func OneFOneB() Schedule { return Schedule{Name: "1f1b", Actions: oneFOneB} }
+func OneFOneB() Schedule {
+	return Schedule{Name: "1f1b", Actions: oneFOneB, Formula: func(p, n, _ int) (Measure, bool) {
+		return Measure{Bubble: fill(p-1, n), Activations: float64(min(n, p)), Weights: 1}, true
+	}}
+}
 
 func oneFOneB(p, n, steps int) [][]Action {
 	out := make([][]Action, p)

@@ -20,22 +20,32 @@ type Virtual struct {
 }
 
 // Replay replays action lists on virtual devices with the given durations
-// (in nanoseconds; nil: one nanosecond per forward and backward).
+// (in nanoseconds; nil: one nanosecond per action on a microbatch).
 func Replay(lists [][]Action, topo Topology, dur func(stage int, a Action) float64) Virtual {
-	tl := Simulate(lists, topo, -1, dur)
+	return replayed(Simulate(lists, topo, -1, dur), len(lists))
+}
+
+// ReplayWorkers is Replay of worker lists, one virtual device per worker
+// (worker(i) hosts stage i); PerStage is per worker.
+func ReplayWorkers(lists [][]Slot, topo Topology, worker func(stage int) int, dur func(stage int, a Action) float64) Virtual {
+	return replayed(SimulateWorkers(lists, topo, worker, -1, dur), len(lists))
+}
+
+// replayed is the utilization of a timeline on d devices.
+func replayed(tl Timeline, d int) Virtual {
 	makespan := tl.Makespan() // once: it reads every action
 	v := Virtual{Makespan: time.Duration(makespan)}
 	if makespan == 0 {
 		return v
 	}
-	for i := range lists {
+	for i := 0; i < d; i++ {
 		busy := 0.0
 		for t := 0; t < tl.Done[i]; t++ {
 			busy += tl.End[i][t] - tl.Start[i][t]
 		}
 		u := busy / makespan
 		v.PerStage = append(v.PerStage, u)
-		v.Utilization += u / float64(len(lists))
+		v.Utilization += u / float64(d)
 	}
 	return v
 }

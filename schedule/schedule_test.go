@@ -23,6 +23,9 @@ func TestScheduleInvariants(t *testing.T) {
 	for _, s := range All() {
 		for p := 1; p <= 6; p++ {
 			for n := 1; n <= 5; n++ {
+				if Check(s, p, n) != nil {
+					continue
+				}
 				for steps := 1; steps <= 3; steps++ {
 					name := fmt.Sprintf("%s/P%d/N%d/K%d", s.Name, p, n, steps)
 					lists := s.Actions(p, n, steps)
@@ -36,7 +39,13 @@ func TestScheduleInvariants(t *testing.T) {
 							require.Equal(t, len(lists[i]), tl.Done[i], "%s: stage %d deadlocks", name, i)
 						}
 						checkFlow(t, name, lists, tl)
+						workers := WorkerLists(s, p, n, steps)
+						wtl := SimulateWorkers(workers, Chain(p), s.WorkerOf(p), -1, dur)
+						for j := range workers {
+							require.Equal(t, len(workers[j]), wtl.Done[j], "%s: worker %d deadlocks", name, j)
+						}
 					}
+					checkWorkers(t, name, s, p, n, steps, lists)
 				}
 			}
 		}
@@ -51,7 +60,7 @@ func randomDurations(rng *rand.Rand) func(int, Action) float64 {
 			return d
 		}
 		d := 0.0
-		if a.Op == OpForward || a.Op == OpBackward {
+		if a.PerMicro() {
 			d = 0.1 + rng.Float64()*3
 		}
 		cache[key] = d
@@ -63,6 +72,7 @@ func checkList(t *testing.T, name string, stage int, list []Action, n, steps int
 	t.Helper()
 	fwd := map[int]int{}
 	bwd := map[int]int{}
+	input := map[int]int{}
 	sinceUpdate, nextUpdate, nextFlush := 0, 0, 0
 	for pos, a := range list {
 		switch a.Op {
@@ -76,6 +86,20 @@ func checkList(t *testing.T, name string, stage int, list []Action, n, steps int
 			_, dup := bwd[a.Micro]
 			require.False(t, dup, "%s stage %d: B%d twice", name, stage, a.Micro)
 			require.Equal(t, nextUpdate, a.Micro/n, "%s stage %d: B%d after the update of its minibatch", name, stage, a.Micro)
+			bwd[a.Micro] = pos
+			sinceUpdate++
+		case OpInput:
+			f, ok := fwd[a.Micro]
+			require.True(t, ok && f < pos, "%s stage %d: I%d before its F", name, stage, a.Micro)
+			_, dup := input[a.Micro]
+			require.False(t, dup, "%s stage %d: I%d twice", name, stage, a.Micro)
+			input[a.Micro] = pos
+		case OpWeight:
+			i, ok := input[a.Micro]
+			require.True(t, ok && i < pos, "%s stage %d: W%d before its I", name, stage, a.Micro)
+			_, dup := bwd[a.Micro]
+			require.False(t, dup, "%s stage %d: W%d twice", name, stage, a.Micro)
+			require.Equal(t, nextUpdate, a.Micro/n, "%s stage %d: W%d after the update of its minibatch", name, stage, a.Micro)
 			bwd[a.Micro] = pos
 			sinceUpdate++
 		case OpUpdate:
@@ -93,7 +117,7 @@ func checkList(t *testing.T, name string, stage int, list []Action, n, steps int
 	require.Len(t, fwd, n*steps, "%s stage %d", name, stage)
 	require.Len(t, bwd, n*steps, "%s stage %d", name, stage)
 	require.Equal(t, steps, nextUpdate, "%s stage %d", name, stage)
-	if !async {
+	if !async && nextFlush > 0 {
 		require.Equal(t, steps, nextFlush, "%s stage %d", name, stage)
 	}
 }
@@ -110,7 +134,7 @@ func checkFlow(t *testing.T, name string, lists [][]Action, tl Timeline) {
 			switch a.Op {
 			case OpForward:
 				fEnd[i][a.Micro] = tl.End[i][pos]
-			case OpBackward:
+			case OpBackward, OpInput:
 				bEnd[i][a.Micro] = tl.End[i][pos]
 			}
 		}
@@ -120,7 +144,7 @@ func checkFlow(t *testing.T, name string, lists [][]Action, tl Timeline) {
 			switch {
 			case a.Op == OpForward && i > 0:
 				require.GreaterOrEqual(t, tl.Start[i][pos], fEnd[i-1][a.Micro], "%s: F%d on stage %d before stage %d", name, a.Micro, i, i-1)
-			case a.Op == OpBackward && i+1 < len(lists):
+			case (a.Op == OpBackward || a.Op == OpInput) && i+1 < len(lists):
 				require.GreaterOrEqual(t, tl.Start[i][pos], bEnd[i+1][a.Micro], "%s: B%d on stage %d before stage %d", name, a.Micro, i, i+1)
 			}
 		}
@@ -136,6 +160,9 @@ func TestScheduleDelays(t *testing.T) {
 		for p := 1; p <= 6; p++ {
 			for n := 1; n <= 5; n++ {
 				steps := 2*p + 2
+				if Check(s, p, n) != nil {
+					continue
+				}
 				for i, list := range s.Actions(p, n, steps) {
 					updates, seenMax := 0, false
 					for _, a := range list {
@@ -172,13 +199,20 @@ func TestInFlightBoundsLinks(t *testing.T) {
 	for _, s := range All() {
 		for p := 2; p <= 5; p++ {
 			for n := 1; n <= 4; n++ {
+				if Check(s, p, n) != nil {
+					continue
+				}
 				lists := s.Actions(p, n, 3)
 				for trial := 0; trial < 5; trial++ {
 					tl := Simulate(lists, Chain(p), -1, randomDurations(rng))
 					for i := 0; i+1 < p; i++ {
 						bound := InFlight(lists[i])
 						require.LessOrEqual(t, maxQueued(lists, tl, i, i+1, OpForward), bound, "%s P%d N%d activations %d→%d", s.Name, p, n, i, i+1)
-						require.LessOrEqual(t, maxQueued(lists, tl, i+1, i, OpBackward), bound, "%s P%d N%d gradients %d→%d", s.Name, p, n, i+1, i)
+						grad := OpBackward
+						if s.Split {
+							grad = OpInput
+						}
+						require.LessOrEqual(t, maxQueued(lists, tl, i+1, i, grad), bound, "%s P%d N%d gradients %d→%d", s.Name, p, n, i+1, i)
 					}
 				}
 			}
@@ -223,7 +257,10 @@ func maxQueued(lists [][]Action, tl Timeline, from, to int, op Op) int {
 // small P and N with testdata/grids (go test -update rewrites them).
 func TestGoldenGrids(t *testing.T) {
 	for _, s := range All() {
-		for _, pn := range [][2]int{{2, 2}, {3, 3}, {4, 2}} {
+		for _, pn := range [][2]int{{2, 2}, {3, 3}, {4, 2}, {4, 4}} {
+			if Check(s, pn[0], pn[1]) != nil || pn[0] == 4 && pn[1] == 4 && s.Virtual() == 1 {
+				continue
+			}
 			got := Grid(s, pn[0], pn[1], 2)
 			path := filepath.Join("testdata", "grids", fmt.Sprintf("%s_P%d_N%d.txt", s.Name, pn[0], pn[1]))
 			if *update {
@@ -276,6 +313,9 @@ func TestMicrobatchesRunInOrder(t *testing.T) {
 	for _, s := range All() {
 		for p := 1; p <= 6; p++ {
 			for n := 1; n <= 5; n++ {
+				if Check(s, p, n) != nil {
+					continue
+				}
 				for i, list := range s.Actions(p, n, 3) {
 					nextF, nextB := 0, 0
 					for _, a := range list {
@@ -283,7 +323,7 @@ func TestMicrobatchesRunInOrder(t *testing.T) {
 						case OpForward:
 							require.Equal(t, nextF, a.Micro, "%s P%d N%d stage %d", s.Name, p, n, i)
 							nextF++
-						case OpBackward:
+						case OpBackward, OpInput:
 							require.Equal(t, nextB, a.Micro, "%s P%d N%d stage %d", s.Name, p, n, i)
 							nextB++
 						}
@@ -300,8 +340,11 @@ func TestMicrobatchesRunInOrder(t *testing.T) {
 // limit.
 func TestFrontierIsIncremental(t *testing.T) {
 	for _, s := range All() {
-		for _, pn := range [][2]int{{1, 1}, {3, 2}, {5, 4}} {
+		for _, pn := range [][2]int{{1, 1}, {3, 2}, {5, 4}, {4, 4}} {
 			p, n := pn[0], pn[1]
+			if Check(s, p, n) != nil {
+				continue
+			}
 			const steps = 6
 			long := s.Actions(p, n, steps+4)
 			f := NewFrontier(Chain(p), nil)
@@ -321,6 +364,50 @@ func TestFrontierIsIncremental(t *testing.T) {
 			for i := range exact {
 				require.Equal(t, len(exact[i]), done[i], "%s P%d N%d stage %d: the exact lists run to the end", s.Name, p, n, i)
 				require.GreaterOrEqual(t, final[i], done[i])
+			}
+		}
+	}
+}
+
+// checkWorkers checks a schedule's worker lists against its stage lists:
+// each worker hosts the stages its placement says, and each stage's
+// actions on it are the stage's list (flushes once per worker).
+func checkWorkers(t *testing.T, name string, s Schedule, p, n, steps int, lists [][]Action) {
+	t.Helper()
+	workers := WorkerLists(s, p, n, steps)
+	require.Len(t, workers, p/s.Virtual(), name)
+	worker := s.WorkerOf(p)
+	for j, list := range workers {
+		for _, sl := range list {
+			if sl.Op != OpFlush {
+				require.Equal(t, j, worker(sl.Stage), "%s: %v on worker %d", name, sl, j)
+			}
+		}
+	}
+	require.Equal(t, lists, ByStage(workers, p, worker), name)
+}
+
+// TestListsForMoreStepsExtendFewer: every synchronous schedule's lists for
+// more steps begin with its lists for fewer (ZB-H2's too, built by a
+// greedy run that has no flush to end a step at). The asynchronous ones
+// differ only after the forwards a limit on the microbatches holds back
+// (TestFrontierIsIncremental).
+func TestListsForMoreStepsExtendFewer(t *testing.T) {
+	for _, s := range All() {
+		if s.Async {
+			continue
+		}
+		for p := 1; p <= 6; p++ {
+			for n := 1; n <= 5; n++ {
+				if Check(s, p, n) != nil {
+					continue
+				}
+				long := s.Actions(p, n, 4)
+				for steps := 1; steps < 4; steps++ {
+					for i, list := range s.Actions(p, n, steps) {
+						require.Equal(t, list, long[i][:len(list)], "%s P%d N%d K%d stage %d", s.Name, p, n, steps, i)
+					}
+				}
 			}
 		}
 	}

@@ -13,7 +13,11 @@ package schedule
 //	    5  B0
 //	    6  F1
 //	    …
-func Sequential() Schedule { return Schedule{Name: "sequential", Actions: sequential} }
+func Sequential() Schedule {
+	return Schedule{Name: "sequential", Actions: sequential, Formula: func(p, _, _ int) (Measure, bool) {
+		return Measure{Bubble: fill(p-1, 1), Activations: 1, Weights: 1}, true
+	}}
+}
 
 func sequential(p, n, steps int) [][]Action {
 	out := make([][]Action, p)

@@ -36,15 +36,28 @@ func Simulate(lists [][]Action, topo Topology, limit int, dur func(stage int, a 
 	return f.Timeline()
 }
 
+// SimulateWorkers is Simulate for worker lists (one device per worker,
+// worker(i) hosting stage i): the timeline is per worker.
+func SimulateWorkers(lists [][]Slot, topo Topology, worker func(stage int) int, limit int, dur func(stage int, a Action) float64) Timeline {
+	if dur == nil {
+		dur = unitDuration
+	}
+	f := NewFrontier(topo, dur)
+	f.AdvanceWorkers(lists, worker, limit)
+	return f.Timeline()
+}
+
+// unitDuration is one clock for every action on a microbatch (F, B, I, W),
+// none for the rest.
 func unitDuration(_ int, a Action) float64 {
-	if a.Op == OpForward || a.Op == OpBackward {
+	if a.PerMicro() {
 		return 1
 	}
 	return 0
 }
 
 // InFlight is the largest number of microbatches whose forward stage i has
-// run and whose backward it has not, over its action list: the activations
+// run and whose backward (or W, split) it has not, over its action list: the activations
 // it keeps at most, and a bound on the messages waiting on any link it
 // produces for (a message for m is sent at F(m) or B(m) of one end and taken
 // at F(m) or B(m) of the other, both between F(m) and B(m) at stage i).
@@ -55,7 +68,7 @@ func InFlight(list []Action) int {
 		case OpForward:
 			cur++
 			peak = max(peak, cur)
-		case OpBackward:
+		case OpBackward, OpWeight:
 			cur--
 		}
 	}

@@ -54,7 +54,7 @@ func (o *options) registerRun(fs *flag.FlagSet) {
 	fs.StringVar(&o.model, "model", "resnet", modelUsage(""))
 	fs.StringVar(&o.data, "data", "embedded", "data: embedded (the subsets in the binary), auto ($PIPEMARE_FASHION_DIR, else Debian's dataset-fashion-mnist, else embedded), or a directory")
 	fs.StringVar(&o.method, "method", "", "how to train: "+methodNames()+" (default: the model's recipe's; README: the sweep)")
-	fs.StringVar(&o.schedule, "schedule", "", "schedule: sequential, gpipe, 1f1b, pipedream, pipedream-2bw or pipemare (default: the method's)")
+	fs.StringVar(&o.schedule, "schedule", "", "schedule: "+strings.Join(schedule.Names(), ", ")+" (default: the method's; interleaved, zb-v and pipemare-v need an even number of stages)")
 	fs.StringVar(&o.stages, "stages", "fine", "number of stages, or fine for one per layer; train balances a number of stages by the time each takes on this machine, in this process or -procs (settings.cut in report.json records the cut)")
 	fs.StringVar(&o.cut, "cut", "", "cut before the ops at these positions, like 22 or 22,81 (report.json's settings.cut, pipemare plan -stages P): the same stages on every host and in every rerun")
 	fs.IntVar(&o.microbatch, "microbatch", 0, "rows per microbatch (0: the model's recipe)")

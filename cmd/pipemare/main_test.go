@@ -387,6 +387,21 @@ func TestSchedule(t *testing.T) {
 	require.Equal(t, 0, code)
 	require.Contains(t, out, "    1  F1       F0\n")
 	require.Contains(t, out, "utilization with equal action times: 0.667")
+
+	code, out, _ = runCLI(context.Background(), "schedule", "-schedule", "zb-v", "-stages", "4", "-microbatches", "3", "-minibatches", "1")
+	require.Equal(t, 0, code)
+	require.Contains(t, out, "clock  worker0  worker1\n    0  F0@0\n")
+
+	code, out, _ = runCLI(context.Background(), "schedule", "-schedule", "pipemare-v", "-placement", "v", "-stages", "4", "-minibatches", "1")
+	require.Equal(t, 0, code)
+	require.True(t, strings.HasPrefix(out, "pipemare-v2-v, P=4"), "%.80s", out)
+	code, _, errOut := runCLI(context.Background(), "schedule", "-schedule", "zb-v", "-placement", "contiguous")
+	require.Equal(t, 2, code)
+	require.Contains(t, errOut, "-placement contiguous: only pipemare-v's placement can be chosen; zb-v's is v")
+
+	code, out, _ = runCLI(context.Background(), "schedule", "-table")
+	require.Equal(t, 0, code)
+	require.True(t, strings.HasPrefix(out, "| schedule | P | N | steps | bubble | formula |"), "%.80s", out)
 }
 
 // TestScheduleAnswersInSeconds: 20,000 stages took 98 s (the replay was

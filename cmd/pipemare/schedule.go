@@ -5,24 +5,36 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/pipemare/pipemare/experiment"
+	"github.com/pipemare/pipemare/schedule"
 	"github.com/pipemare/pipemare/train"
+	"github.com/pkg/errors"
 )
 
 // scheduleCmd prints the clock × stage grid of a schedule, its
-// utilization and delays (experiment.WriteSchedule).
+// utilization and delays (experiment.WriteSchedule), or with -table the
+// replay table of every schedule (experiment.WriteReplayTable).
 func scheduleCmd(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("pipemare schedule", flag.ContinueOnError)
-	name := fs.String("schedule", "pipemare", "schedule: sequential, gpipe, 1f1b, pipedream or pipemare")
+	name := fs.String("schedule", "pipemare", "schedule: "+strings.Join(schedule.Names(), ", ")+" (interleaved, zb-v and pipemare-v place 2 stages on each worker: -stages even)")
 	p := fs.Int("stages", 4, "stages P")
 	n := fs.Int("microbatches", 4, "microbatches per minibatch N")
 	steps := fs.Int("minibatches", 2, "minibatches")
 	grid := fs.Bool("grid", true, fmt.Sprintf("print the grid, at most %d cells (clocks × stages); off: only the utilization and delays", experiment.MaxGridCells))
+	placement := fs.String("placement", "", "with -schedule pipemare-v: how its stages map to its workers, contiguous, round-robin or v (interleaved is round-robin, zb-v v)")
+	table := fs.Bool("table", false, "print the replay table instead: every schedule's bubble, activations and weight versions beside its formula, over P 2…32 and N 1…32 (docs/schedules.md)")
 	if err := parse(fs, args, stdout, stderr); err != nil {
 		return err
 	}
+	if *table {
+		return experiment.WriteReplayTable(stdout)
+	}
 	s, err := train.ScheduleNamed(*name)
+	if err == nil && *placement != "" {
+		s, err = placed(s, *placement)
+	}
 	if err == nil {
 		err = experiment.WriteSchedule(stdout, s, *p, *n, *steps, *grid)
 	}
@@ -30,4 +42,20 @@ func scheduleCmd(_ context.Context, args []string, stdout, stderr io.Writer) err
 		return usageError(fs, "%v", err)
 	}
 	return nil
+}
+
+// placed is pipemare-v with the named placement.
+func placed(s schedule.Schedule, name string) (schedule.Schedule, error) {
+	pl, ok := schedule.PlacementNamed(name)
+	if !ok {
+		var names []string
+		for _, p := range schedule.Placements() {
+			names = append(names, p.String())
+		}
+		return s, errors.Errorf("-placement %q: one of %s", name, strings.Join(names, ", "))
+	}
+	if s.Name != schedule.PipeMareVirtual(2, schedule.Contiguous).Name {
+		return s, errors.Errorf("-placement %s: only pipemare-v's placement can be chosen; %s's is %v", name, s.Name, s.Place)
+	}
+	return schedule.PipeMareVirtual(s.Virtual(), pl), nil
 }

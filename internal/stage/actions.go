@@ -181,7 +181,10 @@ func (r *Runtime) sendOutputs(ctx context.Context, ep transport.Endpoint, k tran
 // order), runs the backward on the weights the policy says, accumulates the
 // learnables' gradients and sends the inputs' gradients back. The received
 // gradients and what the forward kept go back to the pools at the end.
-func (r *Runtime) backward(ctx context.Context, ep transport.Endpoint, m int) (time.Time, error) {
+//
+// Split (I(m), the first half of a split backward), the learnables'
+// gradients are not accumulated but kept for W(m) (deferWeights).
+func (r *Runtime) backward(ctx context.Context, ep transport.Endpoint, m int, split bool) (time.Time, error) {
 	in, ok := r.kept[m]
 	if !ok {
 		return time.Time{}, errors.Errorf("internal: nothing kept for microbatch %d", m)
@@ -190,11 +193,11 @@ func (r *Runtime) backward(ctx context.Context, ep transport.Endpoint, m int) (t
 		r.early = nil
 		began := time.Now()
 		if e.ran {
-			return began, r.afterBackward(ctx, ep, m, in, e.grads, e.res)
+			return began, r.afterBackward(ctx, ep, m, in, e.grads, e.res, split)
 		}
 		outGrads := r.outputGrads() // a last stage without consumers
 		r.zeroMissing(outGrads)
-		return began, r.runBackward(ctx, ep, m, in, outGrads, e.vals)
+		return began, r.runBackward(ctx, ep, m, in, outGrads, e.vals, split)
 	}
 	outGrads := r.outputGrads()
 	for _, l := range r.consumers {
@@ -223,7 +226,7 @@ func (r *Runtime) backward(ctx context.Context, ep transport.Endpoint, m int) (t
 	if err != nil {
 		return began, err
 	}
-	return began, r.runBackward(ctx, ep, m, in, outGrads, vals)
+	return began, r.runBackward(ctx, ep, m, in, outGrads, vals, split)
 }
 
 // outputGrads is a backward's gradients of the stage's outputs before
@@ -251,7 +254,7 @@ func (r *Runtime) zeroMissing(outGrads held) {
 // runBackward runs B(m)'s program on the weights vals (nil: the current
 // ones), what m's forward kept (in) and the outputs' gradients, then
 // afterBackward.
-func (r *Runtime) runBackward(ctx context.Context, ep transport.Endpoint, m int, in, outGrads held, vals []gorgonia.Value) error {
+func (r *Runtime) runBackward(ctx context.Context, ep transport.Endpoint, m int, in, outGrads held, vals []gorgonia.Value, split bool) error {
 	if vals != nil {
 		if err := r.bind(r.bwd, vals); err != nil {
 			return err
@@ -268,20 +271,19 @@ func (r *Runtime) runBackward(ctx context.Context, ep transport.Endpoint, m int,
 	if err != nil {
 		return err
 	}
-	return r.afterBackward(ctx, ep, m, in, outGrads, res)
+	return r.afterBackward(ctx, ep, m, in, outGrads, res, split)
 }
 
 // afterBackward ends B(m) once its program ran (res, borrowed): it
-// accumulates the learnables' gradients, sends the inputs' gradients back
-// and releases what m's passes held.
-func (r *Runtime) afterBackward(ctx context.Context, ep transport.Endpoint, m int, in, outGrads held, res graphsplit.Result) error {
-	for i, g := range res.LearnableGrads {
-		if !tensorutil.Finite(g) {
-			return errors.Errorf("gradient of learnable %q is not finite; lower the learning rate, or check the data", r.st.Learnables[i].Name())
+// accumulates the learnables' gradients (split: keeps them for W(m)),
+// sends the inputs' gradients back and releases what m's passes held.
+func (r *Runtime) afterBackward(ctx context.Context, ep transport.Endpoint, m int, in, outGrads held, res graphsplit.Result, split bool) error {
+	if split {
+		if err := r.deferWeights(m, res.LearnableGrads); err != nil {
+			return err
 		}
-		if err := tensorutil.AddInto(r.acc[i], g); err != nil {
-			return errors.Wrapf(err, "accumulating the gradient of %q", r.st.Learnables[i].Name())
-		}
+	} else if err := r.accumulate(res.LearnableGrads); err != nil {
+		return err
 	}
 	for _, l := range r.producers {
 		vals := make([]gorgonia.Value, len(l.keys))
@@ -307,6 +309,28 @@ func (r *Runtime) afterBackward(ctx context.Context, ep transport.Endpoint, m in
 	delete(r.kept, m)
 	r.w.done(m)
 	r.forget(m)
+	return nil
+}
+
+// accumulate adds a microbatch's learnable gradients (borrowed) into the
+// accumulators, after checking they are finite.
+func (r *Runtime) accumulate(grads []gorgonia.Value) error {
+	for i, g := range grads {
+		if err := r.finite(i, g); err != nil {
+			return err
+		}
+		if err := tensorutil.AddInto(r.acc[i], g); err != nil {
+			return errors.Wrapf(err, "accumulating the gradient of %q", r.st.Learnables[i].Name())
+		}
+	}
+	return nil
+}
+
+// finite checks the gradient g of learnable i.
+func (r *Runtime) finite(i int, g gorgonia.Value) error {
+	if !tensorutil.Finite(g) {
+		return errors.Errorf("gradient of learnable %q is not finite; lower the learning rate, or check the data", r.st.Learnables[i].Name())
+	}
 	return nil
 }
 

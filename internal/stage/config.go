@@ -1,6 +1,7 @@
 package stage
 
 import (
+	"context"
 	"time"
 
 	"github.com/pipemare/pipemare/delay"
@@ -33,6 +34,12 @@ type Config struct {
 	// ForwardDelays.Delay(stage, m) updates ago (delay injection), from a
 	// ring of past versions.
 	ForwardDelays delay.Source
+	// Turn, when set, is called before every action, with the name of the
+	// schedule it runs under: it returns when the action may run, and
+	// what to call when it ended (a worker hosting several stages runs
+	// their actions one at a time, in its order); an error fails the
+	// action.
+	Turn func(ctx context.Context, a schedule.Action, sched string) (done func(), err error)
 	// Hook, when set, is called before every action; an error or a panic
 	// fails the action. It is for fault-injection tests.
 	Hook func(a schedule.Action) error

@@ -29,6 +29,12 @@
 // the copy their forward read (PipeDream's weight stashing), or a
 // BackwardWeighter solver's estimate (PipeMare's T2).
 //
+// A split backward is two actions (split.go): I(m) runs the backward
+// program, sends the inputs' gradients and keeps the learnables'; W(m)
+// accumulates them, in microbatch order, so the sums are the bits of B(m).
+// Stages a worker hosts in one process wait for their turn before each
+// action (Config.Turn).
+//
 // A failure — an op error or panic, a solver error, a non-finite loss,
 // gradient or weight — ends Serve after a Failed answer naming the action.
 package stage

@@ -193,13 +193,15 @@ type Stats struct {
 	// buffers) are what the stage's solver keeps; PeakWeightBytes and
 	// PeakWeightVersions what weight stashing kept at most;
 	// PeakActivationBytes the activations kept between forwards and
-	// backwards at most. SharedDelays counts, for the learnables the stage
+	// backwards at most; PeakDeferredBytes the learnables' gradients held
+	// between split backwards' I and W at most. SharedDelays counts, for the learnables the stage
 	// replicates, the forwards by the delay they saw (the owner's version
 	// at the update minus the version they read).
 	ParamBytes, StateBytes, CorrectionBytes int64
 	PeakWeightBytes                         int64
 	PeakWeightVersions                      int
 	PeakActivationBytes                     int64
+	PeakDeferredBytes                       int64
 	SharedDelays                            map[int]int
 	// DiscrepancySum and DiscrepancyCount accumulate
 	// ‖u_bkwd − u_fwd‖/‖u_fwd‖ over stale backwards (Config.Discrepancy).

@@ -49,13 +49,17 @@ type Runtime struct {
 	told    bool
 	data    map[int][]gorgonia.Value // microbatch → its data inputs
 	kept    map[int]held             // microbatch → what its backward reads
-	w       weights
-	shared  shared
-	eval    evaluation
-	fuse    bool   // the forward about to run is followed by its backward (canFuse)
-	early   *early // the backward the last forward prepared or ran
-	stats   Stats
-	log     progressLog // what the driver has not heard yet
+	// deferred holds, for a microbatch whose I ran and whose W has not, the
+	// learnables' gradients its W accumulates (owned copies).
+	deferred      map[int][]gorgonia.Value
+	deferredBytes int64
+	w             weights
+	shared        shared
+	eval          evaluation
+	fuse          bool   // the forward about to run is followed by its backward (canFuse)
+	early         *early // the backward the last forward prepared or ran
+	stats         Stats
+	log           progressLog // what the driver has not heard yet
 }
 
 // input says where one of the stage's inputs comes from: a data input
@@ -85,6 +89,7 @@ func New(plan *graphsplit.Plan, index int, cfg Config) (*Runtime, error) {
 		outIndex: make(map[int64]int),
 		data:     make(map[int][]gorgonia.Value),
 		kept:     make(map[int]held),
+		deferred: make(map[int][]gorgonia.Value),
 		eval:     evaluation{data: map[int][]gorgonia.Value{}, probes: map[string]*graphsplit.Program{}},
 	}
 	r.stats.Delays, r.stats.BackwardLag, r.stats.SharedDelays = map[int]int{}, map[int]int{}, map[int]int{}
@@ -396,7 +401,7 @@ func (r *Runtime) work(ctx context.Context, ep transport.Endpoint, w Work) error
 // do runs one action, turning errors and panics into an actionError.
 func (r *Runtime) do(ctx context.Context, ep transport.Endpoint, a schedule.Action, versions []int) (err error) {
 	step := a.Step
-	if a.Op == schedule.OpForward || a.Op == schedule.OpBackward {
+	if a.PerMicro() {
 		step = a.Micro / r.cfg.Microbatches
 	}
 	defer func() {
@@ -405,6 +410,13 @@ func (r *Runtime) do(ctx context.Context, ep transport.Endpoint, a schedule.Acti
 		}
 	}()
 	began := time.Time{}
+	if r.cfg.Turn != nil {
+		done, err := r.cfg.Turn(ctx, a, r.seg.Schedule)
+		if err != nil {
+			return &actionError{a, step, err}
+		}
+		defer done()
+	}
 	if r.cfg.Hook != nil {
 		if err := r.cfg.Hook(a); err != nil {
 			return &actionError{a, step, err}
@@ -413,8 +425,11 @@ func (r *Runtime) do(ctx context.Context, ep transport.Endpoint, a schedule.Acti
 	switch a.Op {
 	case schedule.OpForward:
 		began, err = r.forward(ctx, ep, a.Micro, versions)
-	case schedule.OpBackward:
-		began, err = r.backward(ctx, ep, a.Micro)
+	case schedule.OpBackward, schedule.OpInput:
+		began, err = r.backward(ctx, ep, a.Micro, a.Op == schedule.OpInput)
+	case schedule.OpWeight:
+		began = time.Now()
+		err = r.weight(a.Micro)
 	case schedule.OpUpdate:
 		began = time.Now()
 		err = r.update(ctx, ep, a.Step)

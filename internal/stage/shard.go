@@ -60,6 +60,7 @@ func (s Snapshot) Shard() checkpoint.Shard {
 	sh.Ints["stats/peak_weight_versions"] = int64(st.PeakWeightVersions)
 	sh.Ints["stats/peak_weight_bytes"] = st.PeakWeightBytes
 	sh.Ints["stats/peak_activation_bytes"] = st.PeakActivationBytes
+	sh.Ints["stats/peak_deferred_bytes"] = st.PeakDeferredBytes
 	sh.Ints["stats/discrepancy_count"] = int64(st.DiscrepancyCount)
 	sh.Floats["stats/discrepancy_sum"] = st.DiscrepancySum
 	return sh
@@ -135,6 +136,7 @@ func SnapshotOf(sh checkpoint.Shard) (Snapshot, error) {
 	st.PeakWeightVersions = int(sh.Ints["stats/peak_weight_versions"])
 	st.PeakWeightBytes = sh.Ints["stats/peak_weight_bytes"]
 	st.PeakActivationBytes = sh.Ints["stats/peak_activation_bytes"]
+	st.PeakDeferredBytes = sh.Ints["stats/peak_deferred_bytes"]
 	st.DiscrepancyCount = int(sh.Ints["stats/discrepancy_count"])
 	st.DiscrepancySum = sh.Floats["stats/discrepancy_sum"]
 	return s, nil

@@ -46,8 +46,8 @@ type Snapshot struct {
 // snapshot returns the stage's state. It fails when a microbatch is in
 // flight, or when a solver layer keeps state it cannot save.
 func (r *Runtime) snapshot(ctx context.Context, ep transport.Endpoint) (Snapshot, error) {
-	if len(r.kept) > 0 || len(r.w.fwdVersion) > 0 || len(r.data) > 0 {
-		return Snapshot{}, errors.Errorf("stage %d: %d microbatches in flight; a snapshot needs a drained pipeline (Flush)", r.index, max(len(r.kept), len(r.w.fwdVersion), len(r.data)))
+	if len(r.kept) > 0 || len(r.w.fwdVersion) > 0 || len(r.data) > 0 || len(r.deferred) > 0 {
+		return Snapshot{}, errors.Errorf("stage %d: %d microbatches in flight; a snapshot needs a drained pipeline (Flush)", r.index, max(len(r.kept), len(r.w.fwdVersion), len(r.data), len(r.deferred)))
 	}
 	for j := range r.shared.replicas { // drained: the owner's version is the stage's
 		rp := &r.shared.replicas[j]

@@ -1,0 +1,87 @@
+package asyncvm_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"testing"
+
+	"github.com/pipemare/pipemare/asyncvm"
+	"github.com/pipemare/pipemare/graphsplit"
+	"github.com/pipemare/pipemare/internal/testkit/testmodels"
+	"github.com/pipemare/pipemare/internal/testkit/testutil"
+	"github.com/pipemare/pipemare/schedule"
+	"github.com/stretchr/testify/require"
+	"gorgonia.org/tensor"
+)
+
+// TestNewSynchronousSchedulesTrainLikeSequential trains every test model
+// (float64 and float32) with the schedules whose backwards are split into
+// I and W — ZB-H1 (a flush every step) and ZB-H2 (no flush, steps
+// overlapping) — and those that place two stages on a worker —
+// interleaved 1F1B (round robin) and ZB-V (V-shaped) — and requires the
+// final weights to be bit for bit the ones sequential trains: at fine
+// grain, the SHA-256 recorded for sequential in testdata/weights_sha256.json;
+// where fine grain gives an odd number of stages, on a plan of one stage
+// fewer, against sequential trained on that plan.
+func TestNewSynchronousSchedulesTrainLikeSequential(t *testing.T) {
+	if testutil.RaceEnabled {
+		t.Skip("dozens of trainings in a row; TestSplitBackwardUnderRace covers the race detector")
+	}
+	want := map[string]string{}
+	b, err := os.ReadFile(goldenFile)
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(b, &want))
+	run := func(s schedule.Schedule) goldenRun {
+		return goldenRun{name: s.Name, opts: func(int) []asyncvm.Option {
+			return []asyncvm.Option{asyncvm.WithSchedule(s), asyncvm.WithSolver(momentumSolver)}
+		}}
+	}
+	for _, nb := range testmodels.All() {
+		for _, dt := range []tensor.Dtype{tensor.Float64, tensor.Float32} {
+			seq := want[fmt.Sprintf("%s/%v/sequential", nb.Name, dt)]
+			require.NotEmpty(t, seq, "%s/%v: no sequential run recorded", nb.Name, dt)
+			for _, s := range []schedule.Schedule{schedule.ZBH1(), schedule.ZBH2(), schedule.Interleaved(2), schedule.ZBV()} {
+				p := fineStages(t, nb.Build, dt)
+				if p%s.Virtual() == 0 {
+					require.Equal(t, seq, trainForGolden(t, nb.Build, dt, run(s)), "%s/%v/%s: not the weights sequential trains", nb.Name, dt, s.Name)
+					continue
+				}
+				cut := graphsplit.Stages(p - p%s.Virtual())
+				require.Equal(t, trainOnPlan(t, nb.Build, dt, run(schedule.Sequential()), cut), trainOnPlan(t, nb.Build, dt, run(s), cut),
+					"%s/%v/%s on %d stages: not the weights sequential trains", nb.Name, dt, s.Name, p-p%s.Virtual())
+			}
+		}
+	}
+}
+
+// fineStages is the number of stages of the model's fine-grained cut.
+func fineStages(t *testing.T, build testmodels.Builder, dt tensor.Dtype) int {
+	m, err := build(dt, 4, 1)
+	require.NoError(t, err)
+	plan, err := graphsplit.Split(m.Graph, m.Cost, m.Learnables, graphsplit.FineGrained())
+	require.NoError(t, err)
+	return len(plan.Stages)
+}
+
+// TestSplitBackwardUnderRace runs ZB-H2 on one model under the race
+// detector too, and checks what the report says of the split's memory: the
+// gradients kept between I and W, none after a flush.
+func TestSplitBackwardUnderRace(t *testing.T) {
+	m, err := testmodels.MLP(tensor.Float64, 4, 1)
+	require.NoError(t, err)
+	plan, err := graphsplit.Split(m.Graph, m.Cost, m.Learnables, graphsplit.FineGrained())
+	require.NoError(t, err)
+	vm, err := asyncvm.New(plan, asyncvm.WithMicrobatches(goldenN), asyncvm.WithSchedule(schedule.ZBH2()),
+		asyncvm.WithSolver(momentumSolver))
+	require.NoError(t, err)
+	defer vm.Close()
+	trainGoldenSteps(t, m, vm)
+	rep := vm.Report()
+	for i, sr := range rep.PerStage {
+		if sr.Memory.Parameters > 0 {
+			require.Positive(t, sr.Memory.DeferredGradients, "stage %d keeps its gradients between I and W", i)
+		}
+		require.Equal(t, goldenSteps*goldenN, sr.Backwards, "stage %d: every W counts as a backward", i)
+	}
+}

@@ -1,0 +1,154 @@
+package schedule
+
+import "fmt"
+
+// Slot is one action of one stage in a worker's list: a worker (goroutine
+// set, stage process or host) that hosts several stages runs their actions
+// in one order, one at a time.
+type Slot struct {
+	Stage int
+	Action
+}
+
+// String prints the action and its stage, F3@1.
+func (s Slot) String() string { return fmt.Sprintf("%v@%d", s.Action, s.Stage) }
+
+// Placement says which worker hosts each of P stages when W workers host
+// v = P/W stages each.
+type Placement uint8
+
+const (
+	// Contiguous: worker j hosts stages j·v … j·v+v−1.
+	Contiguous Placement = iota
+	// RoundRobin: worker j hosts stages j, j+W, j+2W, … (interleaved
+	// 1F1B's placement).
+	RoundRobin
+	// VShape: worker j hosts stage j and stage 2W−1−j, and so on down and
+	// up the stages (ZB-V's placement: a worker's two stages are the first
+	// and last ones a microbatch meets on it).
+	VShape
+)
+
+// Placements lists every placement.
+func Placements() []Placement { return []Placement{Contiguous, RoundRobin, VShape} }
+
+func (pl Placement) String() string {
+	switch pl {
+	case Contiguous:
+		return "contiguous"
+	case RoundRobin:
+		return "round-robin"
+	case VShape:
+		return "v"
+	}
+	return fmt.Sprintf("Placement(%d)", uint8(pl))
+}
+
+// PlacementNamed returns the placement String prints as name.
+func PlacementNamed(name string) (Placement, bool) {
+	for _, pl := range Placements() {
+		if pl.String() == name {
+			return pl, true
+		}
+	}
+	return 0, false
+}
+
+// Worker is the worker hosting stage i of p on w workers (w divides p).
+func (pl Placement) Worker(i, p, w int) int {
+	v := p / w
+	switch pl {
+	case RoundRobin:
+		return i % w
+	case VShape:
+		if c, o := i/w, i%w; c%2 == 1 {
+			return w - 1 - o
+		} else {
+			return o
+		}
+	}
+	return i / v
+}
+
+// Hosted lists the stages worker j hosts, in stage order.
+func (pl Placement) Hosted(j, p, w int) []int {
+	var out []int
+	for i := 0; i < p; i++ {
+		if pl.Worker(i, p, w) == j {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// WorkerLists returns the worker lists of s on p stages: s.Workers's when
+// s hosts several stages per worker, else each stage's list as its own
+// worker's.
+func WorkerLists(s Schedule, p, n, steps int) [][]Slot {
+	if s.Workers != nil {
+		return s.Workers(p, n, steps)
+	}
+	lists := s.Actions(p, n, steps)
+	out := make([][]Slot, len(lists))
+	for i, list := range lists {
+		out[i] = make([]Slot, len(list))
+		for t, a := range list {
+			out[i][t] = Slot{Stage: i, Action: a}
+		}
+	}
+	return out
+}
+
+// ByStage returns each of p stages' own list from worker lists: its
+// actions in the order its worker runs them, and every flush of its
+// worker.
+func ByStage(lists [][]Slot, p int, worker func(stage int) int) [][]Action {
+	out := make([][]Action, p)
+	for i := range out {
+		out[i] = []Action{}
+	}
+	for d, list := range lists {
+		for _, s := range list {
+			if s.Op == OpFlush {
+				for i := range out {
+					if worker(i) == d {
+						out[i] = append(out[i], s.Action)
+					}
+				}
+				continue
+			}
+			out[s.Stage] = append(out[s.Stage], s.Action)
+		}
+	}
+	return out
+}
+
+// WorkerOf is the worker function of s on p stages: which worker hosts each
+// stage.
+func (s Schedule) WorkerOf(p int) func(stage int) int {
+	v := s.Virtual()
+	return func(i int) int { return s.Place.Worker(i, p, p/v) }
+}
+
+// checked completes s: its Workers and Actions give nil lists where
+// Check refuses the shape, and Actions is the stages' share of Workers.
+func checked(s Schedule, workers func(p, n, steps int) [][]Slot) Schedule {
+	s.Workers = func(p, n, steps int) [][]Slot {
+		if Check(s, p, n) != nil {
+			return nil
+		}
+		return workers(p, n, steps)
+	}
+	if s.Actions == nil {
+		s.Actions = func(p, n, steps int) [][]Action {
+			if Check(s, p, n) != nil {
+				return nil
+			}
+			return ByStage(workers(p, n, steps), p, s.WorkerOf(p))
+		}
+	}
+	return s
+}
+
+// Virtual is v, the stages each of s's workers hosts.
+func (s Schedule) Virtual() int { return max(s.PerWorker, 1) }
