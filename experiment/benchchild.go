@@ -50,16 +50,17 @@ func BenchArgs(given []string, cut []int, procs int, pin bool, oneCPU string) (p
 
 // trainArgs is a bench's pipemare train command line with one minibatch
 // traced (-trace-steps=1): given's flags (-name=value) but those named in
-// own, and the cut fixed (-cut, when cut is set).
+// own, and the cut fixed (-cut, in place of -stages, when cut has a
+// position: one stage has none, and keeps its -stages).
 func trainArgs(given []string, cut []int, own []string) []string {
 	base := []string{"train", "-trace-steps=1"}
 	for _, a := range given {
 		name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
-		if !slices.Contains(own, name) {
+		if !slices.Contains(own, name) || name == "stages" && len(cut) == 0 {
 			base = append(base, a)
 		}
 	}
-	if cut != nil {
+	if len(cut) > 0 {
 		base = append(base, "-cut="+train.FormatCut(cut))
 	}
 	return base
