@@ -50,13 +50,17 @@ func BenchArgs(given []string, cut []int, procs int, pin bool, oneCPU string) (p
 
 // trainArgs is a bench's pipemare train command line with one minibatch
 // traced (-trace-steps=1): given's flags (-name=value) but those named in
-// own, and the cut fixed (-cut, in place of -stages, when cut has a
-// position: one stage has none, and keeps its -stages).
+// own, and the cut fixed (-cut, in place of the -stages or -cut given,
+// when cut has a position: one stage has none, and keeps its -stages).
 func trainArgs(given []string, cut []int, own []string) []string {
 	base := []string{"train", "-trace-steps=1"}
 	for _, a := range given {
 		name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
-		if !slices.Contains(own, name) || name == "stages" && len(cut) == 0 {
+		drop := slices.Contains(own, name)
+		if name == "stages" || name == "cut" {
+			drop = len(cut) > 0
+		}
+		if !drop {
 			base = append(base, a)
 		}
 	}

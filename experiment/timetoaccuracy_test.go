@@ -98,11 +98,13 @@ func TestTimeToAccuracy(t *testing.T) {
 }
 
 // TestTargetArgs: the trainings get the flags given but bench's own, the
-// placement's and the seed; a measured cut replaces -stages, and one stage,
-// which has no cut, keeps its -stages.
+// placement's and the seed; the cut replaces -stages and a -cut given, and
+// one stage, which has no cut, keeps its -stages.
 func TestTargetArgs(t *testing.T) {
 	given := []string{"-model=cnn", "-stages=2", "-seed=3", "-target=0.8", "-placements=cores", "-rounds=2", "-out=o", "-epochs=1"}
 	require.Equal(t, []string{"train", "-trace-steps=1", "-model=cnn", "-epochs=1", "-cut=7"}, TargetArgs(given, []int{7}))
 	given[1] = "-stages=1"
 	require.Equal(t, []string{"train", "-trace-steps=1", "-model=cnn", "-stages=1", "-epochs=1"}, TargetArgs(given, nil))
+	given[1] = "-cut=9"
+	require.Equal(t, []string{"train", "-trace-steps=1", "-model=cnn", "-epochs=1", "-cut=9"}, TargetArgs(given, []int{9}), "one -cut")
 }
