@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/pkg/errors"
+
+	"github.com/pipemare/pipemare/train"
 )
 
 // TimeToAccuracy is what pipemare bench -target measures: how long a
@@ -167,17 +169,14 @@ func (t *TimeToAccuracy) RunTargetChildren(ctx context.Context, exe string, args
 }
 
 // parse reads a run's report.json: its epochs' accuracies and clocks, its
-// samples/s and weights, and when it first reached t's target.
+// samples/s and weights, and when it first reached t's target
+// (firstAtTarget, as sweeps and comparisons time it).
 func (t *TimeToAccuracy) parse(raw []byte) (TargetRun, error) {
 	var rep struct {
 		Result struct {
-			WeightsSHA256 string `json:"weights_sha256"`
-			Epochs        []struct {
-				Accuracy    float64 `json:"test_accuracy"`
-				Clock       int64   `json:"clock_ns"`
-				Interrupted bool    `json:"interrupted"`
-			} `json:"epochs"`
-			Report struct {
+			WeightsSHA256 string              `json:"weights_sha256"`
+			Epochs        []train.EpochResult `json:"epochs"`
+			Report        struct {
 				SamplesPerSec float64 `json:"samples_per_sec"`
 			} `json:"report"`
 		} `json:"result"`
@@ -194,11 +193,10 @@ func (t *TimeToAccuracy) parse(raw []byte) (TargetRun, error) {
 		if e.Clock <= 0 {
 			return TargetRun{}, errors.Errorf("epoch %d has no clock_ns: a report of an older pipemare", i+1)
 		}
-		s := float64(e.Clock) / 1e9
-		r.Accuracies, r.Clocks = append(r.Accuracies, e.Accuracy), append(r.Clocks, s)
-		if !r.Reached && e.Accuracy >= t.Target {
-			r.Reached, r.EpochsToTarget, r.SecondsToTarget = true, i+1, s
-		}
+		r.Accuracies, r.Clocks = append(r.Accuracies, e.Accuracy), append(r.Clocks, e.Clock.Seconds())
+	}
+	if at := firstAtTarget(res.Epochs, t.Target); at >= 0 && at < len(r.Clocks) {
+		r.Reached, r.EpochsToTarget, r.SecondsToTarget = true, at+1, r.Clocks[at]
 	}
 	return r, nil
 }
