@@ -98,7 +98,7 @@ func TestBenchTarget(t *testing.T) {
 	skipProcesses(t)
 	t.Setenv(asMainEnv, "1")
 	dir := t.TempDir()
-	code, out, stderr := runCLI(context.Background(), append([]string{"bench", "-target", "0.3", "-placements", "one-cpu,procs",
+	code, out, stderr := runCLI(context.Background(), append([]string{"bench", "-target", "0.3", "-placements", "one-cpu,cores",
 		"-rounds", "2", "-seed", "5", "-out", dir, "-stages", "2"}, mlpArgs...)...)
 	require.Equal(t, 0, code, "%s\n%s", out, stderr)
 	require.Contains(t, out, "| placement | reached 0.3000 | time to target, s | epochs | samples/s |")
@@ -118,9 +118,9 @@ func TestBenchTarget(t *testing.T) {
 		require.Equal(t, rep.Result.Accuracy, run.Accuracies[2])
 		require.EqualValues(t, run.Seed, rep.Settings["seed"], "the run trained with its seed")
 	}
-	require.Equal(t, []string{"one-cpu/5", "procs/5", "procs/6", "one-cpu/6"}, order)
+	require.Equal(t, []string{"one-cpu/5", "cores/5", "cores/6", "one-cpu/6"}, order)
 	require.NotEqual(t, r.Runs[0].WeightsSHA256, r.Runs[3].WeightsSHA256, "two seeds")
-	require.Equal(t, []string{"one-cpu", "procs"}, []string{r.Placements[0].Placement, r.Placements[1].Placement})
+	require.Equal(t, []string{"one-cpu", "cores"}, []string{r.Placements[0].Placement, r.Placements[1].Placement})
 
 	for _, bad := range [][]string{{"-placements", "gpu"}, {"-procs", "2"}, {"-target", "2"}} {
 		code, _, stderr := runCLI(context.Background(), append(append([]string{"bench", "-target", "0.5", "-stages", "2", "-out", t.TempDir()}, mlpArgs...), bad...)...)
