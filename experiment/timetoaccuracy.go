@@ -11,6 +11,7 @@ import (
 
 	"github.com/pkg/errors"
 
+	"github.com/pipemare/pipemare/rundir"
 	"github.com/pipemare/pipemare/train"
 )
 
@@ -263,4 +264,19 @@ func (t *TimeToAccuracy) Table(w io.Writer) {
 		}
 		fmt.Fprintf(w, "| %s | %d of %d | %s | %s | %.0f (%.0f–%.0f) |\n", s.Placement, s.Reached, s.Runs, time, epochs, s.SamplesPerSec, s.SamplesPerSecMin, s.SamplesPerSecMax)
 	}
+}
+
+// Write says on log what t measured (Table) and writes out's bench.json
+// (t). A seed that trained different weights in two placements is an
+// error once everything is written: a placement changes timing, never
+// results.
+func (t *TimeToAccuracy) Write(out rundir.Dir, log io.Writer) error {
+	t.Table(log)
+	if err := out.WriteJSON("bench.json", t); err != nil {
+		return err
+	}
+	if !t.SameWeights {
+		return errors.New("a seed trained different weights in different placements: the placement changed the arithmetic (a bug)")
+	}
+	return nil
 }

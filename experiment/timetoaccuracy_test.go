@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"testing"
 
+	"github.com/pipemare/pipemare/rundir"
 	"github.com/stretchr/testify/require"
 )
 
@@ -82,6 +84,9 @@ func TestTimeToAccuracy(t *testing.T) {
 		return targetReport(t, []float64{0.6}, []float64{1}, 1, p.Name), "d", nil
 	}, io.Discard))
 	require.False(t, tta.SameWeights, "a placement that changes the weights is reported")
+	out := rundir.Dir{Path: t.TempDir(), Files: []string{"bench.json"}}
+	require.ErrorContains(t, tta.Write(out, io.Discard), "different weights")
+	require.FileExists(t, filepath.Join(out.Path, "bench.json"), "written all the same")
 
 	err = (&TimeToAccuracy{}).Run(context.Background(), []int64{7}, ps, func(_ context.Context, p TargetPlacement, _ int64) ([]byte, string, error) {
 		if p.Name == "cores" {

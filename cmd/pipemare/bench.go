@@ -7,8 +7,6 @@ import (
 	"io"
 	"strings"
 
-	"github.com/pkg/errors"
-
 	"github.com/pipemare/pipemare/experiment"
 	"github.com/pipemare/pipemare/internal/affinity"
 	"github.com/pipemare/pipemare/rundir"
@@ -99,9 +97,8 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 
 // timeToAccuracy is bench -target: it trains args (experiment.TargetArgs)
 // with each seed in each placement, each a child pipemare train writing
-// its run directory into out, and writes bench.json
-// (experiment.TimeToAccuracy) and a table of each placement's time to
-// target.
+// its run directory into out, and writes bench.json and the table
+// (experiment.TimeToAccuracy).
 func timeToAccuracy(ctx context.Context, target float64, args []string, seeds []int64, ps []experiment.TargetPlacement, out string, stdout io.Writer) error {
 	dir := rundir.Dir{Path: out, Files: []string{"bench.json"}}
 	if err := dir.Prepare(); err != nil {
@@ -112,12 +109,5 @@ func timeToAccuracy(ctx context.Context, target float64, args []string, seeds []
 	if err := tta.RunTargetChildren(ctx, "", args, out, seeds, ps, stdout); err != nil {
 		return err
 	}
-	tta.Table(stdout)
-	if err := dir.WriteJSON("bench.json", &tta); err != nil {
-		return err
-	}
-	if !tta.SameWeights {
-		return errors.New("a seed trained different weights in different placements: the placement changed the arithmetic (a bug)")
-	}
-	return nil
+	return tta.Write(dir, stdout)
 }
