@@ -98,7 +98,7 @@ func TargetPlacements(names []string, stages int, oneCPU string) ([]TargetPlacem
 		case "cores":
 		case "procs":
 			if stages < 2 {
-				return nil, errors.Errorf("placement procs: the training has %d stage; give -stages 2 or more, or leave procs out of -placements", stages)
+				return nil, errors.Errorf("placement procs: a process per stage needs a cut into stages (-stages 2 or more, or -cut; here %d), or leave procs out of -placements", stages)
 			}
 			p.Args = []string{fmt.Sprintf("-procs=%d", stages), "-pin", "-insecure"}
 		default:
@@ -120,8 +120,8 @@ var targetOwn = append(slices.Clone(benchOwn), "target", "placements", "seed")
 // TargetArgs is the command line (after the program's name) of a
 // TimeToAccuracy's trainings, before the placement and the seed: pipemare
 // train with given's flags (-name=value, in the order given), minus
-// bench's own, the placement's and -seed, with the cut fixed (-cut, when
-// cut is set) so that every placement trains the same stages.
+// bench's own, the placement's and -seed, with the cut fixed (trainArgs)
+// so that every placement trains the same stages.
 func TargetArgs(given []string, cut []int) []string {
 	return trainArgs(given, cut, targetOwn)
 }
