@@ -160,10 +160,15 @@ func Finite(v gorgonia.Value) bool {
 // finite32 and finite64 report whether no element has the exponent of ±Inf
 // and NaN (all ones): adding the exponent's lowest bit to the exponent
 // field carries into the sign bit exactly then. Integer operations, no
-// branches, one pass — the engine checks every gradient and every weight.
+// branches, one pass — the engine checks every gradient and every weight;
+// float32's pass runs 8 elements at a time where the CPU can
+// (orExponents32).
 func finite32(d []float32) bool {
 	const exp, one = 0x7f800000, 0x00800000
 	var acc uint32
+	if n := len(d) &^ 7; wideFinite && n > 0 {
+		acc, d = orExponents32(d[:n]), d[n:]
+	}
 	for _, x := range d {
 		acc |= math.Float32bits(x)&exp + one
 	}

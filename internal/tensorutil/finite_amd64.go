@@ -1,0 +1,12 @@
+package tensorutil
+
+import "golang.org/x/sys/cpu"
+
+// wideFinite says whether orExponents32 can run (AVX2).
+var wideFinite = cpu.X86.HasAVX2
+
+// orExponents32 is finite32's loop over d, whose length is a multiple of
+// 8, in AVX2 (finite_amd64.s).
+//
+//go:noescape
+func orExponents32(d []float32) uint32
