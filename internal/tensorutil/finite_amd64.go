@@ -10,3 +10,12 @@ var wideFinite = cpu.X86.HasAVX2
 //
 //go:noescape
 func orExponents32(d []float32) uint32
+
+// wideAdd says whether addF32 can run (AVX).
+var wideAdd = cpu.X86.HasAVX
+
+// addF32 is add's loop over the first len(d) &^ 7 elements of d and x
+// (len(x) ≥ len(d)), in AVX (finite_amd64.s).
+//
+//go:noescape
+func addF32(d, x []float32)

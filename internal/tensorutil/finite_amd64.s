@@ -38,3 +38,28 @@ reduce:
 	VZEROUPPER
 	MOVL AX, ret+24(FP)
 	RET
+
+// func addF32(d, x []float32)
+//
+// d[i] += x[i] for the first len(d) &^ 7 elements, 8 lanes at a time
+// (AVX): each sum rounded alone, as Go's scalar loop rounds it, with d the
+// first operand.
+TEXT ·addF32(SB), NOSPLIT, $0-48
+	MOVQ d_base+0(FP), DI
+	MOVQ d_len+8(FP), CX
+	MOVQ x_base+24(FP), SI
+	SHRQ $3, CX
+	JZ addDone
+
+addLoop:
+	VMOVUPS (DI), Y0
+	VADDPS (SI), Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ $32, DI
+	ADDQ $32, SI
+	DECQ CX
+	JNZ addLoop
+
+addDone:
+	VZEROUPPER
+	RET

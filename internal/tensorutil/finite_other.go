@@ -6,3 +6,8 @@ package tensorutil
 const wideFinite = false
 
 func orExponents32(d []float32) uint32 { panic("tensorutil: orExponents32 without its kernel") }
+
+// wideAdd: no vector loop on this architecture.
+const wideAdd = false
+
+func addF32(d, x []float32) { panic("tensorutil: addF32 without its kernel") }
