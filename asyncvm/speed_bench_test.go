@@ -13,6 +13,7 @@ import (
 	"github.com/pipemare/pipemare/graphsplit"
 	"github.com/pipemare/pipemare/internal/tensorutil"
 	"github.com/pipemare/pipemare/schedule"
+	"github.com/pipemare/pipemare/solvers"
 	"github.com/pipemare/pipemare/zoo"
 	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -60,17 +61,22 @@ func BenchmarkEngineTax(b *testing.B) {
 }
 
 // BenchmarkStep is one training step (forward, backward, Momentum update)
-// of the zoo's MLP and CNN at batch 16 and 64 — what torch_zoo.py's step
-// times in PyTorch: one tape machine on the whole graph, and the engine
-// (Sequential, one microbatch) on one stage and on the fine-grained stages,
-// keeping activations. ns/op is one step.
+// of the zoo's MLP and CNN at batch 16 and 64, and of the ResNet at its
+// recipe's microbatch — what PyTorch replicas of the models time for one
+// step: one tape machine on the whole graph, and the engine (Sequential,
+// one microbatch) on one stage and on the fine-grained stages, keeping
+// activations. ns/op is one step.
 func BenchmarkStep(b *testing.B) {
-	for _, name := range []string{"mlp", "cnn"} {
+	for _, name := range []string{"mlp", "cnn", "resnet"} {
 		r, err := zoo.RecipeFor(name)
 		if err != nil {
 			b.Fatal(err)
 		}
-		for _, batch := range []int{16, 64} {
+		batches := []int{16, 64}
+		if name == "resnet" {
+			batches = []int{r.Run.Microbatch}
+		}
+		for _, batch := range batches {
 			b.Run(fmt.Sprintf("%s/batch=%d/variant=direct", name, batch), func(b *testing.B) { benchDirect(b, r, batch, 1) })
 			v := engineVariants[1]
 			b.Run(fmt.Sprintf("%s/batch=%d/variant=engine-1stage", name, batch), func(b *testing.B) { benchEngine(b, r, batch, 1, v) })
@@ -117,8 +123,15 @@ func taxBatches(b testing.TB, r zoo.Recipe, m *zoo.Model, rows, n, count int) []
 
 const taxMinibatches = 4
 
+// recipeSolver is the Momentum the recipes train with (train's
+// solvers.Momentum: gorgonia's, bit for bit, in one pass over the
+// learnables where gorgonia's makes several).
 func recipeSolver(r zoo.Recipe) gorgonia.Solver {
-	return gorgonia.NewMomentum(gorgonia.WithLearnRate(r.Run.LR), gorgonia.WithMomentum(0.9))
+	s, err := solvers.NewMomentum(solvers.WithLearnRate(r.Run.LR), solvers.WithMomentum(0.9))
+	if err != nil {
+		panic(err) // constant, valid options
+	}
+	return s
 }
 
 func benchEngine(b *testing.B, r zoo.Recipe, rows, n int, v engineVariant, split ...graphsplit.Option) {

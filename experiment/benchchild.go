@@ -37,16 +37,7 @@ var benchOwn = []string{"out", "rounds", "stages", "procs", "pin", "insecure"}
 // process on the CPUs oneCPU (-cpus). Neither has -out: RunChildren adds
 // it.
 func BenchArgs(given []string, cut []int, procs int, pin bool, oneCPU string) (placed, against []string) {
-	base := []string{"train", "-trace-steps=1"}
-	for _, a := range given {
-		name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
-		if !slices.Contains(benchOwn, name) {
-			base = append(base, a)
-		}
-	}
-	if cut != nil {
-		base = append(base, "-cut="+train.FormatCut(cut))
-	}
+	base := trainArgs(given, cut, benchOwn)
 	placed = slices.Clone(base)
 	if procs > 0 {
 		placed = append(placed, fmt.Sprintf("-procs=%d", procs), "-insecure")
@@ -55,6 +46,28 @@ func BenchArgs(given []string, cut []int, procs int, pin bool, oneCPU string) (p
 		}
 	}
 	return placed, append(base, "-cpus="+oneCPU)
+}
+
+// trainArgs is a bench's pipemare train command line with one minibatch
+// traced (-trace-steps=1): given's flags (-name=value) but those named in
+// own, and the cut fixed (-cut, in place of the -stages or -cut given,
+// when cut has a position: one stage has none, and keeps its -stages).
+func trainArgs(given []string, cut []int, own []string) []string {
+	base := []string{"train", "-trace-steps=1"}
+	for _, a := range given {
+		name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		drop := slices.Contains(own, name)
+		if name == "stages" || name == "cut" {
+			drop = len(cut) > 0
+		}
+		if !drop {
+			base = append(base, a)
+		}
+	}
+	if len(cut) > 0 {
+		base = append(base, "-cut="+train.FormatCut(cut))
+	}
+	return base
 }
 
 // BenchPlacement names the placement of procs stage processes of this

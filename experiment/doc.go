@@ -29,7 +29,9 @@
 // gives it the cut its stages train; Progress shows it training;
 // Comparison trains every schedule one after the other; a Bench runs
 // pipemare train as child processes (TrainChild, RunChildren) with the
-// command lines BenchArgs makes, as StageArgs makes a stage process's.
+// command lines BenchArgs makes, as StageArgs makes a stage process's;
+// a TimeToAccuracy trains seeds in placements the same way (TargetArgs,
+// TargetPlacements, RunTargetChildren) and reads each epoch's clock.
 // WriteSchedule shows a schedule's grid.
 //
 // The figures of runs (WritePlots) use the engine's one steady state,

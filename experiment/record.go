@@ -75,14 +75,23 @@ func (r *Record) fill(res *train.Result, target float64) {
 // TimeToTarget is a run's training time (evaluation excluded) until the
 // first epoch whose test accuracy reached target, 0 when none did.
 func TimeToTarget(res *train.Result, target float64) time.Duration {
+	at := firstAtTarget(res.Epochs, target)
 	elapsed := time.Duration(0)
-	for _, e := range res.Epochs {
+	for _, e := range res.Epochs[:at+1] {
 		elapsed += e.Wall
+	}
+	return elapsed
+}
+
+// firstAtTarget is the index of the first complete epoch whose test
+// accuracy reached target, -1 when none did.
+func firstAtTarget(epochs []train.EpochResult, target float64) int {
+	for i, e := range epochs {
 		if !e.Interrupted && e.Accuracy >= target {
-			return elapsed
+			return i
 		}
 	}
-	return 0
+	return -1
 }
 
 // Cache is a run cache: a directory holding a Record per finished run,

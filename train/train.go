@@ -118,6 +118,11 @@ type EpochResult struct {
 	Accuracy float64 `json:"test_accuracy"`
 	// Wall is the epoch's training time (evaluation excluded).
 	Wall time.Duration `json:"wall_ns"`
+	// Clock is the time from the start of the run's first epoch (in a
+	// resumed run: of its first epoch since the resume) to the end of this
+	// epoch's evaluation: training, evaluations and all between them, the
+	// clock of time to accuracy. An interrupted epoch has none.
+	Clock time.Duration `json:"clock_ns,omitempty"`
 	// SamplesPerSec is the training samples of the steps that ran over
 	// Wall.
 	SamplesPerSec float64 `json:"samples_per_sec"`
@@ -380,6 +385,7 @@ func trainOnce(ctx context.Context, build zoo.Builder, train, test zoo.Data, cfg
 	a.markReady()
 	t := &trainer{ctx: runCtx, stop: ctx, cfg: cfg, vm: vm, eval: eval, test: test, rc: rc, res: res}
 	rng := rand.New(rand.NewSource(cfg.Seed))
+	t.began = time.Now()
 	for epoch := 1; epoch <= cfg.Epochs; epoch++ {
 		batches := zoo.Minibatches(train, m, cfg.Microbatches, rng) // every epoch draws its order, resumed or not
 		if epoch < firstEpoch {
@@ -476,6 +482,8 @@ type trainer struct {
 	test zoo.Data
 	rc   savedConfig // the run's configuration, for its checkpoints
 	res  *Result
+	// began is when the first epoch of this call began (EpochResult.Clock).
+	began time.Time
 }
 
 // epoch trains epoch on its minibatches batches, from minibatch from on:
@@ -560,6 +568,7 @@ func (t *trainer) endEpoch(epoch, n int, er *EpochResult, began time.Time) (err 
 	if er.Accuracy, err = t.accuracy(); err != nil {
 		return err
 	}
+	er.Clock = time.Since(t.began)
 	t.res.Epochs = append(t.res.Epochs, *er)
 	if atCheckpoint {
 		if err := saveCheckpoint(t.ctx, t.vm, cfg, t.rc, t.res.Epochs, step, epoch+1, 0); err != nil {

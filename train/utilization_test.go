@@ -3,6 +3,7 @@ package train
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/pipemare/pipemare/schedule"
 	"github.com/pipemare/pipemare/zoo"
@@ -37,6 +38,23 @@ func TestUtilizationOfTwoTestSets(t *testing.T) {
 		require.Positive(t, res.Evaluation)
 		require.Less(t, res.Evaluation, res.Wall)
 		require.Contains(t, jsonOf(t, res), "evaluation_ns")
+		var clock time.Duration
+		for _, e := range res.Epochs { // the clock runs through training and evaluation
+			require.Greater(t, e.Clock, clock+e.Wall, "epoch %d: its clock passes its training and its evaluation", e.Epoch)
+			clock = e.Clock
+		}
+		require.LessOrEqual(t, clock, res.Wall)
+		require.Contains(t, jsonOf(t, res)["epochs"].([]any)[0], "clock_ns")
 	}
 	require.Greater(t, full.Evaluation, small.Evaluation, "%d test examples take longer than 64", test.Len())
+	require.Greater(t, untrained(full), untrained(small), "the clock counts evaluation: %d test examples take longer than 64", test.Len())
+}
+
+// untrained is the time of res's epoch clock not spent training.
+func untrained(res *Result) time.Duration {
+	d := res.Epochs[len(res.Epochs)-1].Clock
+	for _, e := range res.Epochs {
+		d -= e.Wall
+	}
+	return d
 }

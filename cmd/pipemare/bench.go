@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/pipemare/pipemare/experiment"
 	"github.com/pipemare/pipemare/internal/affinity"
@@ -18,14 +19,17 @@ import (
 // so that the machine's drift falls on both, each a child `pipemare train`
 // (experiment.Bench.RunChildren). It writes bench.json (every run, the
 // medians, the speed-up) and, as report.json, the last placed run's report
-// with the speed-up beside it.
+// with the speed-up beside it. With -target it measures time to that test
+// accuracy instead (timeToAccuracy).
 func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("pipemare bench", flag.ContinueOnError)
 	var o options
 	o.register(fs)
 	var t trainFlags
 	t.register(fs)
-	rounds := fs.Int("rounds", 3, "interleaved rounds of the placed run and the one-CPU run")
+	rounds := fs.Int("rounds", 3, "interleaved rounds of the placed run and the one-CPU run (with -target: seeds, from -seed on)")
+	target := fs.Float64("target", 0, "time to accuracy: train each seed in each of -placements, and report the time to this test accuracy")
+	placements := fs.String("placements", strings.Join(experiment.TargetPlacementNames, ","), "with -target: where to train (one-cpu, cores: one process on every CPU, procs: a pinned process per stage)")
 	if err := parse(fs, args, stdout, stderr); err != nil {
 		return err
 	}
@@ -37,6 +41,12 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if *rounds < 1 {
 		return usageError(fs, "-rounds %d: at least one", *rounds)
+	}
+	if *target > 0 && (set["procs"] || set["pin"]) {
+		return usageError(fs, "-procs, -pin: with -target, -placements says where the trainings run")
+	}
+	if *target < 0 || *target > 1 {
+		return usageError(fs, "-target %g: a test accuracy between 0 and 1", *target)
 	}
 	t.procsSet = set["procs"]
 	if _, _, err := t.place(); err != nil {
@@ -55,16 +65,49 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	var given []string
 	fs.Visit(func(f *flag.Flag) { given = append(given, "-"+f.Name+"="+f.Value.String()) })
-	placed, oneCPU := experiment.BenchArgs(given, cfg.Cut, t.procs, t.cpu.pin, affinity.Format(allowed[len(allowed)-1:]))
+	oneCPU := affinity.Format(allowed[len(allowed)-1:])
+	if *target > 0 {
+		stages := cfg.Stages
+		if cfg.Cut != nil {
+			stages = len(cfg.Cut) + 1
+		}
+		ps, err := experiment.TargetPlacements(strings.Split(*placements, ","), stages, oneCPU)
+		if err != nil {
+			return usageError(fs, "-placements: %v", err)
+		}
+		seeds := make([]int64, *rounds)
+		for i := range seeds {
+			seeds[i] = cfg.Seed + int64(i)
+		}
+		return timeToAccuracy(ctx, *target, experiment.TargetArgs(given, cfg.Cut), seeds, ps, o.out, stdout)
+	}
+	placed, against := experiment.BenchArgs(given, cfg.Cut, t.procs, t.cpu.pin, oneCPU)
 	b := experiment.Bench{Placed: experiment.BenchPlacement(t.procs, t.cpu.pin), Against: "one process on one CPU"}
 	out := rundir.Dir{Path: o.out, Files: []string{"bench.json", "report.json"}}
 	if err := out.Prepare(); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "bench: %s against %s, %d rounds\n", b.Placed, b.Against, *rounds)
-	last, err := b.RunChildren(ctx, "", placed, oneCPU, o.out, *rounds, stdout)
+	last, err := b.RunChildren(ctx, "", placed, against, o.out, *rounds, stdout)
 	if err != nil {
 		return err
 	}
 	return b.Write(out, last, stdout)
+}
+
+// timeToAccuracy is bench -target: it trains args (experiment.TargetArgs)
+// with each seed in each placement, each a child pipemare train writing
+// its run directory into out, and writes bench.json and the table
+// (experiment.TimeToAccuracy).
+func timeToAccuracy(ctx context.Context, target float64, args []string, seeds []int64, ps []experiment.TargetPlacement, out string, stdout io.Writer) error {
+	dir := rundir.Dir{Path: out, Files: []string{"bench.json"}}
+	if err := dir.Prepare(); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "bench: time to test accuracy %.4f, %d seeds in %d placements\n", target, len(seeds), len(ps))
+	tta := experiment.TimeToAccuracy{Target: target}
+	if err := tta.RunTargetChildren(ctx, "", args, out, seeds, ps, stdout); err != nil {
+		return err
+	}
+	return tta.Write(dir, stdout)
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -84,6 +85,45 @@ func TestBench(t *testing.T) {
 
 	for _, bad := range [][]string{{"-resume", dir}, {"-cpus", "0"}, {"-rounds", "0"}} {
 		code, _, stderr := runCLI(context.Background(), append([]string{"bench", "-out", t.TempDir()}, bad...)...)
+		require.Equal(t, 2, code, "%v: %s", bad, stderr)
+	}
+}
+
+// TestBenchTarget: pipemare bench -target trains each seed in each
+// placement (two seeds from -seed on, the order reversed for the second),
+// each seed to the same weights everywhere, and writes bench.json with
+// each run's epochs and time to the target and each placement's summary,
+// and the table; it refuses a placement it does not know and -procs.
+func TestBenchTarget(t *testing.T) {
+	skipProcesses(t)
+	t.Setenv(asMainEnv, "1")
+	dir := t.TempDir()
+	code, out, stderr := runCLI(context.Background(), append([]string{"bench", "-target", "0.3", "-placements", "one-cpu,cores",
+		"-rounds", "2", "-seed", "5", "-out", dir, "-stages", "2"}, mlpArgs...)...)
+	require.Equal(t, 0, code, "%s\n%s", out, stderr)
+	require.Contains(t, out, "| placement | reached 0.3000 | time to target, s | epochs | samples/s |")
+	raw, err := os.ReadFile(filepath.Join(dir, "bench.json"))
+	require.NoError(t, err)
+	var r experiment.TimeToAccuracy
+	require.NoError(t, json.Unmarshal(raw, &r))
+	require.True(t, r.SameWeights, "placement changes timing, never weights")
+	require.Len(t, r.Runs, 4)
+	var order []string
+	for _, run := range r.Runs {
+		order = append(order, fmt.Sprintf("%s/%d", run.Placement, run.Seed))
+		require.True(t, run.Reached, "%s seed %d: %v", run.Placement, run.Seed, run.Accuracies)
+		require.Len(t, run.Clocks, 3, "every epoch's clock")
+		require.Equal(t, run.Clocks[run.EpochsToTarget-1], run.SecondsToTarget)
+		rep := reportOf(t, run.Dir)
+		require.Equal(t, rep.Result.Accuracy, run.Accuracies[2])
+		require.EqualValues(t, run.Seed, rep.Settings["seed"], "the run trained with its seed")
+	}
+	require.Equal(t, []string{"one-cpu/5", "cores/5", "cores/6", "one-cpu/6"}, order)
+	require.NotEqual(t, r.Runs[0].WeightsSHA256, r.Runs[3].WeightsSHA256, "two seeds")
+	require.Equal(t, []string{"one-cpu", "cores"}, []string{r.Placements[0].Placement, r.Placements[1].Placement})
+
+	for _, bad := range [][]string{{"-placements", "gpu"}, {"-procs", "2"}, {"-target", "2"}} {
+		code, _, stderr := runCLI(context.Background(), append(append([]string{"bench", "-target", "0.5", "-stages", "2", "-out", t.TempDir()}, mlpArgs...), bad...)...)
 		require.Equal(t, 2, code, "%v: %s", bad, stderr)
 	}
 }

@@ -9,7 +9,7 @@
 //	pipemare schedule  the clock × stage grid of a schedule
 //	pipemare stage     serve one stage of a pipeline whose driver is train
 //	pipemare eval      the test accuracy of a trained model (model.safetensors)
-//	pipemare bench     a placement's speed-up over the same training on one CPU
+//	pipemare bench     a placement's speed-up over the same training on one CPU; with -target, time to accuracy
 //	pipemare certs     a CA and certificates for stages on several hosts
 //
 // Stages in other processes, checkpoints and the trained model:
@@ -51,6 +51,7 @@ commands:
   eval      measure the test accuracy of a trained model (and its predictions)
   certs     write a CA and per-stage certificates for mutual TLS
   bench     a training placed as the flags say against the same on one CPU: the speed-up
+            (-target ACC: time to that accuracy in each placement, over seeds)
 
 examples:
   pipemare train -model mlp -procs 3                   stages in 3 processes of this host

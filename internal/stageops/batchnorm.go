@@ -199,27 +199,72 @@ func bnStatsKernel[T float](x, out, rm, rv []T, p bnParams, training bool) {
 	n := p.b * p.s
 	mom := T(p.momentum)
 	parallel(p.c, n, func(lo, hi int) {
-		for c := lo; c < hi; c++ {
-			var sum T
-			for b := 0; b < p.b; b++ {
-				for _, v := range x[(b*p.c+c)*p.s : (b*p.c+c+1)*p.s] {
-					sum += v
-				}
+		for c := lo; c < hi; c += 4 {
+			k := min(4, hi-c)
+			var m [4]T
+			sum := channelSums(x, p, c, k, nil)
+			for j := range k {
+				m[j] = sum[j] / T(n)
 			}
-			m := sum / T(n)
-			var sq T
-			for b := 0; b < p.b; b++ {
-				for _, v := range x[(b*p.c+c)*p.s : (b*p.c+c+1)*p.s] {
-					sq += (v - m) * (v - m)
-				}
+			sq := channelSums(x, p, c, k, &m)
+			for j := range k {
+				rm[c+j] = mom*m[j] + (1-mom)*rm[c+j]
+				unbiased := sq[j] / T(n-1)
+				rv[c+j] = mom*unbiased + (1-mom)*rv[c+j]
+				mean[c+j] = m[j]
+				inv[c+j] = 1 / sqrt(sq[j]/T(n)+eps)
 			}
-			rm[c] = mom*m + (1-mom)*rm[c]
-			unbiased := sq / T(n-1)
-			rv[c] = mom*unbiased + (1-mom)*rv[c]
-			mean[c] = m
-			inv[c] = 1 / sqrt(sq/T(n)+eps)
 		}
 	})
+}
+
+// channelSums sums, for each of the k ≤ 4 channels from c, x (m nil) or
+// its squared distance to the channel's m, from 0 in index order over the
+// images and pixels. Four channels are summed side by side, each in its
+// own order, so that one addition need not wait for the one before.
+func channelSums[T float](x []T, p bnParams, c, k int, m *[4]T) [4]T {
+	var acc, mm [4]T
+	if m != nil {
+		mm = *m
+	}
+	if k < 4 {
+		for j := range k {
+			for b := 0; b < p.b; b++ {
+				for _, v := range x[(b*p.c+c+j)*p.s : (b*p.c+c+j+1)*p.s] {
+					if m == nil {
+						acc[j] += v
+					} else {
+						acc[j] += (v - mm[j]) * (v - mm[j])
+					}
+				}
+			}
+		}
+		return acc
+	}
+	// Scalars, not the array: the compiler keeps them in registers.
+	var a0, a1, a2, a3 T
+	m0, m1, m2, m3 := mm[0], mm[1], mm[2], mm[3]
+	for b := 0; b < p.b; b++ {
+		at := (b*p.c + c) * p.s
+		x0 := x[at : at+p.s]
+		x1, x2, x3 := x[at+p.s:][:len(x0)], x[at+2*p.s:][:len(x0)], x[at+3*p.s:][:len(x0)]
+		if m == nil {
+			for i, v := range x0 {
+				a0 += v
+				a1 += x1[i]
+				a2 += x2[i]
+				a3 += x3[i]
+			}
+			continue
+		}
+		for i, v := range x0 {
+			a0 += (v - m0) * (v - m0)
+			a1 += (x1[i] - m1) * (x1[i] - m1)
+			a2 += (x2[i] - m2) * (x2[i] - m2)
+			a3 += (x3[i] - m3) * (x3[i] - m3)
+		}
+	}
+	return [4]T{a0, a1, a2, a3}
 }
 
 // bnApply normalises x with the statistics: x·α + β with α the inverse

@@ -156,6 +156,13 @@ func patches[T float](im, col []T, ic Im2Col, back bool) {
 	patch := ic.c * k // one patch: a row of the matrix
 	colSize := ic.outH * ic.outW * patch
 	span := (ic.kw-1)*ic.dilW + 1 // columns a kernel row covers
+	// A 3-wide kernel row at stride and dilation 1 (every zoo convolution)
+	// copies its interior columns [in0, in1) three values at a time.
+	in0, in1 := 0, 0
+	if ic.kw == 3 && ic.dilW == 1 && ic.strideW == 1 {
+		in0 = min(ic.padW, ic.outW)
+		in1 = max(in0, min(ic.outW, ic.w-3+ic.padW+1))
+	}
 	parallel(ic.b, colSize, func(lo, hi int) {
 		for b := lo; b < hi; b++ {
 			img, cl := im[b*imSize:(b+1)*imSize], col[b*colSize:(b+1)*colSize]
@@ -176,6 +183,11 @@ func patches[T float](im, col []T, ic Im2Col, back bool) {
 						}
 						src := plane[r*ic.w : (r+1)*ic.w]
 						for ow := 0; ow < ic.outW; ow++ {
+							if ow == in0 && in0 < in1 {
+								kernelRows3(rows[ow*patch+at:], src[ow-ic.padW:], patch, in1-in0, back)
+								ow = in1 - 1
+								continue
+							}
 							dst := rows[ow*patch+at : ow*patch+at+ic.kw]
 							c0 := ow*ic.strideW - ic.padW
 							if c0 >= 0 && c0+span <= ic.w { // on the image
@@ -394,5 +406,24 @@ func convKernel[T float](g gemm[T], a, b, out []T, op *convGEMM) {
 			}
 			g(blas.NoTrans, blas.NoTrans, op.cout, op.k, hw, 1, dy, hw, p, op.k, beta, out, op.k)
 		}
+	}
+}
+
+// kernelRows3 is patches' inner loop for n consecutive output columns of a
+// 3-wide kernel row at stride and dilation 1, each window on the image:
+// column i's three values are src[i:i+3] and dst[i·patch:i·patch+3]. It
+// copies src into dst, or (back) adds dst into src, in patches' order.
+func kernelRows3[T float](dst, src []T, patch, n int, back bool) {
+	if back {
+		for i := range n {
+			d, s := (*[3]T)(dst[i*patch:]), (*[3]T)(src[i:])
+			s[0] += d[0]
+			s[1] += d[1]
+			s[2] += d[2]
+		}
+		return
+	}
+	for i := range n {
+		*(*[3]T)(dst[i*patch:]) = *(*[3]T)(src[i:])
 	}
 }

@@ -129,9 +129,17 @@ func (op *poolArgmax) UsePreallocDo(prealloc gorgonia.Value, vals ...gorgonia.Va
 
 func argmaxKernel[T float](x, idx []T, mp MaxPool, lowest T) {
 	in, out := mp.h*mp.w, mp.outH*mp.outW
+	// 2×2 windows at stride 2 without padding (every zoo max-pool) each
+	// lie on the image: argmax2x2 compares their four values unrolled.
+	two := mp.kh == 2 && mp.kw == 2 && mp.strideH == 2 && mp.strideW == 2 &&
+		mp.padH == 0 && mp.padW == 0 && 2*mp.outH <= mp.h && 2*mp.outW <= mp.w
 	parallel(mp.b*mp.c, in, func(lo, hi int) {
 		for p := lo; p < hi; p++ {
 			plane, res := x[p*in:(p+1)*in], idx[p*out:(p+1)*out]
+			if two {
+				argmax2x2(plane, res, mp, lowest)
+				continue
+			}
 			for ph := 0; ph < mp.outH; ph++ {
 				h0 := ph*mp.strideH - mp.padH
 				h1 := min(h0+mp.kh, mp.h)
@@ -160,6 +168,37 @@ func argmaxKernel[T float](x, idx []T, mp MaxPool, lowest T) {
 			}
 		}
 	})
+}
+
+// argmax2x2 is argmaxKernel's loop for one plane of 2×2 windows at stride
+// 2 on the image: the same comparisons in the same order (row by row,
+// strictly above the running maximum, selected by arithmetic).
+func argmax2x2[T float](plane, res []T, mp MaxPool, lowest T) {
+	w := mp.w
+	for ph := range mp.outH {
+		top := 2 * ph * w
+		r0, r1 := plane[top:top+w], plane[top+w:top+2*w]
+		out := res[ph*mp.outW : (ph+1)*mp.outW]
+		for pw := range out {
+			c := 2 * pw
+			a, b := (*[2]T)(r0[c:]), (*[2]T)(r1[c:])
+			best, at := higher(lowest, -1, a[0], top+c)
+			best, at = higher(best, at, a[1], top+c+1)
+			best, at = higher(best, at, b[0], top+w+c)
+			_, at = higher(best, at, b[1], top+w+c+1)
+			out[pw] = T(at)
+		}
+	}
+}
+
+// higher is one step of argmaxKernel's comparison: v at index i replaces
+// the running maximum best at index at if v > best, without a branch.
+func higher[T float](best T, at int, v T, i int) (T, int) {
+	k := 0
+	if v > best {
+		k = 1
+	}
+	return [2]T{best, v}[k], at + k*(i-at)
 }
 
 // poolGather reads the input at the argmax: the pooled values. Inputs: x,

@@ -275,6 +275,7 @@ func TestMaxPoolIsGorgonias(t *testing.T) {
 			{tensor.Shape{2, 2, 9, 7}, tensor.Shape{3, 3}, []int{1, 1}, []int{2, 2}, "ties", "3x3-overlap-pad"},
 			{tensor.Shape{1, 2, 6, 6}, tensor.Shape{3, 2}, []int{0, 1}, []int{1, 2}, "", "3x2-stride1"},
 			{tensor.Shape{2, 3, 8, 8}, tensor.Shape{2, 2}, []int{0, 0}, []int{2, 2}, "specials", "2x2-specials"},
+			{tensor.Shape{2, 2, 9, 7}, tensor.Shape{2, 2}, []int{0, 0}, []int{2, 2}, "ties", "2x2-odd"}, // a last row and column no window reads
 		} {
 			t.Run(fmt.Sprintf("%v/%s", dt, c.name), func(t *testing.T) {
 				rng := rand.New(rand.NewSource(2))
@@ -320,6 +321,8 @@ func TestConvIsGorgonias(t *testing.T) {
 			{tensor.Shape{2, 3, 11, 9}, tensor.Shape{5, 3, 3, 3}, []int{0, 2}, []int{1, 2}, []int{2, 1}},    // odd
 			{tensor.Shape{16, 4, 16, 16}, tensor.Shape{32, 4, 1, 1}, []int{0, 0}, []int{1, 1}, []int{1, 1}}, // 1×1
 			{tensor.Shape{1, 2, 5, 4}, tensor.Shape{3, 2, 2, 2}, []int{3, 3}, []int{3, 2}, []int{1, 1}},     // windows off the image
+			{tensor.Shape{2, 2, 6, 5}, tensor.Shape{4, 2, 3, 3}, []int{0, 2}, []int{1, 1}, []int{1, 1}},     // 3 wide: 2 edge columns each side
+			{tensor.Shape{1, 1, 4, 2}, tensor.Shape{2, 1, 3, 3}, []int{1, 1}, []int{1, 1}, []int{1, 1}},     // 3 wide on a narrower image
 		} {
 			t.Run(fmt.Sprintf("%v/%v*%v", dt, c.x, c.w), func(t *testing.T) {
 				rng := rand.New(rand.NewSource(3))
