@@ -18,7 +18,7 @@ import (
 
 	"github.com/pipemare/pipemare/launch"
 	"github.com/pipemare/pipemare/rundir"
-	"github.com/pipemare/pipemare/train"
+	"github.com/pipemare/pipemare/runspec"
 )
 
 // benchOwn are the flags of pipemare bench that its trainings are not
@@ -45,7 +45,7 @@ func BenchArgs(given []string, cut []int, procs int, pin bool, oneCPU string) (p
 		}
 	}
 	if cut != nil {
-		base = append(base, "-cut="+train.FormatCut(cut))
+		base = append(base, "-cut="+runspec.FormatCut(cut))
 	}
 	placed = slices.Clone(base)
 	if procs > 0 {
@@ -182,7 +182,7 @@ func StageArgs(run []string, cut []int, cpus string, n launch.Net, i int, addrs 
 		}
 	}
 	if cut != nil {
-		args = append(args, "-cut="+train.FormatCut(cut))
+		args = append(args, "-cut="+runspec.FormatCut(cut))
 	}
 	if cpus != "" {
 		args = append(args, "-cpus="+cpus)

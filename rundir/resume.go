@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"reflect"
 	"strings"
 
 	"github.com/pkg/errors"
 
 	"github.com/pipemare/pipemare/checkpoint"
+	"github.com/pipemare/pipemare/runspec"
 )
 
 // The files of a run in its output directory besides its results.
@@ -133,8 +133,9 @@ func StartPoint(out, from string, how Start, now Settings) (*checkpoint.Checkpoi
 		if err := json.Unmarshal(b, &then); err != nil {
 			return nil, errors.Wrapf(err, "-resume: %s", filepath.Join(out, SettingsFile))
 		}
-		if d := settingsDiff(then, now); d != "" {
-			return nil, errors.Errorf("-resume %s: the run was started with other flags: %s; resume with the flags it was started with", out, d)
+		then.Spec, now.Spec = nil, nil // the resolved settings decide; a settings.json may predate specs
+		if d := runspec.Diff(then, now); d != nil {
+			return nil, &runspec.DiffError{Before: "{resume} " + out + ": the run was started with other settings: ", Differences: d, After: "; resume with the settings it was started with"}
 		}
 	case !os.IsNotExist(err):
 		return nil, errors.Wrap(err, "-resume")
@@ -216,32 +217,6 @@ func unusableLatest(out, root string, err error) error {
 		}
 	}
 	return errors.Errorf("%s; there is no earlier complete checkpoint: start afresh in another -out", msg)
-}
-
-// settingFlags names the flag behind each setting of report.json's
-// settings (and settings.json); steps_per_epoch follows from others.
-var settingFlags = map[string]string{
-	"model": "-model", "data": "-data", "training_examples": "-limit", "test_examples": "-test-limit",
-	"schedule": "-schedule", "stages": "-stages", "cut": "-cut", "microbatch_rows": "-microbatch", "microbatches": "-microbatches",
-	"epochs": "-epochs", "lr": "-lr", "cosine": "-cosine", "step_decay": "-step-decay", "solver": "-momentum", "t1_steps": "-t1",
-	"t2_gamma": "-t2", "warmup_steps": "-warmup", "activations": "-stash", "seed": "-seed",
-	"checkpoint_every": "-checkpoint-every",
-}
-
-// settingsDiff names, in the settings' order, each flag whose setting
-// differs between then and now, with both values; "" when none does.
-func settingsDiff(then, now Settings) string {
-	var out []string
-	a, b := reflect.ValueOf(then), reflect.ValueOf(now)
-	for i := range a.NumField() {
-		key, _, _ := strings.Cut(a.Type().Field(i).Tag.Get("json"), ",")
-		flag, ok := settingFlags[key]
-		if !ok || reflect.DeepEqual(a.Field(i).Interface(), b.Field(i).Interface()) {
-			continue
-		}
-		out = append(out, fmt.Sprintf("%s (%s) %v there, %v here", flag, key, a.Field(i).Interface(), b.Field(i).Interface()))
-	}
-	return strings.Join(out, "; ")
 }
 
 // RecordedCut is the cut in the settings of the run in dir (nil: none): a

@@ -18,6 +18,7 @@ import (
 	"github.com/pipemare/pipemare/experiment"
 	"github.com/pipemare/pipemare/internal/jsonkeys"
 	"github.com/pipemare/pipemare/rundir"
+	"github.com/pipemare/pipemare/runspec"
 	"github.com/pipemare/pipemare/schedule"
 	"github.com/pipemare/pipemare/train"
 	"github.com/pipemare/pipemare/zoo"
@@ -115,7 +116,7 @@ func TestFlagsDeferToTheRecipe(t *testing.T) {
 		var s schedule.Schedule
 		if o.schedule != "" {
 			var err error
-			s, err = train.ScheduleNamed(o.schedule)
+			s, err = runspec.ScheduleNamed(o.schedule)
 			require.NoError(t, err)
 		}
 		c, err := o.config(s, 4404)

@@ -17,6 +17,7 @@ import (
 	"github.com/pipemare/pipemare/internal/affinity"
 	"github.com/pipemare/pipemare/launch"
 	"github.com/pipemare/pipemare/rundir"
+	"github.com/pipemare/pipemare/runspec"
 	"github.com/pipemare/pipemare/train"
 	"github.com/pipemare/pipemare/transport"
 	"github.com/pipemare/pipemare/transport/grpcnet"
@@ -258,7 +259,7 @@ func fitPlan(r zoo.Recipe, cfg train.Config, stages string, procs int, pl launch
 // planStages is train.PlanStages, a cut the model cannot have a usageErr.
 func planStages(r zoo.Recipe, cfg train.Config, stages string) (int, error) {
 	n, err := train.PlanStages(r, cfg, stages)
-	var ce *train.CutError
+	var ce *runspec.Error
 	if errors.As(err, &ce) {
 		return 0, usageErr{err}
 	}

@@ -104,7 +104,7 @@ func TestProcsRefusals(t *testing.T) {
 		{[]string{"-cpus", "1000"}, 1, "-cpus 1000: affinity: pinning the process to CPUs 1000 (it may use "},
 		{[]string{"-cut", "0"}, 2, `-cut "0": increasing op positions from 1, comma-separated, like 22,81`},
 		{[]string{"-cut", "7,6"}, 2, `-cut "7,6": increasing op positions`},
-		{[]string{"-cut", "6", "-stages", "3"}, 2, "-stages 3 and -cut 6: the cut makes 2 stages; give one of the two"},
+		{[]string{"-cut", "6", "-stages", "3"}, 2, "-stages 3: -cut 6 makes 2 stages; give one of the two"},
 		{[]string{"-cut", "5000"}, 2, "-cut 5000: graphsplit: CutAtOps([5000]): position 5000 is not between 1 and"},
 		{[]string{"-resume", missing}, 1, "-resume " + missing + ": stat " + missing + ": no such file or directory (a new run is -out " + missing + ")"},
 		{[]string{"-resume", empty}, 1, "-resume " + empty + ": no checkpoint in " + filepath.Join(empty, rundir.CheckpointsDir) + " to continue from (a new run is -out " + empty + "; -resume auto continues one if there is one, else starts it)"},

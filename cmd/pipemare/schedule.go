@@ -7,7 +7,7 @@ import (
 	"io"
 
 	"github.com/pipemare/pipemare/experiment"
-	"github.com/pipemare/pipemare/train"
+	"github.com/pipemare/pipemare/runspec"
 )
 
 // scheduleCmd prints the clock × stage grid of a schedule, its
@@ -22,7 +22,7 @@ func scheduleCmd(_ context.Context, args []string, stdout, stderr io.Writer) err
 	if err := parse(fs, args, stdout, stderr); err != nil {
 		return err
 	}
-	s, err := train.ScheduleNamed(*name)
+	s, err := runspec.ScheduleNamed(*name)
 	if err == nil {
 		err = experiment.WriteSchedule(stdout, s, *p, *n, *steps, *grid)
 	}
