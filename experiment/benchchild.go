@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/pkg/errors"
@@ -163,34 +162,4 @@ func (b *Bench) Write(out rundir.Dir, placedReport []byte, log io.Writer) error 
 		return errors.New("the placed and the one-CPU runs trained different weights")
 	}
 	return nil
-}
-
-// StageArgs are the arguments of stage process i of a pipemare train
-// -procs run (launch.LocalConfig.Args): pipemare stage with the run's
-// flags as given (run, -name=value, those of the run only), the cut the
-// driver chose in place of its -stages and -cut (when cut is set), the
-// stage's CPUs (-cpus; "": not pinned), its index, the stages' addresses,
-// the listener it inherits as file descriptor 3, the driver's
-// timeouts (n.TimeoutArgs) and the credentials: the throw-away certificates in
-// certs, or plaintext when certs is "".
-func StageArgs(run []string, cut []int, cpus string, n launch.Net, i int, addrs []string, certs string) []string {
-	args := []string{"stage"}
-	for _, a := range run {
-		name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
-		if cut == nil || name != "stages" && name != "cut" {
-			args = append(args, a)
-		}
-	}
-	if cut != nil {
-		args = append(args, "-cut="+runspec.FormatCut(cut))
-	}
-	if cpus != "" {
-		args = append(args, "-cpus="+cpus)
-	}
-	args = append(args, "-stage="+strconv.Itoa(i), "-stage-addrs="+strings.Join(addrs, ","), "-listen=fd:3")
-	args = append(args, n.TimeoutArgs()...)
-	if certs == "" {
-		return append(args, "-insecure")
-	}
-	return append(args, "-certs="+certs)
 }

@@ -11,11 +11,9 @@ import (
 	"runtime"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/pipemare/pipemare/launch"
 	"github.com/pipemare/pipemare/rundir"
 )
 
@@ -105,14 +103,4 @@ func TestRunChildren(t *testing.T) {
 
 	_, err = (&Bench{}).RunChildren(context.Background(), "/bin/sh", []string{"-c", "exit 1"}, against, dir, 1, io.Discard)
 	require.ErrorContains(t, err, "placed run 0: exit status 1")
-}
-
-// TestStageArgs: pipemare stage with the run's flags, the cut in place of
-// -stages and -cut, the stage's place and credentials.
-func TestStageArgs(t *testing.T) {
-	run := []string{"-model=mlp", "-stages=2", "-cut=4", "-limit=640"}
-	require.Equal(t, []string{"stage", "-model=mlp", "-limit=640", "-cut=3", "-cpus=1", "-stage=1", "-stage-addrs=127.0.0.1:1,127.0.0.1:2", "-listen=fd:3", "-connect-timeout=1m0s", "-stall-timeout=20s", "-recv-timeout=5m0s", "-certs=/tmp/c"},
-		StageArgs(run, []int{3}, "1", launch.Net{ConnectTimeout: time.Minute, StallTimeout: 20 * time.Second, RecvTimeout: 5 * time.Minute}, 1, []string{"127.0.0.1:1", "127.0.0.1:2"}, "/tmp/c"))
-	require.Equal(t, []string{"stage", "-model=mlp", "-stages=2", "-cut=4", "-limit=640", "-stage=0", "-stage-addrs=127.0.0.1:1", "-listen=fd:3", "-connect-timeout=2s", "-stall-timeout=30s", "-recv-timeout=2m0s", "-insecure"},
-		StageArgs(run, nil, "", launch.Net{ConnectTimeout: 2 * time.Second, StallTimeout: 30 * time.Second, RecvTimeout: 2 * time.Minute}, 0, []string{"127.0.0.1:1"}, ""))
 }

@@ -29,7 +29,7 @@
 // gives it the cut its stages train; Progress shows it training;
 // Comparison trains every schedule one after the other; a Bench runs
 // pipemare train as child processes (TrainChild, RunChildren) with the
-// command lines BenchArgs makes, as StageArgs makes a stage process's.
+// command lines BenchArgs makes.
 // WriteSchedule shows a schedule's grid.
 //
 // The figures of runs (WritePlots) use the engine's one steady state,

@@ -37,7 +37,7 @@
 //
 // Net is how a process reaches the others as a command line gives it (the
 // stages' addresses, the credentials, the connect, stall and receive
-// timeouts; TimeoutArgs hands the timeouts on to stage processes); its checks,
+// timeouts); its checks,
 // StagePlace (where a stage process stands, from its flags and a
 // launcher's environment) and its Connector word their errors by the
 // pipemare command's flags. Setup decides where a training process's

@@ -61,14 +61,6 @@ func (n Net) CheckTimeout() error {
 	return nil
 }
 
-// TimeoutArgs are n's timeouts as the pipemare command's flags
-// (-connect-timeout=…, -stall-timeout=…, -recv-timeout=…): what a driver
-// hands the stage processes it starts, so that every process of the
-// pipeline waits alike.
-func (n Net) TimeoutArgs() []string {
-	return []string{"-connect-timeout=" + n.ConnectTimeout.String(), "-stall-timeout=" + n.StallTimeout.String(), "-recv-timeout=" + n.RecvTimeout.String()}
-}
-
 // FirstOrder is how long a stage waits for its driver's first order once
 // connected (train.Config.FirstOrderTimeout): twice ConnectTimeout, since
 // the driver may still be waiting that long for another stage.

@@ -1,6 +1,8 @@
 package runspec
 
 import (
+	"encoding/json"
+
 	"github.com/pipemare/pipemare/transport"
 )
 
@@ -14,14 +16,18 @@ const unset = "default"
 var notAtStage = map[string]bool{"data": true, "stages": true, "cut": true, "test_limit": true}
 
 // Settings are the spec's settings that reach a stage, as name=value in
-// the order of Spec's fields, every one present (as the spec holds it: 0
-// or "" for a number or name left to the recipe or the method, "default"
-// for a pointer left so): its canonical form, which peers compare.
+// the order of Spec's fields, every one present ("default" for one the
+// spec leaves to the recipe or the method, which its JSON form leaves
+// out): its canonical form, which peers compare.
 func (s Spec) Settings() []transport.Setting {
+	b := s.JSON()
+	var given map[string]json.RawMessage
+	_ = json.Unmarshal(b, &given)
 	var out []transport.Setting
-	for _, kv := range fields(s) {
-		if !notAtStage[kv.Name] {
-			out = append(out, transport.Setting(kv))
+	for _, name := range keys(s, b) {
+		if !notAtStage[name] {
+			v, ok := given[name]
+			out = append(out, transport.Setting{Name: name, Value: text(v, ok)})
 		}
 	}
 	return out

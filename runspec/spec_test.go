@@ -1,6 +1,8 @@
 package runspec_test
 
 import (
+	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -87,4 +89,42 @@ func TestIdentity(t *testing.T) {
 	var me *transport.MismatchError
 	require.ErrorAs(t, err, &me)
 	require.Equal(t, transport.MismatchError{Peer: "stage 1", Setting: "lr", Mine: "0.1", Theirs: "0.2"}, *me)
+}
+
+// TestEverySettingReachesTheIdentity: a spec that differs in any one
+// field has another identity, naming that field, but for where the data
+// is read from, the cut (the plan's fingerprint covers it) and the test
+// examples.
+func TestEverySettingReachesTheIdentity(t *testing.T) {
+	base := runspec.Spec{Model: "mlp"}
+	typ := reflect.TypeOf(base)
+	for i := range typ.NumField() {
+		f := typ.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		other := base
+		v := reflect.ValueOf(&other).Elem().Field(i)
+		switch f.Type.Kind() {
+		case reflect.String:
+			v.SetString("x")
+		case reflect.Int, reflect.Int64:
+			v.SetInt(3)
+		case reflect.Float64:
+			v.SetFloat(0.5)
+		case reflect.Bool:
+			v.SetBool(true)
+		case reflect.Pointer:
+			v.Set(reflect.New(f.Type.Elem())) // a zero that is given: 0 is a value of its own
+		default:
+			t.Fatalf("field %s: a kind this test does not set", f.Name)
+		}
+		err := base.Identity("fp").Check(other.Identity("fp"), "stage 1")
+		switch name {
+		case "data", "stages", "cut", "test_limit":
+			require.NoError(t, err, name)
+		default:
+			var me *transport.MismatchError
+			require.ErrorAs(t, err, &me, name)
+			require.Equal(t, name, me.Setting)
+		}
+	}
 }

@@ -220,7 +220,7 @@ func faultStageOfAnotherModel(t *testing.T, c faultCase) {
 	f := startFaultPipeline(t, c.certs, [][]string{{}, {"-model", "cnn"}}, faultNone, nil, nil)
 	codes, errs := f.endedAll(t)
 	require.Equal(t, 1, codes[2], errs[2])
-	require.Regexp(t, `stage 1: refused a peer: (driver|stage 0) at 127\.0\.0\.1:\d+ cut the model differently: its plan fingerprint is [0-9a-f]+…, stage 1's [0-9a-f]+…`, errs[2], "the stage of the other plan refuses the first peer that dials it")
+	require.Regexp(t, `stage 1: refused a peer: (driver|stage 0) at 127\.0\.0\.1:\d+ cut the model differently: its plan fingerprint is [0-9a-f]+…, this peer's [0-9a-f]+…`, errs[2], "the stage of the other plan refuses the first peer that dials it")
 	// The others were refused, or found the stages gone: stage 0
 	// exits once stage 1 refused it, often before the driver dials.
 	for i, who := range []string{"driver", "stage 0"} {

@@ -37,6 +37,9 @@ type options struct {
 	seed                               int64
 	limit, testLimit, traceSteps       int
 	fs                                 *flag.FlagSet
+	// given, when set, is the run as a stage process's -spec gives it,
+	// in place of the run's flags.
+	given *runspec.Spec
 }
 
 // register adds the flags of a training command to fs: those of the run
@@ -137,14 +140,19 @@ func (o *options) set() map[string]bool {
 // that need no data. An unknown model or a value out of range is an error
 // of the command line (usage); data that cannot be read is not.
 func (o *options) load() (zoo.Recipe, zoo.Data, zoo.Data, error) {
-	r, err := zoo.RecipeFor(o.model)
+	spec := o.spec()
+	r, err := zoo.RecipeFor(spec.Model)
 	if err != nil {
-		return r, nil, nil, usageError(o.fs, "-model %q: %v", o.model, err)
+		return r, nil, nil, usageError(o.fs, "-model %q: %v", spec.Model, err)
 	}
 	if err := o.check(); err != nil {
 		return r, nil, nil, usageError(o.fs, "%v", err)
 	}
-	trainSet, test, err := loadData(r, o.data, o.limit, o.testLimit)
+	data := spec.Data
+	if data == "" {
+		data = "embedded"
+	}
+	trainSet, test, err := loadData(r, data, spec.Limit, spec.TestLimit)
 	return r, trainSet, test, err
 }
 
@@ -183,6 +191,9 @@ func (o *options) run() (zoo.Recipe, zoo.Data, zoo.Data, train.Config, error) {
 // run flags the command line gave (flags not given keep the recipe's; a
 // -momentum, -t1, -t2 or -warmup of -1 is the recipe's or method's too).
 func (o *options) spec() runspec.Spec {
+	if o.given != nil {
+		return *o.given
+	}
 	set := o.set()
 	s := runspec.Spec{Model: o.model, Data: o.data, Method: o.method, Schedule: o.schedule, Cut: o.cut,
 		Microbatch: o.microbatch, Microbatches: o.microbatches, Epochs: o.epochs, LR: o.lr,
@@ -214,6 +225,39 @@ func (o *options) spec() runspec.Spec {
 	return s
 }
 
+// fromSpec makes the run the spec's JSON form js (runspec.Parse) instead
+// of the run's flags, which must then not be given; "" keeps the flags.
+func (o *options) fromSpec(js string) error {
+	if js == "" {
+		return nil
+	}
+	run := flag.NewFlagSet("", flag.ContinueOnError)
+	(&options{}).registerRun(run)
+	var given string
+	o.fs.Visit(func(f *flag.Flag) {
+		if run.Lookup(f.Name) != nil && given == "" {
+			given = f.Name
+		}
+	})
+	if given != "" {
+		return errors.Errorf("-spec and -%s: give the run's settings either way, not both", given)
+	}
+	s, err := runspec.Parse([]byte(js))
+	if err != nil {
+		return err
+	}
+	o.given = &s
+	return nil
+}
+
+// stagesOf is the -stages of a spec: "fine" when it gives none.
+func stagesOf(s runspec.Spec) string {
+	if s.Stages == "" {
+		return "fine"
+	}
+	return s.Stages
+}
+
 // check refuses flag values outside their range, naming the flag: the
 // checks that need no data, made before any is loaded.
 func (o *options) check() error {
@@ -230,14 +274,14 @@ func (o *options) check() error {
 // examples (train.ConfigFor), with schedule s, when set, in place of
 // -schedule (compare's schedules).
 func (o *options) config(s schedule.Schedule, trainLen int) (train.Config, error) {
-	r, err := zoo.RecipeFor(o.model)
+	spec := o.spec()
+	r, err := zoo.RecipeFor(spec.Model)
 	if err != nil {
 		return train.Config{}, err
 	}
 	if err := o.check(); err != nil {
 		return train.Config{}, err
 	}
-	spec := o.spec()
 	if s.Actions != nil {
 		spec.Schedule = s.Name
 	}

@@ -1,12 +1,12 @@
 package main
 
 import (
+	"regexp"
 	"strings"
 
 	"github.com/pkg/errors"
 
 	"github.com/pipemare/pipemare/runspec"
-	"github.com/pipemare/pipemare/transport"
 )
 
 // settingFlags are the flags of the settings whose flag is not the
@@ -27,9 +27,10 @@ func flagOf(setting string) string {
 }
 
 // inFlags is err in the command line's words: a *runspec.Error or
-// *runspec.DiffError within it worded by the flags (their Words), and a peer refused for
-// another setting (transport.MismatchError) named by its flag. errors.Is
-// and As see err.
+// *runspec.DiffError within it worded by the flags (their Words), and a
+// peer refused for another setting (transport.MismatchError, here or
+// passed on as text by the peer) named by its flag. errors.Is and As see
+// err.
 func inFlags(err error) error {
 	if err == nil {
 		return nil
@@ -43,15 +44,19 @@ func inFlags(err error) error {
 	if errors.As(err, &de) {
 		msg = strings.Replace(msg, de.Error(), de.Words(flagOf), 1)
 	}
-	var me *transport.MismatchError
-	if errors.As(err, &me) && me.Setting != transport.PlanSetting {
-		msg = strings.Replace(msg, "with another "+me.Setting+":", "with another "+flagOf(me.Setting)+":", 1)
-	}
+	msg = anotherSetting.ReplaceAllStringFunc(msg, func(m string) string { // a peer's refusal, perhaps passed on as text
+		setting := anotherSetting.FindStringSubmatch(m)[1]
+		return "runs with another " + flagOf(setting) + ":"
+	})
 	if msg == err.Error() {
 		return err
 	}
 	return worded{msg, err}
 }
+
+// anotherSetting is how a transport.MismatchError names the setting a
+// peer differs in.
+var anotherSetting = regexp.MustCompile(`runs with another ([a-z0-9_]+):`)
 
 // worded is an error with another message (inFlags).
 type worded struct {
