@@ -35,7 +35,7 @@ func ChooseCut(cfg *train.Config, measure bool, resumeDir string, r zoo.Recipe, 
 		}
 	}
 	if !measure {
-		fmt.Fprintf(log, "%d stages cut by the cost estimate, alike on every host (pipemare plan -stages %d measures a balanced cut to pass as -cut)\n", cfg.Stages, cfg.Stages)
+		fmt.Fprintf(log, "%d stages cut by the cost estimate, alike on every host (pipemare plan measures a balanced cut of %d stages, to give every host as the cut)\n", cfg.Stages, cfg.Stages)
 		return nil
 	}
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))

@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/pkg/errors"
-
+	"github.com/pipemare/pipemare/runspec"
 	"github.com/pipemare/pipemare/schedule"
+	"strconv"
 )
 
 // The bounds of WriteSchedule, so that it answers within seconds: the
@@ -31,19 +31,19 @@ func WriteSchedule(w io.Writer, s schedule.Schedule, p, n, steps int, grid bool)
 		v    int
 	}{{"stages", p}, {"microbatches", n}, {"minibatches", steps}} {
 		if f.v < 1 {
-			return errors.Errorf("-%s %d: must be positive", f.name, f.v)
+			return &runspec.Error{Setting: f.name, Value: strconv.Itoa(f.v), Reason: "must be positive"}
 		}
 	}
 	// Every schedule has a forward and a backward per microbatch and an
 	// update and at most one flush per minibatch, at every stage.
 	if actions := float64(p) * float64(steps) * float64(2*n+2); actions > MaxScheduleActions {
-		return errors.Errorf("-stages %d × -minibatches %d × (2·-microbatches %d + 2) = %.0f actions: more than the %d this command simulates", p, steps, n, actions, MaxScheduleActions)
+		return &runspec.Error{Setting: "stages", Value: fmt.Sprintf("%d × {minibatches} %d × (2·{microbatches} %d + 2) = %.0f actions", p, steps, n, actions), Reason: fmt.Sprintf("more than the %d this command simulates", MaxScheduleActions)}
 	}
 	v := schedule.Replay(s.Actions(p, n, steps), schedule.Chain(p), nil)
 	if grid {
 		clocks := int(v.Makespan) // unit action times: the makespan counts clocks
 		if cells := float64(clocks) * float64(p); cells > MaxGridCells {
-			return errors.Errorf("-grid: %d clocks × %d stages = %.0f cells, more than the %d a printed grid holds; -grid=false gives the utilization and delays", clocks, p, cells, MaxGridCells)
+			return &runspec.Error{Setting: "grid", Reason: fmt.Sprintf("%d clocks × %d stages = %.0f cells, more than the %d a printed grid holds; {grid}=false gives the utilization and delays", clocks, p, cells, MaxGridCells)}
 		}
 		fmt.Fprintf(w, "%s, P=%d, N=%d, %d minibatches (F forward, B backward, U update):\n", s.Name, p, n, steps)
 		fmt.Fprint(w, schedule.Grid(s, p, n, steps))

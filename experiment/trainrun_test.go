@@ -116,7 +116,7 @@ func TestComparison(t *testing.T) {
 	file := filepath.Join(empty, "file")
 	require.NoError(t, os.WriteFile(file, nil, 0o644))
 	log.Reset()
-	require.ErrorContains(t, c.Run(context.Background(), filepath.Join(file, "out"), runs), "-out ")
+	require.ErrorContains(t, c.Run(context.Background(), filepath.Join(file, "out"), runs), "out ")
 	require.Empty(t, log.String(), "a directory that cannot be written is refused before anything trains")
 }
 
@@ -139,7 +139,7 @@ func TestChooseCut(t *testing.T) {
 	cfg = train.Config{Hyper: r.Run, Stages: 2}
 	require.NoError(t, ChooseCut(&cfg, false, "", r, trainSet, &log))
 	require.Nil(t, cfg.Cut)
-	require.Equal(t, "2 stages cut by the cost estimate, alike on every host (pipemare plan -stages 2 measures a balanced cut to pass as -cut)\n", log.String())
+	require.Equal(t, "2 stages cut by the cost estimate, alike on every host (pipemare plan measures a balanced cut of 2 stages, to give every host as the cut)\n", log.String())
 
 	log.Reset()
 	require.NoError(t, ChooseCut(&cfg, true, "", r, trainSet, &log))

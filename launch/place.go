@@ -39,8 +39,8 @@ type Place struct {
 	// ("torchrun", "jobset"; Config.Launcher), or "".
 	Launcher string
 	// AddrsFrom says where Addrs come from, for messages that question
-	// them: a flag ("-stage-addrs"), or "the torchrun environment"; "" if
-	// unsaid.
+	// them: a setting as runspec.Error's reasons name one
+	// ("{stage_addrs}"), or "the torchrun environment"; "" if unsaid.
 	AddrsFrom string
 	// Spec is the run every process of the pipeline must have been
 	// started with: the handshake refuses a peer with another (Identity).

@@ -26,11 +26,11 @@ func TestPrepareChecksEveryFile(t *testing.T) {
 	require.Empty(t, entries, "the files it created to check are gone")
 
 	require.NoError(t, os.Mkdir(filepath.Join(dir, "trace.json"), 0o755)) // a directory where a file goes
-	require.ErrorContains(t, d.Prepare(), "-out "+dir+": cannot write trace.json")
+	require.ErrorContains(t, d.Prepare(), "out "+dir+": cannot write trace.json")
 
 	file := filepath.Join(t.TempDir(), "file")
 	require.NoError(t, os.WriteFile(file, nil, 0o644))
-	require.ErrorContains(t, rundir.Dir{Path: file}.Prepare(), "-out "+file+": mkdir "+file+": not a directory")
+	require.ErrorContains(t, rundir.Dir{Path: file}.Prepare(), "out "+file+": mkdir "+file+": not a directory")
 }
 
 // checkpointedRun trains the MLP for 2 epochs of 3 steps into out, with a
@@ -59,7 +59,7 @@ func TestStartPoint(t *testing.T) {
 	st := checkpointedRun(t, out)
 
 	_, err := rundir.StartPoint(out, filepath.Join(out, rundir.CheckpointsDir), rundir.Fresh, st)
-	require.ErrorContains(t, err, "-out "+out+" holds the checkpoints of an earlier run")
+	require.ErrorContains(t, err, "out "+out+": holds the checkpoints of an earlier run")
 
 	runDir, from := rundir.ResumeTarget(out, "ignored")
 	require.Equal(t, out, runDir)
@@ -93,7 +93,7 @@ func TestStartPoint(t *testing.T) {
 
 	missing := filepath.Join(empty, "typo")
 	_, err = rundir.StartPoint(missing, filepath.Join(missing, rundir.CheckpointsDir), rundir.Resume, st)
-	require.ErrorContains(t, err, "-resume "+missing+": stat "+missing)
+	require.ErrorContains(t, err, "resume "+missing+": stat "+missing)
 	_, statErr := os.Stat(missing)
 	require.True(t, os.IsNotExist(statErr), "a mistyped -resume creates nothing")
 

@@ -133,7 +133,7 @@ type DiffError struct {
 	After       string
 }
 
-func (e *DiffError) Error() string { return e.Words(func(s string) string { return s }) }
+func (e *DiffError) Error() string { return e.Words(bare) }
 
 // Words is the message with each setting worded by word: a difference as
 // "-lr (lr) 0.03 there, 0.05 here" when word renames lr to -lr.

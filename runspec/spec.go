@@ -94,7 +94,7 @@ func (s Spec) Check() error {
 		return err
 	}
 	if cut != nil && p > 0 && p != len(cut)+1 {
-		return errorf("stages", s.Stages, fmt.Sprintf("{cut} %s makes %d stages; give one of the two", s.Cut, len(cut)+1))
+		return errorf("stages", s.Stages+" and {cut} "+s.Cut, fmt.Sprintf("the cut makes %d stages; give one of the two", len(cut)+1))
 	}
 	return nil
 }

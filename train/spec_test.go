@@ -55,7 +55,7 @@ func TestConfigFor(t *testing.T) {
 	}{
 		{func(o *runspec.Spec) { o.Momentum = &one }, "momentum 1: must be in [0, 1)"},
 		{func(o *runspec.Spec) { o.Schedule = "hogwild" }, `schedule "hogwild": unknown schedule (one of sequential,`},
-		{func(o *runspec.Spec) { o.Stages, o.Cut = "3", "6" }, "stages 3: cut 6 makes 2 stages; give one of the two"},
+		{func(o *runspec.Spec) { o.Stages, o.Cut = "3", "6" }, "stages 3 and cut 6: the cut makes 2 stages; give one of the two"},
 		{func(o *runspec.Spec) { o.Cut = "7,6" }, `cut "7,6": increasing op positions`},
 		{func(o *runspec.Spec) { o.Epochs = 1 }, "epochs 1: the mlp recipe's warm-up of 1 epoch (125 steps) covers the whole run"},
 		{func(o *runspec.Spec) { o.Epochs = 80001 }, "epochs 80001: 80001 epochs of 125 steps are more than the 10000000 steps a run can train"},

@@ -109,7 +109,7 @@ func TestResumeRefusesDamage(t *testing.T) {
 
 	t.Run("a fresh run where checkpoints are", func(t *testing.T) {
 		first := trainFails(t, 1, append(args, "-out", run)...)
-		require.Contains(t, first, "-out "+run+" holds the checkpoints of an earlier run ("+filepath.Join(run, rundir.CheckpointsDir)+", latest step 15): continue it with -resume "+run)
+		require.Contains(t, first, "-out "+run+": holds the checkpoints of an earlier run ("+filepath.Join(run, rundir.CheckpointsDir)+", latest step 15): continue it with -resume "+run)
 	})
 
 	t.Run("nothing to resume yet", func(t *testing.T) {

@@ -101,7 +101,7 @@ func (t *trainFlags) train(ctx context.Context, o *options, j trainJob, stdout, 
 	cfg.CheckpointEvery = t.checkpointEvery
 	run, err := experiment.StartTrainRun(o.out, j.from, j.how, o.settings(cfg, j.trainSet, j.test), &cfg, o.traceSteps, stdout)
 	if errors.Is(err, rundir.ErrFinished) { // a finished run restarted (-resume auto): nothing to do
-		fmt.Fprintf(stdout, "%v\n", err)
+		fmt.Fprintf(stdout, "%v\n", inFlags(err))
 		return nil
 	}
 	if err != nil {

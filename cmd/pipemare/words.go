@@ -35,15 +35,7 @@ func inFlags(err error) error {
 	if err == nil {
 		return nil
 	}
-	msg := err.Error()
-	var se *runspec.Error
-	if errors.As(err, &se) {
-		msg = strings.Replace(msg, se.Error(), se.Words(flagOf), 1)
-	}
-	var de *runspec.DiffError
-	if errors.As(err, &de) {
-		msg = strings.Replace(msg, de.Error(), de.Words(flagOf), 1)
-	}
+	msg := flagText(err)
 	msg = anotherSetting.ReplaceAllStringFunc(msg, func(m string) string { // a peer's refusal, perhaps passed on as text
 		setting := anotherSetting.FindStringSubmatch(m)[1]
 		return "runs with another " + flagOf(setting) + ":"
@@ -52,6 +44,25 @@ func inFlags(err error) error {
 		return err
 	}
 	return worded{msg, err}
+}
+
+// flagText is err's message with every runspec.Worded error within it,
+// through wrapping and errors.Join, worded by the flags.
+func flagText(err error) string {
+	if w, ok := err.(runspec.Worded); ok {
+		return w.Words(flagOf)
+	}
+	msg := err.Error()
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range j.Unwrap() {
+			msg = strings.Replace(msg, e.Error(), flagText(e), 1)
+		}
+		return msg
+	}
+	if inner := errors.Unwrap(err); inner != nil {
+		return strings.Replace(msg, inner.Error(), flagText(inner), 1)
+	}
+	return msg
 }
 
 // anotherSetting is how a transport.MismatchError names the setting a
