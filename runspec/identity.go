@@ -39,3 +39,19 @@ func (s Spec) Settings() []transport.Setting {
 func (s Spec) Identity(fingerprint string) transport.Identity {
 	return transport.Identity{Plan: fingerprint, Settings: s.Settings()}
 }
+
+// Given are the settings the spec gives — those its JSON form holds — as
+// name=value in the order of Spec's fields: what a command line writes to
+// start the same run.
+func (s Spec) Given() []transport.Setting {
+	b := s.JSON()
+	var given map[string]json.RawMessage
+	_ = json.Unmarshal(b, &given)
+	var out []transport.Setting
+	for _, name := range keys(s, b) {
+		if v, ok := given[name]; ok {
+			out = append(out, transport.Setting{Name: name, Value: text(v, ok)})
+		}
+	}
+	return out
+}

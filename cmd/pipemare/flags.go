@@ -225,6 +225,17 @@ func (o *options) spec() runspec.Spec {
 	return s
 }
 
+// specArgs are the run flags that start spec's run, -name=value in the
+// order of its fields: the command line's form of a spec, which spec
+// reads back.
+func specArgs(spec runspec.Spec) []string {
+	var args []string
+	for _, s := range spec.Given() {
+		args = append(args, flagOf(s.Name)+"="+s.Value)
+	}
+	return args
+}
+
 // fromSpec makes the run the spec's JSON form js (runspec.Parse) instead
 // of the run's flags, which must then not be given; "" keeps the flags.
 func (o *options) fromSpec(js string) error {

@@ -115,3 +115,16 @@ func TestStageArgs(t *testing.T) {
 	require.Equal(t, 2, code)
 	require.Contains(t, stderr, `-spec: not a run specification: json: unknown field "rate"`)
 }
+
+// TestSpecArgs: a spec's command-line form reads back to the same spec.
+func TestSpecArgs(t *testing.T) {
+	no, seed, t1 := false, int64(4), 0
+	spec := runspec.Spec{Model: "mlp", Data: "embedded", Method: "pipemare", Stages: "2", LR: 0.2, Cosine: &no, Seed: &seed, T1: &t1, StepDecay: true, TestLimit: 100}
+	args := specArgs(spec)
+	require.Equal(t, []string{"-model=mlp", "-data=embedded", "-method=pipemare", "-stages=2", "-lr=0.2", "-cosine=false", "-step-decay=true", "-t1=0", "-seed=4", "-test-limit=100"}, args)
+	fs := flag.NewFlagSet("train", flag.ContinueOnError)
+	var o options
+	o.registerRun(fs)
+	require.NoError(t, fs.Parse(args))
+	require.Equal(t, spec, o.spec())
+}
