@@ -110,14 +110,17 @@ func keys(v any, b []byte) []string {
 	return out
 }
 
-// text is a JSON value as a message writes it: a string unquoted, an
-// absent value "default".
+// text is a JSON value as a message writes it: a string unquoted (but
+// the empty one, ""), an absent value "default".
 func text(raw json.RawMessage, ok bool) string {
 	if !ok || string(raw) == "null" {
 		return unset
 	}
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
+		if s == "" {
+			return `""`
+		}
 		return s
 	}
 	return string(raw)
