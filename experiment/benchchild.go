@@ -10,51 +10,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"strings"
 
 	"github.com/pkg/errors"
 
 	"github.com/pipemare/pipemare/launch"
 	"github.com/pipemare/pipemare/rundir"
-	"github.com/pipemare/pipemare/runspec"
 )
-
-// benchOwn are the flags of pipemare bench that its trainings are not
-// given as they are: its own (-out, -rounds), and those of the placement
-// and the cut, which BenchArgs sets.
-var benchOwn = []string{"out", "rounds", "stages", "procs", "pin", "insecure"}
-
-// BenchArgs are the command lines (after the program's name) of a
-// bench's two trainings, pipemare train with one minibatch traced
-// (-trace-steps=1) and given's flags, those given to bench as -name=value
-// in the order given, minus bench's own and the placement's (-out,
-// -rounds, -stages, -procs, -pin, -insecure), with the cut fixed (-cut,
-// when cut is set) so that both train the same stages. The placed run
-// adds procs stage processes (-procs, plaintext on loopback, each pinned
-// to a CPU of its own with pin) when procs > 0; the other runs in one
-// process on the CPUs oneCPU (-cpus). Neither has -out: RunChildren adds
-// it.
-func BenchArgs(given []string, cut []int, procs int, pin bool, oneCPU string) (placed, against []string) {
-	base := []string{"train", "-trace-steps=1"}
-	for _, a := range given {
-		name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
-		if !slices.Contains(benchOwn, name) {
-			base = append(base, a)
-		}
-	}
-	if cut != nil {
-		base = append(base, "-cut="+runspec.FormatCut(cut))
-	}
-	placed = slices.Clone(base)
-	if procs > 0 {
-		placed = append(placed, fmt.Sprintf("-procs=%d", procs), "-insecure")
-		if pin {
-			placed = append(placed, "-pin")
-		}
-	}
-	return placed, append(base, "-cpus="+oneCPU)
-}
 
 // BenchPlacement names the placement of procs stage processes of this
 // host (each pinned to a CPU with pin), or of this process on its
@@ -70,7 +32,7 @@ func BenchPlacement(procs int, pin bool) string {
 }
 
 // TrainChild runs exe ("": this program) with args, a pipemare train
-// command line that writes its run directory to dir (-out=dir), as a
+// command line that writes its run directory to dir, as a
 // child process this one owns (launch.OwnChild: it dies with this one,
 // even when this one is killed), and returns what dir's report.json
 // (rundir.Report) says of the run — its samples/s and weights, as a
@@ -112,12 +74,16 @@ func TrainChild(ctx context.Context, exe string, args []string, dir string) (Ben
 	return BenchRun{SamplesPerSec: r.Result.Report.SamplesPerSec, WeightsSHA256: r.Result.WeightsSHA256, Dir: dir}, raw, nil
 }
 
+// ChildArgs are the arguments (after the program's name) of a child
+// training that writes its run directory to out.
+type ChildArgs func(out string) []string
+
 // RunChildren runs b's rounds (RunBench) as child trainings of exe ("":
-// this program; TrainChild), the placed run with the arguments placed,
-// the other with against (BenchArgs), each writing its run directory
-// into dir as <kind>-<round> (-out). It returns the last placed run's
-// report.json, for Write.
-func (b *Bench) RunChildren(ctx context.Context, exe string, placed, against []string, dir string, rounds int, log io.Writer) ([]byte, error) {
+// this program; TrainChild), the placed run with the arguments placed
+// gives, the other with against's, each writing its run directory into
+// dir as <kind>-<round>. It returns the last placed run's report.json,
+// for Write.
+func (b *Bench) RunChildren(ctx context.Context, exe string, placed, against ChildArgs, dir string, rounds int, log io.Writer) ([]byte, error) {
 	var last []byte
 	err := b.RunBench(ctx, rounds, func(ctx context.Context, kind string, round int) (BenchRun, error) {
 		args := against
@@ -125,7 +91,7 @@ func (b *Bench) RunChildren(ctx context.Context, exe string, placed, against []s
 			args = placed
 		}
 		out := filepath.Join(dir, fmt.Sprintf("%s-%d", kind, round))
-		r, raw, err := TrainChild(ctx, exe, append(slices.Clip(args), "-out="+out), out)
+		r, raw, err := TrainChild(ctx, exe, args(out), out)
 		if kind == "placed" {
 			last = raw
 		}

@@ -17,21 +17,6 @@ import (
 	"github.com/pipemare/pipemare/rundir"
 )
 
-// TestBenchArgs: both runs are pipemare train with the flags given but
-// bench's own and the placement's, and the cut fixed; the placed run adds
-// its stage processes, the other its CPU.
-func TestBenchArgs(t *testing.T) {
-	given := []string{"-limit=640", "-model=mlp", "-out=o", "-pin=true", "-procs=2", "-rounds=3", "-stages=2", "-trace-steps=5"}
-	placed, against := BenchArgs(given, []int{3, 7}, 2, true, "5")
-	base := []string{"train", "-trace-steps=1", "-limit=640", "-model=mlp", "-trace-steps=5", "-cut=3,7"}
-	require.Equal(t, append(base[:len(base):len(base)], "-procs=2", "-insecure", "-pin"), placed)
-	require.Equal(t, append(base[:len(base):len(base)], "-cpus=5"), against)
-
-	placed, against = BenchArgs([]string{"-model=mlp"}, nil, 0, false, "0-1")
-	require.Equal(t, []string{"train", "-trace-steps=1", "-model=mlp"}, placed)
-	require.Equal(t, []string{"train", "-trace-steps=1", "-model=mlp", "-cpus=0-1"}, against)
-}
-
 func TestBenchPlacement(t *testing.T) {
 	require.Equal(t, "2 stage processes, each pinned to a CPU", BenchPlacement(2, true))
 	require.Equal(t, "3 stage processes", BenchPlacement(3, false))
@@ -72,8 +57,11 @@ func TestRunChildren(t *testing.T) {
 	b := Bench{Placed: "p", Against: "a"}
 	// "-out=DIR" is appended: the script's $0, then $1 and $2 are empty;
 	// the placed script sets them.
-	placed := []string{"-c", `set -- 300 w; ` + fakeTrainScript}
-	against := []string{"-c", `set -- 100 w; ` + fakeTrainScript}
+	script := func(args ...string) ChildArgs {
+		return func(out string) []string { return append(args, "-out="+out) }
+	}
+	placed := script("-c", `set -- 300 w; `+fakeTrainScript)
+	against := script("-c", `set -- 100 w; `+fakeTrainScript)
 	raw, err := b.RunChildren(context.Background(), "/bin/sh", placed, against, dir, 2, io.Discard)
 	require.NoError(t, err)
 	require.Len(t, b.Runs, 4)
@@ -101,6 +89,6 @@ func TestRunChildren(t *testing.T) {
 	require.Contains(t, log.String(), "the runs trained different weights: the placement changed the arithmetic (a bug)")
 	require.FileExists(t, filepath.Join(out.Path, "bench.json"), "written all the same")
 
-	_, err = (&Bench{}).RunChildren(context.Background(), "/bin/sh", []string{"-c", "exit 1"}, against, dir, 1, io.Discard)
+	_, err = (&Bench{}).RunChildren(context.Background(), "/bin/sh", script("-c", "exit 1"), against, dir, 1, io.Discard)
 	require.ErrorContains(t, err, "placed run 0: exit status 1")
 }
