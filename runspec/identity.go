@@ -20,17 +20,7 @@ var notAtStage = map[string]bool{"data": true, "stages": true, "cut": true, "tes
 // spec leaves to the recipe or the method, which its JSON form leaves
 // out): its canonical form, which peers compare.
 func (s Spec) Settings() []transport.Setting {
-	b := s.JSON()
-	var given map[string]json.RawMessage
-	_ = json.Unmarshal(b, &given)
-	var out []transport.Setting
-	for _, name := range keys(s, b) {
-		if !notAtStage[name] {
-			v, ok := given[name]
-			out = append(out, transport.Setting{Name: name, Value: text(v, ok)})
-		}
-	}
-	return out
+	return s.named(func(name string, given bool) bool { return !notAtStage[name] })
 }
 
 // Identity is what every peer of the run compares at its handshake
@@ -44,12 +34,19 @@ func (s Spec) Identity(fingerprint string) transport.Identity {
 // name=value in the order of Spec's fields: what a command line writes to
 // start the same run.
 func (s Spec) Given() []transport.Setting {
+	return s.named(func(name string, given bool) bool { return given })
+}
+
+// named are the spec's fields that keep says to keep (by name, and
+// whether the spec gives it), as name=value in field order, a field the
+// spec leaves out "default".
+func (s Spec) named(keep func(name string, given bool) bool) []transport.Setting {
 	b := s.JSON()
 	var given map[string]json.RawMessage
 	_ = json.Unmarshal(b, &given)
 	var out []transport.Setting
 	for _, name := range keys(s, b) {
-		if v, ok := given[name]; ok {
+		if v, ok := given[name]; keep(name, ok) {
 			out = append(out, transport.Setting{Name: name, Value: text(v, ok)})
 		}
 	}
