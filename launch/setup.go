@@ -29,8 +29,8 @@ const (
 // Setup is where the process that trains (pipemare train) is told to run
 // its pipeline's stages: in Procs stage processes of its host, at Net's
 // addresses, or as a launcher placed it; and how it reaches them. Its
-// errors name the pipemare command's flags (-procs, -pin, -stage-addrs,
-// -certs, -insecure, -connect-timeout).
+// errors are *runspec.Error naming the settings (procs, pin, stage_addrs,
+// certs, insecure, connect_timeout).
 type Setup struct {
 	Net
 	// Procs is the number of stage processes to start on this host (0:
