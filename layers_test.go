@@ -29,7 +29,7 @@ var floors = []struct {
 	{"leaves", []string{".", "schedule", "transport", "internal/affinity", "internal/bnstate", "internal/faultpoint",
 		"internal/jsonkeys", "internal/reach", "internal/tensorutil", "transport/grpcnet/internal/framepb",
 		"internal/testkit/testutil", "internal/testkit/testmodels"}},
-	{"engine internals, formats", []string{"checkpoint", "delay", "transport/pki", "internal/recycle", "internal/slots",
+	{"engine internals, formats", []string{"checkpoint", "delay", "runspec", "transport/pki", "internal/recycle", "internal/slots",
 		"internal/stageops", "internal/tape"}},
 	{"the plan, solvers, the network", []string{"graphsplit", "solvers", "transport/grpcnet"}},
 	{"stages, decorators, places", []string{"internal/stage", "rescheduler", "correction", "footprint", "launch"}},

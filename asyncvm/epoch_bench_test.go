@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/pipemare/pipemare/graphsplit"
+	"github.com/pipemare/pipemare/runspec"
 	"github.com/pipemare/pipemare/train"
 	"github.com/pipemare/pipemare/zoo"
 )
@@ -60,9 +61,8 @@ func benchEpoch(b *testing.B, r zoo.Recipe) {
 	if d, ok := test.(*zoo.Dataset); ok {
 		test = d.Head(1) // evaluation is not what this measures
 	}
-	ov := train.NoOverrides()
-	ov.Stages, ov.Method, ov.Epochs = "1", "sequential", 1
-	cfg, err := ov.Config(r, trainSet.Len())
+	ov := runspec.Spec{Model: r.Model, Stages: "1", Method: "sequential", Epochs: 1}
+	cfg, err := train.ConfigFor(ov, r, trainSet.Len())
 	if err != nil {
 		b.Fatal(err)
 	}

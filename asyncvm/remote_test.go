@@ -53,7 +53,7 @@ func remotePlan(t *testing.T, model ...string) (*testmodels.Model, *graphsplit.P
 }
 
 func remoteNetwork(plan *graphsplit.Plan, addrs []string) grpcnet.Network {
-	return grpcnet.Network{Addrs: addrs, Links: grpcnet.Links(plan.Topology()), Fingerprint: plan.Fingerprint()}
+	return grpcnet.Network{Addrs: addrs, Links: grpcnet.Links(plan.Topology()), Identity: transport.Identity{Plan: plan.Fingerprint()}}
 }
 
 func runOptions(t *testing.T, name string) []asyncvm.Option {

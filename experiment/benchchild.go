@@ -10,65 +10,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/pkg/errors"
 
 	"github.com/pipemare/pipemare/launch"
 	"github.com/pipemare/pipemare/rundir"
-	"github.com/pipemare/pipemare/train"
 )
-
-// benchOwn are the flags of pipemare bench that its trainings are not
-// given as they are: its own (-out, -rounds), and those of the placement
-// and the cut, which BenchArgs sets.
-var benchOwn = []string{"out", "rounds", "stages", "procs", "pin", "insecure"}
-
-// BenchArgs are the command lines (after the program's name) of a
-// bench's two trainings, pipemare train with one minibatch traced
-// (-trace-steps=1) and given's flags, those given to bench as -name=value
-// in the order given, minus bench's own and the placement's (-out,
-// -rounds, -stages, -procs, -pin, -insecure), with the cut fixed (-cut,
-// when cut is set) so that both train the same stages. The placed run
-// adds procs stage processes (-procs, plaintext on loopback, each pinned
-// to a CPU of its own with pin) when procs > 0; the other runs in one
-// process on the CPUs oneCPU (-cpus). Neither has -out: RunChildren adds
-// it.
-func BenchArgs(given []string, cut []int, procs int, pin bool, oneCPU string) (placed, against []string) {
-	base := trainArgs(given, cut, benchOwn)
-	placed = slices.Clone(base)
-	if procs > 0 {
-		placed = append(placed, fmt.Sprintf("-procs=%d", procs), "-insecure")
-		if pin {
-			placed = append(placed, "-pin")
-		}
-	}
-	return placed, append(base, "-cpus="+oneCPU)
-}
-
-// trainArgs is a bench's pipemare train command line with one minibatch
-// traced (-trace-steps=1): given's flags (-name=value) but those named in
-// own, and the cut fixed (-cut, in place of the -stages or -cut given,
-// when cut has a position: one stage has none, and keeps its -stages).
-func trainArgs(given []string, cut []int, own []string) []string {
-	base := []string{"train", "-trace-steps=1"}
-	for _, a := range given {
-		name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
-		drop := slices.Contains(own, name)
-		if name == "stages" || name == "cut" {
-			drop = len(cut) > 0
-		}
-		if !drop {
-			base = append(base, a)
-		}
-	}
-	if len(cut) > 0 {
-		base = append(base, "-cut="+train.FormatCut(cut))
-	}
-	return base
-}
 
 // BenchPlacement names the placement of procs stage processes of this
 // host (each pinned to a CPU with pin), or of this process on its
@@ -84,7 +32,7 @@ func BenchPlacement(procs int, pin bool) string {
 }
 
 // TrainChild runs exe ("": this program) with args, a pipemare train
-// command line that writes its run directory to dir (-out=dir), as a
+// command line that writes its run directory to dir, as a
 // child process this one owns (launch.OwnChild: it dies with this one,
 // even when this one is killed), and returns what dir's report.json
 // (rundir.Report) says of the run — its samples/s and weights, as a
@@ -126,12 +74,16 @@ func TrainChild(ctx context.Context, exe string, args []string, dir string) (Ben
 	return BenchRun{SamplesPerSec: r.Result.Report.SamplesPerSec, WeightsSHA256: r.Result.WeightsSHA256, Dir: dir}, raw, nil
 }
 
+// ChildArgs are the arguments (after the program's name) of a child
+// training that writes its run directory to out.
+type ChildArgs func(out string) []string
+
 // RunChildren runs b's rounds (RunBench) as child trainings of exe ("":
-// this program; TrainChild), the placed run with the arguments placed,
-// the other with against (BenchArgs), each writing its run directory
-// into dir as <kind>-<round> (-out). It returns the last placed run's
-// report.json, for Write.
-func (b *Bench) RunChildren(ctx context.Context, exe string, placed, against []string, dir string, rounds int, log io.Writer) ([]byte, error) {
+// this program; TrainChild), the placed run with the arguments placed
+// gives, the other with against's, each writing its run directory into
+// dir as <kind>-<round>. It returns the last placed run's report.json,
+// for Write.
+func (b *Bench) RunChildren(ctx context.Context, exe string, placed, against ChildArgs, dir string, rounds int, log io.Writer) ([]byte, error) {
 	var last []byte
 	err := b.RunBench(ctx, rounds, func(ctx context.Context, kind string, round int) (BenchRun, error) {
 		args := against
@@ -139,7 +91,7 @@ func (b *Bench) RunChildren(ctx context.Context, exe string, placed, against []s
 			args = placed
 		}
 		out := filepath.Join(dir, fmt.Sprintf("%s-%d", kind, round))
-		r, raw, err := TrainChild(ctx, exe, append(slices.Clip(args), "-out="+out), out)
+		r, raw, err := TrainChild(ctx, exe, args(out), out)
 		if kind == "placed" {
 			last = raw
 		}
@@ -176,34 +128,4 @@ func (b *Bench) Write(out rundir.Dir, placedReport []byte, log io.Writer) error 
 		return errors.New("the placed and the one-CPU runs trained different weights")
 	}
 	return nil
-}
-
-// StageArgs are the arguments of stage process i of a pipemare train
-// -procs run (launch.LocalConfig.Args): pipemare stage with the run's
-// flags as given (run, -name=value, those of the run only), the cut the
-// driver chose in place of its -stages and -cut (when cut is set), the
-// stage's CPUs (-cpus; "": not pinned), its index, the stages' addresses,
-// the listener it inherits as file descriptor 3, the driver's
-// timeouts (n.TimeoutArgs) and the credentials: the throw-away certificates in
-// certs, or plaintext when certs is "".
-func StageArgs(run []string, cut []int, cpus string, n launch.Net, i int, addrs []string, certs string) []string {
-	args := []string{"stage"}
-	for _, a := range run {
-		name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
-		if cut == nil || name != "stages" && name != "cut" {
-			args = append(args, a)
-		}
-	}
-	if cut != nil {
-		args = append(args, "-cut="+train.FormatCut(cut))
-	}
-	if cpus != "" {
-		args = append(args, "-cpus="+cpus)
-	}
-	args = append(args, "-stage="+strconv.Itoa(i), "-stage-addrs="+strings.Join(addrs, ","), "-listen=fd:3")
-	args = append(args, n.TimeoutArgs()...)
-	if certs == "" {
-		return append(args, "-insecure")
-	}
-	return append(args, "-certs="+certs)
 }

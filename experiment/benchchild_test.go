@@ -11,28 +11,11 @@ import (
 	"runtime"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/pipemare/pipemare/launch"
 	"github.com/pipemare/pipemare/rundir"
 )
-
-// TestBenchArgs: both runs are pipemare train with the flags given but
-// bench's own and the placement's, and the cut fixed; the placed run adds
-// its stage processes, the other its CPU.
-func TestBenchArgs(t *testing.T) {
-	given := []string{"-limit=640", "-model=mlp", "-out=o", "-pin=true", "-procs=2", "-rounds=3", "-stages=2", "-trace-steps=5"}
-	placed, against := BenchArgs(given, []int{3, 7}, 2, true, "5")
-	base := []string{"train", "-trace-steps=1", "-limit=640", "-model=mlp", "-trace-steps=5", "-cut=3,7"}
-	require.Equal(t, append(base[:len(base):len(base)], "-procs=2", "-insecure", "-pin"), placed)
-	require.Equal(t, append(base[:len(base):len(base)], "-cpus=5"), against)
-
-	placed, against = BenchArgs([]string{"-model=mlp"}, nil, 0, false, "0-1")
-	require.Equal(t, []string{"train", "-trace-steps=1", "-model=mlp"}, placed)
-	require.Equal(t, []string{"train", "-trace-steps=1", "-model=mlp", "-cpus=0-1"}, against)
-}
 
 func TestBenchPlacement(t *testing.T) {
 	require.Equal(t, "2 stage processes, each pinned to a CPU", BenchPlacement(2, true))
@@ -74,8 +57,11 @@ func TestRunChildren(t *testing.T) {
 	b := Bench{Placed: "p", Against: "a"}
 	// "-out=DIR" is appended: the script's $0, then $1 and $2 are empty;
 	// the placed script sets them.
-	placed := []string{"-c", `set -- 300 w; ` + fakeTrainScript}
-	against := []string{"-c", `set -- 100 w; ` + fakeTrainScript}
+	script := func(args ...string) ChildArgs {
+		return func(out string) []string { return append(args, "-out="+out) }
+	}
+	placed := script("-c", `set -- 300 w; `+fakeTrainScript)
+	against := script("-c", `set -- 100 w; `+fakeTrainScript)
 	raw, err := b.RunChildren(context.Background(), "/bin/sh", placed, against, dir, 2, io.Discard)
 	require.NoError(t, err)
 	require.Len(t, b.Runs, 4)
@@ -103,16 +89,6 @@ func TestRunChildren(t *testing.T) {
 	require.Contains(t, log.String(), "the runs trained different weights: the placement changed the arithmetic (a bug)")
 	require.FileExists(t, filepath.Join(out.Path, "bench.json"), "written all the same")
 
-	_, err = (&Bench{}).RunChildren(context.Background(), "/bin/sh", []string{"-c", "exit 1"}, against, dir, 1, io.Discard)
+	_, err = (&Bench{}).RunChildren(context.Background(), "/bin/sh", script("-c", "exit 1"), against, dir, 1, io.Discard)
 	require.ErrorContains(t, err, "placed run 0: exit status 1")
-}
-
-// TestStageArgs: pipemare stage with the run's flags, the cut in place of
-// -stages and -cut, the stage's place and credentials.
-func TestStageArgs(t *testing.T) {
-	run := []string{"-model=mlp", "-stages=2", "-cut=4", "-limit=640"}
-	require.Equal(t, []string{"stage", "-model=mlp", "-limit=640", "-cut=3", "-cpus=1", "-stage=1", "-stage-addrs=127.0.0.1:1,127.0.0.1:2", "-listen=fd:3", "-connect-timeout=1m0s", "-stall-timeout=20s", "-recv-timeout=5m0s", "-certs=/tmp/c"},
-		StageArgs(run, []int{3}, "1", launch.Net{ConnectTimeout: time.Minute, StallTimeout: 20 * time.Second, RecvTimeout: 5 * time.Minute}, 1, []string{"127.0.0.1:1", "127.0.0.1:2"}, "/tmp/c"))
-	require.Equal(t, []string{"stage", "-model=mlp", "-stages=2", "-cut=4", "-limit=640", "-stage=0", "-stage-addrs=127.0.0.1:1", "-listen=fd:3", "-connect-timeout=2s", "-stall-timeout=30s", "-recv-timeout=2m0s", "-insecure"},
-		StageArgs(run, nil, "", launch.Net{ConnectTimeout: 2 * time.Second, StallTimeout: 30 * time.Second, RecvTimeout: 2 * time.Minute}, 0, []string{"127.0.0.1:1"}, ""))
 }

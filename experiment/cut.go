@@ -6,6 +6,7 @@ import (
 	"runtime"
 
 	"github.com/pipemare/pipemare/rundir"
+	"github.com/pipemare/pipemare/runspec"
 	"github.com/pipemare/pipemare/train"
 	"github.com/pipemare/pipemare/zoo"
 )
@@ -34,7 +35,7 @@ func ChooseCut(cfg *train.Config, measure bool, resumeDir string, r zoo.Recipe, 
 		}
 	}
 	if !measure {
-		fmt.Fprintf(log, "%d stages cut by the cost estimate, alike on every host (pipemare plan -stages %d measures a balanced cut to pass as -cut)\n", cfg.Stages, cfg.Stages)
+		fmt.Fprintf(log, "%d stages cut by the cost estimate, alike on every host (pipemare plan measures a balanced cut of %d stages, to give every host as the cut)\n", cfg.Stages, cfg.Stages)
 		return nil
 	}
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
@@ -43,6 +44,6 @@ func ChooseCut(cfg *train.Config, measure bool, resumeDir string, r zoo.Recipe, 
 		return err
 	}
 	cfg.Cut = cut
-	fmt.Fprintf(log, "%d stages cut at ops %s, balanced on this machine: %s\n", cfg.Stages, train.FormatCut(cut), bal)
+	fmt.Fprintf(log, "%d stages cut at ops %s, balanced on this machine: %s\n", cfg.Stages, runspec.FormatCut(cut), bal)
 	return nil
 }

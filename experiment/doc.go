@@ -4,9 +4,10 @@
 // A sweep (Sweep) trains a Grid: every Variant — a train.Method, optionally
 // with its parameters given, "spike(warmup=0.1,t1=0.5,decay=step)" — at
 // every delay Setting (N microbatches, or injected delays), run length (in
-// epochs) and seed, on one model. Each run's configuration is the one
-// pipemare train builds from the flags the run records, so any run of a
-// sweep can be trained again alone, bit for bit.
+// epochs) and seed, on one model. Each run is a run specification
+// (runspec.Spec), its configuration the one train.ConfigFor makes of it as
+// pipemare train does, so any run of a sweep can be trained again alone,
+// bit for bit.
 //
 // The summary (Report: sweep.json, sweep.md, sweep.svg, gap.svg) has, per
 // variant, setting and length, the final accuracy's mean and sample
@@ -16,7 +17,7 @@
 //
 // A sweep resumes at two levels. Every finished run is a small JSON Record
 // in a run Cache, reused whenever a sweep asks for the same run (same key
-// and flags); several sweeps of a model can share one cache. A run under
+// and specification); several sweeps of a model can share one cache. A run under
 // way checkpoints every Grid.CheckpointEvery steps into the work directory
 // and, when the sweep starts again, goes on from its last checkpoint with
 // the same result as an uninterrupted run (train.Config.Resume); its
@@ -29,9 +30,9 @@
 // gives it the cut its stages train; Progress shows it training;
 // Comparison trains every schedule one after the other; a Bench runs
 // pipemare train as child processes (TrainChild, RunChildren) with the
-// command lines BenchArgs makes, as StageArgs makes a stage process's;
-// a TimeToAccuracy trains seeds in placements the same way (TargetArgs,
-// TargetPlacements, RunTargetChildren) and reads each epoch's clock.
+// command lines the command gives it (ChildArgs); a TimeToAccuracy trains
+// seeds in placements the same way (TargetPlacements, RunTargetChildren)
+// and reads each epoch's clock.
 // WriteSchedule shows a schedule's grid.
 //
 // The figures of runs (WritePlots) use the engine's one steady state,

@@ -3,8 +3,8 @@ package experiment
 import (
 	"fmt"
 	"math"
-	"strconv"
 
+	"github.com/pipemare/pipemare/runspec"
 	"github.com/pipemare/pipemare/schedule"
 	"github.com/pipemare/pipemare/train"
 	"github.com/pipemare/pipemare/zoo"
@@ -62,83 +62,82 @@ func (r Run) Key() string {
 	return fmt.Sprintf("%s-%s-e%d-seed%d", r.Variant.key(), r.Setting.key(), r.Epochs, r.Seed)
 }
 
-// plan is what a run trains: its configuration and the pipemare train
-// flags that train the same run, or why it cannot run.
+// plan is what a run trains: its specification (the pipemare train run
+// of the same configuration) and configuration, or why it cannot run.
 type plan struct {
+	spec    runspec.Spec
 	cfg     train.Config
-	args    []string
 	refused string
 	// steps are the run's optimizer steps, epochSteps an epoch's.
 	steps, epochSteps int
 }
 
 // plan returns run's plan for recipe r on p stages and trainLen training
-// examples. The configuration is built as pipemare train builds it from
-// the flags plan.args: the recipe's run, the setting's N and rows, the
-// length and seed, the method (train.Method.Apply), then the variant's
-// parameters. A run that makes no minibatch is an error; one the method
-// cannot train is refused (plan.refused says why).
+// examples. The configuration is the run's specification (spec) through
+// train.ConfigFor, as pipemare train builds it: the recipe's run, the
+// setting's N and rows, the length and seed, the method, then the
+// variant's parameters with their fractions of the run in steps. A run
+// that makes no minibatch is an error; one the method cannot train is
+// refused (plan.refused says why).
 func (g *Grid) plan(r zoo.Recipe, run Run, p, trainLen int) (plan, error) {
 	v, s := run.Variant, run.Setting
-	c := train.Config{Hyper: r.Run}
-	c.Seed, c.Epochs = run.Seed, run.Epochs
-	c.Microbatch, c.Microbatches = s.MicrobatchRows, s.Microbatches
-	if g.Stages != "fine" {
-		c.Stages, _ = strconv.Atoi(g.Stages) // the command line made sure
-	}
-	if v.Momentum != nil {
-		c.Momentum, c.NoMomentum = *v.Momentum, *v.Momentum == 0
-	}
-	switch v.Decay {
-	case "cosine", "step", "constant":
-		c.Cosine, c.StepDecay = v.Decay == "cosine", v.Decay == "step"
-	}
-	pl := plan{epochSteps: trainLen / (c.Microbatch * c.Microbatches)}
-	pl.steps = pl.epochSteps * c.Epochs
+	pl := plan{spec: g.spec(run)}
+	pl.epochSteps = trainLen / (s.MicrobatchRows * s.Microbatches)
+	pl.steps = pl.epochSteps * run.Epochs
 	if pl.epochSteps == 0 {
-		return pl, errors.Errorf("%s: %d training examples make no minibatch of %d × %d rows", run.Key(), trainLen, c.Microbatches, c.Microbatch)
+		return pl, errors.Errorf("%s: %d training examples make no minibatch of %d × %d rows", run.Key(), trainLen, s.Microbatches, s.MicrobatchRows)
 	}
-	c, err := v.Method.Apply(c, r.Warmup, pl.epochSteps)
+	if v.Warmup != nil {
+		w := warmupSteps(*v.Warmup, pl.steps)
+		pl.spec.Warmup = &w
+	}
+	if s.Injected != "" { // injected delays start at the first step
+		w := 0
+		pl.spec.Warmup = &w
+	}
+	c, err := train.ConfigFor(pl.spec, r, trainLen)
+	if err == nil && v.T1 != nil { // K: a fraction of the steps after the warm-up
+		k := t1Steps(*v.T1, c.StepsAfterWarmup(pl.epochSteps))
+		pl.spec.T1 = &k
+		c, err = train.ConfigFor(pl.spec, r, trainLen)
+	}
 	if err != nil {
 		pl.cfg, pl.refused = c, err.Error()
-	} else {
-		pl.cfg, pl.refused = g.parameters(run, c, p, pl)
+		return pl, nil
 	}
-	pl.args = g.args(run, pl.cfg)
+	pl.cfg, pl.refused = g.parameters(run, c, p)
 	return pl, nil
 }
 
-// parameters sets the variant's parameters on the method's configuration c
-// of run, as train's flags do, or says why the run cannot train.
-func (g *Grid) parameters(run Run, c train.Config, p int, pl plan) (train.Config, string) {
+// spec is run's specification: the grid's model, data, stages and
+// examples, the setting's N and rows, the length, the seed, and the
+// variant's method, rate, momentum and decay (its warm-up and T1, which
+// are fractions of the run, plan sets in steps).
+func (g *Grid) spec(run Run) runspec.Spec {
 	v, s := run.Variant, run.Setting
+	seed := run.Seed
+	spec := runspec.Spec{Model: g.Model, Data: g.Data, Method: string(v.Method), Microbatches: s.Microbatches, Microbatch: s.MicrobatchRows,
+		Epochs: run.Epochs, Seed: &seed, Momentum: v.Momentum, T2: v.T2, Limit: g.Limit, TestLimit: g.TestLimit}
+	if g.Stages != "fine" {
+		spec.Stages = g.Stages
+	}
 	if v.LR != nil {
-		c.LR = *v.LR
+		spec.LR = *v.LR
 	}
-	if v.Warmup != nil {
-		c.Warmup = warmupSteps(*v.Warmup, pl.steps)
+	switch v.Decay {
+	case "cosine", "constant":
+		cosine := v.Decay == "cosine"
+		spec.Cosine = &cosine
+	case "step":
+		spec.StepDecay = true
 	}
-	if s.Injected != "" {
-		c.Warmup = 0
-	}
-	if c.Schedule.Async && c.Warmup >= pl.steps {
-		return c, fmt.Sprintf("the warm-up of %d steps covers the whole run of %d", c.Warmup, pl.steps)
-	}
-	switch {
-	case v.T1 != nil:
-		c.T1 = t1Steps(*v.T1, c.StepsAfterWarmup(pl.epochSteps))
-	case c.T1 > 0:
-		c.T1 = c.StepsAfterWarmup(pl.epochSteps)
-	}
-	if v.T2 != nil {
-		c.T2 = *v.T2
-	}
-	if !c.Schedule.Async {
-		c.T1, c.T2, c.Warmup, c.Spike, c.Predict = 0, 0, 0, false, false
-	}
-	if c.Predict && c.T2 != 0 {
-		return c, fmt.Sprintf("weight prediction cannot have T2 (γ = %g), whose backward estimate would undo it", c.T2)
-	}
+	return spec
+}
+
+// parameters sets what the sweep adds to run's configuration c — injected
+// delays, the checkpoints — or says why the run cannot train.
+func (g *Grid) parameters(run Run, c train.Config, p int) (train.Config, string) {
+	v, s := run.Variant, run.Setting
 	if s.Injected != "" {
 		if c.Schedule.Name != schedule.PipeMare().Name {
 			return c, fmt.Sprintf("injected delays stand for PipeMare's pipeline, and %s runs %s", v.Method, c.Schedule.Name)
@@ -164,48 +163,4 @@ func t1Steps(fraction float64, async int) int {
 		return 0
 	}
 	return max(1, int(math.Round(fraction*float64(async))))
-}
-
-// args are the pipemare train flags of run, whose configuration is c.
-// With injected delays, which train has no flag for, the setting's label
-// says which; their warm-up is off.
-func (g *Grid) args(run Run, c train.Config) []string {
-	v, s := run.Variant, run.Setting
-	a := []string{"-model", g.Model, "-data", g.Data, "-method", string(v.Method), "-stages", g.Stages,
-		"-microbatches", strconv.Itoa(s.Microbatches), "-microbatch", strconv.Itoa(s.MicrobatchRows),
-		"-epochs", strconv.Itoa(run.Epochs), "-seed", strconv.FormatInt(run.Seed, 10)}
-	if g.Limit > 0 {
-		a = append(a, "-limit", strconv.Itoa(g.Limit))
-	}
-	if g.TestLimit > 0 {
-		a = append(a, "-test-limit", strconv.Itoa(g.TestLimit))
-	}
-	if v.Warmup != nil || s.Injected != "" {
-		a = append(a, "-warmup", strconv.Itoa(c.Warmup))
-	}
-	if v.T1 != nil {
-		a = append(a, "-t1", strconv.Itoa(c.T1))
-	}
-	float := func(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
-	if v.T2 != nil {
-		a = append(a, "-t2", float(*v.T2))
-	}
-	if v.LR != nil {
-		a = append(a, "-lr", float(*v.LR))
-	}
-	if v.Momentum != nil {
-		a = append(a, "-momentum", float(*v.Momentum))
-	}
-	switch v.Decay {
-	case "cosine":
-		a = append(a, "-cosine")
-	case "step":
-		a = append(a, "-step-decay")
-	case "constant":
-		a = append(a, "-cosine=false")
-	}
-	if g.CheckpointEvery > 0 {
-		a = append(a, "-checkpoint-every", strconv.Itoa(g.CheckpointEvery))
-	}
-	return a
 }

@@ -18,8 +18,9 @@ func mustVariant(t *testing.T, s string) Variant {
 
 // TestGridPlan: a run's configuration is the recipe's, the setting's N and
 // rows, the method's techniques, then the variant's parameters (fractions
-// of the run turned into steps); its flags say the same to pipemare train;
-// the runs a method cannot train are refused, saying why.
+// of the run turned into steps), as train.ConfigFor makes it of the run's
+// specification, which pipemare train trains alike; the runs a method
+// cannot train are refused, saying why.
 func TestGridPlan(t *testing.T) {
 	r, err := zoo.RecipeFor("mlp") // 16 × 4 rows, 4 epochs, warm-up 1 epoch, cosine
 	require.NoError(t, err)
@@ -44,8 +45,7 @@ func TestGridPlan(t *testing.T) {
 	require.True(t, c.Spike && c.StepDecay && !c.Cosine)
 	require.Zero(t, c.T2)
 	require.Equal(t, int64(2), c.Seed)
-	require.Equal(t, []string{"-model", "mlp", "-data", "embedded", "-method", "spike", "-stages", "fine", "-microbatches", "4", "-microbatch", "16",
-		"-epochs", "4", "-seed", "2", "-warmup", "2", "-t1", "19", "-step-decay", "-checkpoint-every", "7"}, pl.args)
+	require.JSONEq(t, `{"model":"mlp","data":"embedded","method":"spike","microbatch":16,"microbatches":4,"epochs":4,"step_decay":true,"t1":19,"warmup":2,"seed":2}`, string(pl.spec.JSON()))
 
 	c = plan("pipemare", sets[1], 3, 640).cfg
 	require.Equal(t, []int{10, 20, 2, 32}, []int{c.Warmup, c.T1, c.Microbatches, c.Microbatch}, "the recipe's warm-up of an epoch; K every step after it")
@@ -59,12 +59,12 @@ func TestGridPlan(t *testing.T) {
 	c = plan("pipemare", sets[2], 4, 640).cfg
 	require.Zero(t, c.Warmup, "injected delays start at the first step")
 	require.Equal(t, delay.Fixed{2, 2, 2}, c.Delays)
-	require.Contains(t, plan("pipemare", sets[2], 4, 640).args, "-warmup")
+	require.Equal(t, 0, *plan("pipemare", sets[2], 4, 640).spec.Warmup, "the spec says so")
 
 	for v, why := range map[string]string{
-		"predict(t2=0.9)":    "weight prediction cannot have T2 (γ = 0.9)",
+		"predict(t2=0.9)":    "t2 0.9: weight prediction (method predict) cannot have T2",
 		"2bw":                "pipedream-2bw needs N ≥ 5 on 3 stages",
-		"naive(warmup=0.99)": "the warm-up of 40 steps covers the whole run of 40",
+		"naive(warmup=0.99)": "warmup 40: the synchronous warm-up covers the whole run of 40 steps",
 	} {
 		require.Contains(t, plan(v, sets[0], 4, 640).refused, why, v)
 	}

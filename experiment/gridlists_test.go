@@ -21,13 +21,13 @@ func TestGridLists(t *testing.T) {
 		change func(*GridLists, *Grid)
 		err    string
 	}{
-		{func(l *GridLists, _ *Grid) { l.Methods = "pipemare" }, "-methods: the baseline sequential (-baseline) is not among them"},
-		{func(l *GridLists, _ *Grid) { l.Methods = "sequential,hogwild" }, `-methods: train: no method "hogwild"`},
-		{func(l *GridLists, _ *Grid) { l.Microbatches = "" }, "-microbatches and -delays: no setting"},
-		{func(l *GridLists, _ *Grid) { l.Delays = "fixed:1.5" }, "-microbatches and -delays: "},
-		{func(l *GridLists, _ *Grid) { l.Epochs = "2,x" }, `-epochs "2,x": "x" is not a number of epochs`},
-		{func(l *GridLists, _ *Grid) { l.Seeds = "one" }, `-seeds "one": "one" is not a number`},
-		{func(_ *GridLists, g *Grid) { g.CheckpointEvery = -1 }, "-checkpoint-every -1: a number of steps (0: no checkpoints)"},
+		{func(l *GridLists, _ *Grid) { l.Methods = "pipemare" }, "methods: the baseline sequential (baseline) is not among them"},
+		{func(l *GridLists, _ *Grid) { l.Methods = "sequential,hogwild" }, `methods: train: no method "hogwild"`},
+		{func(l *GridLists, _ *Grid) { l.Microbatches = "" }, "microbatches and delays: no setting"},
+		{func(l *GridLists, _ *Grid) { l.Delays = "fixed:1.5" }, "microbatches and delays: "},
+		{func(l *GridLists, _ *Grid) { l.Epochs = "2,x" }, `epochs "2,x": "x" is not a number of epochs`},
+		{func(l *GridLists, _ *Grid) { l.Seeds = "one" }, `seeds "one": "one" is not a number`},
+		{func(_ *GridLists, g *Grid) { g.CheckpointEvery = -1 }, "checkpoint_every -1: a number of steps (0: no checkpoints)"},
 	} {
 		l, g := ok, Grid{Baseline: "sequential"}
 		c.change(&l, &g)

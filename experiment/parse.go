@@ -3,6 +3,7 @@ package experiment
 import (
 	"strconv"
 
+	"github.com/pipemare/pipemare/runspec"
 	"github.com/pkg/errors"
 )
 
@@ -23,7 +24,7 @@ func ParseVariants(list, baseline string) ([]Variant, error) {
 	case len(out) == 0:
 		return nil, errors.New("no method")
 	case !found:
-		return nil, errors.Errorf("the baseline %s (-baseline) is not among them", baseline)
+		return nil, runspec.Errorf("the baseline %s ({baseline}) is not among them", baseline)
 	}
 	return out, nil
 }

@@ -3,10 +3,11 @@ package experiment
 import (
 	"path/filepath"
 
-	"github.com/pkg/errors"
+	"fmt"
 
 	"github.com/pipemare/pipemare/launch"
 	"github.com/pipemare/pipemare/rundir"
+	"github.com/pipemare/pipemare/runspec"
 )
 
 // Placement is what report.json says of where a run's stages run, placed
@@ -49,7 +50,7 @@ func RunStart(resume, out string, outGiven bool) (dir, from string, how rundir.S
 	case resume == rundir.ResumeAuto:
 		return dir, from, rundir.ResumeIfAny, nil
 	case outGiven && filepath.Clean(out) != dir:
-		return out, "", 0, errors.Errorf("-out %s and -resume %s: a resumed run writes to the directory it resumes (%s)", out, resume, dir)
+		return out, "", 0, &runspec.Error{Setting: "resume", Value: resume, Reason: fmt.Sprintf("a resumed run writes to the directory it resumes (%s), not {out} %s", dir, out)}
 	}
 	return dir, from, rundir.Resume, nil
 }

@@ -38,5 +38,5 @@ func TestRunStart(t *testing.T) {
 		require.Equal(t, []any{c.dir, c.from, c.how}, []any{dir, from, how}, "%+v", c)
 	}
 	_, _, _, err := RunStart("run", "out", true)
-	require.EqualError(t, err, "-out out and -resume run: a resumed run writes to the directory it resumes (run)")
+	require.EqualError(t, err, "resume run: a resumed run writes to the directory it resumes (run), not out out")
 }

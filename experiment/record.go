@@ -4,18 +4,18 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"slices"
-	"strings"
+	"strconv"
 	"time"
 
 	"github.com/pipemare/pipemare/checkpoint"
+	"github.com/pipemare/pipemare/runspec"
 	"github.com/pipemare/pipemare/train"
 	"github.com/pkg/errors"
 )
 
 // Record is a finished run as the run cache keeps it: a few hundred bytes
-// (no losses, no events), what the sweep's statistics need and the flags
-// that say which run it is. Its JSON keys are the tags; durations are
+// (no losses, no events), what the sweep's statistics need and the
+// specification that says which run it is. Its JSON keys are the tags; durations are
 // integer nanoseconds.
 type Record struct {
 	// Method is the variant's text form, Setting the setting's label.
@@ -23,9 +23,11 @@ type Record struct {
 	Setting string `json:"setting"`
 	Epochs  int    `json:"epochs"`
 	Seed    int64  `json:"seed"`
-	// Args are the pipemare train flags of the same run (Grid.plan): a
-	// cached run is reused only for the same flags.
-	Args []string `json:"args"`
+	// Spec is the run's specification (Grid.plan: what pipemare train
+	// trains alike, with -checkpoint-every CheckpointEvery): a cached run
+	// is reused only for the same.
+	Spec            runspec.Spec `json:"spec"`
+	CheckpointEvery int          `json:"checkpoint_every,omitempty"`
 	// Steps are the optimizer steps, Warmup those of the synchronous
 	// warm-up, AsyncSteps those of an asynchronous schedule after it (0
 	// for a synchronous run), T1 T1's K.
@@ -99,10 +101,12 @@ func firstAtTarget(epochs []train.EpochResult, target float64) int {
 // two of them need trains once.
 type Cache struct{ Dir string }
 
-// Load returns the record of the run key when it finished before with the
-// same flags args; nil when it did not finish. A record of other flags is
-// an error naming the file (another grid's run under the same key).
-func (c Cache) Load(key string, args []string) (*Record, error) {
+// Load returns the record of the run key when it finished before as the
+// run now (the same Spec and CheckpointEvery); nil when it did not finish.
+// A record of another run is an error naming the file and the settings
+// that differ (another grid's run under the same key, or a record written
+// before records carried their spec).
+func (c Cache) Load(key string, now Record) (*Record, error) {
 	path := filepath.Join(c.Dir, key+".json")
 	b, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
@@ -115,8 +119,12 @@ func (c Cache) Load(key string, args []string) (*Record, error) {
 	if err := json.Unmarshal(b, &r); err != nil {
 		return nil, errors.Wrapf(err, "run cache: %s (delete it to train the run again)", path)
 	}
-	if !slices.Equal(r.Args, args) {
-		return nil, errors.Errorf("run cache: %s is a run of other flags (%s, not %s): give another cache directory, or delete it", path, strings.Join(r.Args, " "), strings.Join(args, " "))
+	d := runspec.Diff(r.Spec, now.Spec)
+	if r.CheckpointEvery != now.CheckpointEvery {
+		d = append(d, runspec.Difference{Setting: "checkpoint_every", Then: strconv.Itoa(r.CheckpointEvery), Now: strconv.Itoa(now.CheckpointEvery)})
+	}
+	if d != nil {
+		return nil, &runspec.DiffError{Before: "run cache: " + path + " is another run: ", Differences: d, After: "; give another cache directory, or delete it"}
 	}
 	return &r, nil
 }

@@ -28,7 +28,7 @@ var diverged = regexp.MustCompile(`not finite|the loss is`)
 func (s *Sweep) trainRun(ctx context.Context, run Run, pl plan) (*Record, error) {
 	key := run.Key()
 	rec := &Record{Method: run.Variant.String(), Setting: run.Setting.Label, Epochs: run.Epochs, Seed: run.Seed,
-		Args: pl.args, Steps: pl.steps, Warmup: pl.cfg.Warmup, T1: pl.cfg.T1}
+		Spec: pl.spec, CheckpointEvery: s.CheckpointEvery, Steps: pl.steps, Warmup: pl.cfg.Warmup, T1: pl.cfg.T1}
 	if pl.cfg.Schedule.Async {
 		rec.AsyncSteps = pl.steps - pl.cfg.Warmup
 	}

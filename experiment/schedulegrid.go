@@ -3,9 +3,11 @@ package experiment
 import (
 	"fmt"
 	"io"
+	"strconv"
 
 	"github.com/pkg/errors"
 
+	"github.com/pipemare/pipemare/runspec"
 	"github.com/pipemare/pipemare/schedule"
 )
 
@@ -23,8 +25,8 @@ const (
 // and the clock × stage grid (schedule.Grid); then the utilization with
 // equal action times (schedule.Replay) and, for an asynchronous schedule,
 // every stage's delay τ_i. It refuses, before it writes anything, sizes
-// that are not positive and runs beyond the bounds, naming the command's
-// flags (-stages, -microbatches, -minibatches, -grid), and shapes the
+// that are not positive and runs beyond the bounds, naming the settings
+// (stages, microbatches, minibatches, grid: *runspec.Error), and shapes the
 // schedule cannot run (schedule.Check). A schedule that places several
 // stages on a worker is printed clock × worker.
 func WriteSchedule(w io.Writer, s schedule.Schedule, p, n, steps int, grid bool) error {
@@ -33,7 +35,7 @@ func WriteSchedule(w io.Writer, s schedule.Schedule, p, n, steps int, grid bool)
 		v    int
 	}{{"stages", p}, {"microbatches", n}, {"minibatches", steps}} {
 		if f.v < 1 {
-			return errors.Errorf("-%s %d: must be positive", f.name, f.v)
+			return &runspec.Error{Setting: f.name, Value: strconv.Itoa(f.v), Reason: "must be positive"}
 		}
 	}
 	// Every schedule has a forward and a backward (or its two halves) per
@@ -44,12 +46,12 @@ func WriteSchedule(w io.Writer, s schedule.Schedule, p, n, steps int, grid bool)
 		per = 3
 	}
 	if actions := float64(p) * float64(steps) * float64(per*n+2); actions > MaxScheduleActions {
-		return errors.Errorf("-stages %d × -minibatches %d × (%d·-microbatches %d + 2) = %.0f actions: more than the %d this command simulates", p, steps, per, n, actions, MaxScheduleActions)
+		return &runspec.Error{Setting: "stages", Value: fmt.Sprintf("%d × {minibatches} %d × (%d·{microbatches} %d + 2) = %.0f actions", p, steps, per, n, actions), Reason: fmt.Sprintf("more than the %d this command simulates", MaxScheduleActions)}
 	}
 	if err := schedule.Check(s, p, n); err != nil {
 		var se *schedule.ShapeError
 		if errors.As(err, &se) {
-			return errors.Errorf("-schedule %s with -stages %d and -microbatches %d: %s", s.Name, p, n, se.Reason)
+			return &runspec.Error{Setting: "schedule", Value: fmt.Sprintf("%s with {stages} %d and {microbatches} %d", s.Name, p, n), Reason: se.Reason}
 		}
 		return err
 	}
@@ -58,7 +60,7 @@ func WriteSchedule(w io.Writer, s schedule.Schedule, p, n, steps int, grid bool)
 	if grid {
 		clocks := int(v.Makespan) // unit action times: the makespan counts clocks
 		if cells := float64(clocks) * float64(len(lists)); cells > MaxGridCells {
-			return errors.Errorf("-grid: %d clocks × %d columns = %.0f cells, more than the %d a printed grid holds; -grid=false gives the utilization and delays", clocks, len(lists), cells, MaxGridCells)
+			return &runspec.Error{Setting: "grid", Reason: fmt.Sprintf("%d clocks × %d columns = %.0f cells, more than the %d a printed grid holds; {grid}=false gives the utilization and delays", clocks, len(lists), cells, MaxGridCells)}
 		}
 		legend := "F forward, B backward, U update"
 		if s.Split {

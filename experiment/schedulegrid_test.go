@@ -35,11 +35,11 @@ func TestWriteSchedule(t *testing.T) {
 		p, n, steps int
 		err         string
 	}{
-		{0, 1, 1, "-stages 0: must be positive"},
-		{1, 0, 1, "-microbatches 0: must be positive"},
-		{1, 1, -1, "-minibatches -1: must be positive"},
-		{100000, 100, 2, "-stages 100000 × -minibatches 2 × (2·-microbatches 100 + 2) = 40400000 actions: more than the 5000000 this command simulates"},
-		{2000, 1, 1, "cells, more than the 1000000 a printed grid holds; -grid=false gives the utilization and delays"},
+		{0, 1, 1, "stages 0: must be positive"},
+		{1, 0, 1, "microbatches 0: must be positive"},
+		{1, 1, -1, "minibatches -1: must be positive"},
+		{100000, 100, 2, "stages 100000 × minibatches 2 × (2·microbatches 100 + 2) = 40400000 actions: more than the 5000000 this command simulates"},
+		{2000, 1, 1, "cells, more than the 1000000 a printed grid holds; grid=false gives the utilization and delays"},
 	} {
 		b.Reset()
 		require.ErrorContains(t, WriteSchedule(&b, schedule.PipeMare(), c.p, c.n, c.steps, true), c.err)

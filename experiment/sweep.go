@@ -132,7 +132,7 @@ func (s *Sweep) look(runs []Run, p int) (map[string]plan, map[string]*Record, []
 			return nil, nil, nil, err
 		}
 		plans[r.Key()] = pl
-		rec, err := s.Cache.Load(r.Key(), pl.args)
+		rec, err := s.Cache.Load(r.Key(), Record{Spec: pl.spec, CheckpointEvery: s.CheckpointEvery})
 		if err != nil {
 			return nil, nil, nil, err
 		}

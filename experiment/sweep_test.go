@@ -134,7 +134,7 @@ func TestSweep(t *testing.T) {
 	require.Equal(t, []int64{1, 3}, naive.Gap.Seeds, "seed 2 failed")
 	require.InDelta(t, -5, naive.Gap.Mean, 1e-9)
 	require.Equal(t, 3, cells["predict(warmup=0.1) e1"].Diverged)
-	require.Contains(t, cells["predict(warmup=0.1,t2=0.5) e1"].Refused, "weight prediction cannot have T2")
+	require.Contains(t, cells["predict(warmup=0.1,t2=0.5) e1"].Refused, "weight prediction (method predict) cannot have T2")
 
 	within := map[string]Within{}
 	for _, w := range rep.Within {
@@ -180,7 +180,7 @@ func TestSweep(t *testing.T) {
 	other := fakeSweep(t, f, dir, methods...)
 	other.CheckpointEvery = 50
 	_, err = other.Run(context.Background())
-	require.ErrorContains(t, err, "sequential-N4-e1-seed1.json is a run of other flags")
+	require.ErrorContains(t, err, "sequential-N4-e1-seed1.json is another run: checkpoint_every 100 there, 50 here; give another cache directory, or delete it")
 	require.Empty(t, f.calls)
 }
 

@@ -7,11 +7,13 @@ import (
 	"io"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/pkg/errors"
 
 	"github.com/pipemare/pipemare/rundir"
+	"github.com/pipemare/pipemare/runspec"
 	"github.com/pipemare/pipemare/train"
 )
 
@@ -72,10 +74,14 @@ type TargetSummary struct {
 }
 
 // TargetPlacement is where a training of a TimeToAccuracy runs: its name
-// and the flags of pipemare train that place it.
+// and how it is placed — in one process on the CPUs CPUs ("": every CPU
+// of the process), or in Procs stage processes on this host, each pinned
+// to a CPU of its own when Pin is set.
 type TargetPlacement struct {
-	Name string
-	Args []string
+	Name  string
+	CPUs  string
+	Procs int
+	Pin   bool
 }
 
 // TargetPlacementNames are the placements pipemare bench -target knows:
@@ -85,45 +91,31 @@ var TargetPlacementNames = []string{"one-cpu", "cores", "procs"}
 
 // TargetPlacements returns the placements named in names (of
 // TargetPlacementNames) of a training cut into stages stages: one-cpu runs
-// on the CPU oneCPU (-cpus), cores on every CPU of the process, procs
-// runs stages stage processes on this host, plaintext on loopback, each
-// pinned (-procs -pin -insecure).
+// on the CPU oneCPU, cores on every CPU of the process, procs runs stages
+// stage processes on this host, each pinned. Errors are *runspec.Error
+// about the placements setting.
 func TargetPlacements(names []string, stages int, oneCPU string) ([]TargetPlacement, error) {
 	var out []TargetPlacement
 	for _, n := range names {
 		p := TargetPlacement{Name: n}
 		switch n {
 		case "one-cpu":
-			p.Args = []string{"-cpus=" + oneCPU}
+			p.CPUs = oneCPU
 		case "cores":
 		case "procs":
 			if stages < 2 {
-				return nil, errors.Errorf("placement procs: a process per stage needs a cut into stages (-stages 2 or more, or -cut; here %d), or leave procs out of -placements", stages)
+				return nil, &runspec.Error{Setting: "placements", Value: n, Reason: fmt.Sprintf("a process per stage needs a cut into stages ({stages} 2 or more, or {cut}; here %d), or leave procs out", stages)}
 			}
-			p.Args = []string{fmt.Sprintf("-procs=%d", stages), "-pin", "-insecure"}
+			p.Procs, p.Pin = stages, true
 		default:
-			return nil, errors.Errorf("placement %q: not one of %s", n, strings.Join(TargetPlacementNames, ", "))
+			return nil, &runspec.Error{Setting: "placements", Value: strconv.Quote(n), Reason: "not one of " + strings.Join(TargetPlacementNames, ", ")}
 		}
 		out = append(out, p)
 	}
 	if len(out) == 0 {
-		return nil, errors.Errorf("no placement: name one or more of %s", strings.Join(TargetPlacementNames, ", "))
+		return nil, &runspec.Error{Setting: "placements", Reason: "no placement: name one or more of " + strings.Join(TargetPlacementNames, ", ")}
 	}
 	return out, nil
-}
-
-// targetOwn are the flags of pipemare bench -target that its trainings are
-// not given as they are: bench's own, the placement's, and the seed, which
-// each training sets.
-var targetOwn = append(slices.Clone(benchOwn), "target", "placements", "seed")
-
-// TargetArgs is the command line (after the program's name) of a
-// TimeToAccuracy's trainings, before the placement and the seed: pipemare
-// train with given's flags (-name=value, in the order given), minus
-// bench's own, the placement's and -seed, with the cut fixed (trainArgs)
-// so that every placement trains the same stages.
-func TargetArgs(given []string, cut []int) []string {
-	return trainArgs(given, cut, targetOwn)
 }
 
 // Run trains every seed in every placement, the placements' order
@@ -157,14 +149,13 @@ func (t *TimeToAccuracy) Run(ctx context.Context, seeds []int64, placements []Ta
 }
 
 // RunTargetChildren runs t (Run) as child trainings of exe ("": this
-// program; TrainChild) with the arguments args (TargetArgs), the
-// placement's and -seed, each writing its run directory into dir as
-// <placement>-seed<seed> (-out).
-func (t *TimeToAccuracy) RunTargetChildren(ctx context.Context, exe string, args []string, dir string, seeds []int64, placements []TargetPlacement, log io.Writer) error {
+// program; TrainChild), the training of seed in placement p with the
+// arguments args(p, seed) gives, each writing its run directory into dir
+// as <placement>-seed<seed>.
+func (t *TimeToAccuracy) RunTargetChildren(ctx context.Context, exe string, args func(p TargetPlacement, seed int64) ChildArgs, dir string, seeds []int64, placements []TargetPlacement, log io.Writer) error {
 	return t.Run(ctx, seeds, placements, func(ctx context.Context, p TargetPlacement, seed int64) ([]byte, string, error) {
 		out := filepath.Join(dir, fmt.Sprintf("%s-seed%d", p.Name, seed))
-		a := append(append(slices.Clip(args), p.Args...), fmt.Sprintf("-seed=%d", seed), "-out="+out)
-		_, raw, err := TrainChild(ctx, exe, a, out)
+		_, raw, err := TrainChild(ctx, exe, args(p, seed)(out), out)
 		return raw, out, err
 	}, log)
 }

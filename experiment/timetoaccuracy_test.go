@@ -38,9 +38,7 @@ func targetReport(t *testing.T, acc, clocks []float64, sps float64, weights stri
 func TestTimeToAccuracy(t *testing.T) {
 	ps, err := TargetPlacements([]string{"one-cpu", "cores", "procs"}, 2, "1")
 	require.NoError(t, err)
-	require.Equal(t, []string{"-cpus=1"}, ps[0].Args)
-	require.Empty(t, ps[1].Args)
-	require.Equal(t, []string{"-procs=2", "-pin", "-insecure"}, ps[2].Args)
+	require.Equal(t, []TargetPlacement{{Name: "one-cpu", CPUs: "1"}, {Name: "cores"}, {Name: "procs", Procs: 2, Pin: true}}, ps)
 
 	// clocks per placement: one-cpu is slowest; seed 3 of cores never
 	// reaches 0.85.
@@ -97,19 +95,7 @@ func TestTimeToAccuracy(t *testing.T) {
 	require.EqualError(t, err, "cores, seed 7: boom")
 
 	_, err = TargetPlacements([]string{"procs"}, 1, "1")
-	require.ErrorContains(t, err, "-stages 2 or more")
+	require.ErrorContains(t, err, "stages 2 or more")
 	_, err = TargetPlacements([]string{"gpu"}, 2, "1")
-	require.ErrorContains(t, err, `placement "gpu": not one of one-cpu, cores, procs`)
-}
-
-// TestTargetArgs: the trainings get the flags given but bench's own, the
-// placement's and the seed; the cut replaces -stages and a -cut given, and
-// one stage, which has no cut, keeps its -stages.
-func TestTargetArgs(t *testing.T) {
-	given := []string{"-model=cnn", "-stages=2", "-seed=3", "-target=0.8", "-placements=cores", "-rounds=2", "-out=o", "-epochs=1"}
-	require.Equal(t, []string{"train", "-trace-steps=1", "-model=cnn", "-epochs=1", "-cut=7"}, TargetArgs(given, []int{7}))
-	given[1] = "-stages=1"
-	require.Equal(t, []string{"train", "-trace-steps=1", "-model=cnn", "-stages=1", "-epochs=1"}, TargetArgs(given, nil))
-	given[1] = "-cut=9"
-	require.Equal(t, []string{"train", "-trace-steps=1", "-model=cnn", "-epochs=1", "-cut=9"}, TargetArgs(given, []int{9}), "one -cut")
+	require.ErrorContains(t, err, `placements "gpu": not one of one-cpu, cores, procs`)
 }

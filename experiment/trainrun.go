@@ -9,6 +9,7 @@ import (
 
 	"github.com/pipemare/pipemare/checkpoint"
 	"github.com/pipemare/pipemare/rundir"
+	"github.com/pipemare/pipemare/runspec"
 	"github.com/pipemare/pipemare/train"
 )
 
@@ -131,7 +132,7 @@ func (r *TrainRun) Interruption(res *train.Result) error {
 	}
 	msg := fmt.Sprintf("interrupted in epoch %d after step %d; %s", last.Epoch, steps, wrote)
 	if c, err := checkpoint.Latest(filepath.Join(r.Dir.Path, rundir.CheckpointsDir)); err == nil {
-		return errors.Errorf("%s; resume with -resume %s (from its checkpoint of step %d)", msg, r.Dir.Path, c.Manifest.Step)
+		return runspec.Errorf("%s; resume with {resume} %s (from its checkpoint of step %d)", msg, r.Dir.Path, c.Manifest.Step)
 	}
-	return errors.Errorf("%s; no checkpoint to resume from (-checkpoint-every K makes a run resumable)", msg)
+	return runspec.Errorf("%s; no checkpoint to resume from ({checkpoint_every} K makes a run resumable)", msg)
 }

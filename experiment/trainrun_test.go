@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pipemare/pipemare/rundir"
+	"github.com/pipemare/pipemare/runspec"
 	"github.com/pipemare/pipemare/schedule"
 	"github.com/pipemare/pipemare/train"
 	"github.com/pipemare/pipemare/zoo"
@@ -37,7 +38,7 @@ func TestTrainRun(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "run")
 	cfg := smallConfig(schedule.PipeMare())
 	cfg.CheckpointEvery = 5
-	st := rundir.NewSettings("mlp", "embedded", "fine", "", cfg, trainSet.Len(), test.Len())
+	st := rundir.NewSettings(runspec.Spec{Model: "mlp", Data: "embedded"}, cfg, trainSet.Len(), test.Len())
 	var log strings.Builder
 	run, err := StartTrainRun(out, "", rundir.Fresh, st, &cfg, 1, &log)
 	require.NoError(t, err)
@@ -94,7 +95,7 @@ func TestComparison(t *testing.T) {
 			return train.Train(ctx, zoo.MLP, trainSet, test, cfg)
 		},
 		Settings: func(cfg train.Config) rundir.Settings {
-			return rundir.NewSettings("mlp", "embedded", "fine", "", cfg, trainSet.Len(), test.Len())
+			return rundir.NewSettings(runspec.Spec{Model: "mlp", Data: "embedded"}, cfg, trainSet.Len(), test.Len())
 		}}
 	out := rundir.Dir{Path: t.TempDir()}
 	err := c.Run(context.Background(), out.Path, runs)
@@ -115,7 +116,7 @@ func TestComparison(t *testing.T) {
 	file := filepath.Join(empty, "file")
 	require.NoError(t, os.WriteFile(file, nil, 0o644))
 	log.Reset()
-	require.ErrorContains(t, c.Run(context.Background(), filepath.Join(file, "out"), runs), "-out ")
+	require.ErrorContains(t, c.Run(context.Background(), filepath.Join(file, "out"), runs), "out ")
 	require.Empty(t, log.String(), "a directory that cannot be written is refused before anything trains")
 }
 
@@ -138,7 +139,7 @@ func TestChooseCut(t *testing.T) {
 	cfg = train.Config{Hyper: r.Run, Stages: 2}
 	require.NoError(t, ChooseCut(&cfg, false, "", r, trainSet, &log))
 	require.Nil(t, cfg.Cut)
-	require.Equal(t, "2 stages cut by the cost estimate, alike on every host (pipemare plan -stages 2 measures a balanced cut to pass as -cut)\n", log.String())
+	require.Equal(t, "2 stages cut by the cost estimate, alike on every host (pipemare plan measures a balanced cut of 2 stages, to give every host as the cut)\n", log.String())
 
 	log.Reset()
 	require.NoError(t, ChooseCut(&cfg, true, "", r, trainSet, &log))
@@ -146,7 +147,7 @@ func TestChooseCut(t *testing.T) {
 	require.Regexp(t, `^2 stages cut at ops \d+, balanced on this machine: `, log.String())
 
 	dir := t.TempDir()
-	st := rundir.NewSettings("mlp", "embedded", "2", "", train.Config{Hyper: r.Run, Stages: 2, Cut: []int{4}}, 640, 100)
+	st := rundir.NewSettings(runspec.Spec{Model: "mlp", Data: "embedded", Stages: "2"}, train.Config{Hyper: r.Run, Stages: 2, Cut: []int{4}}, 640, 100)
 	require.NoError(t, rundir.Dir{Path: dir}.WriteSettings(st))
 	cfg = train.Config{Hyper: r.Run, Stages: 2}
 	require.NoError(t, ChooseCut(&cfg, true, dir, r, trainSet, &log))

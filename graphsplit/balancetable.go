@@ -45,9 +45,9 @@ func (p *Plan) WriteBalance(w io.Writer, times []StageTime) error {
 		for i, c := range p.Cuts() {
 			cut[i] = strconv.Itoa(c)
 		}
-		fmt.Fprintf(&b, "; balanced by measuring (%s): -cut %s\n", p.Balance, strings.Join(cut, ","))
+		fmt.Fprintf(&b, "; balanced by measuring (%s): cut before ops %s\n", p.Balance, strings.Join(cut, ","))
 	case n > 1 && idle > n/2 && k < n:
-		fmt.Fprintf(&b, "\n%d of %d stages are less than half busy: the slowest holds %.0f%% of the work, so %d stages at its pace would hold all of it and go as fast (pipemare plan -stages %d measures a balanced cut)\n", idle, n, 100*float64(most)/float64(total), max(k, 1), max(k, 1))
+		fmt.Fprintf(&b, "\n%d of %d stages are less than half busy: the slowest holds %.0f%% of the work, so %d stages at its pace would hold all of it and go as fast (a plan of %d stages balanced by measuring would)\n", idle, n, 100*float64(most)/float64(total), max(k, 1), max(k, 1))
 	default:
 		b.WriteString("\n")
 	}

@@ -37,10 +37,12 @@
 //
 // Net is how a process reaches the others as a command line gives it (the
 // stages' addresses, the credentials, the connect, stall and receive
-// timeouts; TimeoutArgs hands the timeouts on to stage processes); its checks,
-// StagePlace (where a stage process stands, from its flags and a
-// launcher's environment) and its Connector word their errors by the
-// pipemare command's flags. Setup decides where a training process's
+// timeouts); its checks,
+// StagePlace (where a stage process stands, from its settings and a
+// launcher's environment) and its Connector return errors that name the
+// setting (*runspec.Error: stage_addrs, certs, connect_timeout, …), which
+// a command words as its flags. A Place carries the run's specification,
+// and Place.Identity is what every transport's handshake compares. Setup decides where a training process's
 // stages run (Where: in the process, stage processes of its host, remote,
 // or as a launcher placed it) and refuses settings that contradict each
 // other; Fit checks a plan against the places. LocalDriver starts the

@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/pkg/errors"
 
 	"github.com/pipemare/pipemare/graphsplit"
+	"github.com/pipemare/pipemare/runspec"
 	"github.com/pipemare/pipemare/transport"
 	"github.com/pipemare/pipemare/transport/grpcnet"
 )
@@ -20,12 +22,12 @@ import (
 type ConnectFunc = func(ctx context.Context, plan *graphsplit.Plan) (transport.Endpoint, error)
 
 // Net is how a process of a pipeline in several processes reaches the
-// others, as the pipemare command's flags give it: the stages' addresses
-// (-stage-addrs), the credentials (-certs, -insecure) and how long to
-// wait for the peers (-connect-timeout, -stall-timeout, -recv-timeout). Its methods check it and open
-// the process's endpoint; their errors name those flags, as
-// train.Overrides' name the run's, for the command line whose settings
-// these are.
+// others, as a command line gives it: the stages' addresses
+// (stage_addrs), the credentials (certs, insecure) and how long to wait
+// for the peers (connect_timeout, stall_timeout, recv_timeout). Its
+// methods check it and open the process's endpoint; their errors are
+// *runspec.Error naming those settings, as train.ConfigFor's name the
+// run's, for a command to word as its flags.
 type Net struct {
 	// StageAddrs are the stages' addresses, host:port, comma-separated in
 	// stage order ("": none given); ParseAddrs reads them.
@@ -52,21 +54,13 @@ type Net struct {
 func (n Net) CheckTimeout() error {
 	switch {
 	case n.ConnectTimeout <= 0:
-		return errors.Errorf("-connect-timeout %v: must be positive", n.ConnectTimeout)
+		return &runspec.Error{Setting: "connect_timeout", Value: n.ConnectTimeout.String(), Reason: "must be positive"}
 	case n.StallTimeout != 0 && n.StallTimeout < grpcnet.MinStallTimeout:
-		return errors.Errorf("-stall-timeout %v: must be at least %v (the transport's keepalive pings a peer at most every 10s)", n.StallTimeout, grpcnet.MinStallTimeout)
+		return &runspec.Error{Setting: "stall_timeout", Value: n.StallTimeout.String(), Reason: fmt.Sprintf("must be at least %v (the transport's keepalive pings a peer at most every 10s)", grpcnet.MinStallTimeout)}
 	case n.RecvTimeout < 0:
-		return errors.Errorf("-recv-timeout %v: must be positive (0: the default, %v)", n.RecvTimeout, grpcnet.DefaultRecvTimeout)
+		return &runspec.Error{Setting: "recv_timeout", Value: n.RecvTimeout.String(), Reason: fmt.Sprintf("must be positive (0: the default, %v)", grpcnet.DefaultRecvTimeout)}
 	}
 	return nil
-}
-
-// TimeoutArgs are n's timeouts as the pipemare command's flags
-// (-connect-timeout=…, -stall-timeout=…, -recv-timeout=…): what a driver
-// hands the stage processes it starts, so that every process of the
-// pipeline waits alike.
-func (n Net) TimeoutArgs() []string {
-	return []string{"-connect-timeout=" + n.ConnectTimeout.String(), "-stall-timeout=" + n.StallTimeout.String(), "-recv-timeout=" + n.RecvTimeout.String()}
 }
 
 // FirstOrder is how long a stage waits for its driver's first order once
@@ -77,7 +71,10 @@ func (n Net) FirstOrder() time.Duration { return 2 * n.ConnectTimeout }
 // Addrs parses StageAddrs (ParseAddrs); the error names -stage-addrs.
 func (n Net) Addrs() ([]string, error) {
 	addrs, err := ParseAddrs(n.StageAddrs)
-	return addrs, errors.Wrap(err, "-stage-addrs")
+	if err != nil {
+		return nil, &runspec.Error{Setting: "stage_addrs", Err: err}
+	}
+	return addrs, nil
 }
 
 // CheckCredentials refuses a Net without a way to secure the links, with
@@ -87,15 +84,15 @@ func (n Net) CheckCredentials(addrs []string) error {
 	c := n.Credentials
 	switch {
 	case c.Insecure && c.Dir != "":
-		return errors.Errorf("-insecure and -certs %s: choose one", c.Dir)
+		return &runspec.Error{Setting: "insecure", Value: "and {certs} " + c.Dir, Reason: "choose one"}
 	case c.Insecure:
 		for _, a := range addrs {
 			if !grpcnet.Loopback(a) {
-				return errors.Errorf("-insecure: plaintext refused: %s is not a loopback address; give -certs DIR (pipemare certs writes one)", a)
+				return &runspec.Error{Setting: "insecure", Reason: "plaintext refused: " + a + " is not a loopback address; give {certs} DIR (pipemare certs writes one)"}
 			}
 		}
 	case c.Dir == "":
-		return errors.New("-certs DIR or -insecure: the links between processes need mutual TLS (pipemare certs writes a CA and certificates), or plaintext on loopback")
+		return &runspec.Error{Setting: "certs", Value: "DIR or {insecure}", Reason: "the links between processes need mutual TLS (pipemare certs writes a CA and certificates), or plaintext on loopback"}
 	}
 	return nil
 }
@@ -107,18 +104,18 @@ func (n Net) credentials(p transport.Peer) ([]grpcnet.Option, error) {
 	opts, err := n.Credentials.Options(p)
 	switch {
 	case errors.Is(err, fs.ErrNotExist) && p != transport.Driver:
-		return nil, worded{err, "-certs " + dir + ": ", " (pipemare certs writes one certificate per host of -hosts, or -stages N for N stages on one host)"}
+		return nil, &runspec.Error{Setting: "certs", Value: dir, Reason: "pipemare certs writes one certificate per host of {hosts}, or {stages} N for N stages on one host", Err: err}
 	case err != nil:
-		return nil, errors.Wrapf(err, "-certs %s", dir)
+		return nil, &runspec.Error{Setting: "certs", Value: dir, Err: err}
 	}
 	return opts, nil
 }
 
 // Connector is Place.Connector with n's credentials and timeouts
-// (CheckCredentials and CheckTimeout have checked them), its errors worded
-// by the flags: a certificate missing names -certs, a listener that
-// cannot be had -listen, and a peer that did not come in time says to
-// give more -connect-timeout (errors.Is and As see the errors beneath).
+// (CheckCredentials and CheckTimeout have checked them), its errors naming
+// the setting: a certificate missing names certs, a listener that cannot
+// be had listen, and a peer that did not come in time says to give more
+// connect_timeout (errors.Is and As see the errors beneath).
 // pl has one address per stage of the plan.
 func (n Net) Connector(pl Place) ConnectFunc {
 	return func(ctx context.Context, plan *graphsplit.Plan) (transport.Endpoint, error) {
@@ -128,7 +125,7 @@ func (n Net) Connector(pl Place) ConnectFunc {
 		}
 		listen, err := pl.ListenOptions()
 		if err != nil {
-			return nil, worded{err, "-listen ", ""}
+			return nil, &runspec.Error{Setting: "listen", Err: err}
 		}
 		opts = append(append(opts, listen...), grpcnet.WithConnectTimeout(n.ConnectTimeout))
 		if n.StallTimeout > 0 {
@@ -140,7 +137,7 @@ func (n Net) Connector(pl Place) ConnectFunc {
 		ep, err := pl.Open(ctx, plan, opts...)
 		switch {
 		case errors.Is(err, grpcnet.ErrConnectTimeout):
-			return nil, worded{err, "", fmt.Sprintf("; -connect-timeout %v: give more if the processes start further apart", n.ConnectTimeout)}
+			return nil, runspec.Errorf("%w; {connect_timeout} %v: give more if the processes start further apart", err, n.ConnectTimeout)
 		case err != nil:
 			return nil, err
 		}
@@ -157,7 +154,7 @@ func (n Net) Connector(pl Place) ConnectFunc {
 // without an address, and credentials CheckCredentials refuses for the
 // addresses it dials and serves on.
 func (n Net) StagePlace(index int, listen string, env Config, found bool) (Place, error) {
-	pl := Place{Stage: index, Listen: listen, AddrsFrom: "-stage-addrs"}
+	pl := Place{Stage: index, Listen: listen, AddrsFrom: "{stage_addrs}"}
 	if err := n.CheckTimeout(); err != nil {
 		return pl, err
 	}
@@ -167,14 +164,14 @@ func (n Net) StagePlace(index int, listen string, env Config, found bool) (Place
 		case index < 0:
 			pl.Stage = env.Stage
 		case index != env.Stage:
-			return pl, errors.Errorf("-stage %d, but the %s environment makes this process stage %d", index, env.Launcher, env.Stage)
+			return pl, &runspec.Error{Setting: "stage", Value: strconv.Itoa(index), Reason: fmt.Sprintf("the %s environment makes this process stage %d", env.Launcher, env.Stage)}
 		}
 		if listen == "" {
 			pl.Listen = env.Listen
 		}
 	}
 	if pl.Stage < 0 {
-		return pl, errors.New("-stage: which stage this process serves (or run it under torchrun or a JobSet, which say)")
+		return pl, &runspec.Error{Setting: "stage", Reason: "which stage this process serves (or run it under torchrun or a JobSet, which say)"}
 	}
 	switch {
 	case n.StageAddrs != "":
@@ -186,13 +183,13 @@ func (n Net) StagePlace(index int, listen string, env Config, found bool) (Place
 	case found && env.Addrs != nil:
 		pl.Addrs, pl.AddrsFrom = env.Addrs, "the "+env.Launcher+" environment"
 	default:
-		return pl, errors.New("-stage-addrs: the stages' addresses, host:port, in stage order")
+		return pl, &runspec.Error{Setting: "stage_addrs", Reason: "the stages' addresses, host:port, in stage order"}
 	}
 	if found && len(pl.Addrs) != env.Stages {
-		return pl, errors.Errorf("-stage-addrs gives %d addresses, the %s environment %d stages", len(pl.Addrs), env.Launcher, env.Stages)
+		return pl, &runspec.Error{Setting: "stage_addrs", Reason: fmt.Sprintf("%d addresses, the %s environment %d stages", len(pl.Addrs), env.Launcher, env.Stages)}
 	}
 	if pl.Stage >= len(pl.Addrs) {
-		return pl, errors.Errorf("-stage %d: -stage-addrs gives the addresses of stages 0..%d", pl.Stage, len(pl.Addrs)-1)
+		return pl, &runspec.Error{Setting: "stage", Value: strconv.Itoa(pl.Stage), Reason: fmt.Sprintf("{stage_addrs} gives the addresses of stages 0..%d", len(pl.Addrs)-1)}
 	}
 	served := append([]string(nil), pl.Addrs...)
 	if pl.Listen != "" && !strings.HasPrefix(pl.Listen, "fd:") {
@@ -200,13 +197,3 @@ func (n Net) StagePlace(index int, listen string, env Config, found bool) (Place
 	}
 	return pl, n.CheckCredentials(served)
 }
-
-// worded is err worded for the command line: words before and after its
-// message (errors.Is and As see err).
-type worded struct {
-	err           error
-	before, after string
-}
-
-func (w worded) Error() string { return w.before + w.err.Error() + w.after }
-func (w worded) Unwrap() error { return w.err }

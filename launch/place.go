@@ -11,6 +11,7 @@ import (
 	"github.com/pkg/errors"
 
 	"github.com/pipemare/pipemare/graphsplit"
+	"github.com/pipemare/pipemare/runspec"
 	"github.com/pipemare/pipemare/transport"
 	"github.com/pipemare/pipemare/transport/grpcnet"
 	"github.com/pipemare/pipemare/transport/pki"
@@ -37,9 +38,20 @@ type Place struct {
 	// ("torchrun", "jobset"; Config.Launcher), or "".
 	Launcher string
 	// AddrsFrom says where Addrs come from, for messages that question
-	// them: a flag ("-stage-addrs"), or "the torchrun environment"; "" if
-	// unsaid.
+	// them: a setting as runspec.Error's reasons name one
+	// ("{stage_addrs}"), or "the torchrun environment"; "" if unsaid.
 	AddrsFrom string
+	// Spec is the run every process of the pipeline must have been
+	// started with: the handshake refuses a peer with another (Identity).
+	Spec runspec.Spec
+}
+
+// Identity is what the process announces at every handshake and requires
+// of its peers, for the pipeline plan describes: the plan's fingerprint
+// and Spec's settings that reach a stage (runspec.Spec.Identity). Every
+// transport's setup takes its identity from here.
+func (pl Place) Identity(plan *graphsplit.Plan) transport.Identity {
+	return pl.Spec.Identity(plan.Fingerprint())
 }
 
 // Peer is the transport peer the process is: transport.Driver for Stage
@@ -82,13 +94,13 @@ func (pl Place) ListenOptions() ([]grpcnet.Option, error) {
 
 // Open opens the process's endpoint (grpcnet.Open as Peer) of the
 // pipeline plan describes, at Addrs (one per stage of plan), with the
-// links and fingerprint of plan, and opts: the credentials (Credentials'
+// links of plan and the process's Identity, and opts: the credentials (Credentials'
 // Options), ListenOptions for a stage, timeouts. The caller owns the
 // endpoint. Connector is Open with the options a Place and Credentials
 // say; a command that words the errors of each step itself calls the
 // steps.
 func (pl Place) Open(ctx context.Context, plan *graphsplit.Plan, opts ...grpcnet.Option) (*grpcnet.Endpoint, error) {
-	network := grpcnet.Network{Addrs: pl.Addrs, Links: grpcnet.Links(plan.Topology()), Fingerprint: plan.Fingerprint()}
+	network := grpcnet.Network{Addrs: pl.Addrs, Links: grpcnet.Links(plan.Topology()), Identity: pl.Identity(plan)}
 	return grpcnet.Open(ctx, pl.Peer(), network, opts...)
 }
 

@@ -2,13 +2,16 @@ package launch
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/pkg/errors"
 
 	"github.com/pipemare/pipemare/graphsplit"
+	"github.com/pipemare/pipemare/runspec"
 	"github.com/pipemare/pipemare/transport"
 )
 
@@ -26,8 +29,8 @@ const (
 // Setup is where the process that trains (pipemare train) is told to run
 // its pipeline's stages: in Procs stage processes of its host, at Net's
 // addresses, or as a launcher placed it; and how it reaches them. Its
-// errors name the pipemare command's flags (-procs, -pin, -stage-addrs,
-// -certs, -insecure, -connect-timeout).
+// errors are *runspec.Error naming the settings (procs, pin, stage_addrs,
+// certs, insecure, connect_timeout).
 type Setup struct {
 	Net
 	// Procs is the number of stage processes to start on this host (0:
@@ -54,15 +57,15 @@ func (s Setup) Decide(env Config, found bool) (Where, Place, error) {
 	c := s.Credentials
 	switch {
 	case s.Pin && s.Procs < 1:
-		return 0, Place{}, errors.New("-pin places -procs's stage processes on CPUs of their own: give -procs (pin this process with -cpus)")
+		return 0, Place{}, &runspec.Error{Setting: "pin", Reason: "places {procs}'s stage processes on CPUs of their own: give {procs} (pin this process with {cpus})"}
 	case s.Procs < 1 && s.ProcsGiven:
-		return 0, Place{}, errors.Errorf("-procs %d: the number of stage processes, at least 1 (without -procs the stages run in this process)", s.Procs)
+		return 0, Place{}, &runspec.Error{Setting: "procs", Value: strconv.Itoa(s.Procs), Reason: "the number of stage processes, at least 1 (without {procs} the stages run in this process)"}
 	case s.Procs > 0 && s.StageAddrs != "":
-		return 0, Place{}, errors.Errorf("-procs %d and -stage-addrs: -procs starts the stages here, -stage-addrs names stages started elsewhere; choose one", s.Procs)
+		return 0, Place{}, &runspec.Error{Setting: "procs", Value: strconv.Itoa(s.Procs) + " and {stage_addrs}", Reason: "{procs} starts the stages here, {stage_addrs} names stages started elsewhere; choose one"}
 	case s.Procs > 0 && found:
-		return 0, Place{}, errors.Errorf("-procs %d: the %s environment has started the stages already", s.Procs, env.Launcher)
+		return 0, Place{}, &runspec.Error{Setting: "procs", Value: strconv.Itoa(s.Procs), Reason: "the " + env.Launcher + " environment has started the stages already"}
 	case s.Procs > 0 && c.Dir != "":
-		return 0, Place{}, errors.Errorf("-procs %d and -certs: -procs makes throw-away certificates (or runs plaintext with -insecure)", s.Procs)
+		return 0, Place{}, &runspec.Error{Setting: "procs", Value: strconv.Itoa(s.Procs) + " and {certs}", Reason: "{procs} makes throw-away certificates (or runs plaintext with {insecure})"}
 	case s.Procs > 0:
 		return LocalProcs, Place{Stage: -1}, nil
 	case found:
@@ -82,9 +85,9 @@ func (s Setup) Decide(env Config, found bool) (Where, Place, error) {
 		if err != nil {
 			return 0, Place{}, err
 		}
-		return Remote, Place{Addrs: addrs, Stage: -1, AddrsFrom: "-stage-addrs"}, nil
+		return Remote, Place{Addrs: addrs, Stage: -1, AddrsFrom: "{stage_addrs}"}, nil
 	case c.Dir != "" || c.Insecure:
-		return 0, Place{}, errors.New("-certs and -insecure secure the links to stages in other processes: give -procs or -stage-addrs with them")
+		return 0, Place{}, &runspec.Error{Setting: "certs", Value: "and {insecure}", Reason: "they secure the links to stages in other processes: give {procs} or {stage_addrs} with them"}
 	}
 	return InProcess, Place{Stage: -1}, nil
 }
@@ -96,9 +99,9 @@ func (s Setup) Decide(env Config, found bool) (Where, Place, error) {
 func (s Setup) Fit(n int, stages string, pl Place) error {
 	switch {
 	case s.Procs > 0 && s.Procs != n:
-		return errors.Errorf("-procs %d: the plan has %d stages (-stages %s): give -stages %d, or -procs %d", s.Procs, n, stages, s.Procs, n)
+		return &runspec.Error{Setting: "procs", Value: strconv.Itoa(s.Procs), Reason: fmt.Sprintf("the plan has %d stages ({stages} %s): give {stages} %d, or {procs} %d", n, stages, s.Procs, n)}
 	case len(pl.Addrs) > 0 && len(pl.Addrs) != n:
-		return errors.Errorf("%s gives %d stage addresses and the plan has %d stages (-stages %s): give -stages %d, or one address per stage", pl.AddrsFrom, len(pl.Addrs), n, stages, len(pl.Addrs))
+		return &runspec.Error{Setting: "stages", Value: stages, Reason: fmt.Sprintf("the plan has %d stages, and %s gives %d stage addresses: give {stages} %d, or one address per stage", n, pl.AddrsFrom, len(pl.Addrs), len(pl.Addrs))}
 	}
 	return nil
 }
@@ -218,11 +221,11 @@ func ServeBeside(ctx context.Context, serve func(context.Context) error, grace t
 func StageHosts(hosts []string, n int) ([]string, error) {
 	switch {
 	case n < 1:
-		return nil, errors.Errorf("-stages %d: the number of stages, at least 1", n)
+		return nil, &runspec.Error{Setting: "stages", Value: strconv.Itoa(n), Reason: "the number of stages, at least 1"}
 	case len(hosts) == n:
 		return hosts, nil
 	case len(hosts) == 1:
 		return slices.Repeat(hosts, n), nil
 	}
-	return nil, errors.Errorf("-stages %d and -hosts with %d hosts: give one host per stage, or one host for all %d", n, len(hosts), n)
+	return nil, &runspec.Error{Setting: "stages", Value: fmt.Sprintf("%d and {hosts} with %d hosts", n, len(hosts)), Reason: fmt.Sprintf("give one host per stage, or one host for all %d", n)}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/pipemare/pipemare/asyncvm"
 	"github.com/pipemare/pipemare/checkpoint"
+	"github.com/pipemare/pipemare/runspec"
 	"github.com/pipemare/pipemare/train"
 )
 
@@ -24,7 +25,7 @@ type Dir struct {
 // the empty files it created to check.
 func (o Dir) Prepare() error {
 	if err := os.MkdirAll(o.Path, 0o755); err != nil {
-		return errors.Wrapf(err, "-out %s", o.Path)
+		return &runspec.Error{Setting: "out", Value: o.Path, Err: err}
 	}
 	for _, name := range o.Files {
 		path := filepath.Join(o.Path, name)
@@ -32,14 +33,14 @@ func (o Dir) Prepare() error {
 		existed := statErr == nil
 		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, checkpoint.FileMode)
 		if err != nil {
-			return errors.Wrapf(err, "-out %s: cannot write %s", o.Path, name)
+			return &runspec.Error{Setting: "out", Value: o.Path, Reason: "cannot write " + name, Err: err}
 		}
 		if err := f.Close(); err != nil {
-			return errors.Wrapf(err, "-out %s: cannot write %s", o.Path, name)
+			return &runspec.Error{Setting: "out", Value: o.Path, Reason: "cannot write " + name, Err: err}
 		}
 		if !existed {
 			if err := os.Remove(path); err != nil {
-				return errors.Wrapf(err, "-out %s", o.Path)
+				return &runspec.Error{Setting: "out", Value: o.Path, Err: err}
 			}
 		}
 	}

@@ -12,7 +12,8 @@
 // flags) or whose directory holds no usable checkpoint (naming the previous
 // complete one).
 //
-// The files' keys are snake_case and durations integer nanoseconds; errors
-// are worded for the command line's flags (-out, -resume), whose on-disk
-// format this is.
+// The files' keys are snake_case and durations integer nanoseconds;
+// settings.json holds the run's specification (runspec.Spec) beside the
+// resolved settings. Errors name the settings (*runspec.Error: out,
+// resume; runspec.DiffError), which a command words as its flags.
 package rundir

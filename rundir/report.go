@@ -3,6 +3,7 @@ package rundir
 import (
 	"time"
 
+	"github.com/pipemare/pipemare/runspec"
 	"github.com/pipemare/pipemare/train"
 	"github.com/pipemare/pipemare/zoo"
 )
@@ -72,8 +73,13 @@ type CompareReport struct {
 }
 
 // Settings are a run's settings as report.json and settings.json record
-// them: the model's recipe with the flags given on top.
+// them: the model's recipe with the spec's changes on top, resolved, and
+// the spec itself.
 type Settings struct {
+	// Spec is the run's specification as given (runspec.Spec): what a
+	// process of the run, or a rerun, is started from. A settings.json
+	// written before runs carried one has none.
+	Spec *runspec.Spec `json:"spec,omitempty"`
 	// Model is the zoo model; Data the -data flag; TrainingExamples and
 	// TestExamples the sizes of the data used (after -limit).
 	Model            string `json:"model"`
@@ -122,20 +128,23 @@ type Settings struct {
 	CheckpointEvery int `json:"checkpoint_every,omitempty"`
 }
 
-// NewSettings records the run cfg of the model (a zoo model name) on data
-// (-data's value) with trainLen and testLen examples, cut as stages says
-// (-stages: "fine" or a number), started from method (a train.Method name;
-// "": the recipe's).
-func NewSettings(model, data, stages, method string, cfg train.Config, trainLen, testLen int) Settings {
-	if r, err := zoo.RecipeFor(model); err == nil && method == "" {
+// NewSettings records the run cfg that spec describes, trained on
+// trainLen and tested on testLen examples.
+func NewSettings(spec runspec.Spec, cfg train.Config, trainLen, testLen int) Settings {
+	method, stages := spec.Method, spec.Stages
+	if r, err := zoo.RecipeFor(spec.Model); err == nil && method == "" {
 		method = r.Method
+	}
+	if stages == "" {
+		stages = "fine"
 	}
 	acts := "recompute"
 	if cfg.KeepActivations {
 		acts = "keep"
 	}
 	return Settings{
-		Model: model, Data: data, TrainingExamples: trainLen, TestExamples: testLen,
+		Spec:  &spec,
+		Model: spec.Model, Data: spec.Data, TrainingExamples: trainLen, TestExamples: testLen,
 		Schedule: cfg.Schedule.Name, Stages: stages, Cut: cfg.Cut,
 		MicrobatchRows: cfg.Microbatch, Microbatches: cfg.Microbatches,
 		StepsPerEpoch: trainLen / (cfg.Microbatch * cfg.Microbatches), Epochs: cfg.Epochs,

@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"reflect"
 	"strings"
 
 	"github.com/pkg/errors"
 
 	"github.com/pipemare/pipemare/checkpoint"
+	"github.com/pipemare/pipemare/runspec"
 )
 
 // The files of a run in its output directory besides its results.
@@ -65,8 +65,12 @@ var ErrFinished = errors.New("the run is complete")
 // hash sha.
 type finishedError struct{ out, sha string }
 
-func (e finishedError) Error() string {
-	return fmt.Sprintf("the run in %s is complete (report.json: weights_sha256 %s; %s written): nothing to resume; a new run needs another -out", e.out, e.sha, ModelFile)
+func (e finishedError) Error() string { return e.Words(func(s string) string { return s }) }
+
+// Words is the message with the out setting as word writes it
+// (runspec.Worded).
+func (e finishedError) Words(word func(string) string) string {
+	return fmt.Sprintf("the run in %s is complete (report.json: weights_sha256 %s; %s written): nothing to resume; a new run needs another %s", e.out, e.sha, ModelFile, word("out"))
 }
 
 func (e finishedError) Is(target error) bool { return target == ErrFinished }
@@ -109,7 +113,7 @@ func finished(out string) (string, bool) {
 func StartPoint(out, from string, how Start, now Settings) (*checkpoint.Checkpoint, error) {
 	if how == Resume {
 		if _, err := os.Stat(out); err != nil {
-			return nil, errors.Errorf("-resume %s: %v (a new run is -out %s)", out, err, out)
+			return nil, &runspec.Error{Setting: "resume", Value: out, Reason: fmt.Sprintf("%v (a new run is {out} %s)", err, out)}
 		}
 	}
 	if how == Fresh {
@@ -122,7 +126,7 @@ func StartPoint(out, from string, how Start, now Settings) (*checkpoint.Checkpoi
 			if err == nil {
 				step = fmt.Sprintf("step %d", c.Manifest.Step)
 			}
-			return nil, errors.Errorf("-out %s holds the checkpoints of an earlier run (%s, latest %s): continue it with -resume %s, or give another -out", out, root, step, out)
+			return nil, &runspec.Error{Setting: "out", Value: out, Reason: fmt.Sprintf("holds the checkpoints of an earlier run (%s, latest %s): continue it with {resume} %s, or give another {out}", root, step, out)}
 		}
 		return nil, nil
 	}
@@ -131,13 +135,14 @@ func StartPoint(out, from string, how Start, now Settings) (*checkpoint.Checkpoi
 	case err == nil:
 		var then Settings
 		if err := json.Unmarshal(b, &then); err != nil {
-			return nil, errors.Wrapf(err, "-resume: %s", filepath.Join(out, SettingsFile))
+			return nil, &runspec.Error{Setting: "resume", Value: out, Reason: filepath.Join(out, SettingsFile), Err: err}
 		}
-		if d := settingsDiff(then, now); d != "" {
-			return nil, errors.Errorf("-resume %s: the run was started with other flags: %s; resume with the flags it was started with", out, d)
+		then.Spec, now.Spec = nil, nil // the resolved settings decide; a settings.json may predate specs
+		if d := runspec.Diff(then, now); d != nil {
+			return nil, &runspec.DiffError{Before: "{resume} " + out + ": the run was started with other settings: ", Differences: d, After: "; resume with the settings it was started with"}
 		}
 	case !os.IsNotExist(err):
-		return nil, errors.Wrap(err, "-resume")
+		return nil, &runspec.Error{Setting: "resume", Value: out, Err: err}
 	}
 	if sha, ok := finished(out); ok && filepath.Base(from) == CheckpointsDir {
 		return nil, finishedError{out: out, sha: sha}
@@ -145,7 +150,7 @@ func StartPoint(out, from string, how Start, now Settings) (*checkpoint.Checkpoi
 	if filepath.Base(from) != CheckpointsDir { // one checkpoint, named
 		c, err := checkpoint.Open(from)
 		if err != nil {
-			return nil, errors.Wrapf(err, "-resume %s", from)
+			return nil, &runspec.Error{Setting: "resume", Value: from, Err: err}
 		}
 		return c, nil
 	}
@@ -159,7 +164,7 @@ func StartPoint(out, from string, how Start, now Settings) (*checkpoint.Checkpoi
 	case errors.Is(err, checkpoint.ErrNoCheckpoint) && how == ResumeIfAny:
 		return nil, nil
 	case errors.Is(err, checkpoint.ErrNoCheckpoint):
-		return nil, errors.Errorf("-resume %s: no checkpoint in %s to continue from (a new run is -out %s; -resume %s continues one if there is one, else starts it)", out, from, out, ResumeAuto)
+		return nil, &runspec.Error{Setting: "resume", Value: out, Reason: fmt.Sprintf("no checkpoint in %s to continue from (a new run is {out} %s; {resume} %s continues one if there is one, else starts it)", from, out, ResumeAuto)}
 	case err != nil:
 		return nil, unusableLatest(out, from, err)
 	}
@@ -197,51 +202,25 @@ func newerComplete(root string, latest *checkpoint.Checkpoint) *checkpoint.Check
 func unusableLatest(out, root string, err error) error {
 	b, rerr := os.ReadFile(filepath.Join(root, "LATEST"))
 	if rerr != nil {
-		return errors.Wrapf(err, "-resume %s", out)
+		return &runspec.Error{Setting: "resume", Value: out, Err: err}
 	}
 	latest := filepath.Join(root, strings.TrimSpace(string(b)))
 	if _, oerr := checkpoint.Open(latest); oerr != nil {
 		err = oerr
 	}
-	msg := fmt.Sprintf("-resume %s: its latest checkpoint %s is unusable: %v", out, latest, err)
+	msg := fmt.Sprintf("its latest checkpoint %s is unusable: %v", latest, err)
 	entries, lerr := checkpoint.List(root)
 	if lerr != nil {
-		return errors.New(msg)
+		return &runspec.Error{Setting: "resume", Value: out, Reason: msg}
 	}
 	for i := len(entries) - 1; i >= 0; i-- {
 		if e := entries[i]; e.Complete && e.Dir < latest {
 			if _, err := checkpoint.Open(e.Dir); err == nil {
-				return errors.Errorf("%s; the previous complete checkpoint is %s: continue from it with -resume %s", msg, e.Dir, e.Dir)
+				return &runspec.Error{Setting: "resume", Value: out, Reason: fmt.Sprintf("%s; the previous complete checkpoint is %s: continue from it with {resume} %s", msg, e.Dir, e.Dir)}
 			}
 		}
 	}
-	return errors.Errorf("%s; there is no earlier complete checkpoint: start afresh in another -out", msg)
-}
-
-// settingFlags names the flag behind each setting of report.json's
-// settings (and settings.json); steps_per_epoch follows from others.
-var settingFlags = map[string]string{
-	"model": "-model", "data": "-data", "training_examples": "-limit", "test_examples": "-test-limit",
-	"schedule": "-schedule", "stages": "-stages", "cut": "-cut", "microbatch_rows": "-microbatch", "microbatches": "-microbatches",
-	"epochs": "-epochs", "lr": "-lr", "cosine": "-cosine", "step_decay": "-step-decay", "solver": "-momentum", "t1_steps": "-t1",
-	"t2_gamma": "-t2", "warmup_steps": "-warmup", "activations": "-stash", "seed": "-seed",
-	"checkpoint_every": "-checkpoint-every",
-}
-
-// settingsDiff names, in the settings' order, each flag whose setting
-// differs between then and now, with both values; "" when none does.
-func settingsDiff(then, now Settings) string {
-	var out []string
-	a, b := reflect.ValueOf(then), reflect.ValueOf(now)
-	for i := range a.NumField() {
-		key, _, _ := strings.Cut(a.Type().Field(i).Tag.Get("json"), ",")
-		flag, ok := settingFlags[key]
-		if !ok || reflect.DeepEqual(a.Field(i).Interface(), b.Field(i).Interface()) {
-			continue
-		}
-		out = append(out, fmt.Sprintf("%s (%s) %v there, %v here", flag, key, a.Field(i).Interface(), b.Field(i).Interface()))
-	}
-	return strings.Join(out, "; ")
+	return &runspec.Error{Setting: "resume", Value: out, Reason: msg + "; there is no earlier complete checkpoint: start afresh in another {out}"}
 }
 
 // RecordedCut is the cut in the settings of the run in dir (nil: none): a

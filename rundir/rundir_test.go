@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/pipemare/pipemare/rundir"
+	"github.com/pipemare/pipemare/runspec"
 	"github.com/pipemare/pipemare/schedule"
 	"github.com/pipemare/pipemare/train"
 	"github.com/pipemare/pipemare/zoo"
@@ -25,11 +26,11 @@ func TestPrepareChecksEveryFile(t *testing.T) {
 	require.Empty(t, entries, "the files it created to check are gone")
 
 	require.NoError(t, os.Mkdir(filepath.Join(dir, "trace.json"), 0o755)) // a directory where a file goes
-	require.ErrorContains(t, d.Prepare(), "-out "+dir+": cannot write trace.json")
+	require.ErrorContains(t, d.Prepare(), "out "+dir+": cannot write trace.json")
 
 	file := filepath.Join(t.TempDir(), "file")
 	require.NoError(t, os.WriteFile(file, nil, 0o644))
-	require.ErrorContains(t, rundir.Dir{Path: file}.Prepare(), "-out "+file+": mkdir "+file+": not a directory")
+	require.ErrorContains(t, rundir.Dir{Path: file}.Prepare(), "out "+file+": mkdir "+file+": not a directory")
 }
 
 // checkpointedRun trains the MLP for 2 epochs of 3 steps into out, with a
@@ -41,7 +42,7 @@ func checkpointedRun(t *testing.T, out string) rundir.Settings {
 	data, test := images.Head(192), test.Head(100)
 	cfg := train.Config{Hyper: zoo.Hyper{Microbatch: 16, Microbatches: 4, Epochs: 2, LR: 0.03, Seed: 1}, Schedule: schedule.PipeMare()}
 	cfg.CheckpointEvery, cfg.CheckpointDir = 2, filepath.Join(out, rundir.CheckpointsDir)
-	st := rundir.NewSettings("mlp", "embedded", "fine", "naive", cfg, data.Len(), test.Len())
+	st := rundir.NewSettings(runspec.Spec{Model: "mlp", Data: "embedded", Method: "naive"}, cfg, data.Len(), test.Len())
 	require.NoError(t, rundir.Dir{Path: out}.Prepare())
 	require.NoError(t, rundir.Dir{Path: out}.WriteSettings(st))
 	_, err = train.Train(context.Background(), zoo.MLP, data, test, cfg)
@@ -58,7 +59,7 @@ func TestStartPoint(t *testing.T) {
 	st := checkpointedRun(t, out)
 
 	_, err := rundir.StartPoint(out, filepath.Join(out, rundir.CheckpointsDir), rundir.Fresh, st)
-	require.ErrorContains(t, err, "-out "+out+" holds the checkpoints of an earlier run")
+	require.ErrorContains(t, err, "out "+out+": holds the checkpoints of an earlier run")
 
 	runDir, from := rundir.ResumeTarget(out, "ignored")
 	require.Equal(t, out, runDir)
@@ -74,7 +75,14 @@ func TestStartPoint(t *testing.T) {
 	other := st
 	other.LR, other.Seed = 0.05, 2
 	_, err = rundir.StartPoint(out, filepath.Join(out, rundir.CheckpointsDir), rundir.Resume, other)
-	require.ErrorContains(t, err, "the run was started with other flags: -lr (lr) 0.03 there, 0.05 here; -seed (seed) 1 there, 2 here")
+	require.ErrorContains(t, err, "resume "+out+": the run was started with other settings: lr 0.03 there, 0.05 here; seed 1 there, 2 here; resume with the settings it was started with")
+
+	old := st
+	old.Spec = nil // a settings.json written before runs carried their spec
+	require.NoError(t, rundir.Dir{Path: out}.WriteSettings(old))
+	c, err = rundir.StartPoint(out, filepath.Join(out, rundir.CheckpointsDir), rundir.Resume, st)
+	require.NoError(t, err, "an old settings.json still resumes: the resolved settings decide")
+	require.Equal(t, int64(6), c.Manifest.Step)
 
 	empty := t.TempDir()
 	_, err = rundir.StartPoint(empty, filepath.Join(empty, rundir.CheckpointsDir), rundir.Resume, st)
@@ -85,7 +93,7 @@ func TestStartPoint(t *testing.T) {
 
 	missing := filepath.Join(empty, "typo")
 	_, err = rundir.StartPoint(missing, filepath.Join(missing, rundir.CheckpointsDir), rundir.Resume, st)
-	require.ErrorContains(t, err, "-resume "+missing+": stat "+missing)
+	require.ErrorContains(t, err, "resume "+missing+": stat "+missing)
 	_, statErr := os.Stat(missing)
 	require.True(t, os.IsNotExist(statErr), "a mistyped -resume creates nothing")
 

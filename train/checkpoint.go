@@ -3,13 +3,12 @@ package train
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 
 	"github.com/pipemare/pipemare/asyncvm"
 	"github.com/pipemare/pipemare/checkpoint"
+	"github.com/pipemare/pipemare/runspec"
 	"github.com/pkg/errors"
 )
 
@@ -73,40 +72,10 @@ func resumed(m *checkpoint.Manifest, rc savedConfig) (epochs []EpochResult, epoc
 	if err := json.Unmarshal(m.Config, &s); err != nil {
 		return nil, 0, 0, errors.Wrap(err, "train: the checkpoint's configuration")
 	}
-	if d := diff(s.Config, rc); d != "" {
-		return nil, 0, 0, errors.Errorf("train: the checkpoint was taken by another run: %s; resume with the same flags", d)
+	if d := runspec.Diff(s.Config, rc); d != nil {
+		return nil, 0, 0, &runspec.DiffError{Before: "train: the checkpoint was taken by another run: ", Differences: d, After: "; resume with the same settings"}
 	}
 	return s.Epochs, int(m.Data.Epoch), int(m.Data.Index), nil
-}
-
-// diff names the fields where two configurations differ, in the order of
-// their JSON keys; "" when they are the same.
-func diff(saved, now savedConfig) string {
-	var a, b map[string]any
-	ja, _ := json.Marshal(saved)
-	jb, _ := json.Marshal(now)
-	_ = json.Unmarshal(ja, &a)
-	_ = json.Unmarshal(jb, &b)
-	keys := make([]string, 0, len(a)+len(b))
-	for k := range a {
-		keys = append(keys, k)
-	}
-	for k := range b {
-		if _, ok := a[k]; !ok {
-			keys = append(keys, k)
-		}
-	}
-	slices.Sort(keys)
-	out := ""
-	for _, k := range keys {
-		if v := a[k]; fmt.Sprint(v) != fmt.Sprint(b[k]) {
-			if out != "" {
-				out += ", "
-			}
-			out += fmt.Sprintf("%s %v there, %v here", k, v, b[k])
-		}
-	}
-	return out
 }
 
 // saveCheckpoint writes a checkpoint of the run, whose next minibatch is

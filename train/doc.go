@@ -28,7 +28,7 @@
 // the weights of a run never interrupted.
 //
 // Before anything trains, PlanStages counts the stages a Config cuts a
-// model into, naming the flag of a cut it cannot have; MeasurePlan cuts a
+// model into, naming the setting of a cut it cannot have; MeasurePlan cuts a
 // model and times its stages, and its PlanReport (with WriteMemory, the
 // stages' memory besides activations) is what pipemare plan shows.
 // SavedEval evaluates a trained model file.

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/pipemare/pipemare/internal/testkit/exectest"
+	"github.com/pipemare/pipemare/runspec"
 	"github.com/pipemare/pipemare/zoo"
 	"github.com/stretchr/testify/require"
 	"gorgonia.org/gorgonia"
@@ -56,11 +57,10 @@ func TestPipelineEvaluatorIsTheGraphs(t *testing.T) {
 		t.Run(model, func(t *testing.T) {
 			r, err := zoo.RecipeFor(model)
 			require.NoError(t, err)
-			ov := NoOverrides()
-			ov.Stages, ov.Method = "2", "sequential"
+			ov := runspec.Spec{Model: model, Stages: "2", Method: "sequential"}
 			trainSet, test, err := r.Load("embedded", 4*r.Run.Microbatch*r.Run.Microbatches)
 			require.NoError(t, err)
-			cfg, err := ov.Config(r, trainSet.Len())
+			cfg, err := ConfigFor(ov, r, trainSet.Len())
 			require.NoError(t, err)
 			m, plan, err := cfg.Split(r.Build)
 			require.NoError(t, err)

@@ -1,6 +1,10 @@
 package train
 
-import "github.com/pkg/errors"
+import (
+	"fmt"
+
+	"github.com/pkg/errors"
+)
 
 // MaxSteps is the most optimizer steps (epochs × steps per epoch) a run
 // trains. The engine keeps the timing of every action it ran for its
@@ -12,11 +16,16 @@ import "github.com/pkg/errors"
 const MaxSteps = 10_000_000
 
 // checkLength refuses a run of epochs of stepsPerEpoch minibatches longer
-// than MaxSteps, naming flag (-epochs, or Config.Epochs) and the most
-// epochs it can be.
-func checkLength(flag string, epochs, stepsPerEpoch int) error {
+// than MaxSteps, naming what (Config.Epochs) and the most epochs it can
+// be.
+func checkLength(what string, epochs, stepsPerEpoch int) error {
 	if epochs > MaxSteps/stepsPerEpoch {
-		return errors.Errorf("%s %d: %d epochs of %d steps are more than the %d steps a run can train (the engine keeps every action's timing for its report); give at most %d", flag, epochs, epochs, stepsPerEpoch, MaxSteps, MaxSteps/stepsPerEpoch)
+		return errors.Errorf("%s %d: %s", what, epochs, lengthReason(epochs, stepsPerEpoch))
 	}
 	return nil
+}
+
+// lengthReason says why epochs of stepsPerEpoch minibatches are too many.
+func lengthReason(epochs, stepsPerEpoch int) string {
+	return fmt.Sprintf("%d epochs of %d steps are more than the %d steps a run can train (the engine keeps every action's timing for its report); give at most %d", epochs, stepsPerEpoch, MaxSteps, MaxSteps/stepsPerEpoch)
 }

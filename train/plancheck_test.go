@@ -6,13 +6,14 @@ import (
 	"github.com/pkg/errors"
 	"github.com/stretchr/testify/require"
 
+	"github.com/pipemare/pipemare/runspec"
 	"github.com/pipemare/pipemare/train"
 	"github.com/pipemare/pipemare/zoo"
 )
 
 // TestPlanStages: the plan's stages, one per layer or as many as asked;
-// too many stages or a cut past the model's ops is a CutError naming the
-// flag.
+// too many stages or a cut past the model's ops is a *runspec.Error naming
+// the setting.
 func TestPlanStages(t *testing.T) {
 	r, err := zoo.RecipeFor("mlp")
 	require.NoError(t, err)
@@ -25,10 +26,10 @@ func TestPlanStages(t *testing.T) {
 		require.Equal(t, c.want, n)
 	}
 	_, err = train.PlanStages(r, train.Config{Hyper: r.Run, Stages: 4}, "4")
-	var ce *train.CutError
+	var ce *runspec.Error
 	require.True(t, errors.As(err, &ce), "%v", err)
-	require.EqualError(t, err, "-stages 4: the mlp model cuts into at most 3 stages, one per layer (-stages fine)")
+	require.EqualError(t, err, "stages 4: the mlp model cuts into at most 3 stages, one per layer (stages fine)")
 	_, err = train.PlanStages(r, train.Config{Hyper: r.Run, Cut: []int{100000}, Stages: 2}, "fine")
 	require.True(t, errors.As(err, &ce), "%v", err)
-	require.Regexp(t, `^-cut 100000: `, err.Error())
+	require.Regexp(t, `^cut 100000: `, err.Error())
 }

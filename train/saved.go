@@ -9,8 +9,8 @@ import (
 
 	"github.com/pipemare/pipemare/checkpoint"
 	"github.com/pipemare/pipemare/graphsplit"
+	"github.com/pipemare/pipemare/runspec"
 	"github.com/pipemare/pipemare/zoo"
-	"github.com/pkg/errors"
 )
 
 // Evaluation is the test accuracy of a trained model file (a run's
@@ -45,7 +45,7 @@ func EvaluateFile(r zoo.Recipe, weights string, rows int, data string, test zoo.
 		return ev, nil, err
 	}
 	if err := checkpoint.LoadModel(weights, m.Learnables); err != nil {
-		return ev, nil, errors.Wrap(err, "-weights")
+		return ev, nil, &runspec.Error{Setting: "weights", Err: err}
 	}
 	if ev.WeightsSHA256, err = (&graphsplit.Plan{Learnables: m.Learnables}).WeightsSHA256(); err != nil {
 		return ev, nil, err
@@ -87,5 +87,8 @@ func WritePredictions(path string, ps []Prediction) error {
 			return err
 		}
 	}
-	return errors.Wrap(checkpoint.WriteFile(path, buf.Bytes()), "-predictions")
+	if err := checkpoint.WriteFile(path, buf.Bytes()); err != nil {
+		return &runspec.Error{Setting: "predictions", Err: err}
+	}
+	return nil
 }

@@ -4,9 +4,8 @@ import (
 	"encoding/json"
 	"io"
 
-	"github.com/pkg/errors"
-
 	"github.com/pipemare/pipemare/checkpoint"
+	"github.com/pipemare/pipemare/runspec"
 	"github.com/pipemare/pipemare/zoo"
 )
 
@@ -35,12 +34,12 @@ type SavedEval struct {
 // checks that s.Predictions and s.JSON can be written before it loads or
 // evaluates anything, and writes nothing when the evaluation fails.
 func (s SavedEval) Run(w io.Writer, r zoo.Recipe, test zoo.Data) error {
-	for _, out := range []struct{ flag, path string }{{"-predictions", s.Predictions}, {"-json", s.JSON}} {
+	for _, out := range []struct{ setting, path string }{{"predictions", s.Predictions}, {"json", s.JSON}} {
 		if out.path == "" {
 			continue
 		}
 		if err := checkpoint.CheckWritable(out.path); err != nil {
-			return errors.Wrapf(err, "%s %s: cannot be written (nothing was evaluated)", out.flag, out.path)
+			return &runspec.Error{Setting: out.setting, Value: out.path, Reason: "cannot be written (nothing was evaluated)", Err: err}
 		}
 	}
 	rows := r.Run.Microbatch

@@ -5,11 +5,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/pipemare/pipemare/experiment"
 	"github.com/pipemare/pipemare/internal/affinity"
 	"github.com/pipemare/pipemare/rundir"
+	"github.com/pipemare/pipemare/runspec"
 )
 
 // benchCmd measures what a placement buys: the same training (train's
@@ -73,31 +75,31 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		ps, err := experiment.TargetPlacements(strings.Split(*placements, ","), stages, oneCPU)
 		if err != nil {
-			return usageError(fs, "-placements: %v", err)
+			return usageOr(fs, err)
 		}
 		seeds := make([]int64, *rounds)
 		for i := range seeds {
 			seeds[i] = cfg.Seed + int64(i)
 		}
-		return timeToAccuracy(ctx, *target, experiment.TargetArgs(given, cfg.Cut), seeds, ps, o.out, stdout)
+		return timeToAccuracy(ctx, *target, targetArgs(given, cfg.Cut), seeds, ps, o.out, stdout)
 	}
-	placed, against := experiment.BenchArgs(given, cfg.Cut, t.procs, t.cpu.pin, oneCPU)
+	placed, against := benchArgs(given, cfg.Cut, t.procs, t.cpu.pin, oneCPU)
 	b := experiment.Bench{Placed: experiment.BenchPlacement(t.procs, t.cpu.pin), Against: "one process on one CPU"}
 	out := rundir.Dir{Path: o.out, Files: []string{"bench.json", "report.json"}}
 	if err := out.Prepare(); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "bench: %s against %s, %d rounds\n", b.Placed, b.Against, *rounds)
-	last, err := b.RunChildren(ctx, "", placed, against, o.out, *rounds, stdout)
+	last, err := b.RunChildren(ctx, "", withOut(placed), withOut(against), o.out, *rounds, stdout)
 	if err != nil {
 		return err
 	}
 	return b.Write(out, last, stdout)
 }
 
-// timeToAccuracy is bench -target: it trains args (experiment.TargetArgs)
-// with each seed in each placement, each a child pipemare train writing
-// its run directory into out, and writes bench.json and the table
+// timeToAccuracy is bench -target: it trains args (targetArgs) with each
+// seed in each placement, each a child pipemare train writing its run
+// directory into out, and writes bench.json and the table
 // (experiment.TimeToAccuracy).
 func timeToAccuracy(ctx context.Context, target float64, args []string, seeds []int64, ps []experiment.TargetPlacement, out string, stdout io.Writer) error {
 	dir := rundir.Dir{Path: out, Files: []string{"bench.json"}}
@@ -106,8 +108,83 @@ func timeToAccuracy(ctx context.Context, target float64, args []string, seeds []
 	}
 	fmt.Fprintf(stdout, "bench: time to test accuracy %.4f, %d seeds in %d placements\n", target, len(seeds), len(ps))
 	tta := experiment.TimeToAccuracy{Target: target}
-	if err := tta.RunTargetChildren(ctx, "", args, out, seeds, ps, stdout); err != nil {
+	child := func(p experiment.TargetPlacement, seed int64) experiment.ChildArgs {
+		return withOut(append(placedArgs(args, p), fmt.Sprintf("-seed=%d", seed)))
+	}
+	if err := tta.RunTargetChildren(ctx, "", child, out, seeds, ps, stdout); err != nil {
 		return err
 	}
 	return tta.Write(dir, stdout)
+}
+
+// benchOwn are the flags of pipemare bench that its trainings are not
+// given as they are: its own (-out, -rounds), and those of the placement
+// and the cut, which benchArgs sets.
+var benchOwn = []string{"out", "rounds", "stages", "procs", "pin", "insecure"}
+
+// targetOwn are the flags of pipemare bench -target that its trainings are
+// not given as they are: bench's own, the placement's, and the seed, which
+// each training sets.
+var targetOwn = append(slices.Clone(benchOwn), "target", "placements", "seed")
+
+// benchArgs are the command lines (after the program's name) of a
+// bench's two trainings (trainArgs: given's flags but bench's own, the cut
+// fixed so that both train the same stages). The placed run adds procs
+// stage processes (-procs, plaintext on loopback, each pinned to a CPU of
+// its own with pin) when procs > 0; the other runs in one process on the
+// CPUs oneCPU (-cpus). Neither has -out: withOut adds it.
+func benchArgs(given []string, cut []int, procs int, pin bool, oneCPU string) (placed, against []string) {
+	base := trainArgs(given, cut, benchOwn)
+	placed = placedArgs(base, experiment.TargetPlacement{Procs: procs, Pin: pin})
+	return placed, placedArgs(base, experiment.TargetPlacement{CPUs: oneCPU})
+}
+
+// targetArgs is the command line (after the program's name) of a
+// bench -target's trainings, before the placement and the seed: given's
+// flags but bench's own, the placement's and -seed, with the cut fixed
+// (trainArgs) so that every placement trains the same stages.
+func targetArgs(given []string, cut []int) []string { return trainArgs(given, cut, targetOwn) }
+
+// trainArgs is a bench's pipemare train command line with one minibatch
+// traced (-trace-steps=1): given's flags (-name=value, in the order
+// given) but those named in own, and the cut fixed (-cut, in place of the
+// -stages or -cut given, when cut has a position: one stage has none, and
+// keeps its -stages).
+func trainArgs(given []string, cut []int, own []string) []string {
+	base := []string{"train", "-trace-steps=1"}
+	for _, a := range given {
+		name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		drop := slices.Contains(own, name)
+		if name == "stages" || name == "cut" {
+			drop = len(cut) > 0
+		}
+		if !drop {
+			base = append(base, a)
+		}
+	}
+	if len(cut) > 0 {
+		base = append(base, "-cut="+runspec.FormatCut(cut))
+	}
+	return base
+}
+
+// placedArgs is args placed as p says: in stage processes (-procs, on
+// loopback in plaintext, -pin), or on the CPUs p.CPUs (-cpus).
+func placedArgs(args []string, p experiment.TargetPlacement) []string {
+	out := slices.Clone(args)
+	if p.Procs > 0 {
+		out = append(out, fmt.Sprintf("-procs=%d", p.Procs), "-insecure")
+		if p.Pin {
+			out = append(out, "-pin")
+		}
+	}
+	if p.CPUs != "" {
+		out = append(out, "-cpus="+p.CPUs)
+	}
+	return out
+}
+
+// withOut is the child training of args writing to its out (-out).
+func withOut(args []string) experiment.ChildArgs {
+	return func(out string) []string { return append(slices.Clip(args), "-out="+out) }
 }

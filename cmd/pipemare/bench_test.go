@@ -127,3 +127,31 @@ func TestBenchTarget(t *testing.T) {
 		require.Equal(t, 2, code, "%v: %s", bad, stderr)
 	}
 }
+
+// TestBenchArgs: both runs are pipemare train with the flags given but
+// bench's own and the placement's, and the cut fixed; the placed run adds
+// its stage processes, the other its CPU.
+func TestBenchArgs(t *testing.T) {
+	given := []string{"-limit=640", "-model=mlp", "-out=o", "-pin=true", "-procs=2", "-rounds=3", "-stages=2", "-trace-steps=5"}
+	placed, against := benchArgs(given, []int{3, 7}, 2, true, "5")
+	base := []string{"train", "-trace-steps=1", "-limit=640", "-model=mlp", "-trace-steps=5", "-cut=3,7"}
+	require.Equal(t, append(base[:len(base):len(base)], "-procs=2", "-insecure", "-pin"), placed)
+	require.Equal(t, append(base[:len(base):len(base)], "-cpus=5"), against)
+
+	placed, against = benchArgs([]string{"-model=mlp"}, nil, 0, false, "0-1")
+	require.Equal(t, []string{"train", "-trace-steps=1", "-model=mlp"}, placed)
+	require.Equal(t, []string{"train", "-trace-steps=1", "-model=mlp", "-cpus=0-1"}, against)
+}
+
+// TestTargetArgs: the trainings get the flags given but bench's own, the
+// placement's and the seed; the cut replaces -stages and a -cut given, and
+// one stage, which has no cut, keeps its -stages.
+func TestTargetArgs(t *testing.T) {
+	given := []string{"-model=cnn", "-stages=2", "-seed=3", "-target=0.8", "-placements=cores", "-rounds=2", "-out=o", "-epochs=1"}
+	require.Equal(t, []string{"train", "-trace-steps=1", "-model=cnn", "-epochs=1", "-cut=7"}, targetArgs(given, []int{7}))
+	given[1] = "-stages=1"
+	require.Equal(t, []string{"train", "-trace-steps=1", "-model=cnn", "-stages=1", "-epochs=1"}, targetArgs(given, nil))
+	given[1] = "-cut=9"
+	require.Equal(t, []string{"train", "-trace-steps=1", "-model=cnn", "-epochs=1", "-cut=9"}, targetArgs(given, []int{9}), "one -cut")
+	require.Equal(t, []string{"train", "-procs=3", "-insecure", "-pin"}, placedArgs([]string{"train"}, experiment.TargetPlacement{Procs: 3, Pin: true}))
+}

@@ -102,14 +102,14 @@ func TestResumeRefusesDamage(t *testing.T) {
 
 	t.Run("other flags", func(t *testing.T) {
 		first := trainFails(t, 1, append(append(args, "-resume", run), "-lr", "0.05", "-seed", "2")...)
-		require.Contains(t, first, "-resume "+run+": the run was started with other flags: -lr (lr) 0.03 there, 0.05 here; -seed (seed) 1 there, 2 here")
+		require.Contains(t, first, "-resume "+run+": the run was started with other settings: -lr (lr) 0.03 there, 0.05 here; -seed (seed) 1 there, 2 here")
 		first = trainFails(t, 1, append(args[2:], "-resume", run)...)
 		require.Contains(t, first, "-checkpoint-every (checkpoint_every) 3 there, 0 here")
 	})
 
 	t.Run("a fresh run where checkpoints are", func(t *testing.T) {
 		first := trainFails(t, 1, append(args, "-out", run)...)
-		require.Contains(t, first, "-out "+run+" holds the checkpoints of an earlier run ("+filepath.Join(run, rundir.CheckpointsDir)+", latest step 15): continue it with -resume "+run)
+		require.Contains(t, first, "-out "+run+": holds the checkpoints of an earlier run ("+filepath.Join(run, rundir.CheckpointsDir)+", latest step 15): continue it with -resume "+run)
 	})
 
 	t.Run("nothing to resume yet", func(t *testing.T) {

@@ -220,7 +220,7 @@ func faultStageOfAnotherModel(t *testing.T, c faultCase) {
 	f := startFaultPipeline(t, c.certs, [][]string{{}, {"-model", "cnn"}}, faultNone, nil, nil)
 	codes, errs := f.endedAll(t)
 	require.Equal(t, 1, codes[2], errs[2])
-	require.Regexp(t, `stage 1: refused a peer: (driver|stage 0) at 127\.0\.0\.1:\d+ cut the model differently: its plan fingerprint is [0-9a-f]+…, stage 1's [0-9a-f]+…`, errs[2], "the stage of the other plan refuses the first peer that dials it")
+	require.Regexp(t, `stage 1: refused a peer: (driver|stage 0) at 127\.0\.0\.1:\d+ cut the model differently: its plan fingerprint is [0-9a-f]+…, this peer's [0-9a-f]+…`, errs[2], "the stage of the other plan refuses the first peer that dials it")
 	// The others were refused, or found the stages gone: stage 0
 	// exits once stage 1 refused it, often before the driver dials.
 	for i, who := range []string{"driver", "stage 0"} {
@@ -236,7 +236,7 @@ func faultStageOfAnotherStages(t *testing.T, c faultCase) {
 	f := startFaultPipeline(t, c.certs, [][]string{{}, {"-stages", "3"}}, faultNone, nil, nil)
 	codes, errs := f.endedAll(t)
 	require.Equal(t, 2, codes[2], "a command line that does not fit the plan: %s", errs[2])
-	require.Contains(t, errs[2], "-stage-addrs gives 2 stage addresses and the plan has 3 stages (-stages 3): give -stages 2, or one address per stage")
+	require.Contains(t, errs[2], "-stages 3: the plan has 3 stages, and -stage-addrs gives 2 stage addresses: give -stages 2, or one address per stage")
 	for i, who := range []string{"driver", "stage 0"} { // it was gone, or still building its model
 		require.Equal(t, 1, codes[i], errs[i])
 		require.Regexp(t, who+": "+regexp.QuoteMeta(faultNotConnected)+".*stage 1 at "+regexp.QuoteMeta(f.addrs[1])+" (did not answer|did not complete the connection)", errs[i])

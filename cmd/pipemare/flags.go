@@ -10,6 +10,7 @@ import (
 	"github.com/pkg/errors"
 
 	"github.com/pipemare/pipemare/rundir"
+	"github.com/pipemare/pipemare/runspec"
 	"github.com/pipemare/pipemare/schedule"
 	"github.com/pipemare/pipemare/train"
 	"github.com/pipemare/pipemare/zoo"
@@ -36,6 +37,9 @@ type options struct {
 	seed                               int64
 	limit, testLimit, traceSteps       int
 	fs                                 *flag.FlagSet
+	// given, when set, is the run as a stage process's -spec gives it,
+	// in place of the run's flags.
+	given *runspec.Spec
 }
 
 // register adds the flags of a training command to fs: those of the run
@@ -97,6 +101,11 @@ func parse(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) error {
 // usageError prints a one-line error and the usage on fs's output (stderr)
 // and returns errUsage. It is for errors in the command line only.
 func usageError(fs *flag.FlagSet, format string, args ...any) error {
+	for i, a := range args {
+		if err, ok := a.(error); ok {
+			args[i] = inFlags(err)
+		}
+	}
 	fmt.Fprintf(fs.Output(), format+"\n", args...)
 	fs.Usage()
 	return errUsage
@@ -105,6 +114,8 @@ func usageError(fs *flag.FlagSet, format string, args ...any) error {
 // usageErr is an error of the command line found by code that has no
 // flag set to print the usage of (usageOr prints it).
 type usageErr struct{ error }
+
+func (e usageErr) Unwrap() error { return e.error }
 
 // usageOr returns err, a usageErr printed with the usage as usageError
 // does (errUsage), or any other error as it is.
@@ -129,14 +140,19 @@ func (o *options) set() map[string]bool {
 // that need no data. An unknown model or a value out of range is an error
 // of the command line (usage); data that cannot be read is not.
 func (o *options) load() (zoo.Recipe, zoo.Data, zoo.Data, error) {
-	r, err := zoo.RecipeFor(o.model)
+	spec := o.spec()
+	r, err := zoo.RecipeFor(spec.Model)
 	if err != nil {
-		return r, nil, nil, usageError(o.fs, "-model %q: %v", o.model, err)
+		return r, nil, nil, usageError(o.fs, "-model %q: %v", spec.Model, err)
 	}
 	if err := o.check(); err != nil {
 		return r, nil, nil, usageError(o.fs, "%v", err)
 	}
-	trainSet, test, err := loadData(r, o.data, o.limit, o.testLimit)
+	data := spec.Data
+	if data == "" {
+		data = "embedded"
+	}
+	trainSet, test, err := loadData(r, data, spec.Limit, spec.TestLimit)
 	return r, trainSet, test, err
 }
 
@@ -171,38 +187,93 @@ func (o *options) run() (zoo.Recipe, zoo.Data, zoo.Data, train.Config, error) {
 	return r, trainSet, test, cfg, nil
 }
 
-// overrides are the flags of the run as changes to the recipe's
-// (train.Overrides); flags not given keep the recipe's.
-func (o *options) overrides() train.Overrides {
+// spec is the run the flags describe (runspec.Spec): the model, and the
+// run flags the command line gave (flags not given keep the recipe's; a
+// -momentum, -t1, -t2 or -warmup of -1 is the recipe's or method's too).
+func (o *options) spec() runspec.Spec {
+	if o.given != nil {
+		return *o.given
+	}
 	set := o.set()
-	ov := train.Overrides{Method: o.method, Schedule: o.schedule, Stages: o.stages, Cut: o.cut,
-		Microbatch: o.microbatch, Microbatches: o.microbatches, Epochs: o.epochs, LR: o.lr, Momentum: o.momentum,
-		StepDecay: o.stepDecay, T1: o.t1, T2: o.t2, Warmup: o.warmup, Limit: o.limit, Data: o.data}
+	s := runspec.Spec{Model: o.model, Data: o.data, Method: o.method, Schedule: o.schedule, Cut: o.cut,
+		Microbatch: o.microbatch, Microbatches: o.microbatches, Epochs: o.epochs, LR: o.lr,
+		StepDecay: o.stepDecay, Limit: o.limit, TestLimit: o.testLimit}
+	if o.stages != "fine" {
+		s.Stages = o.stages
+	}
 	if set["cosine"] {
-		ov.Cosine = &o.cosine
+		s.Cosine = &o.cosine
 	}
 	if set["stash"] {
-		ov.KeepActivations = &o.stash
+		s.Stash = &o.stash
 	}
 	if set["seed"] {
-		ov.Seed = &o.seed
+		s.Seed = &o.seed
 	}
-	return ov
+	if o.momentum != -1 {
+		s.Momentum = &o.momentum
+	}
+	if o.t1 != -1 {
+		s.T1 = &o.t1
+	}
+	if o.t2 != -1 {
+		s.T2 = &o.t2
+	}
+	if o.warmup != -1 {
+		s.Warmup = &o.warmup
+	}
+	return s
+}
+
+// specArgs are the run flags that start spec's run, -name=value in the
+// order of its fields: the command line's form of a spec, which spec
+// reads back.
+func specArgs(spec runspec.Spec) []string {
+	var args []string
+	for _, s := range spec.Given() {
+		args = append(args, flagOf(s.Name)+"="+s.Value)
+	}
+	return args
+}
+
+// fromSpec makes the run the spec's JSON form js (runspec.Parse) instead
+// of the run's flags, which must then not be given; "" keeps the flags.
+func (o *options) fromSpec(js string) error {
+	if js == "" {
+		return nil
+	}
+	run := flag.NewFlagSet("", flag.ContinueOnError)
+	(&options{}).registerRun(run)
+	var given string
+	o.fs.Visit(func(f *flag.Flag) {
+		if run.Lookup(f.Name) != nil && given == "" {
+			given = f.Name
+		}
+	})
+	if given != "" {
+		return errors.Errorf("-spec and -%s: give the run's settings either way, not both", given)
+	}
+	s, err := runspec.Parse([]byte(js))
+	if err != nil {
+		return err
+	}
+	o.given = &s
+	return nil
+}
+
+// stagesOf is the -stages of a spec: "fine" when it gives none.
+func stagesOf(s runspec.Spec) string {
+	if s.Stages == "" {
+		return "fine"
+	}
+	return s.Stages
 }
 
 // check refuses flag values outside their range, naming the flag: the
 // checks that need no data, made before any is loaded.
 func (o *options) check() error {
-	if err := o.overrides().Check(); err != nil {
+	if err := train.CheckSpec(o.spec()); err != nil {
 		return err
-	}
-	for _, f := range []struct {
-		name string
-		v    int
-	}{{"limit", o.limit}, {"test-limit", o.testLimit}} {
-		if f.v < 0 {
-			return errors.Errorf("-%s %d: must be positive (or 0 for all)", f.name, f.v)
-		}
 	}
 	if o.traceSteps < 0 {
 		return errors.Errorf("-trace-steps %d: must be positive (or 0 for the whole run)", o.traceSteps)
@@ -211,21 +282,21 @@ func (o *options) check() error {
 }
 
 // config is the run the flags describe for a training set of trainLen
-// examples (train.Overrides.Config), with schedule s, when set, in place
-// of -schedule (compare's schedules).
+// examples (train.ConfigFor), with schedule s, when set, in place of
+// -schedule (compare's schedules).
 func (o *options) config(s schedule.Schedule, trainLen int) (train.Config, error) {
-	r, err := zoo.RecipeFor(o.model)
+	spec := o.spec()
+	r, err := zoo.RecipeFor(spec.Model)
 	if err != nil {
 		return train.Config{}, err
 	}
 	if err := o.check(); err != nil {
 		return train.Config{}, err
 	}
-	ov := o.overrides()
 	if s.Actions != nil {
-		ov.Schedule = s.Name
+		spec.Schedule = s.Name
 	}
-	return ov.Config(r, trainLen)
+	return train.ConfigFor(spec, r, trainLen)
 }
 
 // modelUsage is the usage of a -model flag: every model of the zoo
@@ -261,5 +332,5 @@ func (h head) Len() int { return h.n }
 
 // settings are the run cfg's settings as report.json records them.
 func (o *options) settings(cfg train.Config, trainSet, test zoo.Data) rundir.Settings {
-	return rundir.NewSettings(o.model, o.data, o.stages, o.method, cfg, trainSet.Len(), test.Len())
+	return rundir.NewSettings(o.spec(), cfg, trainSet.Len(), test.Len())
 }

@@ -100,7 +100,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		case errUsage:
 			return 2
 		}
-		fmt.Fprintf(stderr, "pipemare %s: %v\n", args[0], err)
+		fmt.Fprintf(stderr, "pipemare %s: %v\n", args[0], inFlags(err))
 		return 1
 	}
 	return 0

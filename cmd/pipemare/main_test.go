@@ -18,6 +18,7 @@ import (
 	"github.com/pipemare/pipemare/experiment"
 	"github.com/pipemare/pipemare/internal/jsonkeys"
 	"github.com/pipemare/pipemare/rundir"
+	"github.com/pipemare/pipemare/runspec"
 	"github.com/pipemare/pipemare/schedule"
 	"github.com/pipemare/pipemare/train"
 	"github.com/pipemare/pipemare/zoo"
@@ -66,7 +67,7 @@ func TestBadValues(t *testing.T) {
 		{[]string{"train", "-model", "mlp", "-stages", "10000"}, "-stages 10000: the mlp model cuts into at most 3 stages, one per layer (-stages fine)"},
 		{[]string{"compare", "-model", "mlp", "-stages", "4"}, "-stages 4: the mlp model cuts into at most 3 stages"},
 		{[]string{"stage", "-stage", "0", "-stage-addrs", "127.0.0.1:1", "-insecure", "-model", "mlp", "-stages", "4"}, "-stages 4: the mlp model cuts into at most 3 stages"},
-		{[]string{"stage", "-stage", "0", "-stage-addrs", "127.0.0.1:1", "-insecure", "-model", "mlp"}, "-stage-addrs gives 1 stage addresses and the plan has 3 stages (-stages fine): give -stages 1, or one address per stage"},
+		{[]string{"stage", "-stage", "0", "-stage-addrs", "127.0.0.1:1", "-insecure", "-model", "mlp"}, "-stages fine: the plan has 3 stages, and -stage-addrs gives 1 stage addresses: give -stages 1, or one address per stage"},
 		{[]string{"stage", "-stage", "0", "-stage-addrs", "127.0.0.1:1", "-insecure", "-connect-timeout", "-1s"}, "-connect-timeout -1s: must be positive"},
 		{[]string{"train", "-trace-steps", "-1"}, "-trace-steps -1: must be positive"},
 		{[]string{"train", "-model", "mlp", "-epochs", "100000000"}, "-epochs 100000000: 100000000 epochs of 125 steps are more than the 10000000 steps a run can train (the engine keeps every action's timing for its report); give at most 80000"},
@@ -115,7 +116,7 @@ func TestFlagsDeferToTheRecipe(t *testing.T) {
 		var s schedule.Schedule
 		if o.schedule != "" {
 			var err error
-			s, err = train.ScheduleNamed(o.schedule)
+			s, err = runspec.ScheduleNamed(o.schedule)
 			require.NoError(t, err)
 		}
 		c, err := o.config(s, 4404)
@@ -434,7 +435,8 @@ func TestPlan(t *testing.T) {
 	// every process is printed.
 	code, out, stderr = runCLI(context.Background(), "plan", "-model", "mlp", "-stages", "2")
 	require.Equal(t, 0, code, stderr)
-	require.Regexp(t, `balanced by measuring \(measured .* per microbatch in all, the slowest stage \d\.\d\d× the mean.*\): -cut 6\n`, out)
+	require.Regexp(t, `balanced by measuring \(measured .* per microbatch in all, the slowest stage \d\.\d\d× the mean.*\): cut before ops 6\n`, out)
+	require.Contains(t, out, "\nto run these stages alike on every host, give every process -cut 6\n")
 	// The fine-grained ResNet leaves most stages idle, and says how few
 	// would do.
 	code, out, stderr = runCLI(context.Background(), "plan", "-model", "resnet")

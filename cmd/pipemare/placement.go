@@ -12,11 +12,11 @@ import (
 
 	"github.com/pkg/errors"
 
-	"github.com/pipemare/pipemare/experiment"
 	"github.com/pipemare/pipemare/graphsplit"
 	"github.com/pipemare/pipemare/internal/affinity"
 	"github.com/pipemare/pipemare/launch"
 	"github.com/pipemare/pipemare/rundir"
+	"github.com/pipemare/pipemare/runspec"
 	"github.com/pipemare/pipemare/train"
 	"github.com/pipemare/pipemare/transport"
 	"github.com/pipemare/pipemare/transport/grpcnet"
@@ -122,7 +122,7 @@ func (t *trainFlags) startLocal(cfg *train.Config, o *options, rep *rundir.Place
 	d := &launch.LocalDriver{
 		Config: launch.LocalConfig{Stages: t.procs, Insecure: t.net.Credentials.Insecure, Stderr: stderr,
 			Args: func(i int, addrs []string, certs string) []string {
-				return experiment.StageArgs(o.runFlags(), cfg.Cut, t.cpu.stageCPUs(i), t.net, i, addrs, certs)
+				return t.stageArgs(o.spec(), cfg.Cut, i, addrs, certs)
 			}},
 		Started: func(l *launch.Local) {
 			rep.Addresses, rep.PIDs, rep.CPUs = l.Addrs, l.PIDs, nil // a restart's processes replace the last
@@ -136,7 +136,7 @@ func (t *trainFlags) startLocal(cfg *train.Config, o *options, rep *rundir.Place
 		Dial: func(l *launch.Local) launch.ConnectFunc {
 			n := t.net
 			n.Credentials.Dir = l.Certs
-			return n.Connector(launch.Place{Addrs: l.Addrs, Stage: -1})
+			return n.Connector(launch.Place{Addrs: l.Addrs, Stage: -1, Spec: o.spec()})
 		},
 	}
 	cfg.Connect = func(ctx context.Context, plan *graphsplit.Plan) (transport.Endpoint, error) {
@@ -167,18 +167,29 @@ func (t *trainFlags) startLocal(cfg *train.Config, o *options, rep *rundir.Place
 	return func(err error) error { return d.Stop(grace(err)) }
 }
 
-// runFlags are the flags of the run (registerRun's) the command line
-// gave, as -name=value: what every process of a run is given alike.
-func (o *options) runFlags() []string {
-	run := flag.NewFlagSet("", flag.ContinueOnError)
-	(&options{}).registerRun(run)
-	var given []string
-	o.fs.Visit(func(f *flag.Flag) {
-		if run.Lookup(f.Name) != nil {
-			given = append(given, "-"+f.Name+"="+f.Value.String())
-		}
-	})
-	return given
+// stageArgs are the arguments of stage process i of a train -procs run
+// (launch.LocalConfig.Args), a restarted one's too: pipemare stage started
+// from the run's spec (-spec), with the cut the driver chose in place of
+// its stages and cut (when cut is set), the stage's CPUs under -pin, its
+// index, the stages' addresses, the listener it inherits as file
+// descriptor 3, the driver's timeouts, so that every process of the
+// pipeline waits alike, and the credentials: the throw-away certificates
+// in certs, or plaintext when certs is "".
+func (t *trainFlags) stageArgs(spec runspec.Spec, cut []int, i int, addrs []string, certs string) []string {
+	if cut != nil {
+		spec.Stages, spec.Cut = "", runspec.FormatCut(cut)
+	}
+	args := []string{"stage", "-spec=" + string(spec.JSON())}
+	if cpus := t.cpu.stageCPUs(i); cpus != "" {
+		args = append(args, "-cpus="+cpus)
+	}
+	n := t.net
+	args = append(args, "-stage="+strconv.Itoa(i), "-stage-addrs="+strings.Join(addrs, ","), "-listen=fd:3",
+		"-connect-timeout="+n.ConnectTimeout.String(), "-stall-timeout="+n.StallTimeout.String(), "-recv-timeout="+n.RecvTimeout.String())
+	if certs == "" {
+		return append(args, "-insecure")
+	}
+	return append(args, "-certs="+certs)
 }
 
 // registerNet adds to fs the flags of a process that talks to stages in
@@ -258,7 +269,7 @@ func fitPlan(r zoo.Recipe, cfg train.Config, stages string, procs int, pl launch
 // planStages is train.PlanStages, a cut the model cannot have a usageErr.
 func planStages(r zoo.Recipe, cfg train.Config, stages string) (int, error) {
 	n, err := train.PlanStages(r, cfg, stages)
-	var ce *train.CutError
+	var ce *runspec.Error
 	if errors.As(err, &ce) {
 		return 0, usageErr{err}
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/pkg/errors"
 
+	"github.com/pipemare/pipemare/runspec"
 	"github.com/pipemare/pipemare/train"
 	"github.com/pipemare/pipemare/zoo"
 )
@@ -52,6 +53,9 @@ func planCmd(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if err := rep.Write(stdout); err != nil {
 		return err
+	}
+	if rep.Plan.Balance != nil {
+		fmt.Fprintf(stdout, "to run these stages alike on every host, give every process -cut %s\n", runspec.FormatCut(rep.Plan.Cuts()))
 	}
 	if f == nil {
 		return nil

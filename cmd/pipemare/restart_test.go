@@ -117,7 +117,7 @@ func TestStalledStageProcess(t *testing.T) {
 	require.Equal(t, 1, code, "%s\n%s", out, stderr)
 	require.Less(t, took, stall+margin, "named within the stall timeout, not the keepalive's minute")
 	require.Regexp(t, `(?m)^pipemare train: .*stage 1 is unreachable .*stage 1 at 127\.0\.0\.1:\d+ answered nothing, not even the keepalive, within 11s \(the stall timeout\): its process is stopped or stalled .*restart the pipeline, from the last checkpoint`, stderr)
-	require.Contains(t, stderr, "-stall-timeout")
+	require.Contains(t, stderr, "give a longer stall timeout")
 	require.Contains(t, stderr, fmt.Sprintf("stage 1 (pid %d): signal: killed", victim), "the stopped process is killed")
 	requireCleanedUp(t, m[1:], tmp)
 	t.Logf("the driver ended %v after the stage stopped", took)

@@ -8,8 +8,8 @@ import (
 	"strings"
 
 	"github.com/pipemare/pipemare/experiment"
+	"github.com/pipemare/pipemare/runspec"
 	"github.com/pipemare/pipemare/schedule"
-	"github.com/pipemare/pipemare/train"
 	"github.com/pkg/errors"
 )
 
@@ -31,7 +31,7 @@ func scheduleCmd(_ context.Context, args []string, stdout, stderr io.Writer) err
 	if *table {
 		return experiment.WriteReplayTable(stdout)
 	}
-	s, err := train.ScheduleNamed(*name)
+	s, err := runspec.ScheduleNamed(*name)
 	if err == nil && *placement != "" {
 		s, err = placed(s, *placement)
 	}

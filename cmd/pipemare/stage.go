@@ -26,8 +26,12 @@ func stageCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	cpu.register(fs, true)
 	index := fs.Int("stage", -1, "the stage this process serves, from 0 (-1: the launcher's RANK or JOB_COMPLETION_INDEX)")
 	listen := fs.String("listen", "", "address to listen on (default: this stage's own in -stage-addrs; :7000 for port 7000 of every interface; fd:N for a listening socket inherited as file descriptor N)")
+	spec := fs.String("spec", "", "the run's specification as JSON, in place of the run's flags (train -procs starts its stage processes so; settings.json's spec is one)")
 	if err := parse(fs, args, stdout, stderr); err != nil {
 		return err
+	}
+	if err := o.fromSpec(*spec); err != nil {
+		return usageError(fs, "%v", err)
 	}
 	env, found, err := launch.FromEnv(lookupEnv)
 	if err != nil {
@@ -44,7 +48,8 @@ func stageCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	if err := fitPlan(r, cfg, o.stages, 0, pl); err != nil {
+	pl.Spec = o.spec()
+	if err := fitPlan(r, cfg, stagesOf(pl.Spec), 0, pl); err != nil {
 		return usageOr(fs, err)
 	}
 	return serveStage(ctx, r, trainSet, cfg, n, pl, stdout)

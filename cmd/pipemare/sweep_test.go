@@ -50,9 +50,11 @@ func TestSweep(t *testing.T) {
 	b, err = os.ReadFile(filepath.Join(dir, "runs", "pipemare_warmup=0.2_t1=0.5_decay=step-N2-e2-seed1.json"))
 	require.NoError(t, err)
 	require.NoError(t, json.Unmarshal(b, &one))
-	require.Contains(t, strings.Join(one.Args, " "), "-warmup 1 -t1 3 -step-decay -checkpoint-every 2", "6 steps: a fifth of them the warm-up, K half of the other 5, rounded")
+	require.Equal(t, []int{1, 3}, []int{*one.Spec.Warmup, *one.Spec.T1}, "6 steps: a fifth of them the warm-up, K half of the other 5, rounded")
+	require.True(t, one.Spec.StepDecay)
+	require.Equal(t, 2, one.CheckpointEvery)
 	trainDir := t.TempDir()
-	code, _, stderr = runCLI(context.Background(), append(append([]string{"train"}, one.Args...), "-out", trainDir)...)
+	code, _, stderr = runCLI(context.Background(), append(append([]string{"train"}, specArgs(one.Spec)...), "-checkpoint-every=2", "-out", trainDir)...)
 	require.Equal(t, 0, code, stderr)
 	var trained struct {
 		Result struct {
@@ -79,7 +81,7 @@ func TestSweep(t *testing.T) {
 	// Other flags into the same cache: refused before anything trains.
 	code, _, stderr = runCLI(context.Background(), append(args, "-checkpoint-every", "3")...)
 	require.Equal(t, 1, code)
-	require.Contains(t, stderr, "sequential-N4-e1-seed1.json is a run of other flags")
+	require.Contains(t, stderr, "sequential-N4-e1-seed1.json is another run: -checkpoint-every (checkpoint_every) 2 there, 3 here; give another cache directory, or delete it")
 }
 
 // TestSweepBadValues: the list flags are checked before anything trains.

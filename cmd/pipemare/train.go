@@ -82,6 +82,7 @@ func (t *trainFlags) job(fs *flag.FlagSet, o *options) (j trainJob, err error) {
 	if j.r, j.trainSet, j.test, j.cfg, err = o.run(); err != nil {
 		return j, err
 	}
+	j.pl.Spec = o.spec()
 	return j, usageOr(fs, fitPlan(j.r, j.cfg, o.stages, t.procs, j.pl))
 }
 
@@ -100,7 +101,7 @@ func (t *trainFlags) train(ctx context.Context, o *options, j trainJob, stdout, 
 	cfg.CheckpointEvery = t.checkpointEvery
 	run, err := experiment.StartTrainRun(o.out, j.from, j.how, o.settings(cfg, j.trainSet, j.test), &cfg, o.traceSteps, stdout)
 	if errors.Is(err, rundir.ErrFinished) { // a finished run restarted (-resume auto): nothing to do
-		fmt.Fprintf(stdout, "%v\n", err)
+		fmt.Fprintf(stdout, "%v\n", inFlags(err))
 		return nil
 	}
 	if err != nil {

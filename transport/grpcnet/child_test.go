@@ -50,7 +50,7 @@ func streamer() error {
 		return err
 	}
 	fmt.Println(l.Addr())
-	n := Network{Addrs: []string{os.Getenv("PIPEMARE_GRPCNET_ADDR0"), l.Addr().String()}, Links: chain(2), Fingerprint: "fp"}
+	n := Network{Addrs: []string{os.Getenv("PIPEMARE_GRPCNET_ADDR0"), l.Addr().String()}, Links: chain(2), Identity: transport.Identity{Plan: "fp"}}
 	e, err := Open(context.Background(), 1, n, WithInsecure(), WithListener(l), WithConnectTimeout(20*time.Second))
 	if err != nil {
 		return err

@@ -6,7 +6,8 @@
 //
 // Every process calls Open with the same Network: the stages' addresses,
 // the pairs of stages that exchange tensors (neighbours, and the stages a
-// skip connection joins) and the plan's fingerprint. There is one
+// skip connection joins) and the run's identity (transport.Identity: the
+// plan's fingerprint and the run's settings that reach a stage). There is one
 // bidirectional stream per pair of peers that exchange messages: the
 // driver and every stage, and each listed pair of stages. Of two linked
 // peers the lower dials the higher (the driver is the lowest), so a stage
@@ -18,11 +19,14 @@
 //
 // # Handshake
 //
-// Each side's first frame on a stream is a hello: its identity, the number
-// of stages, its links and the plan fingerprint. A difference is refused,
-// on both sides, with an error that says what differs ("stage 2 at
-// 10.0.0.3:7002 cut the model differently: plan fingerprint abc… vs
-// def…", "expected stage 1, got stage 2").
+// Each side's first frame on a stream is a hello: which peer it is, the
+// number of stages, its links, the plan fingerprint and the run's
+// settings. A difference is refused, on both sides, with an error that
+// says what differs: the plan and the settings are compared by
+// transport.Identity.Check, the one comparison every transport makes
+// ("stage 2 at 10.0.0.3:7002 runs with another lr: 0.2 there, 0.1 here",
+// "… cut the model differently: its plan fingerprint is abc…, this
+// peer's def…"), the rest here ("expected stage 1 at …, got stage 2").
 //
 // # Frames
 //

@@ -17,7 +17,7 @@ import (
 func ExampleOpen() {
 	ctx := context.Background()
 	lis, _ := net.Listen("tcp", "127.0.0.1:0")
-	network := grpcnet.Network{Addrs: []string{lis.Addr().String()}, Fingerprint: "plan-sha256"}
+	network := grpcnet.Network{Addrs: []string{lis.Addr().String()}, Identity: transport.Identity{Plan: "plan-sha256"}}
 
 	stage := make(chan *grpcnet.Endpoint)
 	go func() { // the stage's process

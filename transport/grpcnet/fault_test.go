@@ -26,7 +26,7 @@ func TestPeerKilledMidStream(t *testing.T) {
 	const timeout = 5 * time.Second
 	ls, addrs := listeners(t, 1)
 	child, addr1 := startChild(t, "streamer", "PIPEMARE_GRPCNET_ADDR0="+addrs[0])
-	n := Network{Addrs: []string{addrs[0], addr1}, Links: chain(2), Fingerprint: "fp"}
+	n := Network{Addrs: []string{addrs[0], addr1}, Links: chain(2), Identity: transport.Identity{Plan: "fp"}}
 	var driver, stage0 *Endpoint
 	var wg sync.WaitGroup
 	var derr, serr error
@@ -89,7 +89,7 @@ func TestStalledLinkGivesADeadlineError(t *testing.T) {
 	const timeout = time.Second
 	ls, addrs := listeners(t, 2)
 	proxy := newFaultProxy(t, addrs[1])
-	n := Network{Addrs: []string{addrs[0], proxy.addr()}, Links: chain(2), Fingerprint: "fp"}
+	n := Network{Addrs: []string{addrs[0], proxy.addr()}, Links: chain(2), Identity: transport.Identity{Plan: "fp"}}
 	p := open(t, n, ls, quick(timeout)...)
 	ctx := context.Background()
 	require.NoError(t, p.stages[0].Send(ctx, transport.Message{Kind: transport.Activation, To: 1, Micro: 0}))
@@ -120,7 +120,7 @@ func TestStalledLinkGivesADeadlineError(t *testing.T) {
 func TestCloseOfAFailingPipelineDoesNotWaitForAStalledPeer(t *testing.T) {
 	ls, addrs := listeners(t, 2)
 	gone, stalled := newFaultProxy(t, addrs[0]), newFaultProxy(t, addrs[1])
-	n := Network{Addrs: []string{gone.addr(), stalled.addr()}, Fingerprint: "fp"}
+	n := Network{Addrs: []string{gone.addr(), stalled.addr()}, Identity: transport.Identity{Plan: "fp"}}
 	p := open(t, n, ls, append(quick(time.Minute), WithConnectTimeout(time.Second))...)
 	stalled.stalled.Store(true)
 	gone.close() // the driver's link to stage 0 breaks
@@ -141,7 +141,7 @@ func TestSlowLinkGivesADeadlineErrorThenDelivers(t *testing.T) {
 	const timeout = 500 * time.Millisecond
 	ls, addrs := listeners(t, 2)
 	proxy := newFaultProxy(t, addrs[1])
-	n := Network{Addrs: []string{addrs[0], proxy.addr()}, Links: chain(2), Fingerprint: "fp"}
+	n := Network{Addrs: []string{addrs[0], proxy.addr()}, Links: chain(2), Identity: transport.Identity{Plan: "fp"}}
 	p := open(t, n, ls, quick(timeout)...)
 	ctx := context.Background()
 	proxy.rate.Store(1 << 20) // 1 MiB/s for a 4 MiB tensor
@@ -209,7 +209,7 @@ func TestStalledPeerNamedWithinTheStallTimeout(t *testing.T) {
 	}
 	ls, addrs := listeners(t, 2)
 	proxy := newFaultProxy(t, addrs[1])
-	n := Network{Addrs: []string{addrs[0], proxy.addr()}, Links: chain(2), Fingerprint: "fp"}
+	n := Network{Addrs: []string{addrs[0], proxy.addr()}, Links: chain(2), Identity: transport.Identity{Plan: "fp"}}
 	p := open(t, n, ls, append(quick(time.Minute), WithStallTimeout(MinStallTimeout))...)
 	ctx := context.Background()
 	require.NoError(t, p.stages[1].Send(ctx, transport.Message{Kind: transport.Gradient, To: 0, Micro: 0}))

@@ -12,13 +12,17 @@ import (
 
 // wireVersion is the version of the frames; a peer speaking another is
 // refused.
-const wireVersion = 1
+const wireVersion = 2 // 2: the hello carries the run's settings
 
 // hello is what a peer says about itself when a stream opens.
 func (e *Endpoint) hello() *pb.Frame {
-	h := &pb.Hello{Wire: wireVersion, Peer: int32(e.self), Stages: int32(e.net.stages()), Fingerprint: e.net.Fingerprint}
+	id := e.net.Identity
+	h := &pb.Hello{Wire: wireVersion, Peer: int32(e.self), Stages: int32(e.net.stages()), Fingerprint: id.Plan}
 	for _, l := range e.links {
 		h.Links = append(h.Links, &pb.LinkPair{A: int32(l.A), B: int32(l.B)})
+	}
+	for _, s := range id.Settings {
+		h.Settings = append(h.Settings, &pb.Setting{Name: s.Name, Value: s.Value})
 	}
 	return &pb.Frame{Frame: &pb.Frame_Hello{Hello: h}}
 }
@@ -41,9 +45,12 @@ func (e *Endpoint) checkHello(h *pb.Hello, addr string, want transport.Peer) err
 	if int(h.Stages) != e.net.stages() {
 		return errors.Errorf("%s runs a pipeline of %d stages, %v one of %d", who, h.Stages, e.self, e.net.stages())
 	}
-	if h.Fingerprint != e.net.Fingerprint {
-		return errors.Errorf("%s cut the model differently: its plan fingerprint is %s, %v's %s (every process must build the same model and split it the same way)",
-			who, short(h.Fingerprint), e.self, short(e.net.Fingerprint))
+	theirs := transport.Identity{Plan: h.Fingerprint}
+	for _, s := range h.Settings {
+		theirs.Settings = append(theirs.Settings, transport.Setting{Name: s.Name, Value: s.Value})
+	}
+	if err := e.net.Identity.Check(theirs, who); err != nil {
+		return err
 	}
 	links := make([]Link, len(h.Links))
 	for i, l := range h.Links {
@@ -54,17 +61,6 @@ func (e *Endpoint) checkHello(h *pb.Hello, addr string, want transport.Peer) err
 			who, linksString(links), e.self, linksString(e.links))
 	}
 	return nil
-}
-
-// short abbreviates a long fingerprint.
-func short(fp string) string {
-	if fp == "" {
-		return `""`
-	}
-	if len(fp) > 12 {
-		return fp[:12] + "…"
-	}
-	return fp
 }
 
 func peerAt(p transport.Peer, addr string) string { return fmt.Sprintf("%v at %s", p, addr) }

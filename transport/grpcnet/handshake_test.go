@@ -17,8 +17,9 @@ import (
 )
 
 // TestHandshakeRefusesMismatches: a peer that cut the model differently,
-// runs another number of stages or other links, or is not the stage its
-// address names is refused, and the error says what differs.
+// runs with another setting, another number of stages or other links, or
+// is not the stage its address names is refused, and the error says what
+// differs.
 func TestHandshakeRefusesMismatches(t *testing.T) {
 	fpA, fpB := strings.Repeat("a", 64), strings.Repeat("b", 64)
 	for _, tc := range []struct {
@@ -26,8 +27,10 @@ func TestHandshakeRefusesMismatches(t *testing.T) {
 		mutate func(driver *Network)
 		want   string // in the driver's error
 	}{
-		{"fingerprint", func(n *Network) { n.Fingerprint = fpB },
-			`cut the model differently: its plan fingerprint is bbbbbbbbbbbb…, stage \d's aaaaaaaaaaaa…`},
+		{"fingerprint", func(n *Network) { n.Identity.Plan = fpB },
+			`cut the model differently: its plan fingerprint is (bbbbbbbbbbbb…, this peer's aaaaaaaaaaaa…|aaaaaaaaaaaa…, this peer's bbbbbbbbbbbb…)`},
+		{"setting", func(n *Network) { n.Identity.Settings = []transport.Setting{{Name: "lr", Value: "0.2"}} },
+			`runs with another lr: (0\.1 there, 0\.2 here|0\.2 there, 0\.1 here)`},
 		{"stages", func(n *Network) { n.Addrs = append(n.Addrs, "127.0.0.1:1") },
 			`runs a pipeline of 3 stages, stage \d one of 2`},
 		{"links", func(n *Network) { n.Links = nil },
@@ -37,8 +40,9 @@ func TestHandshakeRefusesMismatches(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ls, addrs := listeners(t, 2)
-			stage := Network{Addrs: addrs, Links: chain(2), Fingerprint: fpA}
-			driver := Network{Addrs: append([]string{}, addrs...), Links: chain(2), Fingerprint: fpA}
+			lr := []transport.Setting{{Name: "lr", Value: "0.1"}}
+			stage := Network{Addrs: addrs, Links: chain(2), Identity: transport.Identity{Plan: fpA, Settings: lr}}
+			driver := Network{Addrs: append([]string{}, addrs...), Links: chain(2), Identity: transport.Identity{Plan: fpA, Settings: lr}}
 			tc.mutate(&driver)
 			errs := make([]error, 3)
 			var wg sync.WaitGroup
@@ -80,7 +84,7 @@ func TestHandshakeRefusesMismatches(t *testing.T) {
 // and the pipeline that is up carries on.
 func TestSecondPeerWithTheSameIdentityIsRefused(t *testing.T) {
 	ls, addrs := listeners(t, 1)
-	n := Network{Addrs: addrs, Fingerprint: "fp"}
+	n := Network{Addrs: addrs, Identity: transport.Identity{Plan: "fp"}}
 	p := open(t, n, ls, quick(5*time.Second)...)
 	_, err := Open(context.Background(), transport.Driver, n, quick(5*time.Second)...)
 	require.ErrorContains(t, err, "refused the handshake: a second driver at 127.0.0.1:")

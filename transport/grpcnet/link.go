@@ -247,7 +247,7 @@ func (l *peerLink) ended(le *transport.LinkError) {
 // break, its process may have died.
 func (l *peerLink) broke(err error) error {
 	if strings.Contains(err.Error(), "keepalive ping") {
-		return errors.Wrapf(err, "%v at %s answered nothing, not even the keepalive, within %v (the stall timeout): its process is stopped or stalled (SIGSTOP, hung, or its host frozen); restart the pipeline, from the last checkpoint if there is one (or, if it pauses that long on purpose, give a longer stall timeout: pipemare's -stall-timeout, grpcnet.WithStallTimeout)",
+		return errors.Wrapf(err, "%v at %s answered nothing, not even the keepalive, within %v (the stall timeout): its process is stopped or stalled (SIGSTOP, hung, or its host frozen); restart the pipeline, from the last checkpoint if there is one (or, if it pauses that long on purpose, give a longer stall timeout: grpcnet.WithStallTimeout, which pipemare's stall timeout setting sets)",
 			l.peer, l.addr, l.e.s.stallTimeout)
 	}
 	return errors.Wrapf(err, "the stream to %v at %s broke (its process may have died or its host become unreachable; restart the pipeline, from the last checkpoint if there is one)", l.peer, l.addr)

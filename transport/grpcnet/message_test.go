@@ -84,7 +84,7 @@ func rawBits(t *testing.T, v gorgonia.Value) string {
 // a view, no values, a body or none, and a 20 MiB tensor cut into chunks.
 func TestMessagesRoundTripBitExactly(t *testing.T) {
 	ls, addrs := listeners(t, 2)
-	p := open(t, Network{Addrs: addrs, Links: chain(2), Fingerprint: "fp"}, ls, quick(2*time.Minute)...)
+	p := open(t, Network{Addrs: addrs, Links: chain(2), Identity: transport.Identity{Plan: "fp"}}, ls, quick(2*time.Minute)...)
 	ctx := context.Background()
 
 	big := tensor.New(tensor.WithShape(5*1024, 1024), tensor.WithBacking(f32s(5*1024*1024))) // 20 MiB
@@ -238,7 +238,7 @@ func TestActivationsAreRecycled(t *testing.T) {
 	recycle.Debug(true)
 	defer recycle.Debug(false)
 	ls, addrs := listeners(t, 2)
-	p := open(t, Network{Addrs: addrs, Links: chain(2), Fingerprint: "fp"}, ls, quick(time.Minute)...)
+	p := open(t, Network{Addrs: addrs, Links: chain(2), Identity: transport.Identity{Plan: "fp"}}, ls, quick(time.Minute)...)
 	ctx := context.Background()
 	spare := tensor.New(tensor.WithShape(32), tensor.Of(tensor.Float32))
 	recycle.Put(spare) // in the pools, for the receiver (the same process here)

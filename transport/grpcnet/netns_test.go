@@ -90,7 +90,7 @@ func netnsPeer() error {
 	}
 	addr := os.Getenv("PIPEMARE_GRPCNET_ADDR0")
 	ctx := context.Background()
-	e, err := Open(ctx, peer, Network{Addrs: []string{addr}, Fingerprint: "netns"},
+	e, err := Open(ctx, peer, Network{Addrs: []string{addr}, Identity: transport.Identity{Plan: "netns"}},
 		WithTLS(roots, cert), WithConnectTimeout(time.Minute), WithRecvTimeout(2*time.Minute))
 	if err != nil {
 		return err

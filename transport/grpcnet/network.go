@@ -13,8 +13,8 @@ import (
 )
 
 // Network is what every process of one pipeline must be given alike: where
-// the stages listen, which stages exchange tensors, and the plan's
-// fingerprint. The driver needs no address: it dials the stages.
+// the stages listen, which stages exchange tensors, and the run's
+// identity. The driver needs no address: it dials the stages.
 type Network struct {
 	// Addrs[i] is stage i's address, host:port, as the other peers dial it
 	// (its certificate must name the host). len(Addrs) is the number of
@@ -25,9 +25,11 @@ type Network struct {
 	// joins. Each pair is listed once; the driver is linked to every stage
 	// without being listed.
 	Links []Link
-	// Fingerprint identifies the plan (how the model was cut); the
-	// handshake refuses a peer whose fingerprint differs. Opaque here.
-	Fingerprint string
+	// Identity is the plan's fingerprint and the run's settings that
+	// reach a stage (runspec.Spec.Identity): the handshake refuses a peer
+	// whose identity differs (transport.Identity.Check, its
+	// *transport.MismatchError naming the setting and both values).
+	Identity transport.Identity
 }
 
 // Link is a pair of stages that exchange messages.

@@ -47,7 +47,7 @@ func TestMutualTLS(t *testing.T) {
 	ls, addrs := listeners(t, 2)
 	tlsFor := creds(t, "127.0.0.1", "localhost")
 	addrs[1] = "localhost:" + addrs[1][len("127.0.0.1:"):] // the name its certificate holds
-	n := Network{Addrs: addrs, Links: chain(2), Fingerprint: "fp"}
+	n := Network{Addrs: addrs, Links: chain(2), Identity: transport.Identity{Plan: "fp"}}
 	eps := make([]*Endpoint, 3)
 	errs := make(chan error, 3)
 	for i := -1; i < 2; i++ {

@@ -276,7 +276,11 @@ type Hello struct {
 	Fingerprint string `protobuf:"bytes,4,opt,name=fingerprint,proto3" json:"fingerprint,omitempty"`
 	// links are the sender's stage-to-stage links, each as a pair a < b,
 	// sorted.
-	Links         []*LinkPair `protobuf:"bytes,5,rep,name=links,proto3" json:"links,omitempty"`
+	Links []*LinkPair `protobuf:"bytes,5,rep,name=links,proto3" json:"links,omitempty"`
+	// settings are the run's settings that reach a stage, in the sender's
+	// canonical order (transport.Identity.Settings): a peer that differs in
+	// one is refused.
+	Settings      []*Setting `protobuf:"bytes,6,rep,name=settings,proto3" json:"settings,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -346,6 +350,66 @@ func (x *Hello) GetLinks() []*LinkPair {
 	return nil
 }
 
+func (x *Hello) GetSettings() []*Setting {
+	if x != nil {
+		return x.Settings
+	}
+	return nil
+}
+
+// Setting is one named run setting and its value, both as text.
+type Setting struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Value         string                 `protobuf:"bytes,2,opt,name=value,proto3" json:"value,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Setting) Reset() {
+	*x = Setting{}
+	mi := &file_frame_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Setting) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Setting) ProtoMessage() {}
+
+func (x *Setting) ProtoReflect() protoreflect.Message {
+	mi := &file_frame_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Setting.ProtoReflect.Descriptor instead.
+func (*Setting) Descriptor() ([]byte, []int) {
+	return file_frame_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *Setting) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Setting) GetValue() string {
+	if x != nil {
+		return x.Value
+	}
+	return ""
+}
+
 type LinkPair struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	A             int32                  `protobuf:"varint,1,opt,name=a,proto3" json:"a,omitempty"`
@@ -356,7 +420,7 @@ type LinkPair struct {
 
 func (x *LinkPair) Reset() {
 	*x = LinkPair{}
-	mi := &file_frame_proto_msgTypes[2]
+	mi := &file_frame_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -368,7 +432,7 @@ func (x *LinkPair) String() string {
 func (*LinkPair) ProtoMessage() {}
 
 func (x *LinkPair) ProtoReflect() protoreflect.Message {
-	mi := &file_frame_proto_msgTypes[2]
+	mi := &file_frame_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -381,7 +445,7 @@ func (x *LinkPair) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LinkPair.ProtoReflect.Descriptor instead.
 func (*LinkPair) Descriptor() ([]byte, []int) {
-	return file_frame_proto_rawDescGZIP(), []int{2}
+	return file_frame_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *LinkPair) GetA() int32 {
@@ -421,7 +485,7 @@ type Header struct {
 
 func (x *Header) Reset() {
 	*x = Header{}
-	mi := &file_frame_proto_msgTypes[3]
+	mi := &file_frame_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -433,7 +497,7 @@ func (x *Header) String() string {
 func (*Header) ProtoMessage() {}
 
 func (x *Header) ProtoReflect() protoreflect.Message {
-	mi := &file_frame_proto_msgTypes[3]
+	mi := &file_frame_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -446,7 +510,7 @@ func (x *Header) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Header.ProtoReflect.Descriptor instead.
 func (*Header) Descriptor() ([]byte, []int) {
-	return file_frame_proto_rawDescGZIP(), []int{3}
+	return file_frame_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Header) GetKind() uint32 {
@@ -535,7 +599,7 @@ type Tensor struct {
 
 func (x *Tensor) Reset() {
 	*x = Tensor{}
-	mi := &file_frame_proto_msgTypes[4]
+	mi := &file_frame_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -547,7 +611,7 @@ func (x *Tensor) String() string {
 func (*Tensor) ProtoMessage() {}
 
 func (x *Tensor) ProtoReflect() protoreflect.Message {
-	mi := &file_frame_proto_msgTypes[4]
+	mi := &file_frame_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -560,7 +624,7 @@ func (x *Tensor) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Tensor.ProtoReflect.Descriptor instead.
 func (*Tensor) Descriptor() ([]byte, []int) {
-	return file_frame_proto_rawDescGZIP(), []int{4}
+	return file_frame_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Tensor) GetForm() Form {
@@ -615,7 +679,7 @@ type Chunk struct {
 
 func (x *Chunk) Reset() {
 	*x = Chunk{}
-	mi := &file_frame_proto_msgTypes[5]
+	mi := &file_frame_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -627,7 +691,7 @@ func (x *Chunk) String() string {
 func (*Chunk) ProtoMessage() {}
 
 func (x *Chunk) ProtoReflect() protoreflect.Message {
-	mi := &file_frame_proto_msgTypes[5]
+	mi := &file_frame_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -640,7 +704,7 @@ func (x *Chunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Chunk.ProtoReflect.Descriptor instead.
 func (*Chunk) Descriptor() ([]byte, []int) {
-	return file_frame_proto_rawDescGZIP(), []int{5}
+	return file_frame_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Chunk) GetData() []byte {
@@ -660,7 +724,7 @@ type Bye struct {
 
 func (x *Bye) Reset() {
 	*x = Bye{}
-	mi := &file_frame_proto_msgTypes[6]
+	mi := &file_frame_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -672,7 +736,7 @@ func (x *Bye) String() string {
 func (*Bye) ProtoMessage() {}
 
 func (x *Bye) ProtoReflect() protoreflect.Message {
-	mi := &file_frame_proto_msgTypes[6]
+	mi := &file_frame_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -685,7 +749,7 @@ func (x *Bye) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Bye.ProtoReflect.Descriptor instead.
 func (*Bye) Descriptor() ([]byte, []int) {
-	return file_frame_proto_rawDescGZIP(), []int{6}
+	return file_frame_proto_rawDescGZIP(), []int{7}
 }
 
 type ByeAck struct {
@@ -696,7 +760,7 @@ type ByeAck struct {
 
 func (x *ByeAck) Reset() {
 	*x = ByeAck{}
-	mi := &file_frame_proto_msgTypes[7]
+	mi := &file_frame_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -708,7 +772,7 @@ func (x *ByeAck) String() string {
 func (*ByeAck) ProtoMessage() {}
 
 func (x *ByeAck) ProtoReflect() protoreflect.Message {
-	mi := &file_frame_proto_msgTypes[7]
+	mi := &file_frame_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -721,7 +785,7 @@ func (x *ByeAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ByeAck.ProtoReflect.Descriptor instead.
 func (*ByeAck) Descriptor() ([]byte, []int) {
-	return file_frame_proto_rawDescGZIP(), []int{7}
+	return file_frame_proto_rawDescGZIP(), []int{8}
 }
 
 var File_frame_proto protoreflect.FileDescriptor
@@ -735,13 +799,17 @@ const file_frame_proto_rawDesc = "" +
 	"\x05chunk\x18\x03 \x01(\v2\x1c.pipemare.transport.v1.ChunkH\x00R\x05chunk\x12.\n" +
 	"\x03bye\x18\x04 \x01(\v2\x1a.pipemare.transport.v1.ByeH\x00R\x03bye\x128\n" +
 	"\abye_ack\x18\x05 \x01(\v2\x1d.pipemare.transport.v1.ByeAckH\x00R\x06byeAckB\a\n" +
-	"\x05frame\"\xa0\x01\n" +
+	"\x05frame\"\xdc\x01\n" +
 	"\x05Hello\x12\x12\n" +
 	"\x04wire\x18\x01 \x01(\rR\x04wire\x12\x12\n" +
 	"\x04peer\x18\x02 \x01(\x05R\x04peer\x12\x16\n" +
 	"\x06stages\x18\x03 \x01(\x05R\x06stages\x12 \n" +
 	"\vfingerprint\x18\x04 \x01(\tR\vfingerprint\x125\n" +
-	"\x05links\x18\x05 \x03(\v2\x1f.pipemare.transport.v1.LinkPairR\x05links\"&\n" +
+	"\x05links\x18\x05 \x03(\v2\x1f.pipemare.transport.v1.LinkPairR\x05links\x12:\n" +
+	"\bsettings\x18\x06 \x03(\v2\x1e.pipemare.transport.v1.SettingR\bsettings\"3\n" +
+	"\aSetting\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value\"&\n" +
 	"\bLinkPair\x12\f\n" +
 	"\x01a\x18\x01 \x01(\x05R\x01a\x12\f\n" +
 	"\x01b\x18\x02 \x01(\x05R\x01b\"\x9c\x02\n" +
@@ -798,36 +866,38 @@ func file_frame_proto_rawDescGZIP() []byte {
 }
 
 var file_frame_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_frame_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
+var file_frame_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
 var file_frame_proto_goTypes = []any{
 	(Dtype)(0),       // 0: pipemare.transport.v1.Dtype
 	(Form)(0),        // 1: pipemare.transport.v1.Form
 	(*Frame)(nil),    // 2: pipemare.transport.v1.Frame
 	(*Hello)(nil),    // 3: pipemare.transport.v1.Hello
-	(*LinkPair)(nil), // 4: pipemare.transport.v1.LinkPair
-	(*Header)(nil),   // 5: pipemare.transport.v1.Header
-	(*Tensor)(nil),   // 6: pipemare.transport.v1.Tensor
-	(*Chunk)(nil),    // 7: pipemare.transport.v1.Chunk
-	(*Bye)(nil),      // 8: pipemare.transport.v1.Bye
-	(*ByeAck)(nil),   // 9: pipemare.transport.v1.ByeAck
+	(*Setting)(nil),  // 4: pipemare.transport.v1.Setting
+	(*LinkPair)(nil), // 5: pipemare.transport.v1.LinkPair
+	(*Header)(nil),   // 6: pipemare.transport.v1.Header
+	(*Tensor)(nil),   // 7: pipemare.transport.v1.Tensor
+	(*Chunk)(nil),    // 8: pipemare.transport.v1.Chunk
+	(*Bye)(nil),      // 9: pipemare.transport.v1.Bye
+	(*ByeAck)(nil),   // 10: pipemare.transport.v1.ByeAck
 }
 var file_frame_proto_depIdxs = []int32{
 	3,  // 0: pipemare.transport.v1.Frame.hello:type_name -> pipemare.transport.v1.Hello
-	5,  // 1: pipemare.transport.v1.Frame.header:type_name -> pipemare.transport.v1.Header
-	7,  // 2: pipemare.transport.v1.Frame.chunk:type_name -> pipemare.transport.v1.Chunk
-	8,  // 3: pipemare.transport.v1.Frame.bye:type_name -> pipemare.transport.v1.Bye
-	9,  // 4: pipemare.transport.v1.Frame.bye_ack:type_name -> pipemare.transport.v1.ByeAck
-	4,  // 5: pipemare.transport.v1.Hello.links:type_name -> pipemare.transport.v1.LinkPair
-	6,  // 6: pipemare.transport.v1.Header.tensors:type_name -> pipemare.transport.v1.Tensor
-	1,  // 7: pipemare.transport.v1.Tensor.form:type_name -> pipemare.transport.v1.Form
-	0,  // 8: pipemare.transport.v1.Tensor.dtype:type_name -> pipemare.transport.v1.Dtype
-	2,  // 9: pipemare.transport.v1.Link.Stream:input_type -> pipemare.transport.v1.Frame
-	2,  // 10: pipemare.transport.v1.Link.Stream:output_type -> pipemare.transport.v1.Frame
-	10, // [10:11] is the sub-list for method output_type
-	9,  // [9:10] is the sub-list for method input_type
-	9,  // [9:9] is the sub-list for extension type_name
-	9,  // [9:9] is the sub-list for extension extendee
-	0,  // [0:9] is the sub-list for field type_name
+	6,  // 1: pipemare.transport.v1.Frame.header:type_name -> pipemare.transport.v1.Header
+	8,  // 2: pipemare.transport.v1.Frame.chunk:type_name -> pipemare.transport.v1.Chunk
+	9,  // 3: pipemare.transport.v1.Frame.bye:type_name -> pipemare.transport.v1.Bye
+	10, // 4: pipemare.transport.v1.Frame.bye_ack:type_name -> pipemare.transport.v1.ByeAck
+	5,  // 5: pipemare.transport.v1.Hello.links:type_name -> pipemare.transport.v1.LinkPair
+	4,  // 6: pipemare.transport.v1.Hello.settings:type_name -> pipemare.transport.v1.Setting
+	7,  // 7: pipemare.transport.v1.Header.tensors:type_name -> pipemare.transport.v1.Tensor
+	1,  // 8: pipemare.transport.v1.Tensor.form:type_name -> pipemare.transport.v1.Form
+	0,  // 9: pipemare.transport.v1.Tensor.dtype:type_name -> pipemare.transport.v1.Dtype
+	2,  // 10: pipemare.transport.v1.Link.Stream:input_type -> pipemare.transport.v1.Frame
+	2,  // 11: pipemare.transport.v1.Link.Stream:output_type -> pipemare.transport.v1.Frame
+	11, // [11:12] is the sub-list for method output_type
+	10, // [10:11] is the sub-list for method input_type
+	10, // [10:10] is the sub-list for extension type_name
+	10, // [10:10] is the sub-list for extension extendee
+	0,  // [0:10] is the sub-list for field type_name
 }
 
 func init() { file_frame_proto_init() }
@@ -848,7 +918,7 @@ func file_frame_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_frame_proto_rawDesc), len(file_frame_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   8,
+			NumMessages:   9,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -1,0 +1,130 @@
+package main
+
+import (
+	"flag"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/pipemare/pipemare/launch"
+	"github.com/pipemare/pipemare/runspec"
+)
+
+// TestStageWithOtherSettingsIsRefused: a stage process started with
+// another run setting than its driver's is refused at the handshake, the
+// error naming the setting's flag and both values, and both processes
+// exit non-zero — for every setting of the spec that reaches a stage
+// (runspec.Spec.Settings; runspec's tests check that the list is whole).
+// One short-lived process pair per setting: the MLP in one stage.
+func TestStageWithOtherSettingsIsRefused(t *testing.T) {
+	skipProcesses(t)
+	run := []string{"-model", "mlp", "-stages", "1", "-limit", "320", "-epochs", "2", "-test-limit", "100", "-insecure", "-connect-timeout", "30s"}
+	cases := []struct{ flag, value, there, here string }{
+		{"-lr", "0.2", "0.2", "default"},
+		{"-microbatches", "2", "2", "default"},
+		{"-seed", "9", "9", "default"},
+		{"-t1", "3", "3", "default"},
+		{"-t2", "0.5", "0.5", "default"},
+		{"-method", "naive", "naive", "default"},
+		{"-model", "cnn", "cnn", "mlp"},
+		{"-schedule", "gpipe", "gpipe", "default"},
+		{"-microbatch", "8", "8", "default"},
+		{"-epochs", "3", "3", "2"},
+		{"-momentum", "0.5", "0.5", "default"},
+		{"-cosine=false", "", "false", "default"},
+		{"-step-decay", "", "true", "default"},
+		{"-warmup", "2", "2", "default"},
+		{"-stash", "", "true", "default"},
+		{"-limit", "256", "256", "320"},
+	}
+	for _, c := range cases {
+		t.Run(c.flag, func(t *testing.T) {
+			stage := append(slices.Clone(run), c.flag)
+			if c.value != "" {
+				stage = append(stage, c.value)
+			}
+			ps, addrs := handStages(t, []string{"127.0.0.1"}, [][]string{stage}, nil)
+			driver := start(t, nil, append([]string{"train", "-stage-addrs", addrs, "-out", t.TempDir()}, run...)...)
+			name := regexp.QuoteMeta(flagOf(settingOf(c.flag)))
+			there, here := regexp.QuoteMeta(c.there), regexp.QuoteMeta(c.here)
+			// Whichever peer refuses the other first says so, and the
+			// other passes it on.
+			refused := `runs with another ` + name + `: (` + there + ` there, ` + here + ` here|` + here + ` there, ` + there + ` here)`
+			if c.flag == "-model" || c.flag == "-microbatch" { // another model, or other shapes, is another plan, which the handshake compares first
+				refused = "cut the model differently"
+			}
+			code, _, stderr := driver.wait(t, time.Minute)
+			require.NotEqual(t, 0, code, "the driver must fail: %s", stderr)
+			require.Regexp(t, `^pipemare train: driver: stage 0 at 127\.0\.0\.1:\d+ .*`+refused, stderr)
+			code, _, stderr = ps[0].wait(t, time.Minute)
+			require.NotEqual(t, 0, code, "the stage must fail: %s", stderr)
+			require.Regexp(t, `^pipemare stage: .*driver at 127\.0\.0\.1:\d+ .*`+refused, stderr)
+		})
+	}
+	var settings []string
+	for _, s := range (runspec.Spec{}).Settings() {
+		settings = append(settings, flagOf(s.Name))
+	}
+	var tested []string
+	for _, c := range cases {
+		tested = append(tested, flagOf(settingOf(c.flag)))
+	}
+	require.ElementsMatch(t, settings, tested, "a case for every setting that reaches a stage")
+}
+
+// settingOf is the setting a flag as the cases write it gives.
+func settingOf(flag string) string {
+	name := flag[1:]
+	if i := len(name) - len("=false"); i > 0 && name[i:] == "=false" {
+		name = name[:i]
+	}
+	return regexp.MustCompile(`-`).ReplaceAllString(name, "_")
+}
+
+// TestStageArgs: a -procs stage process, first started or restarted, is
+// started from the run's spec (-spec) with the cut the driver chose in
+// place of its stages, its place, the driver's timeouts and credentials;
+// pipemare stage reads it back to the same run, and refuses -spec with a
+// run flag beside it.
+func TestStageArgs(t *testing.T) {
+	lr := 0.2
+	spec := runspec.Spec{Model: "mlp", Data: "embedded", Stages: "2", Limit: 640, LR: lr}
+	tf := trainFlags{net: launch.Net{ConnectTimeout: time.Minute, StallTimeout: 20 * time.Second, RecvTimeout: 5 * time.Minute}}
+	args := tf.stageArgs(spec, []int{3}, 1, []string{"127.0.0.1:1", "127.0.0.1:2"}, "/tmp/c")
+	require.Equal(t, []string{"stage", `-spec={"model":"mlp","data":"embedded","cut":"3","lr":0.2,"limit":640}`, "-stage=1", "-stage-addrs=127.0.0.1:1,127.0.0.1:2", "-listen=fd:3",
+		"-connect-timeout=1m0s", "-stall-timeout=20s", "-recv-timeout=5m0s", "-certs=/tmp/c"}, args)
+	require.Equal(t, "-insecure", tf.stageArgs(spec, nil, 0, []string{"127.0.0.1:1"}, "")[8])
+
+	fs := flag.NewFlagSet("stage", flag.ContinueOnError)
+	var o options
+	o.registerRun(fs)
+	require.NoError(t, fs.Parse(nil))
+	require.NoError(t, o.fromSpec(strings.TrimPrefix(args[1], "-spec=")))
+	want := spec
+	want.Stages, want.Cut = "", "3"
+	require.Equal(t, want, o.spec())
+
+	code, _, stderr := runCLI(t.Context(), "stage", "-stage", "0", "-stage-addrs", "127.0.0.1:1", "-insecure", "-lr", "0.1", "-spec", `{"model":"mlp"}`)
+	require.Equal(t, 2, code)
+	require.Contains(t, stderr, "-spec and -lr: give the run's settings either way, not both")
+	code, _, stderr = runCLI(t.Context(), "stage", "-stage", "0", "-stage-addrs", "127.0.0.1:1", "-insecure", "-spec", `{"model":"mlp","rate":1}`)
+	require.Equal(t, 2, code)
+	require.Contains(t, stderr, `-spec: not a run specification: json: unknown field "rate"`)
+}
+
+// TestSpecArgs: a spec's command-line form reads back to the same spec.
+func TestSpecArgs(t *testing.T) {
+	no, seed, t1 := false, int64(4), 0
+	spec := runspec.Spec{Model: "mlp", Data: "embedded", Method: "pipemare", Stages: "2", LR: 0.2, Cosine: &no, Seed: &seed, T1: &t1, StepDecay: true, TestLimit: 100}
+	args := specArgs(spec)
+	require.Equal(t, []string{"-model=mlp", "-data=embedded", "-method=pipemare", "-stages=2", "-lr=0.2", "-cosine=false", "-step-decay=true", "-t1=0", "-seed=4", "-test-limit=100"}, args)
+	fs := flag.NewFlagSet("train", flag.ContinueOnError)
+	var o options
+	o.registerRun(fs)
+	require.NoError(t, fs.Parse(args))
+	require.Equal(t, spec, o.spec())
+}
