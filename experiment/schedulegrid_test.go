@@ -28,7 +28,7 @@ func TestWriteSchedule(t *testing.T) {
 	require.NoError(t, WriteSchedule(&b, schedule.ZBV(), 4, 3, 1, true))
 	require.True(t, strings.HasPrefix(b.String(), "zb-v, P=4, N=3, 1 minibatches (F forward, I input gradient, W weight gradient, U update; 2 workers × 2 stages, F3@1: stage 1's forward of microbatch 3):\nclock  worker0  worker1\n"), b.String())
 	b.Reset()
-	require.ErrorContains(t, WriteSchedule(&b, schedule.ZBV(), 3, 3, 1, true), "-schedule zb-v with -stages 3 and -microbatches 3: its workers host 2 stages each, and 3 is not a multiple of 2")
+	require.ErrorContains(t, WriteSchedule(&b, schedule.ZBV(), 3, 3, 1, true), "schedule zb-v with stages 3 and microbatches 3: its workers host 2 stages each, and 3 is not a multiple of 2")
 	require.Empty(t, b.String())
 
 	for _, c := range []struct {
