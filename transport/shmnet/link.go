@@ -1,0 +1,400 @@
+//go:build linux
+
+package shmnet
+
+import (
+	"context"
+	"encoding/binary"
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/pkg/errors"
+	"gorgonia.org/gorgonia"
+
+	"github.com/pipemare/pipemare/internal/recycle"
+	"github.com/pipemare/pipemare/transport"
+)
+
+// peerLink is the link between this endpoint and one peer: a ring each
+// way in shared memory, and the Unix socket beside them, on which the
+// peers beat and whose end says the peer's process ended. Send fills a
+// queue that a writer goroutine copies into the outgoing ring; a reader
+// goroutine copies what arrives into the mailbox; a monitor goroutine
+// beats and watches the socket.
+type peerLink struct {
+	e      *Endpoint
+	peer   transport.Peer
+	who    string // the peer and its pid, for messages
+	conn   *net.UnixConn
+	shared handed
+	out    *ring
+	in     *ring
+	// stop, once set, ends the rings' waits: the peer is gone or
+	// stalled (why says which) or this endpoint tears down.
+	stop atomic.Bool
+	why  atomic.Pointer[error]
+
+	departed context.Context // done once the peer said Bye
+	depart   context.CancelFunc
+	broken   context.Context // done, with the LinkError as cause, once the link broke
+	breakIt  context.CancelCauseFunc
+
+	mu       sync.Mutex
+	wake     *sync.Cond
+	queue    []outgoing
+	closing  bool // this endpoint closes: flush, then Bye
+	byeSent  bool
+	byeAcked bool
+	ack      bool // the peer's Bye awaits its ByeAck
+	dead     bool // the link is over
+
+	acked   chan struct{} // closed when our Bye was acknowledged or the link ended
+	ackOnce sync.Once
+}
+
+// outgoing is a message queued for writing: its header and the bytes
+// that follow it.
+type outgoing struct {
+	m     transport.Message
+	frame []byte   // length and header
+	parts [][]byte // body, then each value's bytes
+}
+
+// newLink makes the link over a handshake's connection and shared memory;
+// dialer says which ring is this side's to write.
+func (e *Endpoint) newLink(p transport.Peer, pid int, c *net.UnixConn, h handed, dialer bool) *peerLink {
+	l := &peerLink{e: e, peer: p, who: peerAt(p, pid), conn: c, shared: h, acked: make(chan struct{})}
+	l.wake = sync.NewCond(&l.mu)
+	l.departed, l.depart = context.WithCancel(context.Background())
+	l.broken, l.breakIt = context.WithCancelCause(context.Background())
+	first, second := rings(h.mem, (len(h.mem)/2)-ctlSize)
+	first.data1, first.room = h.evs[0], h.evs[1]
+	second.data1, second.room = h.evs[2], h.evs[3]
+	first.stop, second.stop = &l.stop, &l.stop
+	l.out, l.in = first, second
+	if !dialer {
+		l.out, l.in = second, first
+	}
+	return l
+}
+
+// start runs the link's goroutines, which the endpoint's wg counts.
+func (l *peerLink) start() {
+	l.e.wg.Add(3)
+	go func() {
+		defer l.e.wg.Done()
+		l.write()
+	}()
+	go func() {
+		defer l.e.wg.Done()
+		l.ended(l.read())
+	}()
+	go func() {
+		defer l.e.wg.Done()
+		l.monitor()
+	}()
+}
+
+// encode lays out m's frame: everything Send can refuse, it refuses here.
+func encode(m transport.Message) (outgoing, error) {
+	if len(m.Values) > maxValues {
+		return outgoing{}, errors.Errorf("%d values in one message, at most %d", len(m.Values), maxValues)
+	}
+	body, err := encodeBody(m.Body)
+	if err != nil {
+		return outgoing{}, err
+	}
+	if len(body) > maxBody {
+		return outgoing{}, errors.Errorf("a body of %d bytes, at most %d", len(body), maxBody)
+	}
+	h := header{typ: frameMessage, kind: m.Kind, from: m.From, to: m.To, micro: int64(m.Micro), version: int64(m.Version), bodyLen: uint32(len(body))}
+	o := outgoing{m: m, parts: [][]byte{body}}
+	for i, v := range m.Values {
+		d, raw, err := describe(v)
+		if err != nil {
+			return outgoing{}, errors.Wrapf(err, "value %d", i)
+		}
+		h.values = append(h.values, d)
+		o.parts = append(o.parts, raw)
+	}
+	o.frame = frame(h)
+	if len(o.frame)-4 > maxHeader {
+		return outgoing{}, errors.Errorf("a header of %d bytes, at most %d", len(o.frame)-4, maxHeader)
+	}
+	return o, nil
+}
+
+// frame is h's length and encoding.
+func frame(h header) []byte {
+	b := appendHeader(make([]byte, 4, 64), h)
+	binary.LittleEndian.PutUint32(b, uint32(len(b)-4))
+	return b
+}
+
+// enqueue queues o for the writer.
+func (l *peerLink) enqueue(o outgoing) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case l.departed.Err() != nil:
+		return &transport.LinkError{From: l.e.self, To: l.peer, Kind: o.m.Kind, Err: errors.Errorf("%v closed its endpoint", l.who)}
+	case l.closing:
+		return transport.ErrClosed
+	case l.dead:
+		var le *transport.LinkError
+		if errors.As(context.Cause(l.broken), &le) {
+			out := *le
+			out.Kind = o.m.Kind
+			return &out
+		}
+		return &transport.LinkError{From: l.e.self, To: l.peer, Kind: o.m.Kind, Err: errors.New("the link is over")}
+	}
+	l.queue = append(l.queue, o)
+	l.wake.Signal()
+	return nil
+}
+
+// write copies what is queued into the ring, in order, until the link is
+// over.
+func (l *peerLink) write() {
+	for {
+		l.mu.Lock()
+		for !l.dead && !l.ack && len(l.queue) == 0 && !(l.closing && !l.byeSent) {
+			l.wake.Wait()
+		}
+		if l.dead {
+			l.mu.Unlock()
+			return
+		}
+		var err error
+		var kind transport.Kind
+		switch {
+		case l.ack:
+			l.ack = false
+			l.mu.Unlock()
+			err = l.writeFrame(frame(header{typ: frameByeAck}))
+		case len(l.queue) > 0:
+			o := l.queue[0]
+			l.queue[0] = outgoing{}
+			l.queue = l.queue[1:]
+			l.mu.Unlock()
+			kind = o.m.Kind
+			if err = l.writeFrame(o.frame, o.parts...); err == nil && o.m.Own {
+				for _, v := range o.m.Values {
+					recycle.Put(v) // copied: the receiver has its own
+				}
+			}
+		default:
+			l.byeSent = true
+			l.mu.Unlock()
+			err = l.writeFrame(frame(header{typ: frameBye}))
+		}
+		if err != nil {
+			l.ended(&transport.LinkError{From: l.e.self, To: l.peer, Kind: kind, Err: l.broke(err)})
+			return
+		}
+	}
+}
+
+func (l *peerLink) writeFrame(frame []byte, parts ...[]byte) error {
+	if l.stop.Load() {
+		return errStopped
+	}
+	if err := l.out.write(frame); err != nil {
+		return err
+	}
+	for _, p := range parts {
+		if err := l.out.write(p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// read puts the messages that arrive into the mailbox until the link
+// ends, and returns why it ended.
+func (l *peerLink) read() *transport.LinkError {
+	var kind transport.Kind
+	bad := func(err error) *transport.LinkError {
+		return &transport.LinkError{From: l.peer, To: l.e.self, Kind: kind, Err: errors.Wrap(err, "a corrupted or unexpected frame")}
+	}
+	var size [4]byte
+	for {
+		kind = 0
+		if err := l.in.read(size[:]); err != nil {
+			return &transport.LinkError{From: l.peer, To: l.e.self, Err: l.broke(err)}
+		}
+		n := binary.LittleEndian.Uint32(size[:])
+		if n == 0 || n > maxHeader {
+			return bad(errors.Errorf("a header of %d bytes", n))
+		}
+		hb := make([]byte, n)
+		if err := l.in.read(hb); err != nil {
+			return &transport.LinkError{From: l.peer, To: l.e.self, Err: l.broke(err)}
+		}
+		h, err := decodeHeader(hb)
+		if err != nil {
+			return bad(err)
+		}
+		kind = h.kind
+		switch h.typ {
+		case frameBye:
+			l.mu.Lock()
+			l.queue = nil // the peer reads no more
+			l.ack = true
+			l.wake.Signal()
+			l.mu.Unlock()
+			l.depart()
+			continue
+		case frameByeAck:
+			l.mu.Lock()
+			l.byeAcked = true
+			l.mu.Unlock()
+			l.ackOnce.Do(func() { close(l.acked) })
+			continue
+		}
+		m, err := l.readMessage(h)
+		if err != nil {
+			if errors.Is(err, errStopped) {
+				return &transport.LinkError{From: l.peer, To: l.e.self, Kind: kind, Err: l.broke(err)}
+			}
+			return bad(errors.Wrapf(err, "microbatch %d", h.micro))
+		}
+		if m.From != l.peer || m.To != l.e.self {
+			return bad(errors.Errorf("a message from %v to %v on the link %v → %v", m.From, m.To, l.peer, l.e.self))
+		}
+		_ = l.e.box.Put(m) // fails only once the endpoint is closed
+	}
+}
+
+// readMessage reads the payload h announces: one copy out of the ring
+// into the message's own memory.
+func (l *peerLink) readMessage(h header) (transport.Message, error) {
+	m := transport.Message{Kind: h.kind, From: h.from, To: h.to, Micro: int(h.micro), Version: int(h.version)}
+	body := make([]byte, h.bodyLen)
+	if err := l.in.read(body); err != nil {
+		return m, err
+	}
+	recycled := h.kind == transport.Activation || h.kind == transport.Gradient
+	if len(h.values) > 0 {
+		m.Values = make([]gorgonia.Value, len(h.values))
+	}
+	for i, d := range h.values {
+		v, raw, err := alloc(d, recycled)
+		if err == nil {
+			err = l.in.read(raw)
+		}
+		if err != nil {
+			return m, errors.Wrapf(err, "value %d", i)
+		}
+		m.Values[i] = v
+	}
+	finish(m.Values)
+	var err error
+	m.Body, err = decodeBody(body)
+	return m, err
+}
+
+// monitor beats on the socket beside the rings and watches the peer's
+// beats: a peer that closes the socket (its process ended) or beats no
+// more for the stall timeout (stopped, hung) stops the link, with why.
+func (l *peerLink) monitor() {
+	beat := l.e.s.beat()
+	heard, sent := time.Now(), time.Time{}
+	buf := make([]byte, 64)
+	for {
+		if now := time.Now(); now.Sub(sent) >= beat {
+			_ = l.conn.SetWriteDeadline(now.Add(beat))
+			_, _ = l.conn.Write([]byte{0}) // a failure shows in the read
+			sent = now
+		}
+		_ = l.conn.SetReadDeadline(sent.Add(beat))
+		_, err := l.conn.Read(buf)
+		var ne net.Error
+		switch {
+		case err == nil:
+			heard = time.Now()
+		case errors.As(err, &ne) && ne.Timeout():
+			if time.Since(heard) > l.e.s.stallTimeout {
+				l.halt(errors.Errorf("%v beat no more for %v (the stall timeout): its process is stopped or stalled (SIGSTOP, hung); restart the pipeline, from the last checkpoint if there is one (or, if it pauses that long on purpose, give a longer stall timeout: pipemare's -stall-timeout)",
+					l.who, l.e.s.stallTimeout))
+				return
+			}
+		default:
+			l.halt(errors.Errorf("the link to %v broke: its process ended (%v); restart the pipeline, from the last checkpoint if there is one", l.who, err))
+			return
+		}
+	}
+}
+
+// halt stops the link's rings for the reason why (nil: this endpoint
+// tears down) and wakes whoever waits on them; the reader still reads
+// what was written before.
+func (l *peerLink) halt(why error) {
+	if why != nil {
+		l.why.CompareAndSwap(nil, &why)
+	}
+	l.stop.Store(true)
+	_ = poke(l.in.data1)
+	_ = poke(l.out.room)
+}
+
+// broke describes a link that failed: why the monitor stopped it, else
+// err.
+func (l *peerLink) broke(err error) error {
+	if w := l.why.Load(); w != nil && errors.Is(err, errStopped) {
+		return *w
+	}
+	return errors.Wrapf(err, "the link to %v broke", l.who)
+}
+
+// ended marks the link over; unless the peer had left or this endpoint is
+// closing, the link is broken with le: the calls that involve it fail.
+func (l *peerLink) ended(le *transport.LinkError) {
+	l.ackOnce.Do(func() { close(l.acked) })
+	l.mu.Lock()
+	l.dead = true
+	l.wake.Broadcast()
+	closing := l.closing
+	l.mu.Unlock()
+	l.halt(nil)
+	if closing || l.departed.Err() != nil {
+		return
+	}
+	l.breakIt(le)
+	l.e.fail(le)
+}
+
+func (l *peerLink) startClosing() {
+	l.mu.Lock()
+	l.closing = true
+	l.wake.Broadcast()
+	l.mu.Unlock()
+}
+
+// delivered reports whether the peer confirmed it read everything (or had
+// left first), and how many messages are still queued.
+func (l *peerLink) delivered() (bool, int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.byeAcked || l.departed.Err() != nil, len(l.queue)
+}
+
+// stop ends the link's goroutines at teardown; release frees its memory
+// once they have returned.
+func (l *peerLink) stopAll() {
+	l.mu.Lock()
+	l.dead = true
+	l.wake.Broadcast()
+	l.mu.Unlock()
+	l.halt(nil)
+	_ = l.conn.Close()
+	l.depart()
+}
+
+func (l *peerLink) release() { l.shared.release() }
+
+var _ = os.ErrClosed
