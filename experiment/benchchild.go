@@ -24,7 +24,7 @@ import (
 // benchOwn are the flags of pipemare bench that its trainings are not
 // given as they are: its own (-out, -rounds), and those of the placement
 // and the cut, which BenchArgs sets.
-var benchOwn = []string{"out", "rounds", "stages", "procs", "pin", "insecure"}
+var benchOwn = []string{"out", "rounds", "stages", "procs", "pin", "insecure", "transport"}
 
 // BenchArgs are the command lines (after the program's name) of a
 // bench's two trainings, pipemare train with one minibatch traced
@@ -38,9 +38,13 @@ var benchOwn = []string{"out", "rounds", "stages", "procs", "pin", "insecure"}
 // it.
 func BenchArgs(given []string, cut []int, procs int, pin bool, oneCPU string) (placed, against []string) {
 	base := []string{"train", "-trace-steps=1"}
+	var carried []string // -transport: the placed run's
 	for _, a := range given {
 		name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
-		if !slices.Contains(benchOwn, name) {
+		switch {
+		case name == "transport":
+			carried = append(carried, a)
+		case !slices.Contains(benchOwn, name):
 			base = append(base, a)
 		}
 	}
@@ -49,7 +53,7 @@ func BenchArgs(given []string, cut []int, procs int, pin bool, oneCPU string) (p
 	}
 	placed = slices.Clone(base)
 	if procs > 0 {
-		placed = append(placed, fmt.Sprintf("-procs=%d", procs), "-insecure")
+		placed = append(append(placed, fmt.Sprintf("-procs=%d", procs), "-insecure"), carried...)
 		if pin {
 			placed = append(placed, "-pin")
 		}
@@ -189,6 +193,9 @@ func StageArgs(run []string, cut []int, cpus string, n launch.Net, i int, addrs 
 	}
 	args = append(args, "-stage="+strconv.Itoa(i), "-stage-addrs="+strings.Join(addrs, ","), "-listen=fd:3")
 	args = append(args, n.TimeoutArgs()...)
+	if n.Transport != launch.TransportAuto {
+		args = append(args, "-transport="+n.Transport.String())
+	}
 	if certs == "" {
 		return append(args, "-insecure")
 	}

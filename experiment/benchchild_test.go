@@ -23,10 +23,10 @@ import (
 // bench's own and the placement's, and the cut fixed; the placed run adds
 // its stage processes, the other its CPU.
 func TestBenchArgs(t *testing.T) {
-	given := []string{"-limit=640", "-model=mlp", "-out=o", "-pin=true", "-procs=2", "-rounds=3", "-stages=2", "-trace-steps=5"}
+	given := []string{"-limit=640", "-model=mlp", "-out=o", "-pin=true", "-procs=2", "-rounds=3", "-stages=2", "-trace-steps=5", "-transport=grpc"}
 	placed, against := BenchArgs(given, []int{3, 7}, 2, true, "5")
 	base := []string{"train", "-trace-steps=1", "-limit=640", "-model=mlp", "-trace-steps=5", "-cut=3,7"}
-	require.Equal(t, append(base[:len(base):len(base)], "-procs=2", "-insecure", "-pin"), placed)
+	require.Equal(t, append(base[:len(base):len(base)], "-procs=2", "-insecure", "-transport=grpc", "-pin"), placed, "the transport is the placed run's")
 	require.Equal(t, append(base[:len(base):len(base)], "-cpus=5"), against)
 
 	placed, against = BenchArgs([]string{"-model=mlp"}, nil, 0, false, "0-1")
@@ -115,4 +115,7 @@ func TestStageArgs(t *testing.T) {
 		StageArgs(run, []int{3}, "1", launch.Net{ConnectTimeout: time.Minute, StallTimeout: 20 * time.Second, RecvTimeout: 5 * time.Minute}, 1, []string{"127.0.0.1:1", "127.0.0.1:2"}, "/tmp/c"))
 	require.Equal(t, []string{"stage", "-model=mlp", "-stages=2", "-cut=4", "-limit=640", "-stage=0", "-stage-addrs=127.0.0.1:1", "-listen=fd:3", "-connect-timeout=2s", "-stall-timeout=30s", "-recv-timeout=2m0s", "-insecure"},
 		StageArgs(run, nil, "", launch.Net{ConnectTimeout: 2 * time.Second, StallTimeout: 30 * time.Second, RecvTimeout: 2 * time.Minute}, 0, []string{"127.0.0.1:1"}, ""))
+	shm := launch.Net{ConnectTimeout: 2 * time.Second, StallTimeout: 30 * time.Second, RecvTimeout: 2 * time.Minute}.ForLocal()
+	require.Equal(t, []string{"stage", "-model=mlp", "-stages=2", "-cut=4", "-limit=640", "-stage=0", "-stage-addrs=127.0.0.1:1", "-listen=fd:3", "-connect-timeout=2s", "-stall-timeout=30s", "-recv-timeout=2m0s", "-transport=shm", "-insecure"},
+		StageArgs(run, nil, "", shm, 0, []string{"127.0.0.1:1"}, ""), "a stage of -procs is told to share memory")
 }

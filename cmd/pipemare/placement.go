@@ -119,10 +119,11 @@ func (t *trainFlags) connect(ctx context.Context, cfg *train.Config, o *options,
 // model is cut (launch.LocalDriver) and connect to them, recording in rep
 // where they run and saying so on stdout; the stop it returns ends them.
 func (t *trainFlags) startLocal(cfg *train.Config, o *options, rep *rundir.Placement, stdout, stderr io.Writer) func(error) error {
+	local := t.net.ForLocal() // shared memory unless -transport says otherwise
 	d := &launch.LocalDriver{
 		Config: launch.LocalConfig{Stages: t.procs, Insecure: t.net.Credentials.Insecure, Stderr: stderr,
 			Args: func(i int, addrs []string, certs string) []string {
-				return experiment.StageArgs(o.runFlags(), cfg.Cut, t.cpu.stageCPUs(i), t.net, i, addrs, certs)
+				return experiment.StageArgs(o.runFlags(), cfg.Cut, t.cpu.stageCPUs(i), local, i, addrs, certs)
 			}},
 		Started: func(l *launch.Local) {
 			rep.Addresses, rep.PIDs, rep.CPUs = l.Addrs, l.PIDs, nil // a restart's processes replace the last
@@ -134,7 +135,7 @@ func (t *trainFlags) startLocal(cfg *train.Config, o *options, rep *rundir.Place
 			fmt.Fprintf(stdout, "started %d stage processes on %s (pids %s)\n", t.procs, strings.Join(l.Addrs, ", "), strings.Trim(fmt.Sprint(l.PIDs), "[]"))
 		},
 		Dial: func(l *launch.Local) launch.ConnectFunc {
-			n := t.net
+			n := local
 			n.Credentials.Dir = l.Certs
 			return n.Connector(launch.Place{Addrs: l.Addrs, Stage: -1})
 		},
@@ -190,6 +191,11 @@ func registerNet(fs *flag.FlagSet, n *launch.Net) {
 	fs.BoolVar(&n.Credentials.Insecure, "insecure", false, "plaintext instead of mutual TLS; refused unless every address is loopback")
 	fs.DurationVar(&n.ConnectTimeout, "connect-timeout", grpcnet.DefaultConnectTimeout, "how long a process waits for the others of the pipeline to connect and pass the handshake, and a stage then for its driver's first order (twice as long): a peer that does not come, or is refused, ends every process after it; give the processes' largest start-up gap")
 	fs.DurationVar(&n.StallTimeout, "stall-timeout", grpcnet.DefaultStallTimeout, "how long a process of the pipeline may answer nothing, not even the transport's keepalive, before it is taken as stopped or stalled (SIGSTOP, hung, its host frozen) and every process ends naming it; at least 11s. A process that computes for long still answers")
+	fs.Func("transport", "what carries the messages between the processes of the pipeline: auto (shared memory between -procs's stage processes, gRPC to stages elsewhere), grpc (gRPC even on one host), or shm (shared memory: every process on this host, as one user; the driver of -procs passes it to its stages)", func(s string) error {
+		t, err := launch.ParseTransport(s)
+		n.Transport = t
+		return err
+	})
 	fs.DurationVar(&n.RecvTimeout, "recv-timeout", grpcnet.DefaultRecvTimeout, "how long a process waits for the next message of a peer that is alive: give more than the longest work between two messages (a stage's slice of the schedule, an evaluation)")
 }
 
