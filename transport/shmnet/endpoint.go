@@ -202,7 +202,7 @@ func (e *Endpoint) handshake(octx context.Context, c *net.UnixConn, p transport.
 		err = errors.Errorf("%v refused the handshake: %s", who, reply.Refused)
 	case err == nil:
 		err = e.check(reply, who, p)
-	case octx.Err() != nil && context.Cause(octx) == errConnectDeadline:
+	case timedOut(err) || octx.Err() != nil && context.Cause(octx) == errConnectDeadline:
 		err = &unanswered{fmt.Sprintf("%v at %s took the connection but did not answer the handshake (is it stalled, or overloaded?)", who, addr)}
 	case octx.Err() != nil:
 		err = &unanswered{context.Cause(octx).Error()}
@@ -216,6 +216,13 @@ func (e *Endpoint) handshake(octx context.Context, c *net.UnixConn, p transport.
 	}
 	e.add(e.newLink(p, pid, c, h, true))
 	return nil
+}
+
+// timedOut reports whether err is a socket's deadline passing: the
+// connect deadline, which the socket's deadline is.
+func timedOut(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }
 
 // add registers a link whose handshake passed and starts it.
@@ -323,7 +330,7 @@ func (e *Endpoint) accept(octx context.Context, c *net.UnixConn, deadline time.T
 	if err != nil {
 		closeFDs(fds)
 		c.Close()
-		if octx.Err() != nil { // it stalled: the missing peer is named
+		if octx.Err() != nil || timedOut(err) { // it stalled: the missing peer is named
 			return nil
 		}
 		return errors.Wrapf(err, "the handshake of a peer (pid %d)", pid)
