@@ -47,6 +47,15 @@ func ParseTransport(s string) (Transport, error) {
 	return 0, errors.Errorf("%q: auto, grpc or shm", s)
 }
 
+// Set sets t from its name (ParseTransport): a Transport is a flag.Value.
+func (t *Transport) Set(s string) error {
+	v, err := ParseTransport(s)
+	if err == nil {
+		*t = v
+	}
+	return err
+}
+
 // ForLocal is n for the stage processes a process starts on its own host
 // and their driver (StartLocal, LocalDriver): TransportAuto becomes
 // TransportShm; a transport given stays.

@@ -58,4 +58,7 @@ func TestNetConnectorShm(t *testing.T) {
 	}
 	_, err = ParseTransport("tcp")
 	require.EqualError(t, err, `"tcp": auto, grpc or shm`)
+	var flagValue Transport // a flag.Value, whose String is what Set reads
+	require.NoError(t, flagValue.Set(TransportGRPC.String()))
+	require.Equal(t, TransportGRPC, flagValue)
 }

@@ -191,11 +191,7 @@ func registerNet(fs *flag.FlagSet, n *launch.Net) {
 	fs.BoolVar(&n.Credentials.Insecure, "insecure", false, "plaintext instead of mutual TLS; refused unless every address is loopback")
 	fs.DurationVar(&n.ConnectTimeout, "connect-timeout", grpcnet.DefaultConnectTimeout, "how long a process waits for the others of the pipeline to connect and pass the handshake, and a stage then for its driver's first order (twice as long): a peer that does not come, or is refused, ends every process after it; give the processes' largest start-up gap")
 	fs.DurationVar(&n.StallTimeout, "stall-timeout", grpcnet.DefaultStallTimeout, "how long a process of the pipeline may answer nothing, not even the transport's keepalive, before it is taken as stopped or stalled (SIGSTOP, hung, its host frozen) and every process ends naming it; at least 11s. A process that computes for long still answers")
-	fs.Func("transport", "what carries the messages between the processes of the pipeline: auto (shared memory between -procs's stage processes, gRPC to stages elsewhere), grpc (gRPC even on one host), or shm (shared memory: every process on this host, as one user; the driver of -procs passes it to its stages)", func(s string) error {
-		t, err := launch.ParseTransport(s)
-		n.Transport = t
-		return err
-	})
+	fs.Var(&n.Transport, "transport", "what carries the messages between the processes of the pipeline: auto (shared memory between -procs's stage processes, gRPC to stages elsewhere), grpc (gRPC even on one host), or shm (shared memory: every process on this host, as one user; the driver of -procs passes it to its stages)")
 	fs.DurationVar(&n.RecvTimeout, "recv-timeout", grpcnet.DefaultRecvTimeout, "how long a process waits for the next message of a peer that is alive: give more than the longest work between two messages (a stage's slice of the schedule, an evaluation)")
 }
 
