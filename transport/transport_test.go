@@ -2,6 +2,7 @@ package transport
 
 import (
 	"context"
+	"encoding/gob"
 	"sync"
 	"testing"
 	"time"
@@ -148,3 +149,27 @@ func TestConcurrentTraffic(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestBody: a registered body survives EncodeBody and DecodeBody; an
+// unregistered one is an error that says to register it; no body is no
+// bytes.
+func TestBody(t *testing.T) {
+	gob.Register(bodyNote{})
+	b, err := EncodeBody(bodyNote{"x"})
+	require.NoError(t, err)
+	got, err := DecodeBody(b)
+	require.NoError(t, err)
+	require.Equal(t, bodyNote{"x"}, got)
+	_, err = EncodeBody(struct{ Y int }{1})
+	require.ErrorContains(t, err, "is it registered with gob.Register?")
+	b, err = EncodeBody(nil)
+	require.NoError(t, err)
+	require.Empty(t, b)
+	got, err = DecodeBody(nil)
+	require.NoError(t, err)
+	require.Nil(t, got)
+	require.Equal(t, "driver, stage 1", PeerList([]Peer{Driver, 1}))
+	require.Equal(t, "no peer", PeerList(nil))
+}
+
+type bodyNote struct{ S string }

@@ -1,8 +1,6 @@
 package grpcnet
 
 import (
-	"bytes"
-	"encoding/gob"
 	"hash/crc32"
 
 	"github.com/pkg/errors"
@@ -21,30 +19,6 @@ import (
 // part order. One writer per stream sends a message's frames back to back.
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
-// encodeBody gob-encodes a message's Body (nil: no bytes). It runs in Send,
-// so that a type the protocol did not register fails there.
-func encodeBody(body any) ([]byte, error) {
-	if body == nil {
-		return nil, nil
-	}
-	var buf bytes.Buffer
-	if err := gob.NewEncoder(&buf).Encode(&body); err != nil {
-		return nil, errors.Wrapf(err, "encoding the body (%T; is it registered with gob.Register?)", body)
-	}
-	return buf.Bytes(), nil
-}
-
-func decodeBody(b []byte) (any, error) {
-	if len(b) == 0 {
-		return nil, nil
-	}
-	var body any
-	if err := gob.NewDecoder(bytes.NewReader(b)).Decode(&body); err != nil {
-		return nil, errors.Wrap(err, "decoding the body (is its type registered with gob.Register here too?)")
-	}
-	return body, nil
-}
 
 // part is a piece of a message's payload: the body or one tensor's bytes.
 type part struct {
@@ -238,7 +212,7 @@ func (in *incoming) finish() error {
 
 // message returns the reassembled message.
 func (in *incoming) message() (transport.Message, error) {
-	body, err := decodeBody(in.body)
+	body, err := transport.DecodeBody(in.body)
 	if err != nil {
 		return transport.Message{}, err
 	}

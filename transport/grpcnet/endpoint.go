@@ -307,7 +307,7 @@ func (e *Endpoint) timedOut(missing []transport.Peer, silent []string) error {
 		parts = []string{"the last of its peers connected only after it"}
 	}
 	if len(missing) > 0 {
-		msg := fmt.Sprintf("%s did not connect to %v (are they running, and given this stage's address?)", peerList(missing), e.self)
+		msg := fmt.Sprintf("%s did not connect to %v (are they running, and given this stage's address?)", transport.PeerList(missing), e.self)
 		if e.refusals != nil {
 			if r := e.refusals.lastRefusal(); r != nil {
 				msg = fmt.Sprintf("%s; the last connection refused: %v", msg, r)
@@ -527,7 +527,7 @@ func (e *Endpoint) Send(ctx context.Context, m transport.Message) error {
 	l := e.peers[m.To]
 	e.mu.Unlock()
 	if l == nil {
-		return &transport.LinkError{From: e.self, To: m.To, Kind: m.Kind, Err: errors.Errorf("no such link: %v is linked to %s", e.self, peerList(e.linked()))}
+		return &transport.LinkError{From: e.self, To: m.To, Kind: m.Kind, Err: errors.Errorf("no such link: %v is linked to %s", e.self, transport.PeerList(e.linked()))}
 	}
 	if len(m.Values) > maxValues {
 		return errors.Errorf("%v: %d values in one message, at most %d", m, len(m.Values), maxValues)
@@ -535,7 +535,7 @@ func (e *Endpoint) Send(ctx context.Context, m transport.Message) error {
 	if err := checkEncodable(m.Values); err != nil {
 		return errors.Wrapf(err, "%v", m)
 	}
-	body, err := encodeBody(m.Body)
+	body, err := transport.EncodeBody(m.Body)
 	if err != nil {
 		return errors.Wrapf(err, "%v", m)
 	}
@@ -562,7 +562,7 @@ func (e *Endpoint) Recv(ctx context.Context, from transport.Peer, k transport.Ki
 		l = e.peers[from]
 		e.mu.Unlock()
 		if l == nil {
-			return transport.Message{}, &transport.LinkError{From: from, To: e.self, Kind: k, Err: errors.Errorf("no such link: %v is linked to %s", e.self, peerList(e.linked()))}
+			return transport.Message{}, &transport.LinkError{From: from, To: e.self, Kind: k, Err: errors.Errorf("no such link: %v is linked to %s", e.self, transport.PeerList(e.linked()))}
 		}
 	}
 	tctx, cancel := context.WithTimeoutCause(ctx, e.s.recvTimeout, errTimedOut)

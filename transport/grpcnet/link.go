@@ -287,15 +287,4 @@ func remoteAddr(ctx context.Context) string {
 	return "an unknown address"
 }
 
-func peerList(ps []transport.Peer) string {
-	s := make([]string, len(ps))
-	for i, p := range ps {
-		s[i] = p.String()
-	}
-	if len(s) == 0 {
-		return "no peer"
-	}
-	return strings.Join(s, ", ")
-}
-
 func errorsJoin(errs []error) error { return stderrors.Join(errs...) }

@@ -296,7 +296,7 @@ func (e *Endpoint) acceptAll(octx context.Context, ln *net.UnixListener, deadlin
 			if missing = e.missing(); len(missing) == 0 {
 				return nil
 			}
-			return &unanswered{fmt.Sprintf("%s did not connect to %v (are they running, and given the same run?)", peerList(missing), e.self)}
+			return &unanswered{fmt.Sprintf("%s did not connect to %v (are they running, and given the same run?)", transport.PeerList(missing), e.self)}
 		}
 		if firstErr != nil && pending == 0 {
 			return firstErr
@@ -424,7 +424,7 @@ func (e *Endpoint) Send(ctx context.Context, m transport.Message) error {
 	l := e.peers[m.To]
 	e.mu.Unlock()
 	if l == nil {
-		return &transport.LinkError{From: e.self, To: m.To, Kind: m.Kind, Err: errors.Errorf("no such link: %v is linked to %s", e.self, peerList(e.linked()))}
+		return &transport.LinkError{From: e.self, To: m.To, Kind: m.Kind, Err: errors.Errorf("no such link: %v is linked to %s", e.self, transport.PeerList(e.linked()))}
 	}
 	o, err := encode(m)
 	if err != nil {
@@ -451,7 +451,7 @@ func (e *Endpoint) Recv(ctx context.Context, from transport.Peer, k transport.Ki
 		l = e.peers[from]
 		e.mu.Unlock()
 		if l == nil {
-			return transport.Message{}, &transport.LinkError{From: from, To: e.self, Kind: k, Err: errors.Errorf("no such link: %v is linked to %s", e.self, peerList(e.linked()))}
+			return transport.Message{}, &transport.LinkError{From: from, To: e.self, Kind: k, Err: errors.Errorf("no such link: %v is linked to %s", e.self, transport.PeerList(e.linked()))}
 		}
 	}
 	tctx, cancel := context.WithTimeoutCause(ctx, e.s.recvTimeout, errTimedOut)

@@ -1,9 +1,7 @@
 package shmnet
 
 import (
-	"bytes"
 	"encoding/binary"
-	"encoding/gob"
 
 	"github.com/pkg/errors"
 
@@ -159,28 +157,4 @@ func (d *decoder) end() error {
 		return errors.Errorf("%d bytes after the header", len(d.b))
 	}
 	return d.err
-}
-
-// encodeBody gob-encodes a message's Body (nil: no bytes). Send calls it,
-// so that a type the protocol did not register fails there.
-func encodeBody(body any) ([]byte, error) {
-	if body == nil {
-		return nil, nil
-	}
-	var buf bytes.Buffer
-	if err := gob.NewEncoder(&buf).Encode(&body); err != nil {
-		return nil, errors.Wrapf(err, "encoding the body (%T; is it registered with gob.Register?)", body)
-	}
-	return buf.Bytes(), nil
-}
-
-func decodeBody(b []byte) (any, error) {
-	if len(b) == 0 {
-		return nil, nil
-	}
-	var body any
-	if err := gob.NewDecoder(bytes.NewReader(b)).Decode(&body); err != nil {
-		return nil, errors.Wrap(err, "decoding the body (is its type registered with gob.Register here too?)")
-	}
-	return body, nil
 }

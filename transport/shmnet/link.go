@@ -103,7 +103,7 @@ func encode(m transport.Message) (outgoing, error) {
 	if len(m.Values) > maxValues {
 		return outgoing{}, errors.Errorf("%d values in one message, at most %d", len(m.Values), maxValues)
 	}
-	body, err := encodeBody(m.Body)
+	body, err := transport.EncodeBody(m.Body)
 	if err != nil {
 		return outgoing{}, err
 	}
@@ -294,7 +294,7 @@ func (l *peerLink) readMessage(h header) (transport.Message, error) {
 	}
 	finish(m.Values)
 	var err error
-	m.Body, err = decodeBody(body)
+	m.Body, err = transport.DecodeBody(body)
 	return m, err
 }
 

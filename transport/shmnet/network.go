@@ -97,14 +97,3 @@ func peersOf(self transport.Peer, stages int, links []grpcnet.Link) (dials, acce
 	}
 	return dials, accepts
 }
-
-func peerList(ps []transport.Peer) string {
-	s := make([]string, len(ps))
-	for i, p := range ps {
-		s[i] = p.String()
-	}
-	if len(s) == 0 {
-		return "no peer"
-	}
-	return strings.Join(s, ", ")
-}
