@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/connectivity"
+	"google.golang.org/grpc/experimental"
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/status"
 
@@ -176,6 +177,7 @@ func (e *Endpoint) serve() error {
 		// more often than every 5 minutes and closes the connection.
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: minPing / 2, PermitWithoutStream: true}),
 		grpc.WaitForHandlers(true),
+		grpc.ForceServerCodecV2(frameCodec{}), experimental.BufferPool(bufferPool),
 		grpc.InitialWindowSize(streamWindow), grpc.InitialConnWindowSize(connWindow),
 	)
 	pb.RegisterLinkServer(e.srv, server{e: e})
@@ -219,7 +221,8 @@ func (e *Endpoint) dialOptions() []grpc.DialOption {
 		grpc.WithTransportCredentials(e.s.clientCreds()),
 		grpc.WithKeepaliveParams(e.keepalive()),
 		grpc.WithInitialWindowSize(streamWindow), grpc.WithInitialConnWindowSize(connWindow),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(e.s.maxFrame()), grpc.MaxCallSendMsgSize(e.s.maxFrame())),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(e.s.maxFrame()), grpc.MaxCallSendMsgSize(e.s.maxFrame()), grpc.ForceCodecV2(frameCodec{})),
+		experimental.WithBufferPool(bufferPool),
 		// Peers start in any order: retry a refused connection quickly.
 		grpc.WithConnectParams(grpc.ConnectParams{
 			Backoff:           backoff.Config{BaseDelay: 50 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: time.Second},

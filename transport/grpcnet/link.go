@@ -18,6 +18,10 @@ import (
 type frameStream interface {
 	Send(*pb.Frame) error
 	Recv() (*pb.Frame, error)
+	// SendMsg and RecvMsg take the frame codec's types too (outChunk,
+	// inFrame).
+	SendMsg(any) error
+	RecvMsg(any) error
 }
 
 // peerLink is the stream between this endpoint and one peer: a queue that
@@ -114,11 +118,7 @@ func (l *peerLink) write() {
 			l.queue = l.queue[1:]
 			l.mu.Unlock()
 			kind = o.m.Kind
-			if err = l.send(o); err == nil && o.m.Own {
-				for _, v := range o.m.Values {
-					recycle.Put(v) // written: the receiver has its own
-				}
-			}
+			err = l.send(o)
 		default:
 			l.byeSent = true
 			l.mu.Unlock()
@@ -131,24 +131,38 @@ func (l *peerLink) write() {
 	}
 }
 
-// send writes one message's frames.
+// send writes one message's frames. The tensors of a message marked Own
+// go back to the process's pools once gRPC no longer needs their bytes:
+// those inline in the header once it is encoded, the chunked ones once
+// gRPC frees their last chunk (releaser).
 func (l *peerLink) send(o outgoing) error {
 	header, parts, err := encodeHeader(o.m, o.body, l.e.s.chunk)
 	if err != nil {
 		return errors.Wrapf(err, "%v", o.m)
 	}
-	if err := l.stream.Send(header); err != nil {
-		return err
-	}
+	err = l.stream.Send(header)
+	released := make([]bool, len(o.m.Values))
 	for _, p := range parts {
+		n := (len(p.data) + l.e.s.chunk - 1) / l.e.s.chunk
+		var r *releaser
+		if o.m.Own && p.value >= 0 {
+			r = newReleaser(o.m.Values[p.value], n)
+			released[p.value] = true
+		}
 		for off := 0; off < len(p.data); off += l.e.s.chunk {
-			data := p.data[off:min(off+l.e.s.chunk, len(p.data))]
-			if err := l.stream.Send(&pb.Frame{Frame: &pb.Frame_Chunk{Chunk: &pb.Chunk{Data: data}}}); err != nil {
-				return err
+			if err == nil {
+				err = l.stream.SendMsg(&outChunk{data: p.data[off:min(off+l.e.s.chunk, len(p.data))], release: r})
 			}
 		}
 	}
-	return nil
+	if err == nil && o.m.Own {
+		for i, v := range o.m.Values {
+			if !released[i] {
+				recycle.Put(v) // encoded into the header: the receiver has its own
+			}
+		}
+	}
+	return err
 }
 
 // read puts the messages that arrive into the mailbox until the stream
@@ -159,7 +173,8 @@ func (l *peerLink) read() *transport.LinkError {
 		return &transport.LinkError{From: l.peer, To: l.e.self, Kind: kind, Err: errors.Wrap(err, "a corrupted or unexpected frame")}
 	}
 	for {
-		f, err := l.stream.Recv()
+		var f inFrame
+		err := l.stream.RecvMsg(&f)
 		kind := transport.Kind(0)
 		if in != nil {
 			kind = transport.Kind(in.h.Kind)
@@ -167,7 +182,19 @@ func (l *peerLink) read() *transport.LinkError {
 		if err != nil {
 			return &transport.LinkError{From: l.peer, To: l.e.self, Kind: kind, Err: l.broke(err)}
 		}
-		switch x := f.Frame.(type) {
+		if f.chunk != nil {
+			if in == nil {
+				f.chunk.Close()
+				return bad(kind, errors.New("a chunk outside a message"))
+			}
+			err := in.readChunk(f.chunk)
+			f.chunk.Close()
+			if err != nil {
+				return bad(kind, errors.Wrapf(err, "microbatch %d", in.h.Micro))
+			}
+		}
+		switch x := f.frame.Frame.(type) {
+		case nil: // a chunk, read above
 		case *pb.Frame_Header:
 			if in != nil {
 				return bad(kind, errors.New("a header inside a message"))
@@ -176,12 +203,7 @@ func (l *peerLink) read() *transport.LinkError {
 				return bad(transport.Kind(x.Header.Kind), errors.Wrapf(err, "microbatch %d", x.Header.Micro))
 			}
 		case *pb.Frame_Chunk:
-			if in == nil {
-				return bad(kind, errors.New("a chunk outside a message"))
-			}
-			if err := in.addChunk(x.Chunk.Data); err != nil {
-				return bad(kind, errors.Wrapf(err, "microbatch %d", in.h.Micro))
-			}
+			return bad(kind, errors.New("a chunk inside a protobuf frame (a peer of wire version 1?)"))
 		case *pb.Frame_Bye:
 			if in != nil {
 				return bad(kind, errors.New("a bye inside a message"))
@@ -198,7 +220,7 @@ func (l *peerLink) read() *transport.LinkError {
 			l.mu.Unlock()
 			l.ackOnce.Do(func() { close(l.acked) })
 		default:
-			return bad(kind, errors.Errorf("frame %T", f.Frame))
+			return bad(kind, errors.Errorf("frame %T", f.frame.Frame))
 		}
 		if in != nil && in.done() {
 			m, err := in.message()
