@@ -173,3 +173,38 @@ func TestBody(t *testing.T) {
 }
 
 type bodyNote struct{ S string }
+
+// TestTakeWithin: a wait ends at its timeout (ErrTimeout), when the peer
+// departs (ErrDeparted) or a link breaks (its LinkError, of the kind
+// waited for), and with the caller's context; a message that arrived
+// before still comes first.
+func TestTakeWithin(t *testing.T) {
+	ctx := context.Background()
+	b := NewMailbox()
+	_, err := b.TakeWithin(ctx, 1, Reply, Wait{Timeout: 10 * time.Millisecond})
+	require.Equal(t, ErrTimeout, err)
+
+	departed, depart := context.WithCancel(ctx)
+	require.NoError(t, b.Put(Message{Kind: Reply, From: 1, Micro: 7}))
+	depart()
+	m, err := b.TakeWithin(ctx, 1, Reply, Wait{Timeout: time.Minute, Departed: departed})
+	require.NoError(t, err)
+	require.Equal(t, 7, m.Micro, "what came before the peer left")
+	_, err = b.TakeWithin(ctx, 1, Reply, Wait{Timeout: time.Minute, Departed: departed})
+	require.Equal(t, ErrDeparted, err)
+
+	broken, breakIt := context.WithCancelCause(ctx)
+	breakIt(&LinkError{From: 1, To: 0, Err: ErrClosed})
+	_, err = b.TakeWithin(ctx, 1, Gradient, Wait{Timeout: time.Minute, Broken: broken})
+	var le *LinkError
+	require.ErrorAs(t, err, &le)
+	require.Equal(t, Gradient, le.Kind, "the broken link's error, of the kind waited for")
+
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	_, err = b.TakeWithin(cctx, 1, Reply, Wait{Timeout: time.Minute})
+	require.ErrorIs(t, err, context.Canceled)
+	b.Fail(ErrClosed)
+	_, err = b.TakeWithin(ctx, 1, Reply, Wait{Timeout: time.Minute})
+	require.ErrorIs(t, err, ErrClosed)
+}

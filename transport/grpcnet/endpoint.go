@@ -568,54 +568,25 @@ func (e *Endpoint) Recv(ctx context.Context, from transport.Peer, k transport.Ki
 			return transport.Message{}, &transport.LinkError{From: from, To: e.self, Kind: k, Err: errors.Errorf("no such link: %v is linked to %s", e.self, transport.PeerList(e.linked()))}
 		}
 	}
-	tctx, cancel := context.WithTimeoutCause(ctx, e.s.recvTimeout, errTimedOut)
-	defer cancel()
-	wctx, wcancel := context.WithCancelCause(tctx)
-	defer wcancel(nil)
+	w := transport.Wait{Timeout: e.s.recvTimeout, Broken: e.anyBroken}
 	if l != nil {
-		defer context.AfterFunc(l.departed, func() { wcancel(errDeparted) })()
-		defer context.AfterFunc(l.broken, func() { wcancel(context.Cause(l.broken)) })()
-	} else {
-		defer context.AfterFunc(e.anyBroken, func() { wcancel(context.Cause(e.anyBroken)) })()
+		w.Departed, w.Broken = l.departed, l.broken
 	}
-	m, err := e.box.Take(wctx, from, k)
-	if err == nil {
+	m, err := e.box.TakeWithin(ctx, from, k, w)
+	switch {
+	case err == nil:
 		return m, nil
-	}
-	if ctx.Err() != nil {
-		return transport.Message{}, ctx.Err()
-	}
-	var le *transport.LinkError
-	if cause := context.Cause(wctx); errors.As(cause, &le) { // a link broke: what came before it is still read
-		now, cancel := context.WithCancel(context.Background())
-		cancel()
-		if m, err := e.box.Take(now, from, k); err == nil {
-			return m, nil
-		}
-		out := *le
-		out.Kind = k
-		return transport.Message{}, &out
-	}
-	switch context.Cause(wctx) {
-	case errDeparted:
-		if m, err := e.box.Take(wctx, from, k); err == nil { // it came before the peer left
-			return m, nil
-		}
+	case errors.Is(err, transport.ErrDeparted):
 		return transport.Message{}, &transport.LinkError{From: from, To: e.self, Kind: k, Err: errors.Errorf("%v closed its endpoint: nothing more will come", from)}
-	case errTimedOut:
+	case err == transport.ErrTimeout:
 		return transport.Message{}, &transport.LinkError{From: from, To: e.self, Kind: k, Err: errors.Wrapf(transport.ErrTimeout,
 			"nothing received within %v: the peer is stalled, too slow or unreachable; if its work between two messages takes longer, raise the receive timeout (grpcnet.WithRecvTimeout)", e.s.recvTimeout)}
 	}
-	if err := e.failed(k); err != nil {
-		return transport.Message{}, err
+	if cerr := e.failed(k); cerr != nil {
+		return transport.Message{}, cerr
 	}
 	return transport.Message{}, err
 }
-
-var (
-	errTimedOut = errors.New("receive timeout")
-	errDeparted = errors.New("peer departed")
-)
 
 // failed returns the error every call returns once the endpoint is closed
 // or failed, or nil.

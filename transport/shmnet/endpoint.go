@@ -454,53 +454,25 @@ func (e *Endpoint) Recv(ctx context.Context, from transport.Peer, k transport.Ki
 			return transport.Message{}, &transport.LinkError{From: from, To: e.self, Kind: k, Err: errors.Errorf("no such link: %v is linked to %s", e.self, transport.PeerList(e.linked()))}
 		}
 	}
-	tctx, cancel := context.WithTimeoutCause(ctx, e.s.recvTimeout, errTimedOut)
-	defer cancel()
-	wctx, wcancel := context.WithCancelCause(tctx)
-	defer wcancel(nil)
+	w := transport.Wait{Timeout: e.s.recvTimeout, Broken: e.anyBroken}
 	if l != nil {
-		defer context.AfterFunc(l.departed, func() { wcancel(errDeparted) })()
-		defer context.AfterFunc(l.broken, func() { wcancel(context.Cause(l.broken)) })()
-	} else {
-		defer context.AfterFunc(e.anyBroken, func() { wcancel(context.Cause(e.anyBroken)) })()
+		w.Departed, w.Broken = l.departed, l.broken
 	}
-	m, err := e.box.Take(wctx, from, k)
-	if err == nil {
+	m, err := e.box.TakeWithin(ctx, from, k, w)
+	switch {
+	case err == nil:
 		return m, nil
-	}
-	if ctx.Err() != nil {
-		return transport.Message{}, ctx.Err()
-	}
-	now, nowCancel := context.WithCancel(context.Background())
-	nowCancel()
-	var le *transport.LinkError
-	switch cause := context.Cause(wctx); {
-	case errors.As(cause, &le): // what came before the break is still read
-		if m, err := e.box.Take(now, from, k); err == nil {
-			return m, nil
-		}
-		out := *le
-		out.Kind = k
-		return transport.Message{}, &out
-	case cause == errDeparted:
-		if m, err := e.box.Take(now, from, k); err == nil {
-			return m, nil
-		}
+	case errors.Is(err, transport.ErrDeparted):
 		return transport.Message{}, &transport.LinkError{From: from, To: e.self, Kind: k, Err: errors.Errorf("%v closed its endpoint: nothing more will come", l.who)}
-	case cause == errTimedOut:
+	case err == transport.ErrTimeout:
 		return transport.Message{}, &transport.LinkError{From: from, To: e.self, Kind: k, Err: errors.Wrapf(transport.ErrTimeout,
 			"nothing received within %v: the peer is stalled or too slow; if its work between two messages takes longer, raise the receive timeout (pipemare's -recv-timeout, shmnet.WithRecvTimeout)", e.s.recvTimeout)}
 	}
-	if err := e.closedErr(); err != nil {
-		return transport.Message{}, err
+	if cerr := e.closedErr(); cerr != nil {
+		return transport.Message{}, cerr
 	}
 	return transport.Message{}, err
 }
-
-var (
-	errTimedOut = errors.New("receive timeout")
-	errDeparted = errors.New("peer departed")
-)
 
 func (e *Endpoint) closedErr() error {
 	e.mu.Lock()
