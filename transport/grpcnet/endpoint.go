@@ -21,6 +21,7 @@ import (
 	"github.com/pipemare/pipemare/internal/faultpoint"
 	"github.com/pipemare/pipemare/transport"
 	pb "github.com/pipemare/pipemare/transport/grpcnet/internal/framepb"
+	"github.com/pipemare/pipemare/transport/internal/linkstate"
 )
 
 // Endpoint is one peer's transport.Endpoint over gRPC: one bidirectional
@@ -570,7 +571,7 @@ func (e *Endpoint) Recv(ctx context.Context, from transport.Peer, k transport.Ki
 	}
 	w := transport.Wait{Timeout: e.s.recvTimeout, Broken: e.anyBroken}
 	if l != nil {
-		w.Departed, w.Broken = l.departed, l.broken
+		w.Departed, w.Broken = l.st.Departed, l.st.Broken
 	}
 	m, err := e.box.TakeWithin(ctx, from, k, w)
 	switch {
@@ -632,7 +633,7 @@ func (e *Endpoint) Close() error {
 		e.closed = true
 		links := make([]*peerLink, 0, len(e.peers))
 		for _, l := range e.peers {
-			if l.broken.Err() == nil {
+			if l.st.Broken.Err() == nil {
 				links = append(links, l)
 			}
 		}
@@ -647,29 +648,19 @@ func (e *Endpoint) Close() error {
 // flush sends each peer what is queued and a Bye, and waits until each
 // has acknowledged it.
 func (e *Endpoint) flush(links []*peerLink) error {
-	for _, l := range links {
-		l.startClosing()
-	}
 	wait := e.s.recvTimeout
 	e.mu.Lock()
 	if e.failure != nil {
 		wait = min(wait, e.s.connectTimeout)
 	}
 	e.mu.Unlock()
-	expired := make(chan struct{})
-	defer time.AfterFunc(wait, func() { close(expired) }).Stop()
-	var errs []error
-	for _, l := range links {
-		select {
-		case <-l.acked:
-		case <-expired:
-		}
-		if ok, queued := l.delivered(); !ok {
-			errs = append(errs, errors.Errorf("link %v → %v: %v did not confirm within %v that it read everything sent to it (%d messages were still queued)",
-				e.self, l.peer, l.peer, wait, queued))
-		}
+	states := make([]*linkstate.State[outgoing], len(links))
+	peers := make([]transport.Peer, len(links))
+	names := make([]string, len(links))
+	for i, l := range links {
+		states[i], peers[i], names[i] = l.st, l.peer, l.peer.String()
 	}
-	return errors.Wrap(errorsJoin(errs), "close")
+	return linkstate.Flush(e.self, states, peers, names, wait)
 }
 
 // refusalGrace is how long a stage whose Open failed keeps its server up

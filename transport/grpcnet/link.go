@@ -2,16 +2,15 @@ package grpcnet
 
 import (
 	"context"
-	stderrors "errors"
 	"github.com/pipemare/pipemare/internal/recycle"
 	"strings"
-	"sync"
 
 	"github.com/pkg/errors"
 	"google.golang.org/grpc/peer"
 
 	"github.com/pipemare/pipemare/transport"
 	pb "github.com/pipemare/pipemare/transport/grpcnet/internal/framepb"
+	"github.com/pipemare/pipemare/transport/internal/linkstate"
 )
 
 // frameStream is either side of a link's gRPC stream.
@@ -34,22 +33,7 @@ type peerLink struct {
 	stream frameStream
 	end    context.CancelFunc // ends a dialed stream (nil for an accepted one)
 
-	departed context.Context // done once the peer said Bye
-	depart   context.CancelFunc
-	broken   context.Context // done, with the LinkError as cause, once the stream broke
-	breakIt  context.CancelCauseFunc
-
-	mu       sync.Mutex
-	wake     *sync.Cond
-	queue    []outgoing
-	closing  bool // this endpoint closes: flush, then Bye
-	byeSent  bool
-	byeAcked bool
-	ack      bool // the peer's Bye awaits its ByeAck
-	dead     bool // the stream is over
-
-	acked      chan struct{} // closed when our Bye was acknowledged or the stream ended
-	ackOnce    sync.Once
+	st         *linkstate.State[outgoing] // the queue, the Byes, how the stream ended
 	writerDone chan struct{}
 }
 
@@ -60,36 +44,25 @@ type outgoing struct {
 }
 
 func (e *Endpoint) newLink(p transport.Peer, addr string, s frameStream, end context.CancelFunc) *peerLink {
-	l := &peerLink{e: e, peer: p, addr: addr, stream: s, end: end, acked: make(chan struct{}), writerDone: make(chan struct{})}
-	l.wake = sync.NewCond(&l.mu)
-	l.departed, l.depart = context.WithCancel(context.Background())
-	l.broken, l.breakIt = context.WithCancelCause(context.Background())
-	return l
+	return &peerLink{e: e, peer: p, addr: addr, stream: s, end: end, st: linkstate.New[outgoing](), writerDone: make(chan struct{})}
 }
 
 // enqueue queues o for the writer.
 func (l *peerLink) enqueue(o outgoing) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	switch {
-	case l.departed.Err() != nil:
+	switch l.st.Enqueue(o) {
+	case linkstate.Departed:
 		return &transport.LinkError{From: l.e.self, To: l.peer, Kind: o.m.Kind, Err: errors.Errorf("%v closed its endpoint", l.peer)}
-	case l.closing:
+	case linkstate.Closing:
 		return transport.ErrClosed
-	case l.dead:
+	case linkstate.Over:
 		if err := l.e.failed(o.m.Kind); err != nil {
 			return err
 		}
-		var le *transport.LinkError
-		if errors.As(context.Cause(l.broken), &le) {
-			out := *le
-			out.Kind = o.m.Kind
-			return &out
+		if le := l.st.BrokenError(o.m.Kind); le != nil {
+			return le
 		}
 		return &transport.LinkError{From: l.e.self, To: l.peer, Kind: o.m.Kind, Err: errors.New("the stream is over")}
 	}
-	l.queue = append(l.queue, o)
-	l.wake.Signal()
 	return nil
 }
 
@@ -97,31 +70,17 @@ func (l *peerLink) enqueue(o outgoing) error {
 func (l *peerLink) write() {
 	defer close(l.writerDone)
 	for {
-		l.mu.Lock()
-		for !l.dead && !l.ack && len(l.queue) == 0 && !(l.closing && !l.byeSent) {
-			l.wake.Wait()
-		}
-		if l.dead {
-			l.mu.Unlock()
-			return
-		}
 		var err error
 		var kind transport.Kind
-		switch {
-		case l.ack:
-			l.ack = false
-			l.mu.Unlock()
+		switch a, o := l.st.Next(); a {
+		case linkstate.Done:
+			return
+		case linkstate.SendByeAck:
 			err = l.stream.Send(&pb.Frame{Frame: &pb.Frame_ByeAck{ByeAck: &pb.ByeAck{}}})
-		case len(l.queue) > 0:
-			o := l.queue[0]
-			l.queue[0] = outgoing{}
-			l.queue = l.queue[1:]
-			l.mu.Unlock()
+		case linkstate.SendMessage:
 			kind = o.m.Kind
 			err = l.send(o)
-		default:
-			l.byeSent = true
-			l.mu.Unlock()
+		case linkstate.SendBye:
 			err = l.stream.Send(&pb.Frame{Frame: &pb.Frame_Bye{Bye: &pb.Bye{}}})
 		}
 		if err != nil {
@@ -208,17 +167,9 @@ func (l *peerLink) read() *transport.LinkError {
 			if in != nil {
 				return bad(kind, errors.New("a bye inside a message"))
 			}
-			l.mu.Lock()
-			l.queue = nil // the peer reads no more
-			l.ack = true
-			l.wake.Signal()
-			l.mu.Unlock()
-			l.depart()
+			l.st.ByeReceived()
 		case *pb.Frame_ByeAck:
-			l.mu.Lock()
-			l.byeAcked = true
-			l.mu.Unlock()
-			l.ackOnce.Do(func() { close(l.acked) })
+			l.st.ByeAckReceived()
 		default:
 			return bad(kind, errors.Errorf("frame %T", f.frame.Frame))
 		}
@@ -248,20 +199,13 @@ func (l *peerLink) readerEnded(err error) {
 // ended marks the stream over; unless the peer had left or this endpoint
 // is closing, the link is broken with le: the calls that involve it fail.
 func (l *peerLink) ended(le *transport.LinkError) {
-	l.ackOnce.Do(func() { close(l.acked) })
-	l.mu.Lock()
-	l.dead = true
-	l.wake.Broadcast()
-	closing := l.closing
-	l.mu.Unlock()
+	broke := l.st.End(le)
 	if l.end != nil {
 		l.end()
 	}
-	if closing || l.departed.Err() != nil {
-		return
+	if broke {
+		l.e.fail(le)
 	}
-	l.breakIt(le)
-	l.e.fail(le)
 }
 
 // broke describes a stream that failed: a peer that did not answer the
@@ -275,31 +219,12 @@ func (l *peerLink) broke(err error) error {
 	return errors.Wrapf(err, "the stream to %v at %s broke (its process may have died or its host become unreachable; restart the pipeline, from the last checkpoint if there is one)", l.peer, l.addr)
 }
 
-func (l *peerLink) startClosing() {
-	l.mu.Lock()
-	l.closing = true
-	l.wake.Broadcast()
-	l.mu.Unlock()
-}
-
-// delivered reports whether the peer confirmed it read everything (or
-// had left first), and how many messages are still queued.
-func (l *peerLink) delivered() (bool, int) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.byeAcked || l.departed.Err() != nil, len(l.queue)
-}
-
 // stop ends the stream's goroutines at teardown.
 func (l *peerLink) stop() {
-	l.mu.Lock()
-	l.dead = true
-	l.wake.Broadcast()
-	l.mu.Unlock()
+	l.st.Stop()
 	if l.end != nil {
 		l.end()
 	}
-	l.depart()
 }
 
 func remoteAddr(ctx context.Context) string {
@@ -308,5 +233,3 @@ func remoteAddr(ctx context.Context) string {
 	}
 	return "an unknown address"
 }
-
-func errorsJoin(errs []error) error { return stderrors.Join(errs...) }

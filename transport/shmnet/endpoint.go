@@ -4,7 +4,6 @@ package shmnet
 
 import (
 	"context"
-	stderrors "errors"
 	"fmt"
 	"net"
 	"strings"
@@ -17,6 +16,7 @@ import (
 	"github.com/pipemare/pipemare/internal/faultpoint"
 	"github.com/pipemare/pipemare/transport"
 	"github.com/pipemare/pipemare/transport/grpcnet"
+	"github.com/pipemare/pipemare/transport/internal/linkstate"
 )
 
 // Endpoint is one peer's transport.Endpoint over shared memory: a pair of
@@ -456,7 +456,7 @@ func (e *Endpoint) Recv(ctx context.Context, from transport.Peer, k transport.Ki
 	}
 	w := transport.Wait{Timeout: e.s.recvTimeout, Broken: e.anyBroken}
 	if l != nil {
-		w.Departed, w.Broken = l.departed, l.broken
+		w.Departed, w.Broken = l.st.Departed, l.st.Broken
 	}
 	m, err := e.box.TakeWithin(ctx, from, k, w)
 	switch {
@@ -514,7 +514,7 @@ func (e *Endpoint) Close() error {
 		e.closed = true
 		links := make([]*peerLink, 0, len(e.peers))
 		for _, l := range e.peers {
-			if l != nil && l.broken.Err() == nil {
+			if l != nil && l.st.Broken.Err() == nil {
 				links = append(links, l)
 			}
 		}
@@ -533,23 +533,13 @@ func (e *Endpoint) Close() error {
 // flush sends each peer what is queued and a Bye, and waits until each
 // has acknowledged it.
 func (e *Endpoint) flush(links []*peerLink, wait time.Duration) error {
-	for _, l := range links {
-		l.startClosing()
+	states := make([]*linkstate.State[outgoing], len(links))
+	peers := make([]transport.Peer, len(links))
+	names := make([]string, len(links))
+	for i, l := range links {
+		states[i], peers[i], names[i] = l.st, l.peer, l.who
 	}
-	expired := make(chan struct{})
-	defer time.AfterFunc(wait, func() { close(expired) }).Stop()
-	var errs []error
-	for _, l := range links {
-		select {
-		case <-l.acked:
-		case <-expired:
-		}
-		if ok, queued := l.delivered(); !ok {
-			errs = append(errs, errors.Errorf("link %v → %v: %v did not confirm within %v that it read everything sent to it (%d messages were still queued)",
-				e.self, l.peer, l.who, wait, queued))
-		}
-	}
-	return errors.Wrap(stderrors.Join(errs...), "close")
+	return linkstate.Flush(e.self, states, peers, names, wait)
 }
 
 // teardown stops every link's goroutines, then frees what they used.

@@ -3,11 +3,8 @@
 package shmnet
 
 import (
-	"context"
 	"encoding/binary"
 	"net"
-	"os"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -16,6 +13,7 @@ import (
 
 	"github.com/pipemare/pipemare/internal/recycle"
 	"github.com/pipemare/pipemare/transport"
+	"github.com/pipemare/pipemare/transport/internal/linkstate"
 )
 
 // peerLink is the link between this endpoint and one peer: a ring each
@@ -37,22 +35,7 @@ type peerLink struct {
 	stop atomic.Bool
 	why  atomic.Pointer[error]
 
-	departed context.Context // done once the peer said Bye
-	depart   context.CancelFunc
-	broken   context.Context // done, with the LinkError as cause, once the link broke
-	breakIt  context.CancelCauseFunc
-
-	mu       sync.Mutex
-	wake     *sync.Cond
-	queue    []outgoing
-	closing  bool // this endpoint closes: flush, then Bye
-	byeSent  bool
-	byeAcked bool
-	ack      bool // the peer's Bye awaits its ByeAck
-	dead     bool // the link is over
-
-	acked   chan struct{} // closed when our Bye was acknowledged or the link ended
-	ackOnce sync.Once
+	st *linkstate.State[outgoing] // the queue, the Byes, how the link ended
 }
 
 // outgoing is a message queued for writing: its header and the bytes
@@ -66,10 +49,7 @@ type outgoing struct {
 // newLink makes the link over a handshake's connection and shared memory;
 // dialer says which ring is this side's to write.
 func (e *Endpoint) newLink(p transport.Peer, pid int, c *net.UnixConn, h handed, dialer bool) *peerLink {
-	l := &peerLink{e: e, peer: p, who: peerAt(p, pid), conn: c, shared: h, acked: make(chan struct{})}
-	l.wake = sync.NewCond(&l.mu)
-	l.departed, l.depart = context.WithCancel(context.Background())
-	l.broken, l.breakIt = context.WithCancelCause(context.Background())
+	l := &peerLink{e: e, peer: p, who: peerAt(p, pid), conn: c, shared: h, st: linkstate.New[outgoing]()}
 	first, second := rings(h.mem, (len(h.mem)/2)-ctlSize)
 	first.data1, first.room = h.evs[0], h.evs[1]
 	second.data1, second.room = h.evs[2], h.evs[3]
@@ -136,24 +116,17 @@ func frame(h header) []byte {
 
 // enqueue queues o for the writer.
 func (l *peerLink) enqueue(o outgoing) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	switch {
-	case l.departed.Err() != nil:
+	switch l.st.Enqueue(o) {
+	case linkstate.Departed:
 		return &transport.LinkError{From: l.e.self, To: l.peer, Kind: o.m.Kind, Err: errors.Errorf("%v closed its endpoint", l.who)}
-	case l.closing:
+	case linkstate.Closing:
 		return transport.ErrClosed
-	case l.dead:
-		var le *transport.LinkError
-		if errors.As(context.Cause(l.broken), &le) {
-			out := *le
-			out.Kind = o.m.Kind
-			return &out
+	case linkstate.Over:
+		if le := l.st.BrokenError(o.m.Kind); le != nil {
+			return le
 		}
 		return &transport.LinkError{From: l.e.self, To: l.peer, Kind: o.m.Kind, Err: errors.New("the link is over")}
 	}
-	l.queue = append(l.queue, o)
-	l.wake.Signal()
 	return nil
 }
 
@@ -161,35 +134,21 @@ func (l *peerLink) enqueue(o outgoing) error {
 // over.
 func (l *peerLink) write() {
 	for {
-		l.mu.Lock()
-		for !l.dead && !l.ack && len(l.queue) == 0 && !(l.closing && !l.byeSent) {
-			l.wake.Wait()
-		}
-		if l.dead {
-			l.mu.Unlock()
-			return
-		}
 		var err error
 		var kind transport.Kind
-		switch {
-		case l.ack:
-			l.ack = false
-			l.mu.Unlock()
+		switch a, o := l.st.Next(); a {
+		case linkstate.Done:
+			return
+		case linkstate.SendByeAck:
 			err = l.writeFrame(frame(header{typ: frameByeAck}))
-		case len(l.queue) > 0:
-			o := l.queue[0]
-			l.queue[0] = outgoing{}
-			l.queue = l.queue[1:]
-			l.mu.Unlock()
+		case linkstate.SendMessage:
 			kind = o.m.Kind
 			if err = l.writeFrame(o.frame, o.parts...); err == nil && o.m.Own {
 				for _, v := range o.m.Values {
 					recycle.Put(v) // copied: the receiver has its own
 				}
 			}
-		default:
-			l.byeSent = true
-			l.mu.Unlock()
+		case linkstate.SendBye:
 			err = l.writeFrame(frame(header{typ: frameBye}))
 		}
 		if err != nil {
@@ -242,18 +201,10 @@ func (l *peerLink) read() *transport.LinkError {
 		kind = h.kind
 		switch h.typ {
 		case frameBye:
-			l.mu.Lock()
-			l.queue = nil // the peer reads no more
-			l.ack = true
-			l.wake.Signal()
-			l.mu.Unlock()
-			l.depart()
+			l.st.ByeReceived()
 			continue
 		case frameByeAck:
-			l.mu.Lock()
-			l.byeAcked = true
-			l.mu.Unlock()
-			l.ackOnce.Do(func() { close(l.acked) })
+			l.st.ByeAckReceived()
 			continue
 		}
 		m, err := l.readMessage(h)
@@ -351,50 +302,22 @@ func (l *peerLink) broke(err error) error {
 	return errors.Wrapf(err, "the link to %v broke", l.who)
 }
 
-// ended marks the link over; unless the peer had left or this endpoint is
-// closing, the link is broken with le: the calls that involve it fail.
+// ended marks the link over; unless the peer had left or this endpoint
+// is closing, the link is broken with le: the calls that involve it fail.
 func (l *peerLink) ended(le *transport.LinkError) {
-	l.ackOnce.Do(func() { close(l.acked) })
-	l.mu.Lock()
-	l.dead = true
-	l.wake.Broadcast()
-	closing := l.closing
-	l.mu.Unlock()
+	broke := l.st.End(le)
 	l.halt(nil)
-	if closing || l.departed.Err() != nil {
-		return
+	if broke {
+		l.e.fail(le)
 	}
-	l.breakIt(le)
-	l.e.fail(le)
 }
 
-func (l *peerLink) startClosing() {
-	l.mu.Lock()
-	l.closing = true
-	l.wake.Broadcast()
-	l.mu.Unlock()
-}
-
-// delivered reports whether the peer confirmed it read everything (or had
-// left first), and how many messages are still queued.
-func (l *peerLink) delivered() (bool, int) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.byeAcked || l.departed.Err() != nil, len(l.queue)
-}
-
-// stop ends the link's goroutines at teardown; release frees its memory
-// once they have returned.
+// stopAll ends the link's goroutines at teardown; release frees its
+// memory once they have returned.
 func (l *peerLink) stopAll() {
-	l.mu.Lock()
-	l.dead = true
-	l.wake.Broadcast()
-	l.mu.Unlock()
+	l.st.Stop()
 	l.halt(nil)
 	_ = l.conn.Close()
-	l.depart()
 }
 
 func (l *peerLink) release() { l.shared.release() }
-
-var _ = os.ErrClosed
