@@ -293,11 +293,12 @@ func faultProcsStageDies(t *testing.T, c faultCase) {
 	require.Equal(t, 1, code, stderr)
 	require.Contains(t, stderr, "test hook: SIGKILL at "+faultpoint.HelloReceived+" of step 0 (stage 0)")
 	// Before the driver's own handshake with it ("exited before the
-	// pipeline was up"), after ("unreachable": stage 1, or stage 0, which
-	// exited once stage 1 died in its handshake, when the driver found
-	// that first), or after the deadline passed on a loaded machine: the
-	// driver says how each process ended.
-	require.Regexp(t, `(?m)^pipemare train: .*(stage 1 exited before the pipeline was up \(signal: killed\)|stage [01] is unreachable|`+regexp.QuoteMeta(faultNotConnected)+`)`, stderr)
+	// pipeline was up"), during it (over shared memory: "the handshake
+	// with stage 1 (pid …) broke off"), after ("unreachable": stage 1, or
+	// stage 0, which exited once stage 1 died in its handshake, when the
+	// driver found that first), or after the deadline passed on a loaded
+	// machine: the driver says how each process ended.
+	require.Regexp(t, `(?m)^pipemare train: .*(stage 1 exited before the pipeline was up \(signal: killed\)|the handshake with stage 1 \(pid `+m[2]+`\) broke off|stage [01] is unreachable|`+regexp.QuoteMeta(faultNotConnected)+`)`, stderr)
 	require.Contains(t, stderr, "stage 1 (pid "+m[2]+"): signal: killed", "the driver says how its process ended")
 	requireCleanedUp(t, m[1:], tmp)
 }

@@ -207,7 +207,7 @@ func (e *Endpoint) handshake(octx context.Context, c *net.UnixConn, p transport.
 	case octx.Err() != nil:
 		err = &unanswered{context.Cause(octx).Error()}
 	default:
-		err = errors.Wrapf(err, "the handshake with %v", who)
+		err = errors.Wrapf(err, "the handshake with %v broke off (its process may have died)", who)
 	}
 	if err != nil {
 		c.Close()
