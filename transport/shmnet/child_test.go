@@ -17,6 +17,7 @@ import (
 	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
+	"github.com/pipemare/pipemare/internal/testutil"
 	"github.com/pipemare/pipemare/transport"
 )
 
@@ -70,8 +71,15 @@ func streamer() error {
 	}
 }
 
-// childStall is the stall timeout of the child tests.
-const childStall = 400 * time.Millisecond
+// childStall is the stall timeout of the child tests: short, yet long
+// enough that the test process's own links, starved of CPU under -race on
+// a loaded machine, still beat in time.
+var childStall = func() time.Duration {
+	if testutil.RaceEnabled {
+		return 3 * time.Second
+	}
+	return time.Second
+}()
 
 // startStreamer starts stage 1 of n as a child process; it is killed at
 // the test's end.
@@ -112,7 +120,7 @@ func TestPeerKilledOrStopped(t *testing.T) {
 		says string
 	}{
 		{syscall.SIGKILL, "its process ended"},
-		{syscall.SIGSTOP, "beat no more for 400ms (the stall timeout): its process is stopped or stalled"},
+		{syscall.SIGSTOP, "beat no more for " + childStall.String() + " (the stall timeout): its process is stopped or stalled"},
 	} {
 		t.Run(c.sig.String(), func(t *testing.T) {
 			before, beforeRings := openFDs(t)
