@@ -13,11 +13,12 @@ import (
 // Placement is what report.json says of where a run's stages run, placed
 // as w and pl say (launch.Setup.Decide): in this process, in stage
 // processes of this host, or remote (at known addresses, or where a
-// launcher put them), over plaintext links with insecure, else mutual
-// TLS; driverCPUs are this process's CPUs ("": not pinned). The addresses,
+// launcher put them), over shared memory when n says so (launch.Net:
+// stage processes of this host by default), else over gRPC with plaintext
+// links with n's Credentials.Insecure, else mutual TLS; driverCPUs are this process's CPUs ("": not pinned). The addresses,
 // processes and CPUs of stage processes started here are the caller's to
 // fill in once they start.
-func Placement(w launch.Where, pl launch.Place, insecure bool, driverCPUs string) *rundir.Placement {
+func Placement(w launch.Where, pl launch.Place, n launch.Net, driverCPUs string) *rundir.Placement {
 	p := &rundir.Placement{Where: "in-process", DriverCPUs: driverCPUs}
 	switch w {
 	case launch.LocalProcs:
@@ -25,9 +26,16 @@ func Placement(w launch.Where, pl launch.Place, insecure bool, driverCPUs string
 	case launch.Remote, launch.LaunchedFirst:
 		p.Where, p.Launcher, p.Addresses = "remote", pl.Launcher, pl.Addrs
 	}
-	if w != launch.InProcess {
+	if w == launch.LocalProcs {
+		n = n.ForLocal()
+	}
+	switch {
+	case w == launch.InProcess:
+	case n.Transport == launch.TransportShm:
+		p.Transport = "shared memory"
+	default:
 		p.Transport = "grpc+mtls"
-		if insecure {
+		if n.Credentials.Insecure {
 			p.Transport = "grpc (plaintext)"
 		}
 	}

@@ -12,10 +12,14 @@ import (
 
 func TestPlacement(t *testing.T) {
 	pl := launch.Place{Addrs: []string{"h0:1", "h1:1"}, Stage: 0, Launcher: "jobset"}
-	require.Equal(t, &rundir.Placement{Where: "in-process", DriverCPUs: "0-3"}, Placement(launch.InProcess, launch.Place{Stage: -1}, false, "0-3"))
-	require.Equal(t, &rundir.Placement{Where: "processes", Transport: "grpc (plaintext)"}, Placement(launch.LocalProcs, launch.Place{Stage: -1}, true, ""))
-	require.Equal(t, &rundir.Placement{Where: "remote", Launcher: "jobset", Addresses: pl.Addrs, Transport: "grpc+mtls"}, Placement(launch.LaunchedFirst, pl, false, ""))
-	require.Equal(t, &rundir.Placement{Where: "remote", Addresses: pl.Addrs, Transport: "grpc+mtls"}, Placement(launch.Remote, launch.Place{Addrs: pl.Addrs, Stage: -1}, false, ""))
+	plain := launch.Net{Credentials: launch.Credentials{Insecure: true}}
+	grpc := plain
+	grpc.Transport = launch.TransportGRPC
+	require.Equal(t, &rundir.Placement{Where: "in-process", DriverCPUs: "0-3"}, Placement(launch.InProcess, launch.Place{Stage: -1}, launch.Net{}, "0-3"))
+	require.Equal(t, &rundir.Placement{Where: "processes", Transport: "shared memory"}, Placement(launch.LocalProcs, launch.Place{Stage: -1}, plain, ""), "stage processes of this host share memory")
+	require.Equal(t, &rundir.Placement{Where: "processes", Transport: "grpc (plaintext)"}, Placement(launch.LocalProcs, launch.Place{Stage: -1}, grpc, ""), "unless gRPC is forced")
+	require.Equal(t, &rundir.Placement{Where: "remote", Launcher: "jobset", Addresses: pl.Addrs, Transport: "grpc+mtls"}, Placement(launch.LaunchedFirst, pl, launch.Net{}, ""))
+	require.Equal(t, &rundir.Placement{Where: "remote", Addresses: pl.Addrs, Transport: "grpc+mtls"}, Placement(launch.Remote, launch.Place{Addrs: pl.Addrs, Stage: -1}, launch.Net{}, ""))
 }
 
 // TestRunStart: a new run, a resume of a run's directory or of one of its

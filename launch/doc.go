@@ -21,7 +21,10 @@
 // Credentials (a directory of certificates as package pki writes them, or
 // plaintext on loopback), is what train.Config.Connect and
 // train.ServeStage take: it opens the process's grpcnet endpoint once the
-// model is cut.
+// model is cut. Net.Connector does the same with the command line's
+// settings, over shared memory (shmnet, Place.OpenShm) when its Transport
+// says so; Net.ForLocal makes the pipeline of the stage processes a
+// process starts on its own host share memory unless gRPC is forced.
 //
 // # Stage processes on this host
 //

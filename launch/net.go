@@ -46,6 +46,9 @@ type Net struct {
 	// that is alive (grpcnet.WithRecvTimeout; 0: grpcnet's default): it
 	// must exceed the longest work between two messages.
 	RecvTimeout time.Duration
+	// Transport carries the messages: gRPC, or shared memory between
+	// processes of one host (TransportAuto: ForLocal decides).
+	Transport Transport
 }
 
 // CheckTimeout refuses a ConnectTimeout that is not positive, a
@@ -111,13 +114,17 @@ func (n Net) credentials(p transport.Peer) ([]grpcnet.Option, error) {
 	return opts, nil
 }
 
-// Connector is Place.Connector with n's credentials and timeouts
-// (CheckCredentials and CheckTimeout have checked them), its errors naming
-// the setting: a certificate missing names certs, a listener that cannot
-// be had listen, and a peer that did not come in time says to give more
-// connect_timeout (errors.Is and As see the errors beneath).
+// Connector is Place.Connector with n's credentials and timeouts, or,
+// with TransportShm, Place.OpenShm with n's timeouts (CheckCredentials
+// and CheckTimeout have checked them), its errors naming the setting: a
+// certificate missing names certs, a listener that cannot be had listen,
+// and a peer that did not come in time says to give more connect_timeout
+// (errors.Is and As see the errors beneath).
 // pl has one address per stage of the plan.
 func (n Net) Connector(pl Place) ConnectFunc {
+	if n.Transport == TransportShm {
+		return n.shmConnector(pl)
+	}
 	return func(ctx context.Context, plan *graphsplit.Plan) (transport.Endpoint, error) {
 		opts, err := n.credentials(pl.Peer())
 		if err != nil {
@@ -135,11 +142,8 @@ func (n Net) Connector(pl Place) ConnectFunc {
 			opts = append(opts, grpcnet.WithRecvTimeout(n.RecvTimeout))
 		}
 		ep, err := pl.Open(ctx, plan, opts...)
-		switch {
-		case errors.Is(err, grpcnet.ErrConnectTimeout):
-			return nil, runspec.Errorf("%w; {connect_timeout} %v: give more if the processes start further apart", err, n.ConnectTimeout)
-		case err != nil:
-			return nil, err
+		if err != nil {
+			return nil, n.connectError(err)
 		}
 		return ep, nil
 	}

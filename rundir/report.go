@@ -42,7 +42,8 @@ type Placement struct {
 	// Launcher is "torchrun" or "jobset" when a launcher started the
 	// processes.
 	Launcher string `json:"launcher,omitempty"`
-	// Transport is "grpc+mtls" or "grpc (plaintext)" between processes.
+	// Transport is "shared memory", "grpc+mtls" or "grpc (plaintext)"
+	// between processes.
 	Transport string `json:"transport,omitempty"`
 	// Addresses are the stages' addresses, in stage order; PIDs the
 	// processes train -procs started.

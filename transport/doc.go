@@ -15,5 +15,7 @@
 // Messages of one kind from one peer to another arrive in the order they
 // were sent; nothing else is ordered. Send does not wait for the receiver,
 // so a stage's sends overlap its compute. Local is the in-process
-// implementation; a network transport implements the same Endpoint.
+// implementation; grpcnet (processes anywhere) and shmnet (processes of one
+// host, over shared memory) implement the same Endpoint with the same
+// promises.
 package transport

@@ -2,6 +2,7 @@ package transport
 
 import (
 	"context"
+	"encoding/gob"
 	"sync"
 	"testing"
 	"time"
@@ -147,4 +148,63 @@ func TestConcurrentTraffic(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+}
+
+// TestBody: a registered body survives EncodeBody and DecodeBody; an
+// unregistered one is an error that says to register it; no body is no
+// bytes.
+func TestBody(t *testing.T) {
+	gob.Register(bodyNote{})
+	b, err := EncodeBody(bodyNote{"x"})
+	require.NoError(t, err)
+	got, err := DecodeBody(b)
+	require.NoError(t, err)
+	require.Equal(t, bodyNote{"x"}, got)
+	_, err = EncodeBody(struct{ Y int }{1})
+	require.ErrorContains(t, err, "is it registered with gob.Register?")
+	b, err = EncodeBody(nil)
+	require.NoError(t, err)
+	require.Empty(t, b)
+	got, err = DecodeBody(nil)
+	require.NoError(t, err)
+	require.Nil(t, got)
+	require.Equal(t, "driver, stage 1", PeerList([]Peer{Driver, 1}))
+	require.Equal(t, "no peer", PeerList(nil))
+}
+
+type bodyNote struct{ S string }
+
+// TestTakeWithin: a wait ends at its timeout (ErrTimeout), when the peer
+// departs (ErrDeparted) or a link breaks (its LinkError, of the kind
+// waited for), and with the caller's context; a message that arrived
+// before still comes first.
+func TestTakeWithin(t *testing.T) {
+	ctx := context.Background()
+	b := NewMailbox()
+	_, err := b.TakeWithin(ctx, 1, Reply, Wait{Timeout: 10 * time.Millisecond})
+	require.Equal(t, ErrTimeout, err)
+
+	departed, depart := context.WithCancel(ctx)
+	require.NoError(t, b.Put(Message{Kind: Reply, From: 1, Micro: 7}))
+	depart()
+	m, err := b.TakeWithin(ctx, 1, Reply, Wait{Timeout: time.Minute, Departed: departed})
+	require.NoError(t, err)
+	require.Equal(t, 7, m.Micro, "what came before the peer left")
+	_, err = b.TakeWithin(ctx, 1, Reply, Wait{Timeout: time.Minute, Departed: departed})
+	require.Equal(t, ErrDeparted, err)
+
+	broken, breakIt := context.WithCancelCause(ctx)
+	breakIt(&LinkError{From: 1, To: 0, Err: ErrClosed})
+	_, err = b.TakeWithin(ctx, 1, Gradient, Wait{Timeout: time.Minute, Broken: broken})
+	var le *LinkError
+	require.ErrorAs(t, err, &le)
+	require.Equal(t, Gradient, le.Kind, "the broken link's error, of the kind waited for")
+
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	_, err = b.TakeWithin(cctx, 1, Reply, Wait{Timeout: time.Minute})
+	require.ErrorIs(t, err, context.Canceled)
+	b.Fail(ErrClosed)
+	_, err = b.TakeWithin(ctx, 1, Reply, Wait{Timeout: time.Minute})
+	require.ErrorIs(t, err, ErrClosed)
 }

@@ -120,7 +120,7 @@ func timeToAccuracy(ctx context.Context, target float64, args []string, seeds []
 // benchOwn are the flags of pipemare bench that its trainings are not
 // given as they are: its own (-out, -rounds), and those of the placement
 // and the cut, which benchArgs sets.
-var benchOwn = []string{"out", "rounds", "stages", "procs", "pin", "insecure"}
+var benchOwn = []string{"out", "rounds", "stages", "procs", "pin", "insecure", "transport"}
 
 // targetOwn are the flags of pipemare bench -target that its trainings are
 // not given as they are: bench's own, the placement's, and the seed, which
@@ -132,10 +132,18 @@ var targetOwn = append(slices.Clone(benchOwn), "target", "placements", "seed")
 // fixed so that both train the same stages). The placed run adds procs
 // stage processes (-procs, plaintext on loopback, each pinned to a CPU of
 // its own with pin) when procs > 0; the other runs in one process on the
-// CPUs oneCPU (-cpus). Neither has -out: withOut adds it.
+// CPUs oneCPU (-cpus); a -transport given is the placed run's. Neither
+// has -out: withOut adds it.
 func benchArgs(given []string, cut []int, procs int, pin bool, oneCPU string) (placed, against []string) {
 	base := trainArgs(given, cut, benchOwn)
 	placed = placedArgs(base, experiment.TargetPlacement{Procs: procs, Pin: pin})
+	if procs > 0 { // -transport: the placed run's
+		for _, a := range given {
+			if name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "="); name == "transport" {
+				placed = append(placed, a)
+			}
+		}
+	}
 	return placed, placedArgs(base, experiment.TargetPlacement{CPUs: oneCPU})
 }
 

@@ -132,10 +132,10 @@ func TestBenchTarget(t *testing.T) {
 // bench's own and the placement's, and the cut fixed; the placed run adds
 // its stage processes, the other its CPU.
 func TestBenchArgs(t *testing.T) {
-	given := []string{"-limit=640", "-model=mlp", "-out=o", "-pin=true", "-procs=2", "-rounds=3", "-stages=2", "-trace-steps=5"}
+	given := []string{"-limit=640", "-model=mlp", "-out=o", "-pin=true", "-procs=2", "-rounds=3", "-stages=2", "-trace-steps=5", "-transport=grpc"}
 	placed, against := benchArgs(given, []int{3, 7}, 2, true, "5")
 	base := []string{"train", "-trace-steps=1", "-limit=640", "-model=mlp", "-trace-steps=5", "-cut=3,7"}
-	require.Equal(t, append(base[:len(base):len(base)], "-procs=2", "-insecure", "-pin"), placed)
+	require.Equal(t, append(base[:len(base):len(base)], "-procs=2", "-insecure", "-pin", "-transport=grpc"), placed, "the transport is the placed run's")
 	require.Equal(t, append(base[:len(base):len(base)], "-cpus=5"), against)
 
 	placed, against = benchArgs([]string{"-model=mlp"}, nil, 0, false, "0-1")

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -45,11 +46,12 @@ type faultPipeline struct {
 	tmp    string // every process's TMPDIR
 }
 
-// startFaultPipeline starts stage i with faultRunArgs, -certs certs and
-// stage[i] (nil: stage i is not started), with stageEnv[i] in its
-// environment, then the driver, train -stage-addrs with the same flags and
-// driver after them, with driverEnv.
-func startFaultPipeline(t *testing.T, certs string, stage, stageEnv [][]string, driver, driverEnv []string) *faultPipeline {
+// startFaultPipeline starts stage i with faultRunArgs, the flags of its
+// links (links: -certs DIR, or -transport shm) and stage[i] (nil: stage i
+// is not started), with stageEnv[i] in its environment, then the driver,
+// train -stage-addrs with the same flags and driver after them, with
+// driverEnv.
+func startFaultPipeline(t *testing.T, links []string, stage, stageEnv [][]string, driver, driverEnv []string) *faultPipeline {
 	t.Helper()
 	f := &faultPipeline{began: time.Now(), tmp: t.TempDir()}
 	tmpEnv := "TMPDIR=" + f.tmp
@@ -57,14 +59,14 @@ func startFaultPipeline(t *testing.T, certs string, stage, stageEnv [][]string, 
 	env := make([][]string, len(stage))
 	for i := range stage {
 		if stage[i] != nil {
-			args[i] = append(append([]string{"-certs", certs}, faultRunArgs...), stage[i]...)
+			args[i] = append(append(slices.Clone(links), faultRunArgs...), stage[i]...)
 		}
 		env[i] = append([]string{tmpEnv}, stageEnv[i]...)
 	}
 	var addrs string
 	f.stages, addrs = handStages(t, []string{"127.0.0.1", "127.0.0.1"}, args, env)
 	f.addrs = strings.Split(addrs, ",")
-	d := append(append([]string{"train", "-stage-addrs", addrs, "-certs", certs, "-out", filepath.Join(t.TempDir(), "out")}, faultRunArgs...), driver...)
+	d := append(append(append([]string{"train", "-stage-addrs", addrs, "-out", filepath.Join(t.TempDir(), "out")}, links...), faultRunArgs...), driver...)
 	f.driver = start(t, append([]string{tmpEnv}, driverEnv...), d...)
 	return f
 }
@@ -110,7 +112,8 @@ func writeCerts(t *testing.T) string {
 // (SIGSTOP) in the handshake for longer than the deadline: each process
 // exits non-zero within the connect deadline plus a margin, the driver's
 // error and the stages' name the peer at fault and its address, and
-// nothing is left running or on disk.
+// nothing is left running or on disk. The same faults over shared memory
+// (faults_shm_test.go) name the peer and its socket or pid.
 func TestFaultMatrix(t *testing.T) {
 	skipProcesses(t)
 	c := faultCase{certs: writeCerts(t), other: writeCerts(t)}
@@ -126,6 +129,10 @@ func TestFaultMatrix(t *testing.T) {
 		{"stage of another -stages", faultStageOfAnotherStages},
 		{"stage stalled in the handshake", faultStageStalled},
 		{"procs: stage dies during the handshake", faultProcsStageDies},
+		{"shm: stage never started", faultShmStageNeverStarted},
+		{"shm: stage dies during the handshake", faultShmStageDies},
+		{"shm: stage of another model", faultShmStageOfAnotherModel},
+		{"shm: stage stalled in the handshake", faultShmStageStalled},
 	} {
 		t.Run(f.name, func(t *testing.T) { f.run(t, c) })
 	}
@@ -134,6 +141,12 @@ func TestFaultMatrix(t *testing.T) {
 // faultCase is what the matrix's cases share: the certificates of the
 // pipeline's CA, and another CA's.
 type faultCase struct{ certs, other string }
+
+// mtls are the flags of links over gRPC with mutual TLS.
+func (c faultCase) mtls() []string { return []string{"-certs", c.certs} }
+
+// shmLinks are the flags of links over shared memory.
+var shmLinks = []string{"-transport", "shm", "-insecure"}
 
 // faultBoth starts both stages with no flags of their own
 // (startFaultPipeline's stage); faultNone gives neither an environment of
@@ -152,7 +165,7 @@ var (
 // started name it and its address; the driver says to give more
 // -connect-timeout.
 func faultStageNeverStarted(t *testing.T, c faultCase) {
-	f := startFaultPipeline(t, c.certs, [][]string{{}, nil}, faultNone, nil, nil)
+	f := startFaultPipeline(t, c.mtls(), [][]string{{}, nil}, faultNone, nil, nil)
 	codes, errs := f.endedAll(t)
 	require.Equal(t, 1, codes[0], errs[0])
 	require.Contains(t, errs[0], "pipemare train: driver: "+faultNotConnected)
@@ -168,7 +181,7 @@ func faultStageNeverStarted(t *testing.T, c faultCase) {
 // stage 0 name it and its address.
 func faultStageDies(t *testing.T, c faultCase) {
 	kill := []string{killAtEnv + "=" + faultpoint.HelloReceived + ":0"}
-	f := startFaultPipeline(t, c.certs, faultBoth, [][]string{nil, kill}, nil, nil)
+	f := startFaultPipeline(t, c.mtls(), faultBoth, [][]string{nil, kill}, nil, nil)
 	codes, errs := f.endedAll(t)
 	require.Equal(t, -1, codes[2], "stage 1 is killed: %s", errs[2])
 	require.Contains(t, errs[2], "test hook: SIGKILL at "+faultpoint.HelloReceived)
@@ -183,7 +196,7 @@ func faultStageDies(t *testing.T, c faultCase) {
 // says its driver never connected, or that its stream broke.
 func faultDriverDies(t *testing.T, c faultCase) {
 	kill := []string{killAtEnv + "=" + faultpoint.HelloSent + ":0"}
-	f := startFaultPipeline(t, c.certs, faultBoth, faultNone, nil, kill)
+	f := startFaultPipeline(t, c.mtls(), faultBoth, faultNone, nil, kill)
 	codes, errs := f.endedAll(t)
 	require.Equal(t, -1, codes[0], "the driver is killed: %s", errs[0])
 	require.Contains(t, errs[0], "test hook: SIGKILL at "+faultpoint.HelloSent)
@@ -198,7 +211,7 @@ func faultDriverDies(t *testing.T, c faultCase) {
 // fails the TLS handshake, and the stage it gave up on says it refused
 // the certificate.
 func faultDriverOfAnotherCA(t *testing.T, c faultCase) {
-	f := startFaultPipeline(t, c.certs, faultBoth, faultNone, []string{"-certs", c.other}, nil)
+	f := startFaultPipeline(t, c.mtls(), faultBoth, faultNone, []string{"-certs", c.other}, nil)
 	codes, errs := f.endedAll(t)
 	require.Equal(t, 1, codes[0], errs[0])
 	require.Regexp(t, `pipemare train: driver: stage \d at 127\.0\.0\.1:\d+: the TLS handshake failed: .*x509: certificate signed by unknown authority`, errs[0])
@@ -217,7 +230,7 @@ func faultDriverOfAnotherCA(t *testing.T, c faultCase) {
 // first peer that dials it, saying why; the others were refused or found
 // the stages gone.
 func faultStageOfAnotherModel(t *testing.T, c faultCase) {
-	f := startFaultPipeline(t, c.certs, [][]string{{}, {"-model", "cnn"}}, faultNone, nil, nil)
+	f := startFaultPipeline(t, c.mtls(), [][]string{{}, {"-model", "cnn"}}, faultNone, nil, nil)
 	codes, errs := f.endedAll(t)
 	require.Equal(t, 1, codes[2], errs[2])
 	require.Regexp(t, `stage 1: refused a peer: (driver|stage 0) at 127\.0\.0\.1:\d+ cut the model differently: its plan fingerprint is [0-9a-f]+…, this peer's [0-9a-f]+…`, errs[2], "the stage of the other plan refuses the first peer that dials it")
@@ -233,7 +246,7 @@ func faultStageOfAnotherModel(t *testing.T, c faultCase) {
 // faultStageOfAnotherStages: a stage of another -stages is a command
 // line that does not fit its plan (exit code 2); the others name it.
 func faultStageOfAnotherStages(t *testing.T, c faultCase) {
-	f := startFaultPipeline(t, c.certs, [][]string{{}, {"-stages", "3"}}, faultNone, nil, nil)
+	f := startFaultPipeline(t, c.mtls(), [][]string{{}, {"-stages", "3"}}, faultNone, nil, nil)
 	codes, errs := f.endedAll(t)
 	require.Equal(t, 2, codes[2], "a command line that does not fit the plan: %s", errs[2])
 	require.Contains(t, errs[2], "-stages 3: the plan has 3 stages, and -stage-addrs gives 2 stage addresses: give -stages 2, or one address per stage")
@@ -248,7 +261,7 @@ func faultStageOfAnotherStages(t *testing.T, c faultCase) {
 // deadline has passed.
 func faultStageStalled(t *testing.T, c faultCase) {
 	stop := []string{stopAtEnv + "=" + faultpoint.HelloReceived + ":0:driver"} // before it answers the driver
-	f := startFaultPipeline(t, c.certs, faultBoth, [][]string{nil, stop}, nil, nil)
+	f := startFaultPipeline(t, c.mtls(), faultBoth, [][]string{nil, stop}, nil, nil)
 	stalled := `stage 1 at ` + regexp.QuoteMeta(f.addrs[1]) + ` (took the stream but did not answer the handshake|did not complete the connection) \(is it stalled`
 	code, stderr := ended(t, f.driver, f.began)
 	require.Equal(t, 1, code, stderr)
@@ -280,9 +293,12 @@ func faultProcsStageDies(t *testing.T, c faultCase) {
 	require.Equal(t, 1, code, stderr)
 	require.Contains(t, stderr, "test hook: SIGKILL at "+faultpoint.HelloReceived+" of step 0 (stage 0)")
 	// Before the driver's own handshake with it ("exited before the
-	// pipeline was up"), after ("unreachable"), or after the deadline
-	// passed on a loaded machine: the driver says how it ended.
-	require.Regexp(t, `(?m)^pipemare train: .*(stage 1 exited before the pipeline was up \(signal: killed\)|stage 1 is unreachable|`+regexp.QuoteMeta(faultNotConnected)+`)`, stderr)
+	// pipeline was up"), during it (over shared memory: "the handshake
+	// with stage 1 (pid …) broke off"), after ("unreachable": stage 1, or
+	// stage 0, which exited once stage 1 died in its handshake, when the
+	// driver found that first), or after the deadline passed on a loaded
+	// machine: the driver says how each process ended.
+	require.Regexp(t, `(?m)^pipemare train: .*(stage 1 exited before the pipeline was up \(signal: killed\)|the handshake with stage 1 \(pid `+m[2]+`\) broke off|stage [01] is unreachable|`+regexp.QuoteMeta(faultNotConnected)+`)`, stderr)
 	require.Contains(t, stderr, "stage 1 (pid "+m[2]+"): signal: killed", "the driver says how its process ended")
 	requireCleanedUp(t, m[1:], tmp)
 }

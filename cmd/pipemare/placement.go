@@ -119,10 +119,11 @@ func (t *trainFlags) connect(ctx context.Context, cfg *train.Config, o *options,
 // model is cut (launch.LocalDriver) and connect to them, recording in rep
 // where they run and saying so on stdout; the stop it returns ends them.
 func (t *trainFlags) startLocal(cfg *train.Config, o *options, rep *rundir.Placement, stdout, stderr io.Writer) func(error) error {
+	local := t.net.ForLocal() // shared memory unless -transport says otherwise
 	d := &launch.LocalDriver{
 		Config: launch.LocalConfig{Stages: t.procs, Insecure: t.net.Credentials.Insecure, Stderr: stderr,
 			Args: func(i int, addrs []string, certs string) []string {
-				return t.stageArgs(o.spec(), cfg.Cut, i, addrs, certs)
+				return t.stageArgs(o.spec(), cfg.Cut, local, i, addrs, certs)
 			}},
 		Started: func(l *launch.Local) {
 			rep.Addresses, rep.PIDs, rep.CPUs = l.Addrs, l.PIDs, nil // a restart's processes replace the last
@@ -134,7 +135,7 @@ func (t *trainFlags) startLocal(cfg *train.Config, o *options, rep *rundir.Place
 			fmt.Fprintf(stdout, "started %d stage processes on %s (pids %s)\n", t.procs, strings.Join(l.Addrs, ", "), strings.Trim(fmt.Sprint(l.PIDs), "[]"))
 		},
 		Dial: func(l *launch.Local) launch.ConnectFunc {
-			n := t.net
+			n := local
 			n.Credentials.Dir = l.Certs
 			return n.Connector(launch.Place{Addrs: l.Addrs, Stage: -1, Spec: o.spec()})
 		},
@@ -175,7 +176,7 @@ func (t *trainFlags) startLocal(cfg *train.Config, o *options, rep *rundir.Place
 // descriptor 3, the driver's timeouts, so that every process of the
 // pipeline waits alike, and the credentials: the throw-away certificates
 // in certs, or plaintext when certs is "".
-func (t *trainFlags) stageArgs(spec runspec.Spec, cut []int, i int, addrs []string, certs string) []string {
+func (t *trainFlags) stageArgs(spec runspec.Spec, cut []int, n launch.Net, i int, addrs []string, certs string) []string {
 	if cut != nil {
 		spec.Stages, spec.Cut = "", runspec.FormatCut(cut)
 	}
@@ -183,9 +184,11 @@ func (t *trainFlags) stageArgs(spec runspec.Spec, cut []int, i int, addrs []stri
 	if cpus := t.cpu.stageCPUs(i); cpus != "" {
 		args = append(args, "-cpus="+cpus)
 	}
-	n := t.net
 	args = append(args, "-stage="+strconv.Itoa(i), "-stage-addrs="+strings.Join(addrs, ","), "-listen=fd:3",
 		"-connect-timeout="+n.ConnectTimeout.String(), "-stall-timeout="+n.StallTimeout.String(), "-recv-timeout="+n.RecvTimeout.String())
+	if n.Transport != launch.TransportAuto {
+		args = append(args, "-transport="+n.Transport.String())
+	}
 	if certs == "" {
 		return append(args, "-insecure")
 	}
@@ -201,6 +204,7 @@ func registerNet(fs *flag.FlagSet, n *launch.Net) {
 	fs.BoolVar(&n.Credentials.Insecure, "insecure", false, "plaintext instead of mutual TLS; refused unless every address is loopback")
 	fs.DurationVar(&n.ConnectTimeout, "connect-timeout", grpcnet.DefaultConnectTimeout, "how long a process waits for the others of the pipeline to connect and pass the handshake, and a stage then for its driver's first order (twice as long): a peer that does not come, or is refused, ends every process after it; give the processes' largest start-up gap")
 	fs.DurationVar(&n.StallTimeout, "stall-timeout", grpcnet.DefaultStallTimeout, "how long a process of the pipeline may answer nothing, not even the transport's keepalive, before it is taken as stopped or stalled (SIGSTOP, hung, its host frozen) and every process ends naming it; at least 11s. A process that computes for long still answers")
+	fs.Var(&n.Transport, "transport", "what carries the messages between the processes of the pipeline: auto (shared memory between -procs's stage processes, gRPC to stages elsewhere), grpc (gRPC even on one host), or shm (shared memory: every process on this host, as one user; the driver of -procs passes it to its stages)")
 	fs.DurationVar(&n.RecvTimeout, "recv-timeout", grpcnet.DefaultRecvTimeout, "how long a process waits for the next message of a peer that is alive: give more than the longest work between two messages (a stage's slice of the schedule, an evaluation)")
 }
 

@@ -26,11 +26,11 @@ import (
 var mlpArgs = []string{"-model", "mlp", "-limit", "320", "-epochs", "3", "-test-limit", "200"}
 
 // TestProcsTrainLikeInProcess: train -procs 3 (three stage processes of
-// this program over loopback, mutual TLS with throw-away certificates)
-// trains the MLP exactly as the in-process engine does — the same
-// weights_sha256 in report.json — says where its stages ran, and leaves
-// no process, goroutine or certificate behind; -insecure likewise in
-// plaintext.
+// this program, over shared memory) trains the MLP exactly as the
+// in-process engine does — the same weights_sha256 in report.json — says
+// where its stages ran, and leaves no process, goroutine or certificate
+// behind; -transport grpc likewise over loopback, with mutual TLS and
+// throw-away certificates, or -insecure in plaintext.
 func TestProcsTrainLikeInProcess(t *testing.T) {
 	skipProcesses(t)
 	t.Setenv(asMainEnv, "1") // the stage processes are this test binary
@@ -41,7 +41,7 @@ func TestProcsTrainLikeInProcess(t *testing.T) {
 	require.Equal(t, "in-process", want.Placement.Where)
 	tmp := t.TempDir()
 	t.Setenv("TMPDIR", tmp) // where the throw-away certificates go
-	for _, extra := range [][]string{nil, {"-insecure"}} {
+	for _, extra := range [][]string{nil, {"-transport", "grpc"}, {"-transport", "grpc", "-insecure"}} {
 		dir := t.TempDir()
 		args := append(append([]string{"train", "-procs", "3", "-out", dir}, mlpArgs...), extra...)
 		code, out, stderr := runCLI(context.Background(), args...)
@@ -54,11 +54,7 @@ func TestProcsTrainLikeInProcess(t *testing.T) {
 		require.Equal(t, "processes", got.Placement.Where)
 		require.Len(t, got.Placement.Addresses, 3)
 		require.Len(t, got.Placement.PIDs, 3)
-		if extra == nil {
-			require.Equal(t, "grpc+mtls", got.Placement.Transport)
-		} else {
-			require.Equal(t, "grpc (plaintext)", got.Placement.Transport)
-		}
+		require.Equal(t, map[int]string{0: "shared memory", 2: "grpc+mtls", 3: "grpc (plaintext)"}[len(extra)], got.Placement.Transport)
 		var pids []string
 		for _, pid := range got.Placement.PIDs {
 			pids = append(pids, strconv.Itoa(pid))

@@ -100,27 +100,43 @@ func TestMaxRestartsRefused(t *testing.T) {
 // TestStalledStageProcess: a stage process of train -procs 2 stopped
 // (SIGSTOP) while it trains is named by the driver within -stall-timeout
 // and a margin — its stage, "stopped or stalled", what to do — and every
-// process ends, leaving nothing behind.
+// process ends, leaving nothing behind: over shared memory, where the
+// stopped process beats no more, and over gRPC, where it answers no
+// keepalive.
 func TestStalledStageProcess(t *testing.T) {
 	skipProcesses(t)
 	const stall = 11 * time.Second
 	const margin = 8 * time.Second // noticing the stall, ending the processes (2 s for the stopped one) and writing the report, on a loaded machine
-	tmp := t.TempDir()
-	p := start(t, []string{"TMPDIR=" + tmp}, append([]string{"train", "-procs", "2", "-stages", "2", "-stall-timeout", stall.String(), "-epochs", "1000", "-out", t.TempDir()}, mlpArgs[:4]...)...)
-	m := p.until(t, startedLine, time.Minute)
-	p.until(t, regexp.MustCompile(`^epoch 1:`), time.Minute)
-	victim, _ := strconv.Atoi(m[2])
-	require.NoError(t, syscall.Kill(victim, syscall.SIGSTOP))
-	stopped := time.Now()
-	code, out, stderr := p.wait(t, 2*time.Minute)
-	took := time.Since(stopped)
-	require.Equal(t, 1, code, "%s\n%s", out, stderr)
-	require.Less(t, took, stall+margin, "named within the stall timeout, not the keepalive's minute")
-	require.Regexp(t, `(?m)^pipemare train: .*stage 1 is unreachable .*stage 1 at 127\.0\.0\.1:\d+ answered nothing, not even the keepalive, within 11s \(the stall timeout\): its process is stopped or stalled .*restart the pipeline, from the last checkpoint`, stderr)
-	require.Contains(t, stderr, "give a longer stall timeout")
-	require.Contains(t, stderr, fmt.Sprintf("stage 1 (pid %d): signal: killed", victim), "the stopped process is killed")
-	requireCleanedUp(t, m[1:], tmp)
-	t.Logf("the driver ended %v after the stage stopped", took)
+	for _, c := range []struct {
+		transport string
+		says      string
+	}{
+		{"shm", `stage 1 \(pid %d\) beat no more for 11s \(the stall timeout\): its process is stopped or stalled`},
+		{"grpc", `stage 1 at 127\.0\.0\.1:\d+ answered nothing, not even the keepalive, within 11s \(the stall timeout\): its process is stopped or stalled`},
+	} {
+		t.Run(c.transport, func(t *testing.T) {
+			tmp := t.TempDir()
+			p := start(t, []string{"TMPDIR=" + tmp}, append([]string{"train", "-procs", "2", "-stages", "2", "-transport", c.transport, "-stall-timeout", stall.String(), "-epochs", "1000", "-out", t.TempDir()}, mlpArgs[:4]...)...)
+			m := p.until(t, startedLine, time.Minute)
+			p.until(t, regexp.MustCompile(`^epoch 1:`), time.Minute)
+			victim, _ := strconv.Atoi(m[2])
+			require.NoError(t, syscall.Kill(victim, syscall.SIGSTOP))
+			stopped := time.Now()
+			code, out, stderr := p.wait(t, 2*time.Minute)
+			took := time.Since(stopped)
+			require.Equal(t, 1, code, "%s\n%s", out, stderr)
+			require.Less(t, took, stall+margin, "named within the stall timeout, not the keepalive's minute")
+			says := c.says
+			if strings.Contains(says, "%d") {
+				says = fmt.Sprintf(says, victim)
+			}
+			require.Regexp(t, `(?m)^pipemare train: .*stage 1 is unreachable .*`+says+` .*restart the pipeline, from the last checkpoint`, stderr)
+			require.Contains(t, stderr, "give a longer stall timeout")
+			require.Contains(t, stderr, fmt.Sprintf("stage 1 (pid %d): signal: killed", victim), "the stopped process is killed")
+			requireCleanedUp(t, m[1:], tmp)
+			t.Logf("the driver ended %v after the stage stopped", took)
+		})
+	}
 }
 
 // TestKillAnywhere: a checkpointed train -procs 2 run of the MLP, one of

@@ -107,7 +107,7 @@ func (t *trainFlags) train(ctx context.Context, o *options, j trainJob, stdout, 
 	if err != nil {
 		return err
 	}
-	run.Report.Placement = experiment.Placement(j.where, j.pl, t.net.Credentials.Insecure, t.cpu.cpus)
+	run.Report.Placement = experiment.Placement(j.where, j.pl, t.net, t.cpu.cpus)
 	fmt.Fprintf(stdout, "training %s (%d examples) with %s, %s stages, N=%d × %d rows, %d epochs, lr %g (%s), T1 K=%d, T2 γ=%g, warm-up %d steps\n",
 		o.model, j.trainSet.Len(), experiment.RunLabel(cfg), o.stages, cfg.Microbatches, cfg.Microbatch, cfg.Epochs, cfg.LR, cfg.SolverName(), cfg.T1, cfg.T2, cfg.Warmup)
 	stop := t.connect(ctx, &cfg, o, j.where, j.pl, run.Report.Placement, j.r, j.trainSet, stdout, stderr)

@@ -42,7 +42,8 @@ const (
 	BeforeLatest = "checkpoint.before-latest"
 )
 
-// The points package grpcnet reaches while a peer opens its endpoint.
+// The points the network transports (grpcnet, shmnet) reach while a peer
+// opens its endpoint.
 const (
 	// HelloSent: a peer dialed stage Stage and sent its hello; it has not
 	// read the answer.

@@ -1,9 +1,8 @@
 package grpcnet
 
 import (
-	"bytes"
-	"encoding/gob"
 	"hash/crc32"
+	"io"
 
 	"github.com/pkg/errors"
 	"gorgonia.org/gorgonia"
@@ -22,35 +21,18 @@ import (
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// encodeBody gob-encodes a message's Body (nil: no bytes). It runs in Send,
-// so that a type the protocol did not register fails there.
-func encodeBody(body any) ([]byte, error) {
-	if body == nil {
-		return nil, nil
-	}
-	var buf bytes.Buffer
-	if err := gob.NewEncoder(&buf).Encode(&body); err != nil {
-		return nil, errors.Wrapf(err, "encoding the body (%T; is it registered with gob.Register?)", body)
-	}
-	return buf.Bytes(), nil
-}
-
-func decodeBody(b []byte) (any, error) {
-	if len(b) == 0 {
-		return nil, nil
-	}
-	var body any
-	if err := gob.NewDecoder(bytes.NewReader(b)).Decode(&body); err != nil {
-		return nil, errors.Wrap(err, "decoding the body (is its type registered with gob.Register here too?)")
-	}
-	return body, nil
-}
-
-// part is a piece of a message's payload: the body or one tensor's bytes.
+// part is a piece of a message's payload: the body or one tensor's bytes
+// (value: its index in the message's Values; −1 for the body).
 type part struct {
 	data    []byte
 	chunked bool
+	value   int
 }
+
+// inlineMax is the most bytes of one tensor that go inline in the header
+// (a copy into the protobuf message); a larger tensor goes in chunks,
+// which the frame codec hands to gRPC without copying.
+const inlineMax = 4 << 10
 
 // encodeHeader returns the header frame of m (whose body is already
 // encoded) and the parts that follow it in chunks.
@@ -62,21 +44,21 @@ func encodeHeader(m transport.Message, body []byte, chunk int) (*pb.Frame, []par
 	}
 	budget := chunk
 	var chunked []part
-	place := func(data []byte) (inline []byte, isChunked bool) {
-		if len(data) <= budget {
+	place := func(data []byte, value, most int) (inline []byte, isChunked bool) {
+		if len(data) <= min(budget, most) {
 			budget -= len(data)
 			return data, false
 		}
-		chunked = append(chunked, part{data: data, chunked: true})
+		chunked = append(chunked, part{data: data, chunked: true, value: value})
 		return nil, true
 	}
-	h.Body, h.BodyChunked = place(body)
+	h.Body, h.BodyChunked = place(body, -1, chunk)
 	for i, v := range m.Values {
 		t, data, err := encodeTensor(v)
 		if err != nil {
 			return nil, nil, errors.Wrapf(err, "value %d", i)
 		}
-		t.Data, t.Chunked = place(data)
+		t.Data, t.Chunked = place(data, i, inlineMax)
 		h.Tensors = append(h.Tensors, t)
 	}
 	return &pb.Frame{Frame: &pb.Frame_Header{Header: h}}, chunked, nil
@@ -200,17 +182,21 @@ func (in *incoming) addPart(dst, inline []byte, chunked bool) error {
 // done reports whether every part has arrived.
 func (in *incoming) done() bool { return len(in.pending) == 0 }
 
-// addChunk copies the next chunk in; once the last has arrived it checks
-// and finishes the message.
-func (in *incoming) addChunk(data []byte) error {
+// readChunk reads the next chunk into place, straight from gRPC's
+// buffers; once the last has arrived it checks and finishes the message.
+func (in *incoming) readChunk(r io.Reader) error {
+	n := r.(interface{ Remaining() int }).Remaining()
 	if in.done() {
 		return errors.New("a chunk after the message was complete")
 	}
 	dst := in.pending[0][in.at:]
-	if len(data) == 0 || len(data) > len(dst) {
-		return errors.Errorf("a chunk of %d bytes where %d remain", len(data), len(dst))
+	if n == 0 || n > len(dst) {
+		return errors.Errorf("a chunk of %d bytes where %d remain", n, len(dst))
 	}
-	in.at += copy(dst, data)
+	if _, err := io.ReadFull(r, dst[:n]); err != nil {
+		return err
+	}
+	in.at += n
 	if in.at == len(in.pending[0]) {
 		in.pending, in.at = in.pending[1:], 0
 	}
@@ -238,7 +224,7 @@ func (in *incoming) finish() error {
 
 // message returns the reassembled message.
 func (in *incoming) message() (transport.Message, error) {
-	body, err := decodeBody(in.body)
+	body, err := transport.DecodeBody(in.body)
 	if err != nil {
 		return transport.Message{}, err
 	}

@@ -33,12 +33,19 @@
 // A message is a header frame (kind, sender, receiver, microbatch, weight
 // version, the gob-encoded Body, and per tensor its form, shape, dtype and
 // CRC-32C) and its parts: the body and each tensor's raw little-endian
-// bytes in protobuf bytes fields, inline in the header while they fit in a
-// chunk (1 MiB), else in chunk frames after it. A frame may be a chunk
-// plus its header, past grpc-go's default receive limit of 4 MiB, which
-// both sides raise; the flow-control windows are left dynamic. The
-// receiver checks every checksum and the sender's identity; a corrupt
-// frame fails the endpoint.
+// bytes. The body, and tensors of at most 4 KiB, go inline in the header
+// (a protobuf message) while they fit in a chunk (1 MiB); every larger
+// tensor goes in chunk frames after it. The links' codec (grpc-go's
+// CodecV2, wire version 2) sends a chunk as a tag byte and the raw bytes,
+// handed to gRPC as they lie in the tensor's memory — a tensor sent Own
+// goes back to the process's pools only once gRPC has freed every chunk
+// of it — and the receiver reads a chunk straight from gRPC's buffers into
+// the tensor it fills: no protobuf copy either way. gRPC's buffers come
+// from a pool that does not clear them. A frame may be a chunk plus its
+// header, past grpc-go's default receive limit of 4 MiB, which both sides
+// raise; the flow-control windows are left dynamic. The receiver checks
+// every checksum and the sender's identity; a corrupt frame fails the
+// endpoint.
 //
 // # Timing and failure
 //

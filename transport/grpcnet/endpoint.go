@@ -14,12 +14,14 @@ import (
 	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/connectivity"
+	"google.golang.org/grpc/experimental"
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/status"
 
 	"github.com/pipemare/pipemare/internal/faultpoint"
 	"github.com/pipemare/pipemare/transport"
 	pb "github.com/pipemare/pipemare/transport/grpcnet/internal/framepb"
+	"github.com/pipemare/pipemare/transport/internal/linkstate"
 )
 
 // Endpoint is one peer's transport.Endpoint over gRPC: one bidirectional
@@ -176,6 +178,7 @@ func (e *Endpoint) serve() error {
 		// more often than every 5 minutes and closes the connection.
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: minPing / 2, PermitWithoutStream: true}),
 		grpc.WaitForHandlers(true),
+		grpc.ForceServerCodecV2(frameCodec{}), experimental.BufferPool(bufferPool),
 		grpc.InitialWindowSize(streamWindow), grpc.InitialConnWindowSize(connWindow),
 	)
 	pb.RegisterLinkServer(e.srv, server{e: e})
@@ -219,7 +222,8 @@ func (e *Endpoint) dialOptions() []grpc.DialOption {
 		grpc.WithTransportCredentials(e.s.clientCreds()),
 		grpc.WithKeepaliveParams(e.keepalive()),
 		grpc.WithInitialWindowSize(streamWindow), grpc.WithInitialConnWindowSize(connWindow),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(e.s.maxFrame()), grpc.MaxCallSendMsgSize(e.s.maxFrame())),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(e.s.maxFrame()), grpc.MaxCallSendMsgSize(e.s.maxFrame()), grpc.ForceCodecV2(frameCodec{})),
+		experimental.WithBufferPool(bufferPool),
 		// Peers start in any order: retry a refused connection quickly.
 		grpc.WithConnectParams(grpc.ConnectParams{
 			Backoff:           backoff.Config{BaseDelay: 50 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: time.Second},
@@ -307,7 +311,7 @@ func (e *Endpoint) timedOut(missing []transport.Peer, silent []string) error {
 		parts = []string{"the last of its peers connected only after it"}
 	}
 	if len(missing) > 0 {
-		msg := fmt.Sprintf("%s did not connect to %v (are they running, and given this stage's address?)", peerList(missing), e.self)
+		msg := fmt.Sprintf("%s did not connect to %v (are they running, and given this stage's address?)", transport.PeerList(missing), e.self)
 		if e.refusals != nil {
 			if r := e.refusals.lastRefusal(); r != nil {
 				msg = fmt.Sprintf("%s; the last connection refused: %v", msg, r)
@@ -527,7 +531,7 @@ func (e *Endpoint) Send(ctx context.Context, m transport.Message) error {
 	l := e.peers[m.To]
 	e.mu.Unlock()
 	if l == nil {
-		return &transport.LinkError{From: e.self, To: m.To, Kind: m.Kind, Err: errors.Errorf("no such link: %v is linked to %s", e.self, peerList(e.linked()))}
+		return &transport.LinkError{From: e.self, To: m.To, Kind: m.Kind, Err: errors.Errorf("no such link: %v is linked to %s", e.self, transport.PeerList(e.linked()))}
 	}
 	if len(m.Values) > maxValues {
 		return errors.Errorf("%v: %d values in one message, at most %d", m, len(m.Values), maxValues)
@@ -535,7 +539,7 @@ func (e *Endpoint) Send(ctx context.Context, m transport.Message) error {
 	if err := checkEncodable(m.Values); err != nil {
 		return errors.Wrapf(err, "%v", m)
 	}
-	body, err := encodeBody(m.Body)
+	body, err := transport.EncodeBody(m.Body)
 	if err != nil {
 		return errors.Wrapf(err, "%v", m)
 	}
@@ -562,57 +566,28 @@ func (e *Endpoint) Recv(ctx context.Context, from transport.Peer, k transport.Ki
 		l = e.peers[from]
 		e.mu.Unlock()
 		if l == nil {
-			return transport.Message{}, &transport.LinkError{From: from, To: e.self, Kind: k, Err: errors.Errorf("no such link: %v is linked to %s", e.self, peerList(e.linked()))}
+			return transport.Message{}, &transport.LinkError{From: from, To: e.self, Kind: k, Err: errors.Errorf("no such link: %v is linked to %s", e.self, transport.PeerList(e.linked()))}
 		}
 	}
-	tctx, cancel := context.WithTimeoutCause(ctx, e.s.recvTimeout, errTimedOut)
-	defer cancel()
-	wctx, wcancel := context.WithCancelCause(tctx)
-	defer wcancel(nil)
+	w := transport.Wait{Timeout: e.s.recvTimeout, Broken: e.anyBroken}
 	if l != nil {
-		defer context.AfterFunc(l.departed, func() { wcancel(errDeparted) })()
-		defer context.AfterFunc(l.broken, func() { wcancel(context.Cause(l.broken)) })()
-	} else {
-		defer context.AfterFunc(e.anyBroken, func() { wcancel(context.Cause(e.anyBroken)) })()
+		w.Departed, w.Broken = l.st.Departed, l.st.Broken
 	}
-	m, err := e.box.Take(wctx, from, k)
-	if err == nil {
+	m, err := e.box.TakeWithin(ctx, from, k, w)
+	switch {
+	case err == nil:
 		return m, nil
-	}
-	if ctx.Err() != nil {
-		return transport.Message{}, ctx.Err()
-	}
-	var le *transport.LinkError
-	if cause := context.Cause(wctx); errors.As(cause, &le) { // a link broke: what came before it is still read
-		now, cancel := context.WithCancel(context.Background())
-		cancel()
-		if m, err := e.box.Take(now, from, k); err == nil {
-			return m, nil
-		}
-		out := *le
-		out.Kind = k
-		return transport.Message{}, &out
-	}
-	switch context.Cause(wctx) {
-	case errDeparted:
-		if m, err := e.box.Take(wctx, from, k); err == nil { // it came before the peer left
-			return m, nil
-		}
+	case errors.Is(err, transport.ErrDeparted):
 		return transport.Message{}, &transport.LinkError{From: from, To: e.self, Kind: k, Err: errors.Errorf("%v closed its endpoint: nothing more will come", from)}
-	case errTimedOut:
+	case err == transport.ErrTimeout:
 		return transport.Message{}, &transport.LinkError{From: from, To: e.self, Kind: k, Err: errors.Wrapf(transport.ErrTimeout,
 			"nothing received within %v: the peer is stalled, too slow or unreachable; if its work between two messages takes longer, raise the receive timeout (grpcnet.WithRecvTimeout)", e.s.recvTimeout)}
 	}
-	if err := e.failed(k); err != nil {
-		return transport.Message{}, err
+	if cerr := e.failed(k); cerr != nil {
+		return transport.Message{}, cerr
 	}
 	return transport.Message{}, err
 }
-
-var (
-	errTimedOut = errors.New("receive timeout")
-	errDeparted = errors.New("peer departed")
-)
 
 // failed returns the error every call returns once the endpoint is closed
 // or failed, or nil.
@@ -658,7 +633,7 @@ func (e *Endpoint) Close() error {
 		e.closed = true
 		links := make([]*peerLink, 0, len(e.peers))
 		for _, l := range e.peers {
-			if l.broken.Err() == nil {
+			if l.st.Broken.Err() == nil {
 				links = append(links, l)
 			}
 		}
@@ -673,29 +648,19 @@ func (e *Endpoint) Close() error {
 // flush sends each peer what is queued and a Bye, and waits until each
 // has acknowledged it.
 func (e *Endpoint) flush(links []*peerLink) error {
-	for _, l := range links {
-		l.startClosing()
-	}
 	wait := e.s.recvTimeout
 	e.mu.Lock()
 	if e.failure != nil {
 		wait = min(wait, e.s.connectTimeout)
 	}
 	e.mu.Unlock()
-	expired := make(chan struct{})
-	defer time.AfterFunc(wait, func() { close(expired) }).Stop()
-	var errs []error
-	for _, l := range links {
-		select {
-		case <-l.acked:
-		case <-expired:
-		}
-		if ok, queued := l.delivered(); !ok {
-			errs = append(errs, errors.Errorf("link %v → %v: %v did not confirm within %v that it read everything sent to it (%d messages were still queued)",
-				e.self, l.peer, l.peer, wait, queued))
-		}
+	states := make([]*linkstate.State[outgoing], len(links))
+	peers := make([]transport.Peer, len(links))
+	names := make([]string, len(links))
+	for i, l := range links {
+		states[i], peers[i], names[i] = l.st, l.peer, l.peer.String()
 	}
-	return errors.Wrap(errorsJoin(errs), "close")
+	return linkstate.Flush(e.self, states, peers, names, wait)
 }
 
 // refusalGrace is how long a stage whose Open failed keeps its server up

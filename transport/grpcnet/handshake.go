@@ -11,8 +11,9 @@ import (
 )
 
 // wireVersion is the version of the frames; a peer speaking another is
-// refused.
-const wireVersion = 2 // 2: the hello carries the run's settings
+// refused. Version 2: the hello carries the run's settings, and chunks
+// travel raw in the frame codec (frameCodec), not in protobuf.
+const wireVersion = 2
 
 // hello is what a peer says about itself when a stream opens.
 func (e *Endpoint) hello() *pb.Frame {

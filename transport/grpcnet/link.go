@@ -2,22 +2,25 @@ package grpcnet
 
 import (
 	"context"
-	stderrors "errors"
 	"github.com/pipemare/pipemare/internal/recycle"
 	"strings"
-	"sync"
 
 	"github.com/pkg/errors"
 	"google.golang.org/grpc/peer"
 
 	"github.com/pipemare/pipemare/transport"
 	pb "github.com/pipemare/pipemare/transport/grpcnet/internal/framepb"
+	"github.com/pipemare/pipemare/transport/internal/linkstate"
 )
 
 // frameStream is either side of a link's gRPC stream.
 type frameStream interface {
 	Send(*pb.Frame) error
 	Recv() (*pb.Frame, error)
+	// SendMsg and RecvMsg take the frame codec's types too (outChunk,
+	// inFrame).
+	SendMsg(any) error
+	RecvMsg(any) error
 }
 
 // peerLink is the stream between this endpoint and one peer: a queue that
@@ -30,22 +33,7 @@ type peerLink struct {
 	stream frameStream
 	end    context.CancelFunc // ends a dialed stream (nil for an accepted one)
 
-	departed context.Context // done once the peer said Bye
-	depart   context.CancelFunc
-	broken   context.Context // done, with the LinkError as cause, once the stream broke
-	breakIt  context.CancelCauseFunc
-
-	mu       sync.Mutex
-	wake     *sync.Cond
-	queue    []outgoing
-	closing  bool // this endpoint closes: flush, then Bye
-	byeSent  bool
-	byeAcked bool
-	ack      bool // the peer's Bye awaits its ByeAck
-	dead     bool // the stream is over
-
-	acked      chan struct{} // closed when our Bye was acknowledged or the stream ended
-	ackOnce    sync.Once
+	st         *linkstate.State[outgoing] // the queue, the Byes, how the stream ended
 	writerDone chan struct{}
 }
 
@@ -56,36 +44,25 @@ type outgoing struct {
 }
 
 func (e *Endpoint) newLink(p transport.Peer, addr string, s frameStream, end context.CancelFunc) *peerLink {
-	l := &peerLink{e: e, peer: p, addr: addr, stream: s, end: end, acked: make(chan struct{}), writerDone: make(chan struct{})}
-	l.wake = sync.NewCond(&l.mu)
-	l.departed, l.depart = context.WithCancel(context.Background())
-	l.broken, l.breakIt = context.WithCancelCause(context.Background())
-	return l
+	return &peerLink{e: e, peer: p, addr: addr, stream: s, end: end, st: linkstate.New[outgoing](), writerDone: make(chan struct{})}
 }
 
 // enqueue queues o for the writer.
 func (l *peerLink) enqueue(o outgoing) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	switch {
-	case l.departed.Err() != nil:
+	switch l.st.Enqueue(o) {
+	case linkstate.Departed:
 		return &transport.LinkError{From: l.e.self, To: l.peer, Kind: o.m.Kind, Err: errors.Errorf("%v closed its endpoint", l.peer)}
-	case l.closing:
+	case linkstate.Closing:
 		return transport.ErrClosed
-	case l.dead:
+	case linkstate.Over:
 		if err := l.e.failed(o.m.Kind); err != nil {
 			return err
 		}
-		var le *transport.LinkError
-		if errors.As(context.Cause(l.broken), &le) {
-			out := *le
-			out.Kind = o.m.Kind
-			return &out
+		if le := l.st.BrokenError(o.m.Kind); le != nil {
+			return le
 		}
 		return &transport.LinkError{From: l.e.self, To: l.peer, Kind: o.m.Kind, Err: errors.New("the stream is over")}
 	}
-	l.queue = append(l.queue, o)
-	l.wake.Signal()
 	return nil
 }
 
@@ -93,35 +70,17 @@ func (l *peerLink) enqueue(o outgoing) error {
 func (l *peerLink) write() {
 	defer close(l.writerDone)
 	for {
-		l.mu.Lock()
-		for !l.dead && !l.ack && len(l.queue) == 0 && !(l.closing && !l.byeSent) {
-			l.wake.Wait()
-		}
-		if l.dead {
-			l.mu.Unlock()
-			return
-		}
 		var err error
 		var kind transport.Kind
-		switch {
-		case l.ack:
-			l.ack = false
-			l.mu.Unlock()
+		switch a, o := l.st.Next(); a {
+		case linkstate.Done:
+			return
+		case linkstate.SendByeAck:
 			err = l.stream.Send(&pb.Frame{Frame: &pb.Frame_ByeAck{ByeAck: &pb.ByeAck{}}})
-		case len(l.queue) > 0:
-			o := l.queue[0]
-			l.queue[0] = outgoing{}
-			l.queue = l.queue[1:]
-			l.mu.Unlock()
+		case linkstate.SendMessage:
 			kind = o.m.Kind
-			if err = l.send(o); err == nil && o.m.Own {
-				for _, v := range o.m.Values {
-					recycle.Put(v) // written: the receiver has its own
-				}
-			}
-		default:
-			l.byeSent = true
-			l.mu.Unlock()
+			err = l.send(o)
+		case linkstate.SendBye:
 			err = l.stream.Send(&pb.Frame{Frame: &pb.Frame_Bye{Bye: &pb.Bye{}}})
 		}
 		if err != nil {
@@ -131,24 +90,38 @@ func (l *peerLink) write() {
 	}
 }
 
-// send writes one message's frames.
+// send writes one message's frames. The tensors of a message marked Own
+// go back to the process's pools once gRPC no longer needs their bytes:
+// those inline in the header once it is encoded, the chunked ones once
+// gRPC frees their last chunk (releaser).
 func (l *peerLink) send(o outgoing) error {
 	header, parts, err := encodeHeader(o.m, o.body, l.e.s.chunk)
 	if err != nil {
 		return errors.Wrapf(err, "%v", o.m)
 	}
-	if err := l.stream.Send(header); err != nil {
-		return err
-	}
+	err = l.stream.Send(header)
+	released := make([]bool, len(o.m.Values))
 	for _, p := range parts {
+		n := (len(p.data) + l.e.s.chunk - 1) / l.e.s.chunk
+		var r *releaser
+		if o.m.Own && p.value >= 0 {
+			r = newReleaser(o.m.Values[p.value], n)
+			released[p.value] = true
+		}
 		for off := 0; off < len(p.data); off += l.e.s.chunk {
-			data := p.data[off:min(off+l.e.s.chunk, len(p.data))]
-			if err := l.stream.Send(&pb.Frame{Frame: &pb.Frame_Chunk{Chunk: &pb.Chunk{Data: data}}}); err != nil {
-				return err
+			if err == nil {
+				err = l.stream.SendMsg(&outChunk{data: p.data[off:min(off+l.e.s.chunk, len(p.data))], release: r})
 			}
 		}
 	}
-	return nil
+	if err == nil && o.m.Own {
+		for i, v := range o.m.Values {
+			if !released[i] {
+				recycle.Put(v) // encoded into the header: the receiver has its own
+			}
+		}
+	}
+	return err
 }
 
 // read puts the messages that arrive into the mailbox until the stream
@@ -159,7 +132,8 @@ func (l *peerLink) read() *transport.LinkError {
 		return &transport.LinkError{From: l.peer, To: l.e.self, Kind: kind, Err: errors.Wrap(err, "a corrupted or unexpected frame")}
 	}
 	for {
-		f, err := l.stream.Recv()
+		var f inFrame
+		err := l.stream.RecvMsg(&f)
 		kind := transport.Kind(0)
 		if in != nil {
 			kind = transport.Kind(in.h.Kind)
@@ -167,7 +141,19 @@ func (l *peerLink) read() *transport.LinkError {
 		if err != nil {
 			return &transport.LinkError{From: l.peer, To: l.e.self, Kind: kind, Err: l.broke(err)}
 		}
-		switch x := f.Frame.(type) {
+		if f.chunk != nil {
+			if in == nil {
+				f.chunk.Close()
+				return bad(kind, errors.New("a chunk outside a message"))
+			}
+			err := in.readChunk(f.chunk)
+			f.chunk.Close()
+			if err != nil {
+				return bad(kind, errors.Wrapf(err, "microbatch %d", in.h.Micro))
+			}
+		}
+		switch x := f.frame.Frame.(type) {
+		case nil: // a chunk, read above
 		case *pb.Frame_Header:
 			if in != nil {
 				return bad(kind, errors.New("a header inside a message"))
@@ -176,29 +162,16 @@ func (l *peerLink) read() *transport.LinkError {
 				return bad(transport.Kind(x.Header.Kind), errors.Wrapf(err, "microbatch %d", x.Header.Micro))
 			}
 		case *pb.Frame_Chunk:
-			if in == nil {
-				return bad(kind, errors.New("a chunk outside a message"))
-			}
-			if err := in.addChunk(x.Chunk.Data); err != nil {
-				return bad(kind, errors.Wrapf(err, "microbatch %d", in.h.Micro))
-			}
+			return bad(kind, errors.New("a chunk inside a protobuf frame (a peer of wire version 1?)"))
 		case *pb.Frame_Bye:
 			if in != nil {
 				return bad(kind, errors.New("a bye inside a message"))
 			}
-			l.mu.Lock()
-			l.queue = nil // the peer reads no more
-			l.ack = true
-			l.wake.Signal()
-			l.mu.Unlock()
-			l.depart()
+			l.st.ByeReceived()
 		case *pb.Frame_ByeAck:
-			l.mu.Lock()
-			l.byeAcked = true
-			l.mu.Unlock()
-			l.ackOnce.Do(func() { close(l.acked) })
+			l.st.ByeAckReceived()
 		default:
-			return bad(kind, errors.Errorf("frame %T", f.Frame))
+			return bad(kind, errors.Errorf("frame %T", f.frame.Frame))
 		}
 		if in != nil && in.done() {
 			m, err := in.message()
@@ -226,20 +199,13 @@ func (l *peerLink) readerEnded(err error) {
 // ended marks the stream over; unless the peer had left or this endpoint
 // is closing, the link is broken with le: the calls that involve it fail.
 func (l *peerLink) ended(le *transport.LinkError) {
-	l.ackOnce.Do(func() { close(l.acked) })
-	l.mu.Lock()
-	l.dead = true
-	l.wake.Broadcast()
-	closing := l.closing
-	l.mu.Unlock()
+	broke := l.st.End(le)
 	if l.end != nil {
 		l.end()
 	}
-	if closing || l.departed.Err() != nil {
-		return
+	if broke {
+		l.e.fail(le)
 	}
-	l.breakIt(le)
-	l.e.fail(le)
 }
 
 // broke describes a stream that failed: a peer that did not answer the
@@ -253,31 +219,12 @@ func (l *peerLink) broke(err error) error {
 	return errors.Wrapf(err, "the stream to %v at %s broke (its process may have died or its host become unreachable; restart the pipeline, from the last checkpoint if there is one)", l.peer, l.addr)
 }
 
-func (l *peerLink) startClosing() {
-	l.mu.Lock()
-	l.closing = true
-	l.wake.Broadcast()
-	l.mu.Unlock()
-}
-
-// delivered reports whether the peer confirmed it read everything (or
-// had left first), and how many messages are still queued.
-func (l *peerLink) delivered() (bool, int) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.byeAcked || l.departed.Err() != nil, len(l.queue)
-}
-
 // stop ends the stream's goroutines at teardown.
 func (l *peerLink) stop() {
-	l.mu.Lock()
-	l.dead = true
-	l.wake.Broadcast()
-	l.mu.Unlock()
+	l.st.Stop()
 	if l.end != nil {
 		l.end()
 	}
-	l.depart()
 }
 
 func remoteAddr(ctx context.Context) string {
@@ -286,16 +233,3 @@ func remoteAddr(ctx context.Context) string {
 	}
 	return "an unknown address"
 }
-
-func peerList(ps []transport.Peer) string {
-	s := make([]string, len(ps))
-	for i, p := range ps {
-		s[i] = p.String()
-	}
-	if len(s) == 0 {
-		return "no peer"
-	}
-	return strings.Join(s, ", ")
-}
-
-func errorsJoin(errs []error) error { return stderrors.Join(errs...) }

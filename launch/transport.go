@@ -1,0 +1,104 @@
+package launch
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/pkg/errors"
+
+	"github.com/pipemare/pipemare/graphsplit"
+	"github.com/pipemare/pipemare/runspec"
+	"github.com/pipemare/pipemare/transport"
+	"github.com/pipemare/pipemare/transport/grpcnet"
+	"github.com/pipemare/pipemare/transport/shmnet"
+)
+
+// Transport is what carries the messages between a pipeline's processes.
+type Transport int
+
+const (
+	// TransportAuto is shared memory between the stage processes a
+	// process starts on its own host (StartLocal: ForLocal), gRPC
+	// otherwise.
+	TransportAuto Transport = iota
+	// TransportGRPC is gRPC, even between processes of one host.
+	TransportGRPC
+	// TransportShm is shared memory (package shmnet): every process of the
+	// pipeline runs on this host, as the same user.
+	TransportShm
+)
+
+var transportNames = []string{TransportAuto: "auto", TransportGRPC: "grpc", TransportShm: "shm"}
+
+func (t Transport) String() string {
+	if int(t) < len(transportNames) {
+		return transportNames[t]
+	}
+	return fmt.Sprintf("transport %d", int(t))
+}
+
+// ParseTransport reads a Transport's name: auto, grpc or shm.
+func ParseTransport(s string) (Transport, error) {
+	for i, name := range transportNames {
+		if s == name {
+			return Transport(i), nil
+		}
+	}
+	return 0, errors.Errorf("%q: auto, grpc or shm", s)
+}
+
+// Set sets t from its name (ParseTransport): a Transport is a flag.Value.
+func (t *Transport) Set(s string) error {
+	v, err := ParseTransport(s)
+	if err == nil {
+		*t = v
+	}
+	return err
+}
+
+// ForLocal is n for the stage processes a process starts on its own host
+// and their driver (StartLocal, LocalDriver): TransportAuto becomes
+// TransportShm; a transport given stays.
+func (n Net) ForLocal() Net {
+	if n.Transport == TransportAuto {
+		n.Transport = TransportShm
+	}
+	return n
+}
+
+// OpenShm opens the process's endpoint (shmnet.Open as Peer) of the
+// pipeline plan describes over shared memory: every process on this host,
+// named after Addrs (shmnet.SocketName), with the links and fingerprint of
+// plan, and opts (timeouts). The caller owns the endpoint.
+func (pl Place) OpenShm(ctx context.Context, plan *graphsplit.Plan, opts ...shmnet.Option) (*shmnet.Endpoint, error) {
+	network := shmnet.Network{Name: shmnet.SocketName(pl.Addrs), Stages: len(pl.Addrs), Links: grpcnet.Links(plan.Topology()),
+		Identity: pl.Identity(plan)}
+	return shmnet.Open(ctx, pl.Peer(), network, opts...)
+}
+
+// shmConnector is Connector over shared memory with n's timeouts.
+func (n Net) shmConnector(pl Place) ConnectFunc {
+	return func(ctx context.Context, plan *graphsplit.Plan) (transport.Endpoint, error) {
+		opts := []shmnet.Option{shmnet.WithConnectTimeout(n.ConnectTimeout)}
+		if n.StallTimeout > 0 {
+			opts = append(opts, shmnet.WithStallTimeout(n.StallTimeout))
+		}
+		if n.RecvTimeout > 0 {
+			opts = append(opts, shmnet.WithRecvTimeout(n.RecvTimeout))
+		}
+		ep, err := pl.OpenShm(ctx, plan, opts...)
+		if err != nil {
+			return nil, n.connectError(err)
+		}
+		return ep, nil
+	}
+}
+
+// connectError is an error of either transport's Open, a peer that did
+// not come in time saying to give more connect_timeout.
+func (n Net) connectError(err error) error {
+	if errors.Is(err, grpcnet.ErrConnectTimeout) {
+		return runspec.Errorf("%w; {connect_timeout} %v: give more if the processes start further apart", err, n.ConnectTimeout)
+	}
+	return err
+}

@@ -1,0 +1,64 @@
+package launch
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/pipemare/pipemare/transport"
+	"github.com/pipemare/pipemare/transport/grpcnet"
+	"github.com/pipemare/pipemare/transport/shmnet"
+)
+
+// TestNetConnectorShm: with TransportShm the driver's and the stages'
+// connectors meet over shared memory, named after the stages' addresses,
+// and carry a message; a stage missing is a connect timeout worded by
+// -connect-timeout; ForLocal makes -procs's pipeline share memory unless
+// gRPC is forced.
+func TestNetConnectorShm(t *testing.T) {
+	plan := mlpPlan(t)
+	addrs := freeAddrs(t, 2)
+	n := Net{Transport: TransportShm, ConnectTimeout: 10 * time.Second}
+	eps := make([]transport.Endpoint, 3)
+	errs := make([]error, 3)
+	var wg sync.WaitGroup
+	for i := -1; i < 2; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			eps[i+1], errs[i+1] = n.Connector(Place{Addrs: addrs, Stage: i})(context.Background(), plan)
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		require.NoError(t, err)
+		require.IsType(t, &shmnet.Endpoint{}, eps[i])
+		defer eps[i].Close()
+	}
+	ctx := context.Background()
+	require.NoError(t, eps[0].Send(ctx, transport.Message{Kind: transport.Control, To: 1, Micro: 3}))
+	m, err := eps[2].Recv(ctx, transport.Driver, transport.Control)
+	require.NoError(t, err)
+	require.Equal(t, 3, m.Micro)
+
+	n.ConnectTimeout = 200 * time.Millisecond
+	_, err = n.Connector(Place{Addrs: freeAddrs(t, 2), Stage: -1})(context.Background(), plan)
+	require.ErrorIs(t, err, grpcnet.ErrConnectTimeout)
+	require.Regexp(t, `stage 0 at @pipemare-[0-9a-f]+-0 did not answer .*; -connect-timeout 200ms: give more if the processes start further apart$`, err.Error())
+
+	require.Equal(t, TransportShm, Net{}.ForLocal().Transport)
+	require.Equal(t, TransportGRPC, Net{Transport: TransportGRPC}.ForLocal().Transport)
+	for _, tr := range []Transport{TransportAuto, TransportGRPC, TransportShm} {
+		got, err := ParseTransport(tr.String())
+		require.NoError(t, err)
+		require.Equal(t, tr, got)
+	}
+	_, err = ParseTransport("tcp")
+	require.EqualError(t, err, `"tcp": auto, grpc or shm`)
+	var flagValue Transport // a flag.Value, whose String is what Set reads
+	require.NoError(t, flagValue.Set(TransportGRPC.String()))
+	require.Equal(t, TransportGRPC, flagValue)
+}

@@ -1,0 +1,205 @@
+package linkstate
+
+import (
+	"context"
+	stderrors "errors"
+	"sync"
+	"time"
+
+	"github.com/pkg/errors"
+
+	"github.com/pipemare/pipemare/transport"
+)
+
+// State is one link's state; T is what its queue holds. The zero value is
+// not usable: use New.
+type State[T any] struct {
+	// Departed is done once the peer said Bye: nothing more comes.
+	Departed context.Context
+	depart   context.CancelFunc
+	// Broken is done, with the *transport.LinkError as its cause, once
+	// the link broke.
+	Broken  context.Context
+	breakIt context.CancelCauseFunc
+	// Acked is closed when the peer acknowledged this side's Bye, or the
+	// link ended.
+	Acked   chan struct{}
+	ackOnce sync.Once
+
+	mu       sync.Mutex
+	wake     *sync.Cond
+	queue    []T
+	closing  bool // this side closes: flush, then Bye
+	byeSent  bool
+	byeAcked bool
+	ack      bool // the peer's Bye awaits its ByeAck
+	dead     bool // the link is over
+}
+
+// New returns the state of a link that is up.
+func New[T any]() *State[T] {
+	s := &State[T]{Acked: make(chan struct{})}
+	s.wake = sync.NewCond(&s.mu)
+	s.Departed, s.depart = context.WithCancel(context.Background())
+	s.Broken, s.breakIt = context.WithCancelCause(context.Background())
+	return s
+}
+
+// Refusal is why Enqueue did not queue.
+type Refusal int
+
+const (
+	Queued   Refusal = iota
+	Departed         // the peer closed its endpoint
+	Closing          // this side closes
+	Over             // the link is over (BrokenError says how, if it broke)
+)
+
+// Enqueue queues o for the writer, unless the link cannot take it.
+func (s *State[T]) Enqueue(o T) Refusal {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.Departed.Err() != nil:
+		return Departed
+	case s.closing:
+		return Closing
+	case s.dead:
+		return Over
+	}
+	s.queue = append(s.queue, o)
+	s.wake.Signal()
+	return Queued
+}
+
+// BrokenError is the link's LinkError for a call of kind k once it broke,
+// else nil.
+func (s *State[T]) BrokenError(k transport.Kind) *transport.LinkError {
+	var le *transport.LinkError
+	if errors.As(context.Cause(s.Broken), &le) {
+		out := *le
+		out.Kind = k
+		return &out
+	}
+	return nil
+}
+
+// Action is what a link's writer does next.
+type Action int
+
+const (
+	Done        Action = iota // the link is over: return
+	SendByeAck                // acknowledge the peer's Bye
+	SendMessage               // send the message Next returned
+	SendBye                   // this side closes: everything is sent
+)
+
+// Next waits for the writer's next action: the peer's Bye to acknowledge
+// first, then the queued messages in order, then this side's Bye once it
+// closes.
+func (s *State[T]) Next() (Action, T) {
+	var zero T
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for !s.dead && !s.ack && len(s.queue) == 0 && !(s.closing && !s.byeSent) {
+		s.wake.Wait()
+	}
+	switch {
+	case s.dead:
+		return Done, zero
+	case s.ack:
+		s.ack = false
+		return SendByeAck, zero
+	case len(s.queue) > 0:
+		o := s.queue[0]
+		s.queue[0] = zero
+		s.queue = s.queue[1:]
+		return SendMessage, o
+	}
+	s.byeSent = true
+	return SendBye, zero
+}
+
+// ByeReceived records the peer's Bye: it reads no more (what is queued
+// for it is dropped) and awaits its acknowledgment.
+func (s *State[T]) ByeReceived() {
+	s.mu.Lock()
+	s.queue = nil
+	s.ack = true
+	s.wake.Signal()
+	s.mu.Unlock()
+	s.depart()
+}
+
+// ByeAckReceived records that the peer read everything this side sent.
+func (s *State[T]) ByeAckReceived() {
+	s.mu.Lock()
+	s.byeAcked = true
+	s.mu.Unlock()
+	s.ackOnce.Do(func() { close(s.Acked) })
+}
+
+// End marks the link over. Unless this side was closing or the peer had
+// left, the link broke: End records le as its cause and returns true, for
+// the caller to fail what depends on it.
+func (s *State[T]) End(le *transport.LinkError) bool {
+	s.ackOnce.Do(func() { close(s.Acked) })
+	s.mu.Lock()
+	s.dead = true
+	s.wake.Broadcast()
+	closing := s.closing
+	s.mu.Unlock()
+	if closing || s.Departed.Err() != nil {
+		return false
+	}
+	s.breakIt(le)
+	return true
+}
+
+// StartClosing makes the writer send what is queued, then a Bye.
+func (s *State[T]) StartClosing() {
+	s.mu.Lock()
+	s.closing = true
+	s.wake.Broadcast()
+	s.mu.Unlock()
+}
+
+// Delivered reports whether the peer confirmed it read everything (or had
+// left first), and how many messages are still queued.
+func (s *State[T]) Delivered() (bool, int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.byeAcked || s.Departed.Err() != nil, len(s.queue)
+}
+
+// Stop ends the writer at teardown.
+func (s *State[T]) Stop() {
+	s.mu.Lock()
+	s.dead = true
+	s.wake.Broadcast()
+	s.mu.Unlock()
+	s.depart()
+}
+
+// Flush starts closing each link (names[i] names links[i]'s peer for
+// messages) and waits, at most wait, until each peer acknowledged; it
+// returns an error naming each link whose messages were not confirmed.
+func Flush[T any](self transport.Peer, links []*State[T], peers []transport.Peer, names []string, wait time.Duration) error {
+	for _, l := range links {
+		l.StartClosing()
+	}
+	expired := make(chan struct{})
+	defer time.AfterFunc(wait, func() { close(expired) }).Stop()
+	var errs []error
+	for i, l := range links {
+		select {
+		case <-l.Acked:
+		case <-expired:
+		}
+		if ok, queued := l.Delivered(); !ok {
+			errs = append(errs, errors.Errorf("link %v → %v: %v did not confirm within %v that it read everything sent to it (%d messages were still queued)",
+				self, peers[i], names[i], wait, queued))
+		}
+	}
+	return errors.Wrap(stderrors.Join(errs...), "close")
+}

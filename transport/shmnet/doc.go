@@ -1,0 +1,50 @@
+// Package shmnet is the transport of a pipeline whose processes share one
+// host: a transport.Endpoint over shared memory, for one peer (the driver,
+// or one stage) per process, as fast as the stages' goroutines in one
+// process would be, short of one copy each way.
+//
+// # Links
+//
+// Every process calls Open with the same Network: the run's name on the
+// host, the number of stages, the pairs of stages that exchange tensors
+// and the run's transport.Identity. Of two linked peers the lower dials
+// the higher (the driver dials every stage), as in grpcnet: stage i
+// listens on the abstract Unix socket "@<name>-<i>" (SOCK_SEQPACKET) while
+// Open runs, and the processes may start in any order.
+//
+// The dialer of a link creates its shared memory (memfd_create, mapped
+// MAP_SHARED) — one ring each way — and four eventfds, and hands them over
+// with its hello (SCM_RIGHTS). The acceptor checks, with SO_PEERCRED, that
+// the dialer runs as its own user, compares the hellos (wire version,
+// identity with transport.Identity.Check, stages, links), maps the memory
+// and answers with its own hello, or refuses, saying why; the dialer
+// checks the answer. A difference fails Open on both sides.
+//
+// # Rings
+//
+// A ring is a byte stream with one writer and one reader: a message is a
+// small header (kind, peers, microbatch, version, and per tensor its form,
+// dtype and shape), the gob-encoded body, then each tensor's bytes as they
+// lie in memory. The sender's writer goroutine copies them in; the
+// receiver's reader goroutine copies them out into tensors of its own
+// (from the process's pools for activations and gradients) and puts the
+// message in the mailbox. A message larger than the ring streams through
+// it. A side that finds the ring empty (or full) sleeps on an eventfd,
+// which the other side signals only when it sleeps.
+//
+// # Failure
+//
+// The socket beside the rings stays open for the link's life: the peers
+// beat on it four times per stall timeout (WithStallTimeout). A peer
+// whose socket closes without a Bye (its process died) or that beats no
+// more for the stall timeout (stopped, hung) stops the link: what it
+// wrote before is still read, then the calls that involve the link fail
+// with a *transport.LinkError naming the peer and its pid and saying
+// which. Send queues without bound and never waits for the receiver;
+// Recv waits at most the receive timeout; Close flushes, says Bye, waits
+// for each peer to acknowledge, then closes every socket and eventfd and
+// unmaps every ring — once every process of a link has, the kernel frees
+// its memory. The promises are grpcnet's; only the medium differs.
+//
+// The package works on Linux only; elsewhere Open fails.
+package shmnet

@@ -1,0 +1,563 @@
+//go:build linux
+
+package shmnet
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/pkg/errors"
+
+	"github.com/pipemare/pipemare/internal/faultpoint"
+	"github.com/pipemare/pipemare/transport"
+	"github.com/pipemare/pipemare/transport/grpcnet"
+	"github.com/pipemare/pipemare/transport/internal/linkstate"
+)
+
+// Endpoint is one peer's transport.Endpoint over shared memory: a pair of
+// rings to each peer it exchanges messages with, on this host. Open
+// returns it with every link up; Close releases it.
+type Endpoint struct {
+	self  transport.Peer
+	net   Network
+	links []grpcnet.Link // sorted, A < B
+	s     settings
+	box   *transport.Mailbox
+
+	mu      sync.Mutex
+	peers   map[transport.Peer]*peerLink
+	accepts map[transport.Peer]bool
+	refused error // the first peer refused while opening
+	failure *transport.LinkError
+	closed  bool
+	// anyBroken is cancelled, with the LinkError as its cause, when the
+	// first link breaks: what wakes a Recv from any peer.
+	anyBroken context.Context
+	breakAny  context.CancelCauseFunc
+
+	wg        sync.WaitGroup // the goroutines the endpoint owns
+	closeOnce sync.Once
+	closeErr  error
+}
+
+var _ transport.Endpoint = (*Endpoint)(nil)
+
+// Open connects peer self (transport.Driver, or a stage index) to the
+// peers n links it to, on this host, and returns once every link is up
+// and has passed the handshake: each side's identity (transport.Identity:
+// the plan's fingerprint and the run's settings), number of stages and
+// links must match, and the peer must run as this process's user. Of two
+// linked peers the lower dials the higher (the driver dials every stage),
+// so a stage listens on its socket while it dials those above; the
+// processes may start in any order. Open refuses a peer whose handshake
+// differs, saying what differs, at once; it gives up when ctx ends, and
+// after the connect timeout with an error that is
+// grpcnet.ErrConnectTimeout (errors.Is) naming every peer that did not
+// connect. On an error nothing is left open.
+func Open(ctx context.Context, self transport.Peer, n Network, opts ...Option) (*Endpoint, error) {
+	s, err := newSettings(opts)
+	if err != nil {
+		return nil, errors.Wrapf(err, "%v", self)
+	}
+	links, err := n.validate(self)
+	if err != nil {
+		return nil, errors.Wrapf(err, "%v", self)
+	}
+	dials, accepts := peersOf(self, n.Stages, links)
+	e := &Endpoint{self: self, net: n, links: links, s: s, box: transport.NewMailbox(),
+		peers: make(map[transport.Peer]*peerLink), accepts: make(map[transport.Peer]bool)}
+	for _, p := range accepts {
+		e.accepts[p] = true
+	}
+	e.anyBroken, e.breakAny = context.WithCancelCause(context.Background())
+	deadline := time.Now().Add(s.connectTimeout)
+	octx, cancel := context.WithDeadlineCause(ctx, deadline, errConnectDeadline)
+	defer cancel()
+	var ln *net.UnixListener
+	if len(accepts) > 0 {
+		addr := n.socket(self)
+		if ln, err = net.ListenUnix("unixpacket", &net.UnixAddr{Name: addr, Net: "unixpacket"}); err != nil {
+			return nil, errors.Wrapf(err, "%v: listening on %s (does another process serve %v of this run?)", self, addr, self)
+		}
+	}
+	results := make(chan error, len(dials)+1)
+	for _, p := range dials {
+		go func() { results <- e.dial(octx, p, deadline) }()
+	}
+	if ln != nil {
+		go func() { results <- e.acceptAll(octx, ln, deadline) }()
+	} else {
+		results <- nil
+	}
+	var errs, silent []error
+	for range len(dials) + 1 {
+		err := <-results
+		var u *unanswered
+		switch {
+		case errors.As(err, &u):
+			silent = append(silent, err)
+		case err != nil:
+			errs = append(errs, err)
+			cancel() // a refusal ends the others' waits
+		}
+	}
+	switch {
+	case len(errs) > 0:
+		err = errs[0]
+	case len(silent) > 0 && context.Cause(octx) == errConnectDeadline:
+		err = e.timedOut(silent)
+	case len(silent) > 0:
+		err = errors.Wrap(context.Cause(octx), "connecting")
+	}
+	if err != nil {
+		e.teardown()
+		return nil, errors.Wrapf(err, "%v", self)
+	}
+	faultpoint.Reach(faultpoint.Point{Name: faultpoint.Opened, Stage: int(self)})
+	return e, nil
+}
+
+// errConnectDeadline is the cause of Open's context once the connect
+// timeout has passed.
+var errConnectDeadline = errors.New("the connect timeout passed")
+
+// unanswered is a peer that did not connect by the connect timeout: what
+// was last heard of it.
+type unanswered struct{ msg string }
+
+func (e *unanswered) Error() string { return e.msg }
+
+// connectTimeout is Open's error when the connect timeout passed; it is
+// grpcnet.ErrConnectTimeout, so that a caller handles both transports
+// alike.
+type connectTimeout struct{ msg string }
+
+func (e *connectTimeout) Error() string        { return e.msg }
+func (e *connectTimeout) Is(target error) bool { return target == grpcnet.ErrConnectTimeout }
+
+func (e *Endpoint) timedOut(silent []error) error {
+	parts := make([]string, len(silent))
+	for i, s := range silent {
+		parts[i] = s.Error()
+	}
+	return &connectTimeout{msg: fmt.Sprintf("not connected within %v (the connect timeout): %s", e.s.connectTimeout, strings.Join(parts, "; "))}
+}
+
+// dial connects to stage p, retrying until it listens, and runs the
+// handshake; at the connect timeout it returns an *unanswered.
+func (e *Endpoint) dial(octx context.Context, p transport.Peer, deadline time.Time) error {
+	addr := e.net.socket(p)
+	var heard error
+	for {
+		c, err := net.DialUnix("unixpacket", nil, &net.UnixAddr{Name: addr, Net: "unixpacket"})
+		if err == nil {
+			return e.handshake(octx, c, p, addr, deadline)
+		}
+		heard = err
+		if !errors.Is(err, syscall.ECONNREFUSED) && !errors.Is(err, syscall.ENOENT) {
+			return errors.Wrapf(err, "dialing %v at %s", p, addr)
+		}
+		select {
+		case <-octx.Done():
+			if context.Cause(octx) != errConnectDeadline {
+				return &unanswered{context.Cause(octx).Error()}
+			}
+			return &unanswered{fmt.Sprintf("%v at %s did not answer (is it running, and given the same run?): %v", p, addr, heard)}
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// handshake hands stage p a new link's shared memory with this peer's
+// hello, and checks its answer.
+func (e *Endpoint) handshake(octx context.Context, c *net.UnixConn, p transport.Peer, addr string, deadline time.Time) error {
+	defer context.AfterFunc(octx, func() { _ = c.SetDeadline(time.Now()) })()
+	pid, err := credentials(c)
+	if err != nil {
+		c.Close()
+		return errors.Wrapf(err, "%v at %s", p, addr)
+	}
+	who := peerAt(p, pid)
+	h, fds, err := makeShared(e.s.ringSize)
+	if err != nil {
+		c.Close()
+		return errors.Wrapf(err, "the shared memory of the link to %v", who)
+	}
+	err = sendHello(c, e.hello(), fds, deadline)
+	closeFDs(fds[:1]) // the memfd: the mapping keeps the memory; the eventfds are h's
+	var reply hello
+	if err == nil {
+		faultpoint.Reach(faultpoint.Point{Name: faultpoint.HelloSent, Stage: int(p)})
+		var got []int
+		reply, got, err = recvHello(c, deadline)
+		closeFDs(got)
+	}
+	switch {
+	case err == nil && reply.Refused != "":
+		err = errors.Errorf("%v refused the handshake: %s", who, reply.Refused)
+	case err == nil:
+		err = e.check(reply, who, p)
+	case timedOut(err) || octx.Err() != nil && context.Cause(octx) == errConnectDeadline:
+		err = &unanswered{fmt.Sprintf("%v at %s took the connection but did not answer the handshake (is it stalled, or overloaded?)", who, addr)}
+	case octx.Err() != nil:
+		err = &unanswered{context.Cause(octx).Error()}
+	default:
+		err = errors.Wrapf(err, "the handshake with %v broke off (its process may have died)", who)
+	}
+	if err != nil {
+		c.Close()
+		h.release()
+		return err
+	}
+	e.add(e.newLink(p, pid, c, h, true))
+	return nil
+}
+
+// timedOut reports whether err is a socket's deadline passing: the
+// connect deadline, which the socket's deadline is.
+func timedOut(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// add registers a link whose handshake passed and starts it.
+func (e *Endpoint) add(l *peerLink) {
+	e.mu.Lock()
+	e.peers[l.peer] = l
+	e.mu.Unlock()
+	l.start()
+}
+
+// acceptAll takes the links of the peers that dial this stage until every
+// one has come; a refusal ends it at once.
+func (e *Endpoint) acceptAll(octx context.Context, ln *net.UnixListener, deadline time.Time) error {
+	conns := make(chan *net.UnixConn)
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	defer func() {
+		close(done)
+		_ = ln.Close()
+		wg.Wait()
+	}()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := ln.AcceptUnix()
+			if err != nil {
+				return // the listener is closed
+			}
+			select {
+			case conns <- c:
+			case <-done:
+				c.Close()
+				return
+			}
+		}
+	}()
+	stopAccepting := context.AfterFunc(octx, func() { _ = ln.Close() })
+	defer stopAccepting()
+	handled := make(chan error)
+	pending := 0
+	var firstErr error
+	for {
+		missing := e.missing()
+		if len(missing) == 0 && pending == 0 {
+			return firstErr
+		}
+		select {
+		case c := <-conns:
+			pending++
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				handled <- e.accept(octx, c, deadline)
+			}()
+		case err := <-handled:
+			pending--
+			if err != nil && firstErr == nil {
+				firstErr = err
+				_ = ln.Close()
+			}
+		case <-octx.Done():
+			for ; pending > 0; pending-- {
+				if err := <-handled; err != nil && firstErr == nil {
+					firstErr = err
+				}
+			}
+			if firstErr != nil {
+				return firstErr
+			}
+			if missing = e.missing(); len(missing) == 0 {
+				return nil
+			}
+			return &unanswered{fmt.Sprintf("%s did not connect to %v (are they running, and given the same run?)", transport.PeerList(missing), e.self)}
+		}
+		if firstErr != nil && pending == 0 {
+			return firstErr
+		}
+	}
+}
+
+// missing are the peers that dial this one and have not yet.
+func (e *Endpoint) missing() []transport.Peer {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var out []transport.Peer
+	for p := transport.Driver; p < transport.Peer(e.net.Stages); p++ {
+		if e.accepts[p] && e.peers[p] == nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// accept runs the handshake of a peer that dialed in: it checks its user
+// and hello, maps the shared memory it handed over, and answers. A peer
+// that fails the handshake is refused, saying why, and fails Open.
+func (e *Endpoint) accept(octx context.Context, c *net.UnixConn, deadline time.Time) error {
+	defer context.AfterFunc(octx, func() { _ = c.SetDeadline(time.Now()) })()
+	pid, err := credentials(c)
+	if err != nil {
+		return e.refuse(c, err)
+	}
+	h, fds, err := recvHello(c, deadline)
+	if err != nil {
+		closeFDs(fds)
+		c.Close()
+		if octx.Err() != nil || timedOut(err) { // it stalled: the missing peer is named
+			return nil
+		}
+		return errors.Wrapf(err, "the handshake of a peer (pid %d)", pid)
+	}
+	claimed := transport.Peer(h.Peer)
+	who := peerAt(claimed, pid)
+	faultpoint.Reach(faultpoint.Point{Name: faultpoint.HelloReceived, Stage: int(claimed)})
+	if err := e.check(h, who, transport.AnyPeer); err != nil {
+		closeFDs(fds)
+		return e.refuse(c, err)
+	}
+	if err := e.claim(claimed, who); err != nil {
+		closeFDs(fds)
+		return e.refuse(c, err)
+	}
+	shared, err := takeShared(fds, h.Ring)
+	if err == nil {
+		err = sendHello(c, e.hello(), nil, deadline)
+		if err != nil {
+			shared.release()
+		}
+	}
+	if err != nil {
+		e.unclaim(claimed)
+		c.Close()
+		return errors.Wrapf(err, "the handshake of %v", who)
+	}
+	l := e.newLink(claimed, pid, c, shared, false)
+	e.mu.Lock()
+	e.peers[claimed] = l
+	e.mu.Unlock()
+	l.start()
+	return nil
+}
+
+// claim reserves peer p's place, unless it should not dial this one.
+func (e *Endpoint) claim(p transport.Peer, who string) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	_, taken := e.peers[p]
+	switch {
+	case !e.accepts[p]:
+		return errors.Errorf("%s dialed %v, which does not take links from it (the lower of two linked peers dials)", who, e.self)
+	case taken:
+		return errors.Errorf("a second %s: %v is connected already (two processes run the same stage?)", who, p)
+	}
+	e.peers[p] = nil // reserved: accept fills it in
+	return nil
+}
+
+func (e *Endpoint) unclaim(p transport.Peer) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	delete(e.peers, p)
+}
+
+// refuse answers a peer that failed the handshake with why, and closes
+// its connection; the error fails Open.
+func (e *Endpoint) refuse(c *net.UnixConn, why error) error {
+	_ = sendHello(c, hello{Wire: wireVersion, Refused: why.Error()}, nil, time.Now().Add(time.Second))
+	c.Close()
+	return errors.Wrap(why, "refused a peer")
+}
+
+// Self is the peer this endpoint belongs to.
+func (e *Endpoint) Self() transport.Peer { return e.self }
+
+// Send queues m for its destination (m.To, a peer linked to this one) and
+// returns; a writer goroutine per link copies it into the ring, so the
+// caller's compute overlaps the transfer. The queue is not bounded. It
+// fails at once for a body gob cannot encode, a value that is neither a
+// *tensor.Dense nor a gorgonia scalar of a supported dtype, or a
+// destination with no link; after Close (ErrClosed); and when the
+// destination's link broke or the destination closed (a
+// *transport.LinkError naming the link). A message to this endpoint itself
+// is put in its own mailbox as it is. The dense tensors of a message
+// marked Own go back to the process's pools once copied into the ring; a
+// received Activation's or Gradient's come from the pools.
+func (e *Endpoint) Send(ctx context.Context, m transport.Message) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := e.closedErr(); err != nil {
+		return err
+	}
+	m.From = e.self
+	if m.To == e.self {
+		return e.box.Put(m)
+	}
+	e.mu.Lock()
+	l := e.peers[m.To]
+	e.mu.Unlock()
+	if l == nil {
+		return &transport.LinkError{From: e.self, To: m.To, Kind: m.Kind, Err: errors.Errorf("no such link: %v is linked to %s", e.self, transport.PeerList(e.linked()))}
+	}
+	o, err := encode(m)
+	if err != nil {
+		return errors.Wrapf(err, "%v", m)
+	}
+	return l.enqueue(o)
+}
+
+// Recv returns the next message of kind k from peer from (AnyPeer: the
+// earliest from any peer), as grpcnet's Endpoint does: it waits at most
+// the receive timeout (then a *transport.LinkError caused by
+// transport.ErrTimeout); a link that broke, or a peer that closed, with
+// nothing left to read, makes it return a *transport.LinkError naming the
+// link — for AnyPeer, the first link that broke once nothing of kind k is
+// queued. Other links go on working. After Close it returns ErrClosed;
+// when ctx ends, ctx's error.
+func (e *Endpoint) Recv(ctx context.Context, from transport.Peer, k transport.Kind) (transport.Message, error) {
+	if err := e.closedErr(); err != nil {
+		return transport.Message{}, err
+	}
+	var l *peerLink
+	if from != transport.AnyPeer && from != e.self {
+		e.mu.Lock()
+		l = e.peers[from]
+		e.mu.Unlock()
+		if l == nil {
+			return transport.Message{}, &transport.LinkError{From: from, To: e.self, Kind: k, Err: errors.Errorf("no such link: %v is linked to %s", e.self, transport.PeerList(e.linked()))}
+		}
+	}
+	w := transport.Wait{Timeout: e.s.recvTimeout, Broken: e.anyBroken}
+	if l != nil {
+		w.Departed, w.Broken = l.st.Departed, l.st.Broken
+	}
+	m, err := e.box.TakeWithin(ctx, from, k, w)
+	switch {
+	case err == nil:
+		return m, nil
+	case errors.Is(err, transport.ErrDeparted):
+		return transport.Message{}, &transport.LinkError{From: from, To: e.self, Kind: k, Err: errors.Errorf("%v closed its endpoint: nothing more will come", l.who)}
+	case err == transport.ErrTimeout:
+		return transport.Message{}, &transport.LinkError{From: from, To: e.self, Kind: k, Err: errors.Wrapf(transport.ErrTimeout,
+			"nothing received within %v: the peer is stalled or too slow; if its work between two messages takes longer, raise the receive timeout (shmnet.WithRecvTimeout, which pipemare's receive timeout setting sets)", e.s.recvTimeout)}
+	}
+	if cerr := e.closedErr(); cerr != nil {
+		return transport.Message{}, cerr
+	}
+	return transport.Message{}, err
+}
+
+func (e *Endpoint) closedErr() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return transport.ErrClosed
+	}
+	return nil
+}
+
+// fail records that a link broke: the first one wakes the calls waiting
+// for a message from any peer.
+func (e *Endpoint) fail(le *transport.LinkError) {
+	e.mu.Lock()
+	if e.closed || e.failure != nil {
+		e.mu.Unlock()
+		return
+	}
+	e.failure = le
+	e.mu.Unlock()
+	e.breakAny(le)
+}
+
+// linked returns the peers this endpoint has a link to.
+func (e *Endpoint) linked() []transport.Peer {
+	dials, accepts := peersOf(e.self, e.net.Stages, e.links)
+	return append(accepts, dials...)
+}
+
+// Close flushes what was sent, tells each peer it is leaving, waits (at
+// most the receive timeout; the connect timeout, if shorter, once a link
+// broke) until each has read it all, and stops every goroutine, closes
+// every socket and eventfd and unmaps every ring. Pending and later calls
+// fail with ErrClosed. It returns an error naming the links whose
+// messages could not be delivered. It is safe to call more than once.
+func (e *Endpoint) Close() error {
+	e.closeOnce.Do(func() {
+		e.mu.Lock()
+		e.closed = true
+		links := make([]*peerLink, 0, len(e.peers))
+		for _, l := range e.peers {
+			if l != nil && l.st.Broken.Err() == nil {
+				links = append(links, l)
+			}
+		}
+		wait := e.s.recvTimeout
+		if e.failure != nil {
+			wait = min(wait, e.s.connectTimeout)
+		}
+		e.mu.Unlock()
+		e.box.Fail(transport.ErrClosed)
+		e.closeErr = e.flush(links, wait)
+		e.teardown()
+	})
+	return e.closeErr
+}
+
+// flush sends each peer what is queued and a Bye, and waits until each
+// has acknowledged it.
+func (e *Endpoint) flush(links []*peerLink, wait time.Duration) error {
+	states := make([]*linkstate.State[outgoing], len(links))
+	peers := make([]transport.Peer, len(links))
+	names := make([]string, len(links))
+	for i, l := range links {
+		states[i], peers[i], names[i] = l.st, l.peer, l.who
+	}
+	return linkstate.Flush(e.self, states, peers, names, wait)
+}
+
+// teardown stops every link's goroutines, then frees what they used.
+func (e *Endpoint) teardown() {
+	e.mu.Lock()
+	links := make([]*peerLink, 0, len(e.peers))
+	for _, l := range e.peers {
+		if l != nil {
+			links = append(links, l)
+		}
+	}
+	e.mu.Unlock()
+	for _, l := range links {
+		l.stopAll()
+	}
+	e.wg.Wait()
+	for _, l := range links {
+		l.release()
+	}
+	e.breakAny(nil)
+}

@@ -1,0 +1,228 @@
+//go:build linux
+
+package shmnet
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/pkg/errors"
+	"golang.org/x/sys/unix"
+
+	"github.com/pipemare/pipemare/transport"
+	"github.com/pipemare/pipemare/transport/grpcnet"
+)
+
+// wireVersion is the version of the handshake and the frames; a peer
+// speaking another is refused.
+const wireVersion = 1
+
+// hello is what a peer says about itself when a link opens, as a packet on
+// the Unix socket: the dialer's carries the link's shared memory and
+// eventfds (SCM_RIGHTS), the acceptor's answers it, or refuses.
+type hello struct {
+	Wire     int
+	Peer     int
+	Stages   int
+	Links    [][2]int
+	Identity transport.Identity
+	Ring     int    // the size of each ring (the dialer's)
+	Refused  string `json:",omitempty"` // the acceptor refuses the link: why
+}
+
+// The fds a dialer hands over, in order: the shared memory, then the
+// eventfds of its ring (data, room) and of the acceptor's (data, room).
+const handedFDs = 5
+
+// helloPacket is the largest hello: identities are small.
+const helloPacket = 1 << 16
+
+func (e *Endpoint) hello() hello {
+	h := hello{Wire: wireVersion, Peer: int(e.self), Stages: e.net.Stages, Identity: e.net.Identity, Ring: e.s.ringSize}
+	for _, l := range e.links {
+		h.Links = append(h.Links, [2]int{int(l.A), int(l.B)})
+	}
+	return h
+}
+
+// check compares the hello of peer who with this endpoint's; want is the
+// peer expected (AnyPeer: any this endpoint accepts).
+func (e *Endpoint) check(h hello, who string, want transport.Peer) error {
+	got := transport.Peer(h.Peer)
+	switch {
+	case h.Wire != wireVersion:
+		return errors.Errorf("%s speaks wire version %d, this peer %d: run the same pipemare version everywhere", who, h.Wire, wireVersion)
+	case want != transport.AnyPeer && got != want:
+		return errors.Errorf("expected %v at %s, got %v: are the processes given the same run name?", want, who, got)
+	case h.Stages != e.net.Stages:
+		return errors.Errorf("%s runs a pipeline of %d stages, %v one of %d", who, h.Stages, e.self, e.net.Stages)
+	}
+	if err := e.net.Identity.Check(h.Identity, who); err != nil {
+		return err
+	}
+	links := make([]grpcnet.Link, len(h.Links))
+	for i, l := range h.Links {
+		links[i] = grpcnet.Link{A: transport.Peer(l[0]), B: transport.Peer(l[1])}
+	}
+	if !slices.Equal(links, e.links) {
+		return errors.Errorf("%s links stages %v, %v links %v: the processes disagree on which stages exchange tensors", who, links, e.self, e.links)
+	}
+	return nil
+}
+
+// credentials returns the pid of the process at the other end of c, after
+// checking that it runs as this process's user (SO_PEERCRED): the rings
+// are shared with it.
+func credentials(c *net.UnixConn) (int, error) {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return 0, err
+	}
+	var cred *unix.Ucred
+	var cerr error
+	if err := raw.Control(func(fd uintptr) { cred, cerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED) }); err != nil {
+		return 0, err
+	}
+	if cerr != nil {
+		return 0, errors.Wrap(cerr, "SO_PEERCRED")
+	}
+	if int(cred.Uid) != os.Getuid() {
+		return int(cred.Pid), errors.Errorf("the process at the other end (pid %d) runs as uid %d, this one as %d: shared memory is only shared with the same user", cred.Pid, cred.Uid, os.Getuid())
+	}
+	return int(cred.Pid), nil
+}
+
+// sendHello writes h as one packet, with fds attached if any.
+func sendHello(c *net.UnixConn, h hello, fds []int, deadline time.Time) error {
+	b, err := json.Marshal(h)
+	if err != nil {
+		return err
+	}
+	var oob []byte
+	if len(fds) > 0 {
+		oob = unix.UnixRights(fds...)
+	}
+	_ = c.SetWriteDeadline(deadline)
+	defer c.SetWriteDeadline(time.Time{})
+	_, _, err = c.WriteMsgUnix(b, oob, nil)
+	return err
+}
+
+// recvHello reads one hello packet and the fds attached to it (the caller
+// owns them, also on an error).
+func recvHello(c *net.UnixConn, deadline time.Time) (hello, []int, error) {
+	var h hello
+	b := make([]byte, helloPacket)
+	oob := make([]byte, unix.CmsgSpace(4*handedFDs))
+	_ = c.SetReadDeadline(deadline)
+	defer c.SetReadDeadline(time.Time{})
+	n, oobn, flags, _, err := c.ReadMsgUnix(b, oob)
+	var fds []int
+	if oobn > 0 {
+		msgs, perr := unix.ParseSocketControlMessage(oob[:oobn])
+		for _, m := range msgs {
+			if got, err := unix.ParseUnixRights(&m); err == nil {
+				fds = append(fds, got...)
+			}
+		}
+		if err == nil && perr != nil {
+			err = perr
+		}
+	}
+	switch {
+	case err != nil:
+		return h, fds, err
+	case n == 0:
+		return h, fds, errors.New("the connection closed before the handshake")
+	case flags&(unix.MSG_TRUNC|unix.MSG_CTRUNC) != 0:
+		return h, fds, errors.New("a handshake packet too large")
+	}
+	if err := json.Unmarshal(b[:n], &h); err != nil {
+		return h, fds, errors.Wrap(err, "a handshake that is not a pipemare hello")
+	}
+	return h, fds, nil
+}
+
+func closeFDs(fds []int) {
+	for _, fd := range fds {
+		unix.Close(fd)
+	}
+}
+
+// handed is what a dialer hands an acceptor: the link's shared memory and
+// its eventfds, made on the dialer's side.
+type handed struct {
+	mem []byte
+	evs [4]*os.File // the dialer's ring's data and room, the acceptor's
+}
+
+// makeShared creates a link's shared memory and eventfds; fds are to be
+// handed over (then closed: the memfd's mapping and the files keep them).
+func makeShared(ringSize int) (h handed, fds []int, err error) {
+	memfd, mem, err := newSharedMemory(ringLayout(ringSize))
+	if err != nil {
+		return h, nil, err
+	}
+	h.mem, fds = mem, []int{memfd}
+	for i := range h.evs {
+		fd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
+		if err != nil {
+			h.release()
+			unix.Close(memfd)
+			return handed{}, nil, errors.Wrap(err, "eventfd")
+		}
+		// Not File.Fd: it would put the file in blocking mode, out of the
+		// runtime's poller.
+		h.evs[i] = os.NewFile(uintptr(fd), "eventfd")
+		fds = append(fds, fd)
+	}
+	return h, fds, nil
+}
+
+// takeShared maps the fds a dialer handed over; it closes the memfd, and
+// every fd on an error.
+func takeShared(fds []int, ringSize int) (handed, error) {
+	var h handed
+	if len(fds) != handedFDs {
+		closeFDs(fds)
+		return h, errors.Errorf("%d file descriptors handed over, %d expected", len(fds), handedFDs)
+	}
+	if ringSize < minRingSize || ringSize > 1<<30 {
+		closeFDs(fds)
+		return h, errors.Errorf("a ring of %d bytes", ringSize)
+	}
+	mem, err := mapShared(fds[0], ringLayout(ringSize))
+	unix.Close(fds[0])
+	if err != nil {
+		closeFDs(fds[1:])
+		return h, err
+	}
+	h.mem = mem
+	for i, fd := range fds[1:] {
+		h.evs[i] = os.NewFile(uintptr(fd), "eventfd")
+	}
+	return h, nil
+}
+
+// release unmaps the memory and closes the eventfds.
+func (h handed) release() {
+	for _, f := range h.evs {
+		if f != nil {
+			f.Close()
+		}
+	}
+	if h.mem != nil {
+		_ = unix.Munmap(h.mem)
+	}
+}
+
+func peerAt(p transport.Peer, pid int) string {
+	if pid > 0 {
+		return fmt.Sprintf("%v (pid %d)", p, pid)
+	}
+	return p.String()
+}

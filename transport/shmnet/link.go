@@ -1,0 +1,323 @@
+//go:build linux
+
+package shmnet
+
+import (
+	"encoding/binary"
+	"net"
+	"sync/atomic"
+	"time"
+
+	"github.com/pkg/errors"
+	"gorgonia.org/gorgonia"
+
+	"github.com/pipemare/pipemare/internal/recycle"
+	"github.com/pipemare/pipemare/transport"
+	"github.com/pipemare/pipemare/transport/internal/linkstate"
+)
+
+// peerLink is the link between this endpoint and one peer: a ring each
+// way in shared memory, and the Unix socket beside them, on which the
+// peers beat and whose end says the peer's process ended. Send fills a
+// queue that a writer goroutine copies into the outgoing ring; a reader
+// goroutine copies what arrives into the mailbox; a monitor goroutine
+// beats and watches the socket.
+type peerLink struct {
+	e      *Endpoint
+	peer   transport.Peer
+	who    string // the peer and its pid, for messages
+	conn   *net.UnixConn
+	shared handed
+	out    *ring
+	in     *ring
+	// stop, once set, ends the rings' waits: the peer is gone or
+	// stalled (why says which) or this endpoint tears down.
+	stop atomic.Bool
+	why  atomic.Pointer[error]
+
+	st *linkstate.State[outgoing] // the queue, the Byes, how the link ended
+}
+
+// outgoing is a message queued for writing: its header and the bytes
+// that follow it.
+type outgoing struct {
+	m     transport.Message
+	frame []byte   // length and header
+	parts [][]byte // body, then each value's bytes
+}
+
+// newLink makes the link over a handshake's connection and shared memory;
+// dialer says which ring is this side's to write.
+func (e *Endpoint) newLink(p transport.Peer, pid int, c *net.UnixConn, h handed, dialer bool) *peerLink {
+	l := &peerLink{e: e, peer: p, who: peerAt(p, pid), conn: c, shared: h, st: linkstate.New[outgoing]()}
+	first, second := rings(h.mem, (len(h.mem)/2)-ctlSize)
+	first.data1, first.room = h.evs[0], h.evs[1]
+	second.data1, second.room = h.evs[2], h.evs[3]
+	first.stop, second.stop = &l.stop, &l.stop
+	l.out, l.in = first, second
+	if !dialer {
+		l.out, l.in = second, first
+	}
+	return l
+}
+
+// start runs the link's goroutines, which the endpoint's wg counts.
+func (l *peerLink) start() {
+	l.e.wg.Add(3)
+	go func() {
+		defer l.e.wg.Done()
+		l.write()
+	}()
+	go func() {
+		defer l.e.wg.Done()
+		l.ended(l.read())
+	}()
+	go func() {
+		defer l.e.wg.Done()
+		l.monitor()
+	}()
+}
+
+// encode lays out m's frame: everything Send can refuse, it refuses here.
+func encode(m transport.Message) (outgoing, error) {
+	if len(m.Values) > maxValues {
+		return outgoing{}, errors.Errorf("%d values in one message, at most %d", len(m.Values), maxValues)
+	}
+	body, err := transport.EncodeBody(m.Body)
+	if err != nil {
+		return outgoing{}, err
+	}
+	if len(body) > maxBody {
+		return outgoing{}, errors.Errorf("a body of %d bytes, at most %d", len(body), maxBody)
+	}
+	h := header{typ: frameMessage, kind: m.Kind, from: m.From, to: m.To, micro: int64(m.Micro), version: int64(m.Version), bodyLen: uint32(len(body))}
+	o := outgoing{m: m, parts: [][]byte{body}}
+	for i, v := range m.Values {
+		d, raw, err := describe(v)
+		if err != nil {
+			return outgoing{}, errors.Wrapf(err, "value %d", i)
+		}
+		h.values = append(h.values, d)
+		o.parts = append(o.parts, raw)
+	}
+	o.frame = frame(h)
+	if len(o.frame)-4 > maxHeader {
+		return outgoing{}, errors.Errorf("a header of %d bytes, at most %d", len(o.frame)-4, maxHeader)
+	}
+	return o, nil
+}
+
+// frame is h's length and encoding.
+func frame(h header) []byte {
+	b := appendHeader(make([]byte, 4, 64), h)
+	binary.LittleEndian.PutUint32(b, uint32(len(b)-4))
+	return b
+}
+
+// enqueue queues o for the writer.
+func (l *peerLink) enqueue(o outgoing) error {
+	switch l.st.Enqueue(o) {
+	case linkstate.Departed:
+		return &transport.LinkError{From: l.e.self, To: l.peer, Kind: o.m.Kind, Err: errors.Errorf("%v closed its endpoint", l.who)}
+	case linkstate.Closing:
+		return transport.ErrClosed
+	case linkstate.Over:
+		if le := l.st.BrokenError(o.m.Kind); le != nil {
+			return le
+		}
+		return &transport.LinkError{From: l.e.self, To: l.peer, Kind: o.m.Kind, Err: errors.New("the link is over")}
+	}
+	return nil
+}
+
+// write copies what is queued into the ring, in order, until the link is
+// over.
+func (l *peerLink) write() {
+	for {
+		var err error
+		var kind transport.Kind
+		switch a, o := l.st.Next(); a {
+		case linkstate.Done:
+			return
+		case linkstate.SendByeAck:
+			err = l.writeFrame(frame(header{typ: frameByeAck}))
+		case linkstate.SendMessage:
+			kind = o.m.Kind
+			if err = l.writeFrame(o.frame, o.parts...); err == nil && o.m.Own {
+				for _, v := range o.m.Values {
+					recycle.Put(v) // copied: the receiver has its own
+				}
+			}
+		case linkstate.SendBye:
+			err = l.writeFrame(frame(header{typ: frameBye}))
+		}
+		if err != nil {
+			l.ended(&transport.LinkError{From: l.e.self, To: l.peer, Kind: kind, Err: l.broke(err)})
+			return
+		}
+	}
+}
+
+func (l *peerLink) writeFrame(frame []byte, parts ...[]byte) error {
+	if l.stop.Load() {
+		return errStopped
+	}
+	if err := l.out.write(frame); err != nil {
+		return err
+	}
+	for _, p := range parts {
+		if err := l.out.write(p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// read puts the messages that arrive into the mailbox until the link
+// ends, and returns why it ended.
+func (l *peerLink) read() *transport.LinkError {
+	var kind transport.Kind
+	bad := func(err error) *transport.LinkError {
+		return &transport.LinkError{From: l.peer, To: l.e.self, Kind: kind, Err: errors.Wrap(err, "a corrupted or unexpected frame")}
+	}
+	var size [4]byte
+	for {
+		kind = 0
+		if err := l.in.read(size[:]); err != nil {
+			return &transport.LinkError{From: l.peer, To: l.e.self, Err: l.broke(err)}
+		}
+		n := binary.LittleEndian.Uint32(size[:])
+		if n == 0 || n > maxHeader {
+			return bad(errors.Errorf("a header of %d bytes", n))
+		}
+		hb := make([]byte, n)
+		if err := l.in.read(hb); err != nil {
+			return &transport.LinkError{From: l.peer, To: l.e.self, Err: l.broke(err)}
+		}
+		h, err := decodeHeader(hb)
+		if err != nil {
+			return bad(err)
+		}
+		kind = h.kind
+		switch h.typ {
+		case frameBye:
+			l.st.ByeReceived()
+			continue
+		case frameByeAck:
+			l.st.ByeAckReceived()
+			continue
+		}
+		m, err := l.readMessage(h)
+		if err != nil {
+			if errors.Is(err, errStopped) {
+				return &transport.LinkError{From: l.peer, To: l.e.self, Kind: kind, Err: l.broke(err)}
+			}
+			return bad(errors.Wrapf(err, "microbatch %d", h.micro))
+		}
+		if m.From != l.peer || m.To != l.e.self {
+			return bad(errors.Errorf("a message from %v to %v on the link %v → %v", m.From, m.To, l.peer, l.e.self))
+		}
+		_ = l.e.box.Put(m) // fails only once the endpoint is closed
+	}
+}
+
+// readMessage reads the payload h announces: one copy out of the ring
+// into the message's own memory.
+func (l *peerLink) readMessage(h header) (transport.Message, error) {
+	m := transport.Message{Kind: h.kind, From: h.from, To: h.to, Micro: int(h.micro), Version: int(h.version)}
+	body := make([]byte, h.bodyLen)
+	if err := l.in.read(body); err != nil {
+		return m, err
+	}
+	recycled := h.kind == transport.Activation || h.kind == transport.Gradient
+	if len(h.values) > 0 {
+		m.Values = make([]gorgonia.Value, len(h.values))
+	}
+	for i, d := range h.values {
+		v, raw, err := alloc(d, recycled)
+		if err == nil {
+			err = l.in.read(raw)
+		}
+		if err != nil {
+			return m, errors.Wrapf(err, "value %d", i)
+		}
+		m.Values[i] = v
+	}
+	finish(m.Values)
+	var err error
+	m.Body, err = transport.DecodeBody(body)
+	return m, err
+}
+
+// monitor beats on the socket beside the rings and watches the peer's
+// beats: a peer that closes the socket (its process ended) or beats no
+// more for the stall timeout (stopped, hung) stops the link, with why.
+func (l *peerLink) monitor() {
+	beat := l.e.s.beat()
+	heard, sent := time.Now(), time.Time{}
+	buf := make([]byte, 64)
+	for {
+		if now := time.Now(); now.Sub(sent) >= beat {
+			_ = l.conn.SetWriteDeadline(now.Add(beat))
+			_, _ = l.conn.Write([]byte{0}) // a failure shows in the read
+			sent = now
+		}
+		_ = l.conn.SetReadDeadline(sent.Add(beat))
+		_, err := l.conn.Read(buf)
+		var ne net.Error
+		switch {
+		case err == nil:
+			heard = time.Now()
+		case errors.As(err, &ne) && ne.Timeout():
+			if time.Since(heard) > l.e.s.stallTimeout {
+				l.halt(errors.Errorf("%v beat no more for %v (the stall timeout): its process is stopped or stalled (SIGSTOP, hung); restart the pipeline, from the last checkpoint if there is one (or, if it pauses that long on purpose, give a longer stall timeout: shmnet.WithStallTimeout, which pipemare's stall timeout setting sets)",
+					l.who, l.e.s.stallTimeout))
+				return
+			}
+		default:
+			l.halt(errors.Errorf("the link to %v broke: its process ended (%v); restart the pipeline, from the last checkpoint if there is one", l.who, err))
+			return
+		}
+	}
+}
+
+// halt stops the link's rings for the reason why (nil: this endpoint
+// tears down) and wakes whoever waits on them; the reader still reads
+// what was written before.
+func (l *peerLink) halt(why error) {
+	if why != nil {
+		l.why.CompareAndSwap(nil, &why)
+	}
+	l.stop.Store(true)
+	_ = poke(l.in.data1)
+	_ = poke(l.out.room)
+}
+
+// broke describes a link that failed: why the monitor stopped it, else
+// err.
+func (l *peerLink) broke(err error) error {
+	if w := l.why.Load(); w != nil && errors.Is(err, errStopped) {
+		return *w
+	}
+	return errors.Wrapf(err, "the link to %v broke", l.who)
+}
+
+// ended marks the link over; unless the peer had left or this endpoint
+// is closing, the link is broken with le: the calls that involve it fail.
+func (l *peerLink) ended(le *transport.LinkError) {
+	broke := l.st.End(le)
+	l.halt(nil)
+	if broke {
+		l.e.fail(le)
+	}
+}
+
+// stopAll ends the link's goroutines at teardown; release frees its
+// memory once they have returned.
+func (l *peerLink) stopAll() {
+	l.st.Stop()
+	l.halt(nil)
+	_ = l.conn.Close()
+}
+
+func (l *peerLink) release() { l.shared.release() }

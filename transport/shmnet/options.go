@@ -1,0 +1,74 @@
+package shmnet
+
+import (
+	"time"
+
+	"github.com/pkg/errors"
+
+	"github.com/pipemare/pipemare/transport/grpcnet"
+)
+
+// Option configures Open.
+type Option func(*settings)
+
+type settings struct {
+	recvTimeout, stallTimeout, connectTimeout time.Duration
+	ringSize                                  int
+}
+
+// Defaults: the receive, stall and connect timeouts are grpcnet's, so that
+// a pipeline fails alike over either transport.
+const (
+	DefaultRecvTimeout    = grpcnet.DefaultRecvTimeout
+	DefaultStallTimeout   = grpcnet.DefaultStallTimeout
+	DefaultConnectTimeout = grpcnet.DefaultConnectTimeout
+	// MinStallTimeout is the least stall timeout: the peers beat four
+	// times in it.
+	MinStallTimeout = 100 * time.Millisecond
+	// DefaultRingSize is the size of each direction's ring: a message
+	// larger streams through it while the receiver copies it out.
+	DefaultRingSize = 8 << 20
+	// minRingSize holds any header.
+	minRingSize = 2 * maxHeader
+)
+
+// WithRecvTimeout bounds how long Recv waits for a message, and Close for
+// its messages to be read, as grpcnet.WithRecvTimeout does.
+func WithRecvTimeout(d time.Duration) Option { return func(s *settings) { s.recvTimeout = d } }
+
+// WithStallTimeout bounds how long a peer may go without a heartbeat (the
+// peers beat on the socket beside the ring four times per stall timeout)
+// before its link is taken as broken: a process stopped (SIGSTOP) or hung
+// is named within d. A peer that computes for long still beats.
+func WithStallTimeout(d time.Duration) Option { return func(s *settings) { s.stallTimeout = d } }
+
+// WithConnectTimeout bounds how long Open waits for every peer to connect
+// and pass the handshake, counted from the call to Open.
+func WithConnectTimeout(d time.Duration) Option {
+	return func(s *settings) { s.connectTimeout = d }
+}
+
+// WithRingSize sets the size of the rings this peer creates (each
+// direction of a link it dials has one), a power of two of at least 2 MiB.
+func WithRingSize(bytes int) Option { return func(s *settings) { s.ringSize = bytes } }
+
+func newSettings(opts []Option) (settings, error) {
+	s := settings{recvTimeout: DefaultRecvTimeout, stallTimeout: DefaultStallTimeout, connectTimeout: DefaultConnectTimeout, ringSize: DefaultRingSize}
+	for _, o := range opts {
+		o(&s)
+	}
+	switch {
+	case s.recvTimeout <= 0:
+		return s, errors.Errorf("receive timeout %v: it must be positive", s.recvTimeout)
+	case s.stallTimeout < MinStallTimeout:
+		return s, errors.Errorf("stall timeout %v: it must be at least %v", s.stallTimeout, MinStallTimeout)
+	case s.connectTimeout <= 0:
+		return s, errors.Errorf("connect timeout %v: it must be positive", s.connectTimeout)
+	case s.ringSize < minRingSize || s.ringSize&(s.ringSize-1) != 0:
+		return s, errors.Errorf("ring size %d: a power of two of at least %d", s.ringSize, minRingSize)
+	}
+	return s, nil
+}
+
+// beat is how often a peer beats on the socket beside the ring.
+func (s settings) beat() time.Duration { return s.stallTimeout / 4 }

@@ -1,0 +1,192 @@
+//go:build linux
+
+package shmnet
+
+import (
+	"encoding/binary"
+	"os"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/pkg/errors"
+	"golang.org/x/sys/unix"
+)
+
+// A ring carries one direction of a link: a byte stream in shared memory
+// with one writer and one reader, in different processes. Its control
+// block holds the positions both sides advance, and a flag per side that
+// says it sleeps on its eventfd; a side that moves a position wakes the
+// other only when that flag is set (both sides store, then load, with
+// sequentially consistent atomics: one of them always sees the other).
+// Positions only grow; position p is at p mod the ring's size.
+const (
+	offHead         = 0   // bytes written (the writer's)
+	offTail         = 64  // bytes read (the reader's)
+	offReaderAsleep = 128 // the reader waits for data
+	offWriterAsleep = 192 // the writer waits for room
+	ctlSize         = 256
+)
+
+// ring is one side's view of a ring.
+type ring struct {
+	ctl  []byte
+	data []byte
+	// data is signalled by the writer when it wrote, room by the reader
+	// when it read.
+	data1, room *os.File
+	// stop, once set, makes a side that waits give up: the link ended.
+	stop *atomic.Bool
+}
+
+func (r *ring) word(off int) *uint64 { return (*uint64)(unsafe.Pointer(&r.ctl[off])) }
+
+// errStopped is what a ring operation returns once the link ended.
+var errStopped = errors.New("the link ended")
+
+// ringLayout is the size of a link's shared memory: two rings of size
+// bytes each, and their control blocks.
+func ringLayout(size int) int { return 2 * (ctlSize + size) }
+
+// rings cuts a link's shared memory into its two rings: the dialer writes
+// the first, the acceptor the second.
+func rings(mem []byte, size int) (first, second *ring) {
+	at := func(off int) *ring {
+		return &ring{ctl: mem[off : off+ctlSize], data: mem[off+ctlSize : off+ctlSize+size]}
+	}
+	return at(0), at(ctlSize + size)
+}
+
+// write copies p into the ring, waiting for room as long as it takes.
+func (r *ring) write(p []byte) error {
+	size := uint64(len(r.data))
+	head := atomic.LoadUint64(r.word(offHead))
+	for len(p) > 0 {
+		used := head - atomic.LoadUint64(r.word(offTail))
+		if used > size {
+			return errors.Errorf("the ring's positions are corrupt (%d bytes in a ring of %d)", used, size)
+		}
+		if used == size {
+			if err := r.sleep(offWriterAsleep, r.room, func() bool { return head-atomic.LoadUint64(r.word(offTail)) < size }); err != nil {
+				return err
+			}
+			continue
+		}
+		off := head % size
+		n := min(uint64(len(p)), size-used, size-off)
+		copy(r.data[off:off+n], p[:n])
+		head += n
+		atomic.StoreUint64(r.word(offHead), head)
+		p = p[n:]
+		if err := r.wake(offReaderAsleep, r.data1); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// read fills p from the ring, waiting for data as long as it takes; once
+// the link is stopped it still reads what was written before.
+func (r *ring) read(p []byte) error {
+	size := uint64(len(r.data))
+	tail := atomic.LoadUint64(r.word(offTail))
+	for len(p) > 0 {
+		avail := atomic.LoadUint64(r.word(offHead)) - tail
+		if avail > size {
+			return errors.Errorf("the ring's positions are corrupt (%d bytes in a ring of %d)", avail, size)
+		}
+		if avail == 0 {
+			if err := r.sleep(offReaderAsleep, r.data1, func() bool { return atomic.LoadUint64(r.word(offHead)) != tail }); err != nil {
+				return err
+			}
+			continue
+		}
+		off := tail % size
+		n := min(uint64(len(p)), avail, size-off)
+		copy(p[:n], r.data[off:off+n])
+		tail += n
+		atomic.StoreUint64(r.word(offTail), tail)
+		p = p[n:]
+		if err := r.wake(offWriterAsleep, r.room); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sleep waits on ev until ready says the ring moved, or the link stops
+// (what is ready is taken first: a reader drains what was written before
+// the link stopped).
+func (r *ring) sleep(flag int, ev *os.File, ready func() bool) error {
+	for {
+		if ready() {
+			return nil
+		}
+		if r.stop.Load() {
+			return errStopped
+		}
+		atomic.StoreUint64(r.word(flag), 1)
+		if ready() {
+			atomic.StoreUint64(r.word(flag), 0)
+			return nil
+		}
+		var b [8]byte
+		_, err := ev.Read(b[:])
+		atomic.StoreUint64(r.word(flag), 0)
+		if err != nil && !r.stop.Load() {
+			return errors.Wrap(err, "waiting on the ring's eventfd")
+		}
+	}
+}
+
+// wake signals ev if the other side sleeps on it.
+func (r *ring) wake(flag int, ev *os.File) error {
+	if atomic.LoadUint64(r.word(flag)) == 0 {
+		return nil
+	}
+	return poke(ev)
+}
+
+// poke adds one to an eventfd: whoever waits on it wakes.
+func poke(ev *os.File) error {
+	var b [8]byte
+	binary.NativeEndian.PutUint64(b[:], 1)
+	_, err := ev.Write(b[:])
+	if err != nil && !errors.Is(err, os.ErrClosed) {
+		return errors.Wrap(err, "signalling the ring's eventfd")
+	}
+	return nil
+}
+
+// newSharedMemory creates an anonymous shared memory file (memfd) of size
+// bytes and maps it; the caller closes the file once it has handed it on
+// (the mapping keeps the memory).
+func newSharedMemory(size int) (fd int, mem []byte, err error) {
+	fd, err = unix.MemfdCreate("pipemare-ring", unix.MFD_CLOEXEC)
+	if err != nil {
+		return -1, nil, errors.Wrap(err, "memfd_create")
+	}
+	if err := unix.Ftruncate(fd, int64(size)); err != nil {
+		unix.Close(fd)
+		return -1, nil, errors.Wrapf(err, "sizing the shared memory to %d bytes", size)
+	}
+	mem, err = mapShared(fd, size)
+	if err != nil {
+		unix.Close(fd)
+		return -1, nil, err
+	}
+	return fd, mem, nil
+}
+
+// mapShared maps size bytes of the shared memory file fd, after checking
+// that it has them.
+func mapShared(fd, size int) ([]byte, error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return nil, errors.Wrap(err, "fstat of the shared memory")
+	}
+	if st.Size != int64(size) {
+		return nil, errors.Errorf("the shared memory has %d bytes, %d expected", st.Size, size)
+	}
+	mem, err := unix.Mmap(fd, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	return mem, errors.Wrap(err, "mmap of the shared memory")
+}
