@@ -47,7 +47,7 @@ func TestNetConnectorShm(t *testing.T) {
 	n.ConnectTimeout = 200 * time.Millisecond
 	_, err = n.Connector(Place{Addrs: freeAddrs(t, 2), Stage: -1})(context.Background(), plan)
 	require.ErrorIs(t, err, grpcnet.ErrConnectTimeout)
-	require.Regexp(t, `stage 0 at @pipemare-[0-9a-f]+-0 did not answer .*; -connect-timeout 200ms: give more if the processes start further apart$`, err.Error())
+	require.Regexp(t, `stage 0 at @pipemare-[0-9a-f]+-0 did not answer .*; connect_timeout 200ms: give more if the processes start further apart$`, err.Error())
 
 	require.Equal(t, TransportShm, Net{}.ForLocal().Transport)
 	require.Equal(t, TransportGRPC, Net{Transport: TransportGRPC}.ForLocal().Transport)
