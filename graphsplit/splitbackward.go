@@ -36,7 +36,11 @@ type SplitBackward struct {
 
 // NewSplitKeeping builds the keeping programs of stage s and their
 // backward split in two (SplitBackward). It refuses stages for which
-// CanKeep is false.
+// CanKeep is false. The split is nil (and the error too) where the
+// learnables' gradients read no value of the microbatch (no intermediate
+// gradient, saved tensor nor output gradient): a program without inputs
+// does not compile, and the stage runs its whole backward for an input
+// gradient.
 func (p *Plan) NewSplitKeeping(s int) (k *Keeping, sb *SplitBackward, err error) {
 	if s < 0 || s >= len(p.Stages) {
 		return nil, nil, errors.Errorf("graphsplit: NewSplitKeeping(%d): the plan has %d stages", s, len(p.Stages))
@@ -61,7 +65,8 @@ func (p *Plan) NewSplitKeeping(s int) (k *Keeping, sb *SplitBackward, err error)
 
 // split builds the two halves of the keeping backward: the nodes the
 // input gradients need go to Input, those only the learnables' gradients
-// need to Weight, and what Weight reads of the rest is handed over.
+// need to Weight, and what Weight reads of the rest is handed over. It
+// returns nil where Weight would read nothing of the microbatch.
 func (k *keeper) split() (*SplitBackward, error) {
 	inBwd := make(map[*gorgonia.Node]bool, len(k.bwd))
 	for _, n := range k.bwd {
@@ -98,6 +103,9 @@ func (k *keeper) split() (*SplitBackward, error) {
 	}
 	for n := range weightSide {
 		wNodes = append(wNodes, n)
+	}
+	if len(handoff) == 0 {
+		return nil, nil // Weight would read nothing of the microbatch
 	}
 	k.byIndex(handoff)
 	k.byIndex(iNodes)
