@@ -8,7 +8,6 @@ import (
 	"github.com/pipemare/pipemare/graphsplit"
 	"github.com/pipemare/pipemare/zoo"
 	"gorgonia.org/gorgonia"
-	"gorgonia.org/tensor"
 )
 
 // BenchmarkSplitBackward times, on the zoo's MLP, CNN and ResNet at their
@@ -81,7 +80,7 @@ func splitRuns(b *testing.B, r zoo.Recipe) []splitRun {
 	rng := rand.New(rand.NewSource(1))
 	acts := make(map[int64]gorgonia.Value)
 	for _, f := range plan.Feeds {
-		acts[f.Key] = random(rng, f.Node.Dtype(), f.Node.Shape())
+		acts[f.Key] = graphsplit.RandomValue(rng, f.Node.Dtype(), f.Node.Shape())
 	}
 	var runs []splitRun
 	for s, st := range plan.Stages {
@@ -112,7 +111,7 @@ func splitRuns(b *testing.B, r zoo.Recipe) []splitRun {
 		sr := splitRun{k: k, sb: sb, kept: res.Kept, og: make([]gorgonia.Value, len(st.Outputs))}
 		for i, ph := range k.Backward.OutputGrads {
 			if ph != nil {
-				sr.og[i] = random(rng, ph.Dtype(), ph.Shape())
+				sr.og[i] = graphsplit.RandomValue(rng, ph.Dtype(), ph.Shape())
 			}
 		}
 		ires, err := sb.Input.Run(sr.kept, sr.og)
@@ -123,30 +122,12 @@ func splitRuns(b *testing.B, r zoo.Recipe) []splitRun {
 			b.Fatal(err)
 		}
 		sr.weightFrom = ires.Kept
+		for _, p := range []*graphsplit.Program{k.Backward, sb.Weight} { // not timed
+			if err := p.Compile(); err != nil {
+				b.Fatal(err)
+			}
+		}
 		runs = append(runs, sr)
 	}
 	return runs
-}
-
-// random is a value of dtype dt and shape with normal entries (a scalar
-// is 1, the cost's gradient).
-func random(rng *rand.Rand, dt tensor.Dtype, shape tensor.Shape) gorgonia.Value {
-	if len(shape) == 0 || shape.IsScalar() {
-		if dt == tensor.Float32 {
-			return gorgonia.NewF32(1)
-		}
-		return gorgonia.NewF64(1)
-	}
-	t := tensor.New(tensor.WithShape(shape...), tensor.Of(dt))
-	switch d := t.Data().(type) {
-	case []float64:
-		for i := range d {
-			d[i] = rng.NormFloat64()
-		}
-	case []float32:
-		for i := range d {
-			d[i] = float32(rng.NormFloat64())
-		}
-	}
-	return t
 }

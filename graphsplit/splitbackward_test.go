@@ -55,7 +55,7 @@ func TestSplitBackwardIsTheBackward(t *testing.T) {
 				og := make([]gorgonia.Value, len(st.Outputs))
 				for i, ph := range k.Backward.OutputGrads {
 					if ph != nil {
-						og[i] = randomLike(rng, ph)
+						og[i] = RandomValue(rng, ph.Dtype(), ph.Shape())
 					}
 				}
 				want, err := k.Backward.Run(fwd.Kept, og)
@@ -108,17 +108,18 @@ func opCount(p *Program) int {
 	return n
 }
 
-// randomLike is a tensor (or scalar) of n's shape and dtype with values
-// from rng.
-func randomLike(rng *rand.Rand, n *gorgonia.Node) gorgonia.Value {
-	if n.IsScalar() {
-		v, err := scalarOne(n.Dtype())
+// RandomValue is a value of dtype dt and shape with normal entries from
+// rng; a scalar is 1, a cost's gradient. It is exported for this
+// package's external tests (its benchmarks).
+func RandomValue(rng *rand.Rand, dt tensor.Dtype, shape tensor.Shape) gorgonia.Value {
+	if shape.IsScalar() {
+		v, err := scalarOne(dt)
 		if err != nil {
 			panic(err)
 		}
 		return v
 	}
-	t := tensor.New(tensor.WithShape(n.Shape()...), tensor.Of(n.Dtype()))
+	t := tensor.New(tensor.WithShape(shape...), tensor.Of(dt))
 	switch d := t.Data().(type) {
 	case []float64:
 		for i := range d {
