@@ -101,3 +101,26 @@ func TestSplitBackwardUnderRace(t *testing.T) {
 		}
 	}
 }
+
+// TestSplitBackwardWithSharedLearnables trains the models whose stages
+// share learnables (replicas, read and summed across stages) with ZB-H1,
+// ZB-H2 and ZB-V keeping their activations — I and W the backward's two
+// halves, W reading the replicas I read — and requires 1F1B's weights.
+func TestSplitBackwardWithSharedLearnables(t *testing.T) {
+	if testutil.RaceEnabled {
+		t.Skip("trainings in a row; TestSplitBackwardUnderRace covers the race detector")
+	}
+	run := func(s schedule.Schedule) goldenRun {
+		return goldenRun{name: s.Name, opts: func(int) []asyncvm.Option {
+			return []asyncvm.Option{asyncvm.WithSchedule(s), asyncvm.WithSolver(momentumSolver), asyncvm.WithActivations(asyncvm.Keep)}
+		}}
+	}
+	for _, nb := range testmodels.SharedWeights() {
+		p := fineStages(t, nb.Build, tensor.Float64)
+		cut := graphsplit.Stages(p - p%2)
+		want := trainOnPlan(t, nb.Build, tensor.Float64, run(schedule.OneFOneB()), cut)
+		for _, s := range []schedule.Schedule{schedule.ZBH1(), schedule.ZBH2(), schedule.ZBV()} {
+			require.Equal(t, want, trainOnPlan(t, nb.Build, tensor.Float64, run(s), cut), "%s/%s: not the weights 1f1b trains", nb.Name, s.Name)
+		}
+	}
+}
