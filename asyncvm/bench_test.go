@@ -188,23 +188,28 @@ func BenchmarkOverhead(b *testing.B) {
 }
 
 // BenchmarkSchedules measures samples/s of every schedule on a small CNN at
-// P = 2 and 4, N = 4, microbatch 16.
+// P = 2 and 4, N = 4, microbatch 16, recomputing (cnn) and keeping the
+// activations (cnn-stash: the zero-bubble schedules' I then runs only the
+// input gradients' half of the backward).
 func BenchmarkSchedules(b *testing.B) {
-	for _, p := range []int{2, 4} {
-		for _, s := range schedule.All() {
-			b.Run(fmt.Sprintf("cnn/P%d/%s", p, s.Name), func(b *testing.B) {
-				benchSchedule(b, benchCNN(16), p, 4, s)
-			})
+	for _, acts := range []Activations{Recompute, Keep} {
+		model := map[Activations]string{Recompute: "cnn", Keep: "cnn-stash"}[acts]
+		for _, p := range []int{2, 4} {
+			for _, s := range schedule.All() {
+				b.Run(fmt.Sprintf("%s/P%d/%s", model, p, s.Name), func(b *testing.B) {
+					benchSchedule(b, benchCNN(16), p, 4, s, WithActivations(acts))
+				})
+			}
 		}
 	}
 }
 
-func benchSchedule(b *testing.B, m benchModel, p, n int, s schedule.Schedule) {
+func benchSchedule(b *testing.B, m benchModel, p, n int, s schedule.Schedule, opts ...Option) {
 	plan, err := graphsplit.Split(m.g, m.cost, m.learn, graphsplit.Stages(p))
 	if err != nil {
 		b.Fatal(err)
 	}
-	vm, err := New(plan, WithMicrobatches(n), WithSchedule(s))
+	vm, err := New(plan, append([]Option{WithMicrobatches(n), WithSchedule(s)}, opts...)...)
 	if err != nil {
 		b.Fatal(err)
 	}

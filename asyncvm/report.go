@@ -154,9 +154,10 @@ type Memory struct {
 	// forward and its backward: its inputs when it recomputes, its
 	// intermediate values when it keeps them (WithActivations(Keep)).
 	StashedActivation int64 `json:"stashed_activations_peak"`
-	// DeferredGradients is the peak of the learnables' gradients a split
-	// backward keeps between its input gradient (I) and its weight
-	// gradient (W).
+	// DeferredGradients is the peak of what a split backward keeps
+	// between its input gradient (I) and its weight gradient (W): what
+	// the weight-gradient program reads, or, where I ran the whole
+	// backward, the learnables' gradients.
 	DeferredGradients int64 `json:"deferred_gradients_peak,omitempty"`
 }
 

@@ -32,24 +32,36 @@ func TestNewSynchronousSchedulesTrainLikeSequential(t *testing.T) {
 	b, err := os.ReadFile(goldenFile)
 	require.NoError(t, err)
 	require.NoError(t, json.Unmarshal(b, &want))
-	run := func(s schedule.Schedule) goldenRun {
+	run := func(s schedule.Schedule, acts asyncvm.Activations) goldenRun {
 		return goldenRun{name: s.Name, opts: func(int) []asyncvm.Option {
-			return []asyncvm.Option{asyncvm.WithSchedule(s), asyncvm.WithSolver(momentumSolver)}
+			return []asyncvm.Option{asyncvm.WithSchedule(s), asyncvm.WithSolver(momentumSolver), asyncvm.WithActivations(acts)}
 		}}
 	}
 	for _, nb := range testmodels.All() {
 		for _, dt := range []tensor.Dtype{tensor.Float64, tensor.Float32} {
 			seq := want[fmt.Sprintf("%s/%v/sequential", nb.Name, dt)]
 			require.NotEmpty(t, seq, "%s/%v: no sequential run recorded", nb.Name, dt)
-			for _, s := range []schedule.Schedule{schedule.ZBH1(), schedule.ZBH2(), schedule.Interleaved(2), schedule.ZBV()} {
-				p := fineStages(t, nb.Build, dt)
-				if p%s.Virtual() == 0 {
-					require.Equal(t, seq, trainForGolden(t, nb.Build, dt, run(s)), "%s/%v/%s: not the weights sequential trains", nb.Name, dt, s.Name)
-					continue
+			p := fineStages(t, nb.Build, dt)
+			for _, acts := range []asyncvm.Activations{asyncvm.Recompute, asyncvm.Keep} {
+				// ref trains what the schedules must: sequential (at fine
+				// grain, the recorded weights), or, keeping (which sequential
+				// does not: it runs one stage at a time), 1F1B's unsplit
+				// keeping backward.
+				ref, want := schedule.Sequential(), map[int]string{p: seq} // stages → ref's weights
+				if acts == asyncvm.Keep {
+					ref, want = schedule.OneFOneB(), map[int]string{}
 				}
-				cut := graphsplit.Stages(p - p%s.Virtual())
-				require.Equal(t, trainOnPlan(t, nb.Build, dt, run(schedule.Sequential()), cut), trainOnPlan(t, nb.Build, dt, run(s), cut),
-					"%s/%v/%s on %d stages: not the weights sequential trains", nb.Name, dt, s.Name, p-p%s.Virtual())
+				for _, s := range []schedule.Schedule{schedule.ZBH1(), schedule.ZBH2(), schedule.Interleaved(2), schedule.ZBV()} {
+					q := p - p%s.Virtual()
+					cut := graphsplit.Stages(q)
+					if q == p && acts == asyncvm.Recompute {
+						cut = graphsplit.FineGrained()
+					}
+					if _, ok := want[q]; !ok {
+						want[q] = trainOnPlan(t, nb.Build, dt, run(ref, acts), cut)
+					}
+					require.Equal(t, want[q], trainOnPlan(t, nb.Build, dt, run(s, acts), cut), "%s/%v/%s (activations %d) on %d stages: not the weights %s trains", nb.Name, dt, s.Name, acts, q, ref.Name)
+				}
 			}
 		}
 	}
@@ -65,23 +77,50 @@ func fineStages(t *testing.T, build testmodels.Builder, dt tensor.Dtype) int {
 }
 
 // TestSplitBackwardUnderRace runs ZB-H2 on one model under the race
-// detector too, and checks what the report says of the split's memory: the
-// gradients kept between I and W, none after a flush.
+// detector too, recomputing (I runs the whole backward) and keeping (I
+// and W run the two halves of the keeping backward), and checks what the
+// report says of the split's memory: what is kept between I and W, none
+// after a flush.
 func TestSplitBackwardUnderRace(t *testing.T) {
-	m, err := testmodels.MLP(tensor.Float64, 4, 1)
-	require.NoError(t, err)
-	plan, err := graphsplit.Split(m.Graph, m.Cost, m.Learnables, graphsplit.FineGrained())
-	require.NoError(t, err)
-	vm, err := asyncvm.New(plan, asyncvm.WithMicrobatches(goldenN), asyncvm.WithSchedule(schedule.ZBH2()),
-		asyncvm.WithSolver(momentumSolver))
-	require.NoError(t, err)
-	defer vm.Close()
-	trainGoldenSteps(t, m, vm)
-	rep := vm.Report()
-	for i, sr := range rep.PerStage {
-		if sr.Memory.Parameters > 0 {
-			require.Positive(t, sr.Memory.DeferredGradients, "stage %d keeps its gradients between I and W", i)
+	for _, acts := range []asyncvm.Activations{asyncvm.Recompute, asyncvm.Keep} {
+		m, err := testmodels.MLP(tensor.Float64, 4, 1)
+		require.NoError(t, err)
+		plan, err := graphsplit.Split(m.Graph, m.Cost, m.Learnables, graphsplit.FineGrained())
+		require.NoError(t, err)
+		vm, err := asyncvm.New(plan, asyncvm.WithMicrobatches(goldenN), asyncvm.WithSchedule(schedule.ZBH2()),
+			asyncvm.WithSolver(momentumSolver), asyncvm.WithActivations(acts))
+		require.NoError(t, err)
+		trainGoldenSteps(t, m, vm)
+		rep := vm.Report()
+		require.NoError(t, vm.Close())
+		for i, sr := range rep.PerStage {
+			if sr.Memory.Parameters > 0 {
+				require.Positive(t, sr.Memory.DeferredGradients, "activations %d: stage %d keeps what W reads between I and W", acts, i)
+			}
+			require.Equal(t, goldenSteps*goldenN, sr.Backwards, "activations %d: stage %d: every W counts as a backward", acts, i)
 		}
-		require.Equal(t, goldenSteps*goldenN, sr.Backwards, "stage %d: every W counts as a backward", i)
+	}
+}
+
+// TestSplitBackwardWithSharedLearnables trains the models whose stages
+// share learnables (replicas, read and summed across stages) with ZB-H1,
+// ZB-H2 and ZB-V keeping their activations — I and W the backward's two
+// halves, W reading the replicas I read — and requires 1F1B's weights.
+func TestSplitBackwardWithSharedLearnables(t *testing.T) {
+	if testutil.RaceEnabled {
+		t.Skip("trainings in a row; TestSplitBackwardUnderRace covers the race detector")
+	}
+	run := func(s schedule.Schedule) goldenRun {
+		return goldenRun{name: s.Name, opts: func(int) []asyncvm.Option {
+			return []asyncvm.Option{asyncvm.WithSchedule(s), asyncvm.WithSolver(momentumSolver), asyncvm.WithActivations(asyncvm.Keep)}
+		}}
+	}
+	for _, nb := range testmodels.SharedWeights() {
+		p := fineStages(t, nb.Build, tensor.Float64)
+		cut := graphsplit.Stages(p - p%2)
+		want := trainOnPlan(t, nb.Build, tensor.Float64, run(schedule.OneFOneB()), cut)
+		for _, s := range []schedule.Schedule{schedule.ZBH1(), schedule.ZBH2(), schedule.ZBV()} {
+			require.Equal(t, want, trainOnPlan(t, nb.Build, tensor.Float64, run(s), cut), "%s/%s: not the weights 1f1b trains", nb.Name, s.Name)
+		}
 	}
 }

@@ -14,7 +14,8 @@ import (
 // turn on when it ends. What is trained does not change — it depends only
 // on each stage's list — but a worker's stages no longer compete for the
 // cores: the worker is the unit that runs, as a device of the schedule's
-// replay. Stage processes (one stage each) take no turns.
+// replay. A stage process hosting whole workers takes turns the same way
+// (ServeStages); one hosting part of a worker takes none.
 
 // turns are the workers' gates for the schedule named name.
 type turns struct {

@@ -25,7 +25,10 @@
 //     whose op objects keep state between Do and the backward;
 //   - optionally (NewKeeping, where CanKeep holds) a forward that also
 //     returns what the backward reads, and a backward that reads it instead
-//     of recomputing the forward.
+//     of recomputing the forward; that backward split in two
+//     (NewSplitKeeping, SplitBackward): the input gradients' ops, then the
+//     learnables' gradients' from what the first half kept, bit for bit
+//     the backward.
 //
 // Where a stage re-applies a BatchNorm, a MaxPool2D, a Conv2d, a Rectify or
 // a broadcast bias, it computes it with its own ops (internal/stageops),

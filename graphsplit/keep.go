@@ -48,22 +48,29 @@ func (p *Plan) NewKeeping(s int) (k *Keeping, err error) {
 			k, err = nil, errors.Errorf("graphsplit: stage %d keeping programs: gorgonia panicked: %v\n%s", s, r, debug.Stack())
 		}
 	}()
+	k, _, err = p.keeping(s)
+	return k, err
+}
+
+// keeping builds stage s's keeping programs, and returns the keeper they
+// were cut from.
+func (p *Plan) keeping(s int) (*Keeping, *keeper, error) {
 	kp, err := p.newKeeper(s)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := kp.splitBackward(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	back, err := kp.backward()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	fwd, err := kp.forward()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return &Keeping{Forward: fwd, Backward: back}, nil
+	return &Keeping{Forward: fwd, Backward: back}, kp, nil
 }
 
 // keeper is the state of NewKeeping for stage s: the draft train program
@@ -191,28 +198,36 @@ func (k *keeper) byIndex(ns gorgonia.Nodes) {
 // learnables and output gradients), the rebuilt shape expressions, the
 // backward's ops in train's order, and its gradient outputs.
 func (k *keeper) backward() (*Program, error) {
-	k.g = gorgonia.NewGraph(gorgonia.WithGraphName(fmt.Sprintf("stage%d_backward", k.s)))
+	return k.program("backward", k.backwardInputs, k.bwd, k.backwardOutputs)
+}
+
+// program builds a program of kind from train's nodes: inputs adds its
+// placeholders (and maps train's nodes to them in local), then come the
+// rebuilt shape expressions and the ops of compute (train's nodes, in
+// train's order), and outputs sets its outputs.
+func (k *keeper) program(kind string, inputs func(*Program), compute gorgonia.Nodes, outputs func(*Program) error) (*Program, error) {
+	k.g = gorgonia.NewGraph(gorgonia.WithGraphName(fmt.Sprintf("stage%d_%s", k.s, kind)))
 	k.local = make(map[*gorgonia.Node]*gorgonia.Node)
-	back := &Program{Stage: k.s, Graph: k.g, kind: "backward"}
-	k.backwardInputs(back)
+	prog := &Program{Stage: k.s, Graph: k.g, kind: kind}
+	inputs(prog)
 	if err := k.rebuildShapes(); err != nil {
 		return nil, err
 	}
-	if err := k.applyBackward(); err != nil {
+	if err := k.apply(compute); err != nil {
 		return nil, err
 	}
-	if err := k.backwardOutputs(back); err != nil {
+	if err := outputs(prog); err != nil {
 		return nil, err
 	}
 	trainWhere := k.train.origins()
-	backWhere := make(map[*gorgonia.Node]string, len(k.local))
+	where := make(map[*gorgonia.Node]string, len(k.local))
 	for n, l := range k.local {
-		backWhere[l] = trainWhere[n]
+		where[l] = trainWhere[n]
 	}
-	if err := back.finish(backWhere, k.p.a.unguarded); err != nil {
+	if err := prog.finish(where, k.p.a.unguarded); err != nil {
 		return nil, err
 	}
-	return back, nil
+	return prog, nil
 }
 
 // backwardInputs adds back's placeholders to g, in this order: one per
@@ -225,12 +240,7 @@ func (k *keeper) backwardInputs(back *Program) {
 		k.local[n] = ph
 		back.Inputs = append(back.Inputs, ph)
 	}
-	for i, l := range k.st.Learnables {
-		n := placeholder(k.g, l, fmt.Sprintf("stage%d/param%d/%s", k.s, i, l.Name()), gorgonia.WithValue(l.Value()))
-		k.local[k.train.Learnables[i]] = n
-		back.Learnables = append(back.Learnables, n)
-		back.params = append(back.params, l.Value())
-	}
+	k.learnableInputs(back)
 	back.OutputGrads = make(gorgonia.Nodes, len(k.train.OutputGrads))
 	for i, gr := range k.train.OutputGrads {
 		if gr != nil {
@@ -238,6 +248,17 @@ func (k *keeper) backwardInputs(back *Program) {
 			k.local[gr] = ph
 			back.OutputGrads[i] = ph
 		}
+	}
+}
+
+// learnableInputs adds the stage's learnables to g, bound to their values
+// (prog.Learnables).
+func (k *keeper) learnableInputs(prog *Program) {
+	for i, l := range k.st.Learnables {
+		n := placeholder(k.g, l, fmt.Sprintf("stage%d/param%d/%s", k.s, i, l.Name()), gorgonia.WithValue(l.Value()))
+		k.local[k.train.Learnables[i]] = n
+		prog.Learnables = append(prog.Learnables, n)
+		prog.params = append(prog.params, l.Value())
 	}
 }
 
@@ -255,10 +276,10 @@ func (k *keeper) rebuildShapes() error {
 	return nil
 }
 
-// applyBackward re-applies the op of every backward node but the output
-// gradients' placeholders to its children in g, in train's order.
-func (k *keeper) applyBackward() error {
-	for _, n := range k.bwd {
+// apply re-applies the op of every node of ns (train's nodes, in train's
+// order) but the output gradients' placeholders to its children in g.
+func (k *keeper) apply(ns gorgonia.Nodes) error {
+	for _, n := range ns {
 		if _, ok := k.isGradIn[n]; ok {
 			continue
 		}

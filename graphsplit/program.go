@@ -84,8 +84,15 @@ type Result struct {
 	Probes []gorgonia.Value
 }
 
-// HasBackward reports whether the program computes gradients.
-func (p *Program) HasBackward() bool { return p.kind == "train" || p.kind == "backward" }
+// HasBackward reports whether the program computes gradients: a Train
+// program, a keeping backward, or either half of a split one.
+func (p *Program) HasBackward() bool {
+	switch p.kind {
+	case "train", "backward", "input", "weight":
+		return true
+	}
+	return false
+}
 
 // Compile compiles the program (internal/tape) if it is not compiled yet.
 // Run compiles on first use; a runtime calls Compile ahead to do that work

@@ -193,7 +193,7 @@ func (r *Runtime) backward(ctx context.Context, ep transport.Endpoint, m int, sp
 		r.early = nil
 		began := time.Now()
 		if e.ran {
-			return began, r.afterBackward(ctx, ep, m, in, e.grads, e.res, split)
+			return began, r.afterBackward(ctx, ep, m, in, e.grads, e.res, split, false)
 		}
 		outGrads := r.outputGrads() // a last stage without consumers
 		r.zeroMissing(outGrads)
@@ -254,36 +254,54 @@ func (r *Runtime) zeroMissing(outGrads held) {
 // runBackward runs B(m)'s program on the weights vals (nil: the current
 // ones), what m's forward kept (in) and the outputs' gradients, then
 // afterBackward.
+//
+// Split, with the stage's split programs and the current weights, it runs
+// the input-gradient program alone (split.go).
 func (r *Runtime) runBackward(ctx context.Context, ep transport.Endpoint, m int, in, outGrads held, vals []gorgonia.Value, split bool) error {
+	prog := r.bwd
+	if split && vals == nil && r.inputGrad != nil {
+		prog = r.inputGrad
+	}
 	if vals != nil {
-		if err := r.bind(r.bwd, vals); err != nil {
+		if err := r.bind(prog, vals); err != nil {
 			return err
 		}
 	}
 	saved := bnstate.Save(r.bns) // a recomputed forward must not count m twice
-	res, err := r.bwd.Run(in.vals, outGrads.vals)
+	res, err := prog.Run(in.vals, outGrads.vals)
 	saved.Restore()
 	if vals != nil {
-		if err2 := r.bind(r.bwd, nil); err == nil {
+		if err2 := r.bind(prog, nil); err == nil {
 			err = err2
 		}
 	}
 	if err != nil {
 		return err
 	}
-	return r.afterBackward(ctx, ep, m, in, outGrads, res, split)
+	if prog == r.inputGrad {
+		if err := r.deferWeight(m, res, true, in, outGrads); err != nil {
+			return err
+		}
+		return r.afterBackward(ctx, ep, m, in, outGrads, res, false, true)
+	}
+	return r.afterBackward(ctx, ep, m, in, outGrads, res, split, false)
 }
 
 // afterBackward ends B(m) once its program ran (res, borrowed): it
-// accumulates the learnables' gradients (split: keeps them for W(m)),
-// sends the inputs' gradients back and releases what m's passes held.
-func (r *Runtime) afterBackward(ctx context.Context, ep transport.Endpoint, m int, in, outGrads held, res graphsplit.Result, split bool) error {
-	if split {
-		if err := r.deferWeights(m, res.LearnableGrads); err != nil {
+// accumulates the learnables' gradients (split: keeps them for W(m);
+// deferred: W(m)'s inputs are kept already), sends the inputs' gradients
+// back and releases what m's passes held.
+func (r *Runtime) afterBackward(ctx context.Context, ep transport.Endpoint, m int, in, outGrads held, res graphsplit.Result, split, deferred bool) error {
+	switch {
+	case deferred:
+	case split:
+		if err := r.deferWeight(m, res, false); err != nil {
 			return err
 		}
-	} else if err := r.accumulate(res.LearnableGrads); err != nil {
-		return err
+	default:
+		if err := r.accumulate(res.LearnableGrads); err != nil {
+			return err
+		}
 	}
 	for _, l := range r.producers {
 		vals := make([]gorgonia.Value, len(l.keys))

@@ -29,9 +29,13 @@
 // the copy their forward read (PipeDream's weight stashing), or a
 // BackwardWeighter solver's estimate (PipeMare's T2).
 //
-// A split backward is two actions (split.go): I(m) runs the backward
-// program, sends the inputs' gradients and keeps the learnables'; W(m)
-// accumulates them, in microbatch order, so the sums are the bits of B(m).
+// A split backward is two actions (split.go): I(m) runs the
+// input-gradient half of the keeping backward (graphsplit.SplitBackward),
+// sends the inputs' gradients and keeps what the weight-gradient half
+// reads; W(m) runs that half and accumulates the learnables' gradients, in
+// microbatch order, so the sums are the bits of B(m). A stage that
+// recomputes runs its whole backward at I(m) and keeps the learnables'
+// gradients, which W(m) only accumulates.
 // Stages a worker hosts in one process wait for their turn before each
 // action (Config.Turn).
 //

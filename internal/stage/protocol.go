@@ -193,8 +193,8 @@ type Stats struct {
 	// buffers) are what the stage's solver keeps; PeakWeightBytes and
 	// PeakWeightVersions what weight stashing kept at most;
 	// PeakActivationBytes the activations kept between forwards and
-	// backwards at most; PeakDeferredBytes the learnables' gradients held
-	// between split backwards' I and W at most. SharedDelays counts, for the learnables the stage
+	// backwards at most; PeakDeferredBytes what split backwards held
+	// between their I and W at most. SharedDelays counts, for the learnables the stage
 	// replicates, the forwards by the delay they saw (the owner's version
 	// at the update minus the version they read).
 	ParamBytes, StateBytes, CorrectionBytes int64

@@ -33,6 +33,9 @@ type Runtime struct {
 
 	fwd, bwd *graphsplit.Program // F runs fwd; B runs bwd (Train, or the keeping backward)
 	keeping  bool                // fwd/bwd are the keeping programs
+	// inputGrad and weightGrad are bwd split in two (graphsplit.SplitBackward),
+	// which I and W run; nil where the stage recomputes (split.go).
+	inputGrad, weightGrad *graphsplit.Program
 
 	params []gorgonia.Value     // the user's learnable tensors
 	acc    []*tensor.Dense      // gradient accumulators
@@ -49,9 +52,9 @@ type Runtime struct {
 	told    bool
 	data    map[int][]gorgonia.Value // microbatch → its data inputs
 	kept    map[int]held             // microbatch → what its backward reads
-	// deferred holds, for a microbatch whose I ran and whose W has not, the
-	// learnables' gradients its W accumulates (owned copies).
-	deferred      map[int][]gorgonia.Value
+	// deferred holds, for a microbatch whose I ran and whose W has not,
+	// what its W reads (split.go).
+	deferred      map[int]deferredWeight
 	deferredBytes int64
 	w             weights
 	shared        shared
@@ -89,7 +92,7 @@ func New(plan *graphsplit.Plan, index int, cfg Config) (*Runtime, error) {
 		outIndex: make(map[int64]int),
 		data:     make(map[int][]gorgonia.Value),
 		kept:     make(map[int]held),
-		deferred: make(map[int][]gorgonia.Value),
+		deferred: make(map[int]deferredWeight),
 		eval:     evaluation{data: map[int][]gorgonia.Value{}, probes: map[string]*graphsplit.Program{}},
 	}
 	r.stats.Delays, r.stats.BackwardLag, r.stats.SharedDelays = map[int]int{}, map[int]int{}, map[int]int{}
@@ -141,10 +144,13 @@ func New(plan *graphsplit.Plan, index int, cfg Config) (*Runtime, error) {
 	r.w = newWeights(r)
 	restore := bnstate.Save(r.bns).Restore
 	defer restore()
-	if r.fwd, r.bwd, r.keeping, err = plan.Programs(index, cfg.KeepActivations); err != nil {
+	if err := r.programs(); err != nil {
 		return nil, err
 	}
-	for _, p := range []*graphsplit.Program{r.fwd, r.bwd} {
+	for _, p := range []*graphsplit.Program{r.fwd, r.bwd, r.inputGrad, r.weightGrad} {
+		if p == nil {
+			continue
+		}
 		if err := p.Compile(); err != nil {
 			r.Close()
 			return nil, err
@@ -192,8 +198,10 @@ func (r *Runtime) expand(vals []gorgonia.Value) []gorgonia.Value {
 // Close releases the programs the runtime compiled. Call it after Serve
 // has returned.
 func (r *Runtime) Close() {
-	for _, p := range []*graphsplit.Program{r.fwd, r.bwd, r.st.Forward, r.st.Train} {
-		p.Close()
+	for _, p := range []*graphsplit.Program{r.fwd, r.bwd, r.inputGrad, r.weightGrad, r.st.Forward, r.st.Train} {
+		if p != nil {
+			p.Close()
+		}
 	}
 	for _, p := range r.eval.probes {
 		p.Close()

@@ -1,64 +1,139 @@
 package stage
 
 import (
+	"github.com/pipemare/pipemare/graphsplit"
+	"github.com/pipemare/pipemare/internal/bnstate"
 	"github.com/pipemare/pipemare/internal/recycle"
 	"github.com/pkg/errors"
 	"gorgonia.org/gorgonia"
 )
 
 // A split backward (schedule.OpInput, then schedule.OpWeight) computes what
-// one backward computes, in two actions: I(m) runs the stage's backward
-// program — the same program and ops as B(m) — sends the inputs'
-// gradients back at once and keeps the learnables' gradients; W(m) adds
-// them into the accumulators, which B(m) does at once. Every stage runs
-// its W's in microbatch order, as its B's, so the accumulators sum the
-// same gradients in the same order: the bits of an unsplit run. The
-// gradients kept between I and W are the split's memory
-// (Stats.PeakDeferredBytes); I carries all of the backward's arithmetic,
-// W only the sums.
+// one backward computes, in two actions.
+//
+// A stage that keeps its activations (Config.KeepActivations, and
+// graphsplit's CanKeep) runs two programs, its keeping backward cut in two
+// (graphsplit.SplitBackward): I(m) runs the input-gradient program, sends
+// the inputs' gradients back at once and keeps what the weight-gradient
+// program reads (intermediate gradients, saved forward tensors, output
+// gradients); W(m) runs that program and adds the learnables' gradients
+// into the accumulators. Each of the backward's ops runs in one of them on
+// the same values, so I then W is the backward bit for bit, and I carries
+// only the input gradients' arithmetic. W reads the weights I read: a
+// stage whose I reads other weights than the current ones (a stash, a
+// delayed version) runs the whole backward at I instead, as below, and W
+// fails rather than read weights an update changed since its I.
+//
+// A stage that recomputes its forward in its backward (its Train program)
+// cannot split it without recomputing twice, and a stage whose learnables'
+// gradients read nothing of the microbatch has no split
+// (graphsplit.Plan.NewSplitKeeping): there I(m) runs the whole backward
+// program — the same program and ops as B(m) — sends the inputs' gradients
+// back and keeps the learnables' gradients; W(m) only adds them into the
+// accumulators.
+//
+// Every stage runs its W's in microbatch order, as its B's, so the
+// accumulators sum the same gradients in the same order: the bits of an
+// unsplit run. What is kept between I and W is the split's memory
+// (Stats.PeakDeferredBytes).
 
-// deferWeights keeps copies of m's learnable gradients (borrowed) for its
-// W, after checking they are finite, as accumulate does.
-func (r *Runtime) deferWeights(m int, grads []gorgonia.Value) error {
+// deferredWeight is what W(m) reads: the input of the weight-gradient
+// program (program), or the learnables' gradients the whole backward
+// computed at I(m); and the weights' version I(m) read.
+type deferredWeight struct {
+	vals    held
+	program bool
+	version int
+}
+
+// programs builds the stage's forward and backward programs, and the
+// backward's split halves where the stage keeps its activations.
+func (r *Runtime) programs() error {
+	if !r.cfg.KeepActivations || !r.plan.CanKeep(r.index) {
+		var err error
+		r.fwd, r.bwd, r.keeping, err = r.plan.Programs(r.index, r.cfg.KeepActivations)
+		return err
+	}
+	k, sb, err := r.plan.NewSplitKeeping(r.index)
+	if err != nil {
+		return err
+	}
+	r.fwd, r.bwd, r.keeping = k.Forward, k.Backward, true
+	if sb != nil {
+		r.inputGrad, r.weightGrad = sb.Input, sb.Weight
+	}
+	return nil
+}
+
+// defer keeps what m's W reads, once m's I ran: the weight-gradient
+// program's inputs (res, the input-gradient program's borrowed result),
+// or, where I ran the whole backward, the learnables' gradients.
+// Values of from (what I read, released after it) that the stage owns
+// move out of them; the rest are copies the stage owns.
+func (r *Runtime) deferWeight(m int, res graphsplit.Result, program bool, from ...held) error {
 	if _, dup := r.deferred[m]; dup {
 		return errors.Errorf("internal: microbatch %d's input gradient ran twice before its weight gradient", m)
 	}
-	kept := make([]gorgonia.Value, len(grads))
-	for i, g := range grads {
-		if err := r.finite(i, g); err != nil {
-			release(kept)
-			return err
+	src := res.Kept
+	if !program {
+		src = res.LearnableGrads
+		for i, g := range src {
+			if err := r.finite(i, g); err != nil {
+				return err
+			}
 		}
-		c, err := recycle.Copy(g)
-		if err != nil {
-			release(kept)
-			return errors.Wrapf(err, "keeping the gradient of %q until its weight gradient", r.st.Learnables[i].Name())
-		}
-		kept[i] = c
 	}
-	r.deferred[m] = kept
-	r.deferredBytes += valuesBytes(kept)
+	kept := newHeld(len(src))
+	for j, v := range src {
+		if moved(kept, j, v, from) {
+			continue
+		}
+		c, err := recycle.Copy(v)
+		if err != nil {
+			kept.release()
+			return errors.Wrapf(err, "keeping microbatch %d's values until its weight gradient", m)
+		}
+		kept.vals[j], kept.own[j] = c, true
+	}
+	r.deferred[m] = deferredWeight{vals: kept, program: program, version: r.version}
+	r.deferredBytes += valuesBytes(kept.vals)
 	r.stats.PeakDeferredBytes = max(r.stats.PeakDeferredBytes, r.deferredBytes)
 	return nil
 }
 
-// weight runs W(m): it accumulates the gradients m's I kept.
+// weight runs W(m): it computes the learnables' gradients from what m's
+// I kept, or takes those I computed, and accumulates them.
 func (r *Runtime) weight(m int) error {
-	kept, ok := r.deferred[m]
+	d, ok := r.deferred[m]
 	if !ok {
 		return errors.Errorf("internal: no input gradient ran for microbatch %d's weight gradient", m)
 	}
 	delete(r.deferred, m)
-	r.deferredBytes -= valuesBytes(kept)
-	defer release(kept)
-	return r.accumulate(kept)
+	r.deferredBytes -= valuesBytes(d.vals.vals)
+	defer d.vals.release()
+	if !d.program {
+		return r.accumulate(d.vals.vals)
+	}
+	if d.version != r.version {
+		return errors.Errorf("internal: microbatch %d's weight gradient runs on version %d of the weights, its input gradient read version %d", m, r.version, d.version)
+	}
+	saved := bnstate.Save(r.bns)
+	res, err := r.weightGrad.Run(d.vals.vals, nil)
+	saved.Restore()
+	if err != nil {
+		return errors.Wrapf(err, "microbatch %d's weight gradient", m)
+	}
+	return r.accumulate(res.LearnableGrads)
 }
 
-// release gives owned values back to the pools.
-func release(vals []gorgonia.Value) {
-	for _, v := range vals {
-		if v != nil {
-			recycle.Put(v)
+// moved moves v into kept.vals[j] out of the first of from that owns it,
+// and reports whether one did.
+func moved(kept held, j int, v gorgonia.Value, from []held) bool {
+	for _, h := range from {
+		if i := h.index(v); i >= 0 && h.own[i] {
+			kept.vals[j], kept.own[j] = h.take(i)
+			return true
 		}
 	}
+	return false
 }
