@@ -75,7 +75,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		ps, err := experiment.TargetPlacements(strings.Split(*placements, ","), stages, oneCPU)
 		if err != nil {
-			return usageOr(fs, err)
+			return usageError(fs, "%s", inFlags(err))
 		}
 		seeds := make([]int64, *rounds)
 		for i := range seeds {

@@ -226,7 +226,7 @@ func TestStalledPeerNamedWithinTheStallTimeout(t *testing.T) {
 	require.NotErrorIs(t, err, transport.ErrTimeout, "a broken link, not the receive timeout")
 	require.Contains(t, err.Error(), "stage 1 at "+proxy.addr()+" answered nothing, not even the keepalive, within 11s (the stall timeout): its process is stopped or stalled")
 	require.Contains(t, err.Error(), "restart the pipeline, from the last checkpoint")
-	require.Contains(t, err.Error(), "-stall-timeout")
+	require.Contains(t, err.Error(), "give a longer stall timeout")
 	require.Less(t, took, MinStallTimeout+3*time.Second, "within the stall timeout (and a margin), not the receive timeout of a minute")
 }
 
