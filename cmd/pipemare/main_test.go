@@ -15,9 +15,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pipemare/pipemare/experiment"
 	"github.com/pipemare/pipemare/internal/jsonkeys"
 	"github.com/pipemare/pipemare/rundir"
+	"github.com/pipemare/pipemare/runout"
 	"github.com/pipemare/pipemare/runspec"
 	"github.com/pipemare/pipemare/schedule"
 	"github.com/pipemare/pipemare/train"
@@ -276,7 +276,7 @@ func TestTrainWritesItsOutputs(t *testing.T) {
 	}
 	require.Len(t, stages, 3, "one thread per stage")
 	require.Equal(t, 3*3*4, forwards, "every stage's forward of every microbatch of the last 3 minibatches")
-	for _, name := range experiment.PlotFiles {
+	for _, name := range runout.PlotFiles {
 		f, err := os.Open(filepath.Join(dir, name))
 		require.NoError(t, err, name)
 		_, err = png.DecodeConfig(f)
@@ -360,7 +360,7 @@ func TestCompare(t *testing.T) {
 	for _, r := range report.Runs {
 		labels = append(labels, r.Label)
 		require.Equal(t, r.Settings["schedule"], r.Result["schedule"])
-		_, err := os.Stat(filepath.Join(dir, experiment.Compared{Label: r.Label}.TraceFile()))
+		_, err := os.Stat(filepath.Join(dir, runout.Compared{Label: r.Label}.TraceFile()))
 		require.NoError(t, err, r.Label)
 	}
 	require.Equal(t, []string{"sequential", "gpipe", "1f1b", "pipedream", "pipemare (naive)", "pipemare +T2+W"}, labels)
