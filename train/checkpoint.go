@@ -48,17 +48,23 @@ func (c Config) savedConfig(model string, examples int) savedConfig {
 }
 
 // savedRun is what a checkpoint's manifest carries of a run besides its
-// stages (in Manifest.Config): the configuration, and the epochs so far,
-// so that a resumed run reports the whole run.
+// stages (in Manifest.Config): the configuration, the run specification
+// it was made from (Config.Spec; absent when the Config was built
+// without one, and in checkpoints written before manifests carried it),
+// and the epochs so far, so that a resumed run reports the whole run.
+// A resume compares the configurations, not the specifications: two
+// specifications that resolve to one configuration are one run.
 type savedRun struct {
 	Config savedConfig   `json:"config"`
+	Spec   *runspec.Spec `json:"spec,omitempty"`
 	Epochs []EpochResult `json:"epochs"`
 }
 
-// manifest is the checkpoint manifest of a run at the start of minibatch
-// index (from 0) of epoch (from 1), epochs holding the epochs so far.
-func manifest(rc savedConfig, epochs []EpochResult, epoch, index int) (checkpoint.Manifest, error) {
-	b, err := json.Marshal(savedRun{Config: rc, Epochs: epochs})
+// manifest is the checkpoint manifest of a run of spec (nil: none) at the
+// start of minibatch index (from 0) of epoch (from 1), epochs holding the
+// epochs so far.
+func manifest(rc savedConfig, spec *runspec.Spec, epochs []EpochResult, epoch, index int) (checkpoint.Manifest, error) {
+	b, err := json.Marshal(savedRun{Config: rc, Spec: spec, Epochs: epochs})
 	if err != nil {
 		return checkpoint.Manifest{}, errors.Wrap(err, "train: checkpoint")
 	}
@@ -81,7 +87,11 @@ func resumed(m *checkpoint.Manifest, rc savedConfig) (epochs []EpochResult, epoc
 // saveCheckpoint writes a checkpoint of the run, whose next minibatch is
 // number index of epoch after step steps, and tells cfg.Checkpointed.
 func saveCheckpoint(ctx context.Context, vm *asyncvm.VM, cfg Config, rc savedConfig, epochs []EpochResult, step, epoch, index int) error {
-	m, err := manifest(rc, epochs, epoch, index)
+	var spec *runspec.Spec
+	if cfg.Spec.Model != "" {
+		spec = &cfg.Spec
+	}
+	m, err := manifest(rc, spec, epochs, epoch, index)
 	if err != nil {
 		return err
 	}

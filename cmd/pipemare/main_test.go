@@ -129,6 +129,7 @@ func TestFlagsDeferToTheRecipe(t *testing.T) {
 	want, err := train.FromRecipe(r, "", 4404/(r.Run.Microbatch*r.Run.Microbatches))
 	require.NoError(t, err)
 	def.Schedule, want.Schedule = schedule.Schedule{}, schedule.Schedule{}
+	want.Spec = runspec.Spec{Model: "transformer", Data: "embedded"} // the spec the flags give, which the config records
 	require.Equal(t, want, def)
 	over := cfg("-model", "transformer", "-stash=false", "-seed", "7", "-lr", "0.1", "-momentum", "0.5", "-cosine=false", "-epochs", "2", "-warmup", "0")
 	require.False(t, over.KeepActivations)
