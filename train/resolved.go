@@ -5,20 +5,21 @@ import (
 	"github.com/pipemare/pipemare/zoo"
 )
 
-// Resolved is s with every setting that reaches a stage given the value
-// it has in c, which must be ConfigFor's of s and r: the method's name
-// (s's, else the recipe's), the schedule's, the batch, the run's length,
-// the rate and its annealing, the momentum in use, T1, T2, the warm-up,
-// whether activations are kept, and the seed. Where the data is read
-// from, the stages and the cut and the test examples are s's.
+// Resolved is c's run specification (Config.Spec) with every setting that
+// reaches a stage given the value it has in c, which must be ConfigFor's
+// of that spec and r: the method's name (the spec's, else the recipe's),
+// the schedule's, the batch, the run's length, the rate and its
+// annealing, the momentum in use, T1, T2, the warm-up, whether
+// activations are kept, and the seed. Where the data is read from, the
+// stages and the cut and the test examples are the spec's.
 //
 // Its Identity is what peers compare at the handshake (launch.Place.Spec):
 // two processes whose settings resolve alike run the same computation, so
-// a stage given -lr equal to the recipe's rate is accepted by a driver
-// that left it alone, and one with another value is refused, the error
-// naming the setting and both resolved values.
-func Resolved(s runspec.Spec, r zoo.Recipe, c Config) runspec.Spec {
-	out := s
+// a stage given a rate equal to the recipe's is accepted by a driver that
+// left the rate alone, and one given another is refused, the error naming
+// the setting and both resolved values.
+func Resolved(r zoo.Recipe, c Config) runspec.Spec {
+	out := c.Spec
 	if out.Method == "" {
 		out.Method = r.Method
 	}

@@ -22,7 +22,7 @@ func TestResolvedIdentity(t *testing.T) {
 	identity := func(s runspec.Spec) transport.Identity {
 		c, err := ConfigFor(s, r, 8000)
 		require.NoError(t, err)
-		return Resolved(s, r, c).Identity("fp")
+		return Resolved(r, c).Identity("fp")
 	}
 	alone := runspec.Spec{Model: "mlp", Data: "embedded"}
 	steps := 8000 / (r.Run.Microbatch * r.Run.Microbatches)

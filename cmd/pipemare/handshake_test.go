@@ -107,7 +107,7 @@ func resolved(t *testing.T, spec runspec.Spec) map[string]string {
 	cfg, err := train.ConfigFor(spec, r, spec.Limit)
 	require.NoError(t, err)
 	out := map[string]string{}
-	for _, s := range train.Resolved(spec, r, cfg).Settings() {
+	for _, s := range train.Resolved(r, cfg).Settings() {
 		out[s.Name] = s.Value
 	}
 	return out

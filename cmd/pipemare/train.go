@@ -82,7 +82,7 @@ func (t *trainFlags) job(fs *flag.FlagSet, o *options) (j trainJob, err error) {
 	if j.r, j.trainSet, j.test, j.cfg, err = o.run(); err != nil {
 		return j, err
 	}
-	j.pl.Spec = train.Resolved(o.spec(), j.r, j.cfg)
+	j.pl.Spec = train.Resolved(j.r, j.cfg)
 	return j, usageOr(fs, fitPlan(j.r, j.cfg, o.stages, t.procs, j.pl))
 }
 
