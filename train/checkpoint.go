@@ -13,7 +13,9 @@ import (
 )
 
 // savedConfig is what of a Config decides a run's results: a checkpoint
-// records it, and a resumed run must have the same.
+// records it, and a resumed run must have the same. Its keys are the run
+// specification's where they name the same setting; a checkpoint written
+// before holds keep_activations for stash (UnmarshalJSON reads both).
 type savedConfig struct {
 	Model           string  `json:"model"`
 	Schedule        string  `json:"schedule"`
@@ -32,10 +34,20 @@ type savedConfig struct {
 	Spike           bool    `json:"spike,omitempty"`
 	Predict         bool    `json:"predict,omitempty"`
 	NAdam           bool    `json:"nadam,omitempty"`
-	Keep            bool    `json:"keep_activations"`
+	Keep            bool    `json:"stash"`
 	Seed            int64   `json:"seed"`
 	CheckpointEvery int     `json:"checkpoint_every"`
 	Examples        int     `json:"training_examples"`
+}
+
+// savedRenamed are savedConfig's keys before they were the spec's.
+var savedRenamed = map[string]string{"keep_activations": "stash"}
+
+// UnmarshalJSON reads a saved configuration, old keys included
+// (savedRenamed).
+func (s *savedConfig) UnmarshalJSON(b []byte) error {
+	type plain savedConfig
+	return runspec.DecodeRenamed(b, (*plain)(s), savedRenamed)
 }
 
 func (c Config) savedConfig(model string, examples int) savedConfig {

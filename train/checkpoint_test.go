@@ -3,6 +3,7 @@ package train
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/pipemare/pipemare/checkpoint"
@@ -127,16 +128,19 @@ func TestResumeFromAnEpochEnd(t *testing.T) {
 }
 
 // TestOldManifestStillLoads: a manifest written before manifests carried
-// the run specification (no "spec") still resumes, and one written now
+// the run specification (no "spec"), and before its keys were the spec's
+// (keep_activations for stash), still resumes, and one written now
 // carries the spec it was given and none when it was given none.
 func TestOldManifestStillLoads(t *testing.T) {
-	rc := Config{Hyper: zoo.Hyper{Microbatch: 4, Microbatches: 2, Epochs: 2, LR: 0.1}, Schedule: schedule.PipeMare()}.savedConfig("mlp", 64)
+	rc := Config{Hyper: zoo.Hyper{Microbatch: 4, Microbatches: 2, Epochs: 2, LR: 0.1, KeepActivations: true}, Schedule: schedule.PipeMare()}.savedConfig("mlp", 64)
 	epochs := []EpochResult{{Epoch: 1, Loss: 2, Accuracy: 0.5}}
-	old, err := json.Marshal(struct {
+	b, err := json.Marshal(struct {
 		Config savedConfig   `json:"config"`
 		Epochs []EpochResult `json:"epochs"`
-	}{rc, epochs}) // the format before "spec"
+	}{rc, epochs}) // the format before "spec", and before "stash" was "keep_activations"
 	require.NoError(t, err)
+	old := []byte(strings.Replace(string(b), `"stash":true`, `"keep_activations":true`, 1))
+	require.Contains(t, string(old), `"keep_activations":true`)
 	got, epoch, index, err := resumed(&checkpoint.Manifest{Config: old, Data: checkpoint.DataPosition{Epoch: 2, Index: 3}}, rc)
 	require.NoError(t, err)
 	require.Equal(t, epochs, got)
