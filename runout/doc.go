@@ -6,8 +6,9 @@
 // trained (WriteRuns: the report, the traces, the plots; the model);
 // ChooseCut gives it the cut its stages train; Progress shows it training;
 // Comparison trains every schedule one after the other and CompareRuns
-// tabulates them; Placement and RunStart say where a run trains and how it
-// starts. WriteSchedule shows a schedule's grid, WriteReplayTable every
+// tabulates them; Placement is what the report says of where the stages
+// run, RunStart where the run writes and whether it resumes.
+// WriteSchedule shows a schedule's grid, WriteReplayTable every
 // schedule's replay.
 //
 // The figures of runs (WritePlots) use the engine's one steady state,
