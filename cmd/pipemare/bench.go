@@ -75,8 +75,8 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			stages = len(cfg.Cut) + 1
 		}
 		ps, err := bench.TargetPlacements(strings.Split(*placements, ","), stages, oneCPU)
-		if err != nil {
-			return usageOr(fs, err)
+		if err != nil { // a placement the command line named
+			return usageError(fs, "%v", err)
 		}
 		seeds := make([]int64, *rounds)
 		for i := range seeds {
