@@ -38,7 +38,8 @@ var floors = []struct {
 	{"models", []string{"zoo"}},
 	{"a run", []string{"train"}},
 	{"a run's directory", []string{"rundir"}},
-	{"sweeps, comparisons, benches", []string{"experiment"}},
+	{"a run's outputs, as the command makes them", []string{"runout"}},
+	{"sweeps, benches", []string{"experiment", "bench"}},
 	{"the command", []string{"cmd/pipemare"}},
 	{"test kits over the engine", []string{"internal/testkit/exectest", "internal/testkit/delaysim", "internal/testkit/zootest"}},
 }

@@ -1,5 +1,4 @@
-// Package experiment trains sweeps of zoo runs and summarises them, and
-// draws the figures of single runs that pipemare train and compare write.
+// Package experiment trains sweeps of zoo runs and summarises them.
 //
 // A sweep (Sweep) trains a Grid: every Variant — a train.Method, optionally
 // with its parameters given, "spike(warmup=0.1,t1=0.5,decay=step)" — at
@@ -23,18 +22,7 @@
 // the same result as an uninterrupted run (train.Config.Resume); its
 // checkpoints are removed once it is recorded.
 //
-// Single runs, as pipemare train, compare and bench run them: TrainRun is
-// a run's output directory from before it trains (where it starts, its
-// checkpoints, its settings) until it has written what it trained
-// (WriteRuns: the report, the traces, the plots; the model); ChooseCut
-// gives it the cut its stages train; Progress shows it training;
-// Comparison trains every schedule one after the other; a Bench runs
-// pipemare train as child processes (TrainChild, RunChildren) with the
-// command lines the command gives it (ChildArgs); a TimeToAccuracy trains
-// seeds in placements the same way (TargetPlacements, RunTargetChildren)
-// and reads each epoch's clock.
-// WriteSchedule shows a schedule's grid.
-//
-// The figures of runs (WritePlots) use the engine's one steady state,
-// asyncvm.SteadyState, as the report's utilization does.
+// The single runs pipemare train and compare make are package runout's;
+// the benches that train pipemare train as child processes are package
+// bench's.
 package experiment

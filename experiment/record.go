@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/pipemare/pipemare/checkpoint"
+	"github.com/pipemare/pipemare/runout"
 	"github.com/pipemare/pipemare/runspec"
 	"github.com/pipemare/pipemare/train"
 	"github.com/pkg/errors"
@@ -71,29 +72,7 @@ func (r *Record) fill(res *train.Result, target float64) {
 		r.EpochLoss = append(r.EpochLoss, e.Loss)
 		r.TrainTime += e.Wall
 	}
-	r.TimeToTarget = TimeToTarget(res, target)
-}
-
-// TimeToTarget is a run's training time (evaluation excluded) until the
-// first epoch whose test accuracy reached target, 0 when none did.
-func TimeToTarget(res *train.Result, target float64) time.Duration {
-	at := firstAtTarget(res.Epochs, target)
-	elapsed := time.Duration(0)
-	for _, e := range res.Epochs[:at+1] {
-		elapsed += e.Wall
-	}
-	return elapsed
-}
-
-// firstAtTarget is the index of the first complete epoch whose test
-// accuracy reached target, -1 when none did.
-func firstAtTarget(epochs []train.EpochResult, target float64) int {
-	for i, e := range epochs {
-		if !e.Interrupted && e.Accuracy >= target {
-			return i
-		}
-	}
-	return -1
+	r.TimeToTarget = runout.TimeToTarget(res, target)
 }
 
 // Cache is a run cache: a directory holding a Record per finished run,

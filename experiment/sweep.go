@@ -11,6 +11,7 @@ import (
 
 	stderrors "errors"
 
+	"github.com/pipemare/pipemare/runout"
 	"github.com/pipemare/pipemare/train"
 	"github.com/pipemare/pipemare/zoo"
 
@@ -70,7 +71,7 @@ func (s *Sweep) Run(ctx context.Context) (*Report, error) {
 	if s.Work == "" {
 		s.Work = filepath.Join(s.Out, "checkpoints")
 	}
-	p, err := StageCount(s.Recipe, s.Stages)
+	p, err := runout.StageCount(s.Recipe, s.Stages)
 	if err != nil {
 		return nil, err
 	}

@@ -42,7 +42,9 @@ type Place struct {
 	// ("{stage_addrs}"), or "the torchrun environment"; "" if unsaid.
 	AddrsFrom string
 	// Spec is the run every process of the pipeline must have been
-	// started with: the handshake refuses a peer with another (Identity).
+	// started with, resolved (train.Resolved: every setting that reaches a
+	// stage at the value it has there): the handshake refuses a peer with
+	// another (Identity).
 	Spec runspec.Spec
 }
 

@@ -97,7 +97,7 @@ type Settings struct {
 	Cut []int `json:"cut,omitempty"`
 	// MicrobatchRows is the rows of a microbatch, Microbatches N, and
 	// StepsPerEpoch the minibatches of N × MicrobatchRows an epoch trains.
-	MicrobatchRows int `json:"microbatch_rows"`
+	MicrobatchRows int `json:"microbatch"`
 	Microbatches   int `json:"microbatches"`
 	StepsPerEpoch  int `json:"steps_per_epoch"`
 	Epochs         int `json:"epochs"`
@@ -115,9 +115,9 @@ type Settings struct {
 	// T1Steps is T1's rescheduling length K in asynchronous steps, T2Gamma
 	// T2's γ, WarmupSteps the synchronous warm-up (0: off, each); Spike
 	// and Predict are spike compensation and weight prediction.
-	T1Steps     int     `json:"t1_steps"`
-	T2Gamma     float64 `json:"t2_gamma"`
-	WarmupSteps int     `json:"warmup_steps"`
+	T1Steps     int     `json:"t1"`
+	T2Gamma     float64 `json:"t2"`
+	WarmupSteps int     `json:"warmup"`
 	Spike       bool    `json:"spike"`
 	Predict     bool    `json:"predict"`
 	// Activations is what stages keep between forward and backward:
@@ -127,6 +127,16 @@ type Settings struct {
 	// CheckpointEvery is train's -checkpoint-every: a checkpoint every so
 	// many minibatches (0, and absent: none).
 	CheckpointEvery int `json:"checkpoint_every,omitempty"`
+}
+
+// settingsRenamed are Settings' keys before they were the run
+// specification's (settings.json files written before hold them).
+var settingsRenamed = map[string]string{"microbatch_rows": "microbatch", "t1_steps": "t1", "t2_gamma": "t2", "warmup_steps": "warmup"}
+
+// UnmarshalJSON reads a settings.json, old keys included (settingsRenamed).
+func (s *Settings) UnmarshalJSON(b []byte) error {
+	type plain Settings
+	return runspec.DecodeRenamed(b, (*plain)(s), settingsRenamed)
 }
 
 // NewSettings records the run cfg that spec describes, trained on

@@ -2,8 +2,11 @@ package rundir_test
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/pipemare/pipemare/rundir"
@@ -83,6 +86,21 @@ func TestStartPoint(t *testing.T) {
 	c, err = rundir.StartPoint(out, filepath.Join(out, rundir.CheckpointsDir), rundir.Resume, st)
 	require.NoError(t, err, "an old settings.json still resumes: the resolved settings decide")
 	require.Equal(t, int64(6), c.Manifest.Step)
+
+	// A settings.json written before its keys were the spec's: microbatch_rows,
+	// t1_steps, t2_gamma, warmup_steps.
+	b, err := json.Marshal(old)
+	require.NoError(t, err)
+	renamed := strings.NewReplacer(`"microbatch":`, `"microbatch_rows":`, `"t1":`, `"t1_steps":`, `"t2":`, `"t2_gamma":`, `"warmup":`, `"warmup_steps":`).Replace(string(b))
+	require.Contains(t, renamed, `"t1_steps":`)
+	settingsFile := filepath.Join(out, rundir.SettingsFile)
+	require.NoError(t, os.WriteFile(settingsFile, []byte(renamed), 0o644))
+	_, err = rundir.StartPoint(out, filepath.Join(out, rundir.CheckpointsDir), rundir.Resume, st)
+	require.NoError(t, err, "old keys read as the new")
+	longer := st
+	longer.T1Steps++
+	_, err = rundir.StartPoint(out, filepath.Join(out, rundir.CheckpointsDir), rundir.Resume, longer)
+	require.ErrorContains(t, err, fmt.Sprintf("the run was started with other settings: t1 %d there, %d here", st.T1Steps, longer.T1Steps))
 
 	empty := t.TempDir()
 	_, err = rundir.StartPoint(empty, filepath.Join(empty, rundir.CheckpointsDir), rundir.Resume, st)

@@ -2,6 +2,7 @@ package runspec
 
 import (
 	"encoding/json"
+	"slices"
 
 	"github.com/pipemare/pipemare/transport"
 )
@@ -15,17 +16,32 @@ const unset = "default"
 // plan's fingerprint covers it) and the test examples (the driver's).
 var notAtStage = map[string]bool{"data": true, "stages": true, "cut": true, "test_limit": true}
 
+// derived are the settings whose resolved value follows from others, in
+// the order they follow: the cosine from the step decay, which replaces
+// it; the warm-up from the run's length in steps; T1 from that and the
+// warm-up. Settings lists them last, so that a refusal names the setting
+// a peer was given, not its consequence.
+var derived = []string{"cosine", "warmup", "t1"}
+
 // Settings are the spec's settings that reach a stage, as name=value in
-// the order of Spec's fields, every one present ("default" for one the
-// spec leaves to the recipe or the method, which its JSON form leaves
-// out): its canonical form, which peers compare.
+// the order of Spec's fields, derived ones last, every one present
+// ("default" for one the spec leaves to the recipe or the method, which
+// its JSON form leaves out): its canonical form, which peers compare.
 func (s Spec) Settings() []transport.Setting {
-	return s.named(func(name string, given bool) bool { return !notAtStage[name] })
+	all := s.named(func(name string, given bool) bool { return !notAtStage[name] })
+	out := slices.DeleteFunc(slices.Clone(all), func(kv transport.Setting) bool { return slices.Contains(derived, kv.Name) })
+	for _, name := range derived {
+		out = append(out, all[slices.IndexFunc(all, func(kv transport.Setting) bool { return kv.Name == name })])
+	}
+	return out
 }
 
 // Identity is what every peer of the run compares at its handshake
 // (transport.Identity.Check): the plan's fingerprint and the spec's
-// Settings. Every transport's setup builds its identity here.
+// Settings. Every transport's setup builds its identity here, from the
+// resolved spec (train.Resolved), whose every setting has the value that
+// reaches a stage: a peer given a value equal to the recipe's runs the
+// same setting as one that left it alone, and is accepted.
 func (s Spec) Identity(fingerprint string) transport.Identity {
 	return transport.Identity{Plan: fingerprint, Settings: s.Settings()}
 }

@@ -128,3 +128,20 @@ func TestEverySettingReachesTheIdentity(t *testing.T) {
 		}
 	}
 }
+
+// TestDecodeRenamed: a key under its old name is read as the new one,
+// unless the new one is there too; other keys are left alone.
+func TestDecodeRenamed(t *testing.T) {
+	type rec struct {
+		T1   int    `json:"t1"`
+		Name string `json:"name"`
+	}
+	renamed := map[string]string{"t1_steps": "t1"}
+	var r rec
+	require.NoError(t, runspec.DecodeRenamed([]byte(`{"t1_steps": 5, "name": "a"}`), &r, renamed))
+	require.Equal(t, rec{T1: 5, Name: "a"}, r)
+	r = rec{}
+	require.NoError(t, runspec.DecodeRenamed([]byte(`{"t1_steps": 5, "t1": 7}`), &r, renamed))
+	require.Equal(t, rec{T1: 7}, r, "the new key wins")
+	require.Error(t, runspec.DecodeRenamed([]byte(`[1]`), &r, renamed))
+}

@@ -13,7 +13,9 @@ import (
 )
 
 // savedConfig is what of a Config decides a run's results: a checkpoint
-// records it, and a resumed run must have the same.
+// records it, and a resumed run must have the same. Its keys are the run
+// specification's where they name the same setting; a checkpoint written
+// before holds keep_activations for stash (UnmarshalJSON reads both).
 type savedConfig struct {
 	Model           string  `json:"model"`
 	Schedule        string  `json:"schedule"`
@@ -32,10 +34,20 @@ type savedConfig struct {
 	Spike           bool    `json:"spike,omitempty"`
 	Predict         bool    `json:"predict,omitempty"`
 	NAdam           bool    `json:"nadam,omitempty"`
-	Keep            bool    `json:"keep_activations"`
+	Keep            bool    `json:"stash"`
 	Seed            int64   `json:"seed"`
 	CheckpointEvery int     `json:"checkpoint_every"`
 	Examples        int     `json:"training_examples"`
+}
+
+// savedRenamed are savedConfig's keys before they were the spec's.
+var savedRenamed = map[string]string{"keep_activations": "stash"}
+
+// UnmarshalJSON reads a saved configuration, old keys included
+// (savedRenamed).
+func (s *savedConfig) UnmarshalJSON(b []byte) error {
+	type plain savedConfig
+	return runspec.DecodeRenamed(b, (*plain)(s), savedRenamed)
 }
 
 func (c Config) savedConfig(model string, examples int) savedConfig {
@@ -48,17 +60,23 @@ func (c Config) savedConfig(model string, examples int) savedConfig {
 }
 
 // savedRun is what a checkpoint's manifest carries of a run besides its
-// stages (in Manifest.Config): the configuration, and the epochs so far,
-// so that a resumed run reports the whole run.
+// stages (in Manifest.Config): the configuration, the run specification
+// it was made from (Config.Spec; absent when the Config was built
+// without one, and in checkpoints written before manifests carried it),
+// and the epochs so far, so that a resumed run reports the whole run.
+// A resume compares the configurations, not the specifications: two
+// specifications that resolve to one configuration are one run.
 type savedRun struct {
 	Config savedConfig   `json:"config"`
+	Spec   *runspec.Spec `json:"spec,omitempty"`
 	Epochs []EpochResult `json:"epochs"`
 }
 
-// manifest is the checkpoint manifest of a run at the start of minibatch
-// index (from 0) of epoch (from 1), epochs holding the epochs so far.
-func manifest(rc savedConfig, epochs []EpochResult, epoch, index int) (checkpoint.Manifest, error) {
-	b, err := json.Marshal(savedRun{Config: rc, Epochs: epochs})
+// manifest is the checkpoint manifest of a run of spec (nil: none) at the
+// start of minibatch index (from 0) of epoch (from 1), epochs holding the
+// epochs so far.
+func manifest(rc savedConfig, spec *runspec.Spec, epochs []EpochResult, epoch, index int) (checkpoint.Manifest, error) {
+	b, err := json.Marshal(savedRun{Config: rc, Spec: spec, Epochs: epochs})
 	if err != nil {
 		return checkpoint.Manifest{}, errors.Wrap(err, "train: checkpoint")
 	}
@@ -81,7 +99,11 @@ func resumed(m *checkpoint.Manifest, rc savedConfig) (epochs []EpochResult, epoc
 // saveCheckpoint writes a checkpoint of the run, whose next minibatch is
 // number index of epoch after step steps, and tells cfg.Checkpointed.
 func saveCheckpoint(ctx context.Context, vm *asyncvm.VM, cfg Config, rc savedConfig, epochs []EpochResult, step, epoch, index int) error {
-	m, err := manifest(rc, epochs, epoch, index)
+	var spec *runspec.Spec
+	if cfg.Spec.Model != "" {
+		spec = &cfg.Spec
+	}
+	m, err := manifest(rc, spec, epochs, epoch, index)
 	if err != nil {
 		return err
 	}

@@ -2,12 +2,16 @@ package train
 
 import (
 	"context"
+	"encoding/json"
+	"strings"
 	"testing"
 
+	"github.com/pipemare/pipemare/checkpoint"
 	"github.com/pipemare/pipemare/internal/testkit/testutil"
 	"github.com/pipemare/pipemare/internal/testkit/zootest"
 	"github.com/pipemare/pipemare/zoo"
 
+	"github.com/pipemare/pipemare/runspec"
 	"github.com/pipemare/pipemare/schedule"
 	"github.com/stretchr/testify/require"
 )
@@ -57,10 +61,16 @@ func TestResumedRunIsExact(t *testing.T) {
 						cancel()
 					}
 				}
+				stop.Spec = runspec.Spec{Model: model, Method: name, Epochs: 2}
 				cut, err := Train(ctx, r.Build, train, test, stop)
 				cancel()
 				require.Error(t, err)
 				require.True(t, cut.Interrupted)
+				last, err := checkpoint.Latest(cfg.CheckpointDir)
+				require.NoError(t, err)
+				var saved savedRun
+				require.NoError(t, json.Unmarshal(last.Manifest.Config, &saved))
+				require.Equal(t, &stop.Spec, saved.Spec, "the manifest carries the run's specification")
 
 				resumeCfg := cfg
 				resumeCfg.Resume = cfg.CheckpointDir
@@ -115,4 +125,36 @@ func TestResumeFromAnEpochEnd(t *testing.T) {
 	require.Positive(t, res.Epochs[0].Accuracy)
 	require.Equal(t, whole.Epochs[0].Accuracy, res.Epochs[0].Accuracy, "the checkpoint kept epoch 1's accuracy")
 	require.Equal(t, whole.Accuracy, res.Accuracy)
+}
+
+// TestOldManifestStillLoads: a manifest written before manifests carried
+// the run specification (no "spec"), and before its keys were the spec's
+// (keep_activations for stash), still resumes, and one written now
+// carries the spec it was given and none when it was given none.
+func TestOldManifestStillLoads(t *testing.T) {
+	rc := Config{Hyper: zoo.Hyper{Microbatch: 4, Microbatches: 2, Epochs: 2, LR: 0.1, KeepActivations: true}, Schedule: schedule.PipeMare()}.savedConfig("mlp", 64)
+	epochs := []EpochResult{{Epoch: 1, Loss: 2, Accuracy: 0.5}}
+	b, err := json.Marshal(struct {
+		Config savedConfig   `json:"config"`
+		Epochs []EpochResult `json:"epochs"`
+	}{rc, epochs}) // the format before "spec", and before "stash" was "keep_activations"
+	require.NoError(t, err)
+	old := []byte(strings.Replace(string(b), `"stash":true`, `"keep_activations":true`, 1))
+	require.Contains(t, string(old), `"keep_activations":true`)
+	got, epoch, index, err := resumed(&checkpoint.Manifest{Config: old, Data: checkpoint.DataPosition{Epoch: 2, Index: 3}}, rc)
+	require.NoError(t, err)
+	require.Equal(t, epochs, got)
+	require.Equal(t, [2]int{2, 3}, [2]int{epoch, index})
+
+	spec := runspec.Spec{Model: "mlp", LR: 0.1}
+	m, err := manifest(rc, &spec, epochs, 2, 3)
+	require.NoError(t, err)
+	var saved savedRun
+	require.NoError(t, json.Unmarshal(m.Config, &saved))
+	require.Equal(t, &spec, saved.Spec)
+	_, _, _, err = resumed(&m, rc)
+	require.NoError(t, err)
+	m, err = manifest(rc, nil, epochs, 2, 3)
+	require.NoError(t, err)
+	require.NotContains(t, string(m.Config), `"spec"`)
 }

@@ -86,7 +86,7 @@ func ConfigFor(s runspec.Spec, r zoo.Recipe, trainLen int) (Config, error) {
 
 // hyper is r's run with s's numbers and cut.
 func hyper(s runspec.Spec, r zoo.Recipe) Config {
-	c := Config{Hyper: r.Run}
+	c := Config{Hyper: r.Run, Spec: s}
 	if s.Cosine != nil {
 		c.Cosine = *s.Cosine
 	}

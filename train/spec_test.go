@@ -17,6 +17,8 @@ func TestEmptySpecIsTheRecipe(t *testing.T) {
 		require.NoError(t, err, r.Model)
 		want, err := FromRecipe(r, "", 8000/(r.Run.Microbatch*r.Run.Microbatches))
 		require.NoError(t, err, r.Model)
+		require.Equal(t, runspec.Spec{Model: r.Model}, got.Spec, "the config records its spec")
+		got.Spec = runspec.Spec{}
 		got.Schedule, want.Schedule = schedule.Schedule{}, schedule.Schedule{} // funcs never compare equal
 		require.Equal(t, want, got, r.Model)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/pipemare/pipemare/graphsplit"
 	"github.com/pipemare/pipemare/method"
 	"github.com/pipemare/pipemare/rescheduler"
+	"github.com/pipemare/pipemare/runspec"
 	"github.com/pipemare/pipemare/schedule"
 	"github.com/pkg/errors"
 	"gorgonia.org/gorgonia"
@@ -76,6 +77,10 @@ type Config struct {
 	// Checkpointed, when set, is called after each checkpoint is
 	// committed, with the steps it holds and its directory.
 	Checkpointed func(step int, dir string)
+	// Spec is the run specification the Config was made from (ConfigFor
+	// sets it; zero for a Config built otherwise). Checkpoints record it
+	// beside the configuration; it changes nothing that trains.
+	Spec runspec.Spec
 	// Resume, when set, is a checkpoint directory (or a directory with a
 	// LATEST pointer) of a run with the same configuration: the run goes on
 	// from it, and ends bit-identical to the uninterrupted run.

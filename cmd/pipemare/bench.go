@@ -8,9 +8,10 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/pipemare/pipemare/experiment"
+	"github.com/pipemare/pipemare/bench"
 	"github.com/pipemare/pipemare/internal/affinity"
 	"github.com/pipemare/pipemare/rundir"
+	"github.com/pipemare/pipemare/runout"
 	"github.com/pipemare/pipemare/runspec"
 )
 
@@ -19,7 +20,7 @@ import (
 // flags say — in this process on every CPU, or -procs N [-pin] — and in one
 // process on one CPU (train -cpus: GOMAXPROCS follows), rounds times, A B B A …
 // so that the machine's drift falls on both, each a child `pipemare train`
-// (experiment.Bench.RunChildren). It writes bench.json (every run, the
+// (bench.Bench.RunChildren). It writes bench.json (every run, the
 // medians, the speed-up) and, as report.json, the last placed run's report
 // with the speed-up beside it. With -target it measures time to that test
 // accuracy instead (timeToAccuracy).
@@ -31,7 +32,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	t.register(fs)
 	rounds := fs.Int("rounds", 3, "interleaved rounds of the placed run and the one-CPU run (with -target: seeds, from -seed on)")
 	target := fs.Float64("target", 0, "time to accuracy: train each seed in each of -placements, and report the time to this test accuracy")
-	placements := fs.String("placements", strings.Join(experiment.TargetPlacementNames, ","), "with -target: where to train (one-cpu, cores: one process on every CPU, procs: a pinned process per stage)")
+	placements := fs.String("placements", strings.Join(bench.TargetPlacementNames, ","), "with -target: where to train (one-cpu, cores: one process on every CPU, procs: a pinned process per stage)")
 	if err := parse(fs, args, stdout, stderr); err != nil {
 		return err
 	}
@@ -62,7 +63,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	if err := experiment.ChooseCut(&cfg, true, "", r, trainSet, stdout); err != nil {
+	if err := runout.ChooseCut(&cfg, true, "", r, trainSet, stdout); err != nil {
 		return err
 	}
 	var given []string
@@ -73,7 +74,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if cfg.Cut != nil {
 			stages = len(cfg.Cut) + 1
 		}
-		ps, err := experiment.TargetPlacements(strings.Split(*placements, ","), stages, oneCPU)
+		ps, err := bench.TargetPlacements(strings.Split(*placements, ","), stages, oneCPU)
 		if err != nil {
 			return usageError(fs, "%s", inFlags(err))
 		}
@@ -84,7 +85,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return timeToAccuracy(ctx, *target, targetArgs(given, cfg.Cut), seeds, ps, o.out, stdout)
 	}
 	placed, against := benchArgs(given, cfg.Cut, t.procs, t.cpu.pin, oneCPU)
-	b := experiment.Bench{Placed: experiment.BenchPlacement(t.procs, t.cpu.pin), Against: "one process on one CPU"}
+	b := bench.Bench{Placed: bench.BenchPlacement(t.procs, t.cpu.pin), Against: "one process on one CPU"}
 	out := rundir.Dir{Path: o.out, Files: []string{"bench.json", "report.json"}}
 	if err := out.Prepare(); err != nil {
 		return err
@@ -100,15 +101,15 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 // timeToAccuracy is bench -target: it trains args (targetArgs) with each
 // seed in each placement, each a child pipemare train writing its run
 // directory into out, and writes bench.json and the table
-// (experiment.TimeToAccuracy).
-func timeToAccuracy(ctx context.Context, target float64, args []string, seeds []int64, ps []experiment.TargetPlacement, out string, stdout io.Writer) error {
+// (bench.TimeToAccuracy).
+func timeToAccuracy(ctx context.Context, target float64, args []string, seeds []int64, ps []bench.TargetPlacement, out string, stdout io.Writer) error {
 	dir := rundir.Dir{Path: out, Files: []string{"bench.json"}}
 	if err := dir.Prepare(); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "bench: time to test accuracy %.4f, %d seeds in %d placements\n", target, len(seeds), len(ps))
-	tta := experiment.TimeToAccuracy{Target: target}
-	child := func(p experiment.TargetPlacement, seed int64) experiment.ChildArgs {
+	tta := bench.TimeToAccuracy{Target: target}
+	child := func(p bench.TargetPlacement, seed int64) bench.ChildArgs {
 		return withOut(append(placedArgs(args, p), fmt.Sprintf("-seed=%d", seed)))
 	}
 	if err := tta.RunTargetChildren(ctx, "", child, out, seeds, ps, stdout); err != nil {
@@ -136,7 +137,7 @@ var targetOwn = append(slices.Clone(benchOwn), "target", "placements", "seed")
 // has -out: withOut adds it.
 func benchArgs(given []string, cut []int, procs int, pin bool, oneCPU string) (placed, against []string) {
 	base := trainArgs(given, cut, benchOwn)
-	placed = placedArgs(base, experiment.TargetPlacement{Procs: procs, Pin: pin})
+	placed = placedArgs(base, bench.TargetPlacement{Procs: procs, Pin: pin})
 	if procs > 0 { // -transport: the placed run's
 		for _, a := range given {
 			if name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "="); name == "transport" {
@@ -144,7 +145,7 @@ func benchArgs(given []string, cut []int, procs int, pin bool, oneCPU string) (p
 			}
 		}
 	}
-	return placed, placedArgs(base, experiment.TargetPlacement{CPUs: oneCPU})
+	return placed, placedArgs(base, bench.TargetPlacement{CPUs: oneCPU})
 }
 
 // targetArgs is the command line (after the program's name) of a
@@ -178,7 +179,7 @@ func trainArgs(given []string, cut []int, own []string) []string {
 
 // placedArgs is args placed as p says: in stage processes (-procs, on
 // loopback in plaintext, -pin), or on the CPUs p.CPUs (-cpus).
-func placedArgs(args []string, p experiment.TargetPlacement) []string {
+func placedArgs(args []string, p bench.TargetPlacement) []string {
 	out := slices.Clone(args)
 	if p.Procs > 0 {
 		out = append(out, fmt.Sprintf("-procs=%d", p.Procs), "-insecure")
@@ -193,6 +194,6 @@ func placedArgs(args []string, p experiment.TargetPlacement) []string {
 }
 
 // withOut is the child training of args writing to its out (-out).
-func withOut(args []string) experiment.ChildArgs {
+func withOut(args []string) bench.ChildArgs {
 	return func(out string) []string { return append(slices.Clip(args), "-out="+out) }
 }

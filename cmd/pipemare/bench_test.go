@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/pipemare/pipemare/experiment"
+	"github.com/pipemare/pipemare/bench"
 	"github.com/pipemare/pipemare/internal/affinity"
 	"github.com/stretchr/testify/require"
 )
@@ -42,7 +42,7 @@ func BenchmarkPlacement(b *testing.B) {
 					require.Equal(b, 0, code, "%s\n%s", out, stderr)
 					raw, err := os.ReadFile(filepath.Join(dir, "bench.json"))
 					require.NoError(b, err)
-					var r experiment.Bench
+					var r bench.Bench
 					require.NoError(b, json.Unmarshal(raw, &r))
 					require.True(b, r.SameWeights)
 					b.ReportMetric(r.Speedup, "speedup")
@@ -67,7 +67,7 @@ func TestBench(t *testing.T) {
 	require.Regexp(t, `speed-up \d+\.\d\d× \(\d+\.\d\d–\d+\.\d\d over the rounds\)`, out)
 	raw, err := os.ReadFile(filepath.Join(dir, "bench.json"))
 	require.NoError(t, err)
-	var r experiment.Bench
+	var r bench.Bench
 	require.NoError(t, json.Unmarshal(raw, &r))
 	require.True(t, r.SameWeights, "placement changes timing, never weights")
 	require.Len(t, r.Runs, 2)
@@ -104,7 +104,7 @@ func TestBenchTarget(t *testing.T) {
 	require.Contains(t, out, "| placement | reached 0.3000 | time to target, s | epochs | samples/s |")
 	raw, err := os.ReadFile(filepath.Join(dir, "bench.json"))
 	require.NoError(t, err)
-	var r experiment.TimeToAccuracy
+	var r bench.TimeToAccuracy
 	require.NoError(t, json.Unmarshal(raw, &r))
 	require.True(t, r.SameWeights, "placement changes timing, never weights")
 	require.Len(t, r.Runs, 4)
@@ -153,5 +153,5 @@ func TestTargetArgs(t *testing.T) {
 	require.Equal(t, []string{"train", "-trace-steps=1", "-model=cnn", "-stages=1", "-epochs=1"}, targetArgs(given, nil))
 	given[1] = "-cut=9"
 	require.Equal(t, []string{"train", "-trace-steps=1", "-model=cnn", "-epochs=1", "-cut=9"}, targetArgs(given, []int{9}), "one -cut")
-	require.Equal(t, []string{"train", "-procs=3", "-insecure", "-pin"}, placedArgs([]string{"train"}, experiment.TargetPlacement{Procs: 3, Pin: true}))
+	require.Equal(t, []string{"train", "-procs=3", "-insecure", "-pin"}, placedArgs([]string{"train"}, bench.TargetPlacement{Procs: 3, Pin: true}))
 }

@@ -8,14 +8,14 @@ import (
 
 	"github.com/pkg/errors"
 
-	"github.com/pipemare/pipemare/experiment"
 	"github.com/pipemare/pipemare/rundir"
+	"github.com/pipemare/pipemare/runout"
 	"github.com/pipemare/pipemare/schedule"
 	"github.com/pipemare/pipemare/train"
 )
 
 // compareCmd trains every schedule on the same model, data and seed one
-// after the other (experiment.Comparison) and prints the table.
+// after the other (runout.Comparison) and prints the table.
 func compareCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("pipemare compare", flag.ContinueOnError)
 	var o options
@@ -35,14 +35,14 @@ func compareCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return usageOr(fs, err)
 	}
-	runs, left, err := experiment.CompareRuns(func(s schedule.Schedule) (train.Config, error) { return o.config(s, trainSet.Len()) }, p)
+	runs, left, err := runout.CompareRuns(func(s schedule.Schedule) (train.Config, error) { return o.config(s, trainSet.Len()) }, p)
 	if err != nil {
 		return usageError(fs, "%v", err)
 	}
 	for _, l := range left {
 		fmt.Fprintf(stdout, "leaving out %s: it needs N ≥ %d microbatches on %d stages, and -microbatches is %d\n", l.Label, schedule.MinN(l.Config.Schedule, p), p, l.Config.Microbatches)
 	}
-	return experiment.Comparison{Model: o.model, Target: *target, TraceSteps: o.traceSteps, Log: stdout,
+	return runout.Comparison{Model: o.model, Target: *target, TraceSteps: o.traceSteps, Log: stdout,
 		Train: func(ctx context.Context, cfg train.Config) (*train.Result, error) {
 			return trainWithProgress(ctx, r.Build, cfg, trainSet, test, stdout, stderr)
 		},

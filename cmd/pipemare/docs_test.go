@@ -13,9 +13,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.yaml.in/yaml/v3"
 
-	"github.com/pipemare/pipemare/experiment"
 	"github.com/pipemare/pipemare/launch"
 	"github.com/pipemare/pipemare/rundir"
+	"github.com/pipemare/pipemare/runout"
 	"github.com/pipemare/pipemare/zoo"
 )
 
@@ -95,7 +95,7 @@ func TestJobSetManifestArgs(t *testing.T) {
 		require.GreaterOrEqual(t, tf.net.ConnectTimeout, time.Minute, "pods may start minutes apart")
 		r, err := zoo.RecipeFor(o.model)
 		require.NoError(t, err)
-		n, err := experiment.StageCount(r, o.stages)
+		n, err := runout.StageCount(r, o.stages)
 		require.NoError(t, err)
 		require.Equal(t, stages, n, "one stage per pod")
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"flag"
+	"fmt"
 	"regexp"
 	"slices"
 	"strings"
@@ -12,34 +13,38 @@ import (
 
 	"github.com/pipemare/pipemare/launch"
 	"github.com/pipemare/pipemare/runspec"
+	"github.com/pipemare/pipemare/train"
+	"github.com/pipemare/pipemare/zoo"
 )
 
 // TestStageWithOtherSettingsIsRefused: a stage process started with
 // another run setting than its driver's is refused at the handshake, the
-// error naming the setting's flag and both values, and both processes
-// exit non-zero — for every setting of the spec that reaches a stage
-// (runspec.Spec.Settings; runspec's tests check that the list is whole).
-// One short-lived process pair per setting: the MLP in one stage.
+// error naming the setting's flag and both resolved values (the driver's
+// the recipe's), and both processes exit non-zero — for every setting of
+// the spec that reaches a stage (runspec.Spec.Settings; runspec's tests
+// check that the list is whole). One short-lived process pair per
+// setting: the MLP in one stage.
 func TestStageWithOtherSettingsIsRefused(t *testing.T) {
 	skipProcesses(t)
 	run := []string{"-model", "mlp", "-stages", "1", "-limit", "320", "-epochs", "2", "-test-limit", "100", "-insecure", "-connect-timeout", "30s"}
-	cases := []struct{ flag, value, there, here string }{
-		{"-lr", "0.2", "0.2", "default"},
-		{"-microbatches", "2", "2", "default"},
-		{"-seed", "9", "9", "default"},
-		{"-t1", "3", "3", "default"},
-		{"-t2", "0.5", "0.5", "default"},
-		{"-method", "naive", "naive", "default"},
-		{"-model", "cnn", "cnn", "mlp"},
-		{"-schedule", "gpipe", "gpipe", "default"},
-		{"-microbatch", "8", "8", "default"},
-		{"-epochs", "3", "3", "2"},
-		{"-momentum", "0.5", "0.5", "default"},
-		{"-cosine=false", "", "false", "default"},
-		{"-step-decay", "", "true", "default"},
-		{"-warmup", "2", "2", "default"},
-		{"-stash", "", "true", "default"},
-		{"-limit", "256", "256", "320"},
+	here := resolved(t, runspec.Spec{Model: "mlp", Stages: "1", Limit: 320, Epochs: 2, TestLimit: 100})
+	cases := []struct{ flag, value, there string }{
+		{"-lr", "0.2", "0.2"},
+		{"-microbatches", "2", "2"},
+		{"-seed", "9", "9"},
+		{"-t1", "3", "3"},
+		{"-t2", "0.5", "0.5"},
+		{"-method", "naive", "naive"},
+		{"-model", "cnn", "cnn"},
+		{"-schedule", "gpipe", "gpipe"},
+		{"-microbatch", "8", "8"},
+		{"-epochs", "3", "3"},
+		{"-momentum", "0.5", "0.5"},
+		{"-cosine=false", "", "false"},
+		{"-step-decay", "", "true"},
+		{"-warmup", "2", "2"},
+		{"-stash", "", "true"},
+		{"-limit", "256", "256"},
 	}
 	for _, c := range cases {
 		t.Run(c.flag, func(t *testing.T) {
@@ -50,7 +55,7 @@ func TestStageWithOtherSettingsIsRefused(t *testing.T) {
 			ps, addrs := handStages(t, []string{"127.0.0.1"}, [][]string{stage}, nil)
 			driver := start(t, nil, append([]string{"train", "-stage-addrs", addrs, "-out", t.TempDir()}, run...)...)
 			name := regexp.QuoteMeta(flagOf(settingOf(c.flag)))
-			there, here := regexp.QuoteMeta(c.there), regexp.QuoteMeta(c.here)
+			there, here := regexp.QuoteMeta(c.there), regexp.QuoteMeta(here[settingOf(c.flag)])
 			// Whichever peer refuses the other first says so, and the
 			// other passes it on.
 			refused := `runs with another ` + name + `: (` + there + ` there, ` + here + ` here|` + here + ` there, ` + there + ` here)`
@@ -74,6 +79,38 @@ func TestStageWithOtherSettingsIsRefused(t *testing.T) {
 		tested = append(tested, flagOf(settingOf(c.flag)))
 	}
 	require.ElementsMatch(t, settings, tested, "a case for every setting that reaches a stage")
+}
+
+// TestStageGivenTheRecipesValuesIsAccepted: a stage process given, as
+// flags, the values its driver takes from the recipe runs the same
+// settings, and the run trains to the end.
+func TestStageGivenTheRecipesValuesIsAccepted(t *testing.T) {
+	skipProcesses(t)
+	r, err := zoo.RecipeFor("mlp")
+	require.NoError(t, err)
+	run := []string{"-model", "mlp", "-stages", "1", "-limit", "320", "-epochs", "2", "-test-limit", "100", "-insecure", "-connect-timeout", "30s"}
+	stage := append(slices.Clone(run), "-lr", fmt.Sprint(r.Run.LR), "-seed", fmt.Sprint(r.Run.Seed), "-method", r.Method, "-microbatches", fmt.Sprint(r.Run.Microbatches))
+	ps, addrs := handStages(t, []string{"127.0.0.1"}, [][]string{stage}, nil)
+	driver := start(t, nil, append([]string{"train", "-stage-addrs", addrs, "-out", t.TempDir()}, run...)...)
+	code, _, stderr := driver.wait(t, time.Minute)
+	require.Equal(t, 0, code, "the driver: %s", stderr)
+	code, _, stderr = ps[0].wait(t, time.Minute)
+	require.Equal(t, 0, code, "the stage: %s", stderr)
+}
+
+// resolved are the settings a run of spec resolves to, by name
+// (train.Resolved), as the handshake compares them.
+func resolved(t *testing.T, spec runspec.Spec) map[string]string {
+	t.Helper()
+	r, err := zoo.RecipeFor(spec.Model)
+	require.NoError(t, err)
+	cfg, err := train.ConfigFor(spec, r, spec.Limit)
+	require.NoError(t, err)
+	out := map[string]string{}
+	for _, s := range train.Resolved(r, cfg).Settings() {
+		out[s.Name] = s.Value
+	}
+	return out
 }
 
 // settingOf is the setting a flag as the cases write it gives.

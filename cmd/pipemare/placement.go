@@ -110,7 +110,7 @@ func (t *trainFlags) connect(ctx context.Context, cfg *train.Config, o *options,
 		cfg.Connect = t.net.Connector(pl)
 		return stop
 	case launch.LocalProcs:
-		return t.startLocal(cfg, o, rep, stdout, stderr)
+		return t.startLocal(cfg, o, pl.Spec, rep, stdout, stderr)
 	}
 	return func(error) error { return nil }
 }
@@ -118,7 +118,8 @@ func (t *trainFlags) connect(ctx context.Context, cfg *train.Config, o *options,
 // startLocal sets cfg.Connect to start -procs's stage processes once the
 // model is cut (launch.LocalDriver) and connect to them, recording in rep
 // where they run and saying so on stdout; the stop it returns ends them.
-func (t *trainFlags) startLocal(cfg *train.Config, o *options, rep *rundir.Placement, stdout, stderr io.Writer) func(error) error {
+// The driver announces resolved (train.Resolved) at its handshakes.
+func (t *trainFlags) startLocal(cfg *train.Config, o *options, resolved runspec.Spec, rep *rundir.Placement, stdout, stderr io.Writer) func(error) error {
 	local := t.net.ForLocal() // shared memory unless -transport says otherwise
 	d := &launch.LocalDriver{
 		Config: launch.LocalConfig{Stages: t.procs, Insecure: t.net.Credentials.Insecure, Stderr: stderr,
@@ -137,7 +138,7 @@ func (t *trainFlags) startLocal(cfg *train.Config, o *options, rep *rundir.Place
 		Dial: func(l *launch.Local) launch.ConnectFunc {
 			n := local
 			n.Credentials.Dir = l.Certs
-			return n.Connector(launch.Place{Addrs: l.Addrs, Stage: -1, Spec: o.spec()})
+			return n.Connector(launch.Place{Addrs: l.Addrs, Stage: -1, Spec: resolved})
 		},
 	}
 	cfg.Connect = func(ctx context.Context, plan *graphsplit.Plan) (transport.Endpoint, error) {

@@ -48,7 +48,7 @@ func stageCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	pl.Spec = o.spec()
+	pl.Spec = train.Resolved(r, cfg)
 	if err := fitPlan(r, cfg, stagesOf(pl.Spec), 0, pl); err != nil {
 		return usageOr(fs, err)
 	}

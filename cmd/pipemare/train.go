@@ -9,9 +9,9 @@ import (
 	"os"
 	"time"
 
-	"github.com/pipemare/pipemare/experiment"
 	"github.com/pipemare/pipemare/launch"
 	"github.com/pipemare/pipemare/rundir"
+	"github.com/pipemare/pipemare/runout"
 	"github.com/pipemare/pipemare/train"
 	"github.com/pipemare/pipemare/zoo"
 	"golang.org/x/term"
@@ -47,7 +47,7 @@ func trainCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 }
 
 // trainJob is what train's flags ask for, checked: where the stages run,
-// the run and its data, and where it starts (experiment.RunStart).
+// the run and its data, and where it starts (runout.RunStart).
 type trainJob struct {
 	where          launch.Where
 	pl             launch.Place
@@ -69,7 +69,7 @@ func (t *trainFlags) job(fs *flag.FlagSet, o *options) (j trainJob, err error) {
 	if err := t.checkRestarts(fs); err != nil {
 		return j, err
 	}
-	if o.out, j.from, j.how, err = experiment.RunStart(t.resume, o.out, o.set()["out"]); err != nil {
+	if o.out, j.from, j.how, err = runout.RunStart(t.resume, o.out, o.set()["out"]); err != nil {
 		return j, usageError(fs, "%v", err)
 	}
 	j.where, j.pl, err = t.place()
@@ -82,12 +82,12 @@ func (t *trainFlags) job(fs *flag.FlagSet, o *options) (j trainJob, err error) {
 	if j.r, j.trainSet, j.test, j.cfg, err = o.run(); err != nil {
 		return j, err
 	}
-	j.pl.Spec = o.spec()
+	j.pl.Spec = train.Resolved(j.r, j.cfg)
 	return j, usageOr(fs, fitPlan(j.r, j.cfg, o.stages, t.procs, j.pl))
 }
 
-// train trains j into its run directory (experiment.TrainRun): the cut
-// chosen (experiment.ChooseCut), the stages connected where they run,
+// train trains j into its run directory (runout.TrainRun): the cut
+// chosen (runout.ChooseCut), the stages connected where they run,
 // and what trained written, interrupted runs included.
 func (t *trainFlags) train(ctx context.Context, o *options, j trainJob, stdout, stderr io.Writer) (err error) {
 	cfg := j.cfg
@@ -95,11 +95,11 @@ func (t *trainFlags) train(ctx context.Context, o *options, j trainJob, stdout, 
 	if j.how != rundir.Fresh {
 		resumeDir = o.out
 	}
-	if err := experiment.ChooseCut(&cfg, j.where == launch.InProcess || j.where == launch.LocalProcs, resumeDir, j.r, j.trainSet, stdout); err != nil {
+	if err := runout.ChooseCut(&cfg, j.where == launch.InProcess || j.where == launch.LocalProcs, resumeDir, j.r, j.trainSet, stdout); err != nil {
 		return err
 	}
 	cfg.CheckpointEvery = t.checkpointEvery
-	run, err := experiment.StartTrainRun(o.out, j.from, j.how, o.settings(cfg, j.trainSet, j.test), &cfg, o.traceSteps, stdout)
+	run, err := runout.StartTrainRun(o.out, j.from, j.how, o.settings(cfg, j.trainSet, j.test), &cfg, o.traceSteps, stdout)
 	if errors.Is(err, rundir.ErrFinished) { // a finished run restarted (-resume auto): nothing to do
 		fmt.Fprintf(stdout, "%v\n", inFlags(err))
 		return nil
@@ -107,9 +107,9 @@ func (t *trainFlags) train(ctx context.Context, o *options, j trainJob, stdout, 
 	if err != nil {
 		return err
 	}
-	run.Report.Placement = experiment.Placement(j.where, j.pl, t.net, t.cpu.cpus)
+	run.Report.Placement = runout.Placement(j.where, j.pl, t.net, t.cpu.cpus)
 	fmt.Fprintf(stdout, "training %s (%d examples) with %s, %s stages, N=%d × %d rows, %d epochs, lr %g (%s), T1 K=%d, T2 γ=%g, warm-up %d steps\n",
-		o.model, j.trainSet.Len(), experiment.RunLabel(cfg), o.stages, cfg.Microbatches, cfg.Microbatch, cfg.Epochs, cfg.LR, cfg.SolverName(), cfg.T1, cfg.T2, cfg.Warmup)
+		o.model, j.trainSet.Len(), runout.RunLabel(cfg), o.stages, cfg.Microbatches, cfg.Microbatch, cfg.Epochs, cfg.LR, cfg.SolverName(), cfg.T1, cfg.T2, cfg.Warmup)
 	stop := t.connect(ctx, &cfg, o, j.where, j.pl, run.Report.Placement, j.r, j.trainSet, stdout, stderr)
 	res, err := trainWithProgress(ctx, j.r.Build, cfg, j.trainSet, j.test, stdout, stderr)
 	err = errors.Join(err, stop(err))
@@ -135,9 +135,9 @@ var barThrottle = 200 * time.Millisecond
 
 // trainWithProgress runs train.Train with one line per epoch on stdout and,
 // when stderr is a terminal, a progress bar per epoch on stderr
-// (experiment.Progress).
+// (runout.Progress).
 func trainWithProgress(ctx context.Context, build zoo.Builder, cfg train.Config, trainSet, test zoo.Data, stdout, stderr io.Writer) (*train.Result, error) {
-	p := experiment.Progress{Log: stdout, Throttle: barThrottle, Steps: onSteps}
+	p := runout.Progress{Log: stdout, Throttle: barThrottle, Steps: onSteps}
 	if isTerminal(stderr) {
 		p.Bar = stderr
 	}

@@ -1,4 +1,4 @@
-package experiment
+package bench
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/pkg/errors"
 
 	"github.com/pipemare/pipemare/rundir"
+	"github.com/pipemare/pipemare/runout"
 	"github.com/pipemare/pipemare/runspec"
 	"github.com/pipemare/pipemare/train"
 )
@@ -162,7 +163,7 @@ func (t *TimeToAccuracy) RunTargetChildren(ctx context.Context, exe string, args
 
 // parse reads a run's report.json: its epochs' accuracies and clocks, its
 // samples/s and weights, and when it first reached t's target
-// (firstAtTarget, as sweeps and comparisons time it).
+// (runout.FirstAtTarget, as sweeps and comparisons time it).
 func (t *TimeToAccuracy) parse(raw []byte) (TargetRun, error) {
 	var rep struct {
 		Result struct {
@@ -187,7 +188,7 @@ func (t *TimeToAccuracy) parse(raw []byte) (TargetRun, error) {
 		}
 		r.Accuracies, r.Clocks = append(r.Accuracies, e.Accuracy), append(r.Clocks, e.Clock.Seconds())
 	}
-	if at := firstAtTarget(res.Epochs, t.Target); at >= 0 && at < len(r.Clocks) {
+	if at := runout.FirstAtTarget(res.Epochs, t.Target); at >= 0 && at < len(r.Clocks) {
 		r.Reached, r.EpochsToTarget, r.SecondsToTarget = true, at+1, r.Clocks[at]
 	}
 	return r, nil

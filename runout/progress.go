@@ -1,4 +1,4 @@
-package experiment
+package runout
 
 import (
 	"context"
@@ -31,7 +31,7 @@ type Progress struct {
 // then, when an epoch trained, the summary: the epoch the run stopped in,
 // if it was interrupted; the stages, the measured utilization and bubble
 // and the wall time; and a finished run's accuracy and weights. It
-// returns what train.Train returns; it is a Trainer.
+// returns what train.Train returns; it is an experiment.Trainer.
 func (p Progress) Train(ctx context.Context, build zoo.Builder, trainSet, test zoo.Data, cfg train.Config) (*train.Result, error) {
 	var bar *progressbar.ProgressBar
 	epoch := 1

@@ -1,9 +1,10 @@
 //go:build unix
 
-package experiment
+package bench
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -75,11 +76,11 @@ func TestRunChildren(t *testing.T) {
 	require.NoError(t, b.Write(out, raw, &log))
 	require.Equal(t, "speed-up 3.00× (3.00–3.00 over the rounds): 300.0 samples/s p, 100.0 a\n", log.String())
 	var rep map[string]any
-	require.NoError(t, readJSON(filepath.Join(out.Path, "report.json"), &rep))
+	readJSON(t, filepath.Join(out.Path, "report.json"), &rep)
 	require.Contains(t, rep, "result")
 	require.Equal(t, "p", rep["speedup"].(map[string]any)["placed"])
 	var bench Bench
-	require.NoError(t, readJSON(filepath.Join(out.Path, "bench.json"), &bench))
+	readJSON(t, filepath.Join(out.Path, "bench.json"), &bench)
 	require.Equal(t, b.Runs, bench.Runs)
 	require.ErrorContains(t, b.Write(out, []byte("[]"), &log), "the placed run's report.json")
 
@@ -91,4 +92,12 @@ func TestRunChildren(t *testing.T) {
 
 	_, err = (&Bench{}).RunChildren(context.Background(), "/bin/sh", script("-c", "exit 1"), against, dir, 1, io.Discard)
 	require.ErrorContains(t, err, "placed run 0: exit status 1")
+}
+
+// readJSON decodes the JSON file at path into v.
+func readJSON(t *testing.T, path string, v any) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(b, v))
 }

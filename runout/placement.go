@@ -1,9 +1,8 @@
-package experiment
+package runout
 
 import (
-	"path/filepath"
-
 	"fmt"
+	"path/filepath"
 
 	"github.com/pipemare/pipemare/launch"
 	"github.com/pipemare/pipemare/rundir"
