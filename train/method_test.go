@@ -93,9 +93,9 @@ func TestMethods(t *testing.T) {
 	_, err = FromRecipe(tr, MethodSpike, 10)
 	require.ErrorContains(t, err, "spike compensation needs momentum")
 	for name, c := range map[string]Config{
-		"weight prediction with T2":        {Predict: true, T2: 0.9},
-		"weight prediction with pipedream": {Predict: true, Schedule: schedule.PipeDream()},
-		"not NAdam":                        {Spike: true, NAdam: true},
+		"t2 0.9: weight prediction cannot have T2": {Predict: true, T2: 0.9},
+		"weight prediction with pipedream":         {Predict: true, Schedule: schedule.PipeDream()},
+		"not NAdam":                                {Spike: true, NAdam: true},
 	} {
 		c.LR, c.Epochs = 0.1, 1
 		_, err := c.Solver(10)(0)

@@ -77,11 +77,23 @@ func ConfigFor(s runspec.Spec, r zoo.Recipe, trainLen int) (Config, error) {
 	if !c.Schedule.Async { // techniques for asynchrony only
 		c = c.WithoutTechniques()
 	}
-	if c.Predict && c.T2 != 0 {
-		return c, &runspec.Error{Setting: "t2", Value: strconv.FormatFloat(c.T2, 'g', -1, 64),
-			Reason: fmt.Sprintf("weight prediction ({method} %s) cannot have T2, whose backward estimate would undo it", method)}
+	return c, predictionWithT2(c, string(method))
+}
+
+// predictionWithT2 is the rule that weight prediction refuses T2, whose
+// backward estimate would undo the prediction: a *runspec.Error naming t2
+// and, when method is not "", the run's method; nil when c has not both.
+// ConfigFor and Config.check both ask it.
+func predictionWithT2(c Config, method string) error {
+	if !c.Predict || c.T2 == 0 {
+		return nil
 	}
-	return c, nil
+	what := "weight prediction"
+	if method != "" {
+		what += fmt.Sprintf(" ({method} %s)", method)
+	}
+	return &runspec.Error{Setting: "t2", Value: strconv.FormatFloat(c.T2, 'g', -1, 64),
+		Reason: what + " cannot have T2, whose backward estimate would undo it"}
 }
 
 // hyper is r's run with s's numbers and cut.

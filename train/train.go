@@ -259,6 +259,9 @@ const nadamWarmup = 3.0 / 50
 
 // check refuses the combinations of techniques the solver cannot compose.
 func (c Config) check() error {
+	if err := predictionWithT2(c, ""); err != nil {
+		return err
+	}
 	switch {
 	case c.StepDecay && c.Cosine:
 		return errors.New("train: step decay and the cosine are two base schedules; turn one off")
@@ -268,8 +271,6 @@ func (c Config) check() error {
 		return errors.New("train: spike compensation is for a momentum solver, not NAdam")
 	case c.Spike && c.beta() == 0:
 		return errors.New("train: spike compensation needs momentum, and the run has none (SGD)")
-	case c.Predict && c.T2 != 0:
-		return errors.Errorf("train: weight prediction with T2 (γ = %g): T2's backward estimate would undo the prediction; turn one off", c.T2)
 	case c.Predict && c.Schedule.StashWeights:
 		return errors.Errorf("train: weight prediction with %s: its stash keeps the weights, not the predicted ones the forwards read", c.Schedule.Name)
 	case c.Predict && c.Delays != nil:
