@@ -48,6 +48,7 @@ func TestStageWithOtherSettingsIsRefused(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.flag, func(t *testing.T) {
+			t.Parallel() // each case its own processes and listeners; they mostly wait
 			stage := append(slices.Clone(run), c.flag)
 			if c.value != "" {
 				stage = append(stage, c.value)

@@ -100,9 +100,6 @@ func skipProcesses(t *testing.T) {
 	}
 }
 
-// beforeStart, when set, adjusts the next process start starts.
-var beforeStart func(*exec.Cmd)
-
 // proc is a pipemare process of a test.
 type proc struct {
 	cmd    *exec.Cmd
@@ -117,11 +114,17 @@ type proc struct {
 // start runs pipemare args with env added to the environment.
 func start(t testing.TB, env []string, args ...string) *proc {
 	t.Helper()
+	return startWithFiles(t, nil, env, args...)
+}
+
+// startWithFiles is start with files inherited from file descriptor 3 on.
+// It shares nothing between calls, so tests that run in parallel may call
+// it.
+func startWithFiles(t testing.TB, files []*os.File, env []string, args ...string) *proc {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], args...)
 	cmd.Env = append(append(os.Environ(), asMainEnv+"=1"), env...)
-	if beforeStart != nil {
-		beforeStart(cmd)
-	}
+	cmd.ExtraFiles = files
 	p := &proc{cmd: cmd, lines: make(chan string, 1024), done: make(chan struct{})}
 	cmd.Stderr = &p.stderr
 	stdout, err := cmd.StdoutPipe()

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -173,14 +172,6 @@ func TestStagesStartedByHand(t *testing.T) {
 		require.NotEqual(t, 0, code, "stage %d lost its driver", i)
 		require.Regexp(t, fmt.Sprintf(`(?m)^pipemare stage: .*stage %d`, i), stderr)
 	}
-}
-
-// startWithFiles is start with files inherited from file descriptor 3 on.
-func startWithFiles(t *testing.T, files []*os.File, env []string, args ...string) *proc {
-	t.Helper()
-	defer func(f func(*exec.Cmd)) { beforeStart = f }(beforeStart)
-	beforeStart = func(c *exec.Cmd) { c.ExtraFiles = files }
-	return start(t, env, args...)
 }
 
 // handStages starts stage processes as the README's walkthrough starts
