@@ -23,8 +23,7 @@
 // train.ServeStage take: it opens the process's grpcnet endpoint once the
 // model is cut. Net.Connector does the same with the command line's
 // settings, over shared memory (shmnet, Place.OpenShm) when its Transport
-// says so; Net.ForLocal makes the pipeline of the stage processes a
-// process starts on its own host share memory unless gRPC is forced.
+// says so (TransportShm; the default, TransportAuto, is gRPC).
 //
 // # Stage processes on this host
 //

@@ -47,7 +47,7 @@ type Net struct {
 	// must exceed the longest work between two messages.
 	RecvTimeout time.Duration
 	// Transport carries the messages: gRPC, or shared memory between
-	// processes of one host (TransportAuto: ForLocal decides).
+	// processes of one host (TransportShm; TransportAuto is gRPC).
 	Transport Transport
 }
 

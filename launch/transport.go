@@ -17,9 +17,9 @@ import (
 type Transport int
 
 const (
-	// TransportAuto is shared memory between the stage processes a
-	// process starts on its own host (StartLocal: ForLocal), gRPC
-	// otherwise.
+	// TransportAuto is gRPC today: on a quiet machine the stage processes
+	// of -procs train faster over gRPC than over shared memory
+	// (docs/speed.md), so nothing chooses shared memory unless asked.
 	TransportAuto Transport = iota
 	// TransportGRPC is gRPC, even between processes of one host.
 	TransportGRPC
@@ -54,16 +54,6 @@ func (t *Transport) Set(s string) error {
 		*t = v
 	}
 	return err
-}
-
-// ForLocal is n for the stage processes a process starts on its own host
-// and their driver (StartLocal, LocalDriver): TransportAuto becomes
-// TransportShm; a transport given stays.
-func (n Net) ForLocal() Net {
-	if n.Transport == TransportAuto {
-		n.Transport = TransportShm
-	}
-	return n
 }
 
 // OpenShm opens the process's endpoint (shmnet.Open as Peer) of the

@@ -25,9 +25,6 @@ func Placement(w launch.Where, pl launch.Place, n launch.Net, driverCPUs string)
 	case launch.Remote, launch.LaunchedFirst:
 		p.Where, p.Launcher, p.Addresses = "remote", pl.Launcher, pl.Addrs
 	}
-	if w == launch.LocalProcs {
-		n = n.ForLocal()
-	}
 	switch {
 	case w == launch.InProcess:
 	case n.Transport == launch.TransportShm:

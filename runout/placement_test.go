@@ -16,8 +16,11 @@ func TestPlacement(t *testing.T) {
 	grpc := plain
 	grpc.Transport = launch.TransportGRPC
 	require.Equal(t, &rundir.Placement{Where: "in-process", DriverCPUs: "0-3"}, Placement(launch.InProcess, launch.Place{Stage: -1}, launch.Net{}, "0-3"))
-	require.Equal(t, &rundir.Placement{Where: "processes", Transport: "shared memory"}, Placement(launch.LocalProcs, launch.Place{Stage: -1}, plain, ""), "stage processes of this host share memory")
-	require.Equal(t, &rundir.Placement{Where: "processes", Transport: "grpc (plaintext)"}, Placement(launch.LocalProcs, launch.Place{Stage: -1}, grpc, ""), "unless gRPC is forced")
+	shm := plain
+	shm.Transport = launch.TransportShm
+	require.Equal(t, &rundir.Placement{Where: "processes", Transport: "grpc (plaintext)"}, Placement(launch.LocalProcs, launch.Place{Stage: -1}, plain, ""), "stage processes of this host talk over gRPC by default")
+	require.Equal(t, &rundir.Placement{Where: "processes", Transport: "grpc (plaintext)"}, Placement(launch.LocalProcs, launch.Place{Stage: -1}, grpc, ""))
+	require.Equal(t, &rundir.Placement{Where: "processes", Transport: "shared memory"}, Placement(launch.LocalProcs, launch.Place{Stage: -1}, shm, ""), "or share memory when asked")
 	require.Equal(t, &rundir.Placement{Where: "remote", Launcher: "jobset", Addresses: pl.Addrs, Transport: "grpc+mtls"}, Placement(launch.LaunchedFirst, pl, launch.Net{}, ""))
 	require.Equal(t, &rundir.Placement{Where: "remote", Addresses: pl.Addrs, Transport: "grpc+mtls"}, Placement(launch.Remote, launch.Place{Addrs: pl.Addrs, Stage: -1}, launch.Net{}, ""))
 }

@@ -136,8 +136,10 @@ func TestStageArgs(t *testing.T) {
 	require.Equal(t, []string{"stage", `-spec={"model":"mlp","data":"embedded","cut":"3","lr":0.2,"limit":640}`, "-stage=1", "-stage-addrs=127.0.0.1:1,127.0.0.1:2", "-listen=fd:3",
 		"-connect-timeout=1m0s", "-stall-timeout=20s", "-recv-timeout=5m0s", "-certs=/tmp/c"}, args)
 	require.Equal(t, "-insecure", tf.stageArgs(spec, nil, tf.net, 0, []string{"127.0.0.1:1"}, "")[8])
-	shm := tf.stageArgs(spec, nil, tf.net.ForLocal(), 0, []string{"127.0.0.1:1"}, "")
-	require.Equal(t, []string{"-transport=shm", "-insecure"}, shm[8:], "a stage of -procs is told to share memory")
+	shmNet := tf.net
+	shmNet.Transport = launch.TransportShm
+	shm := tf.stageArgs(spec, nil, shmNet, 0, []string{"127.0.0.1:1"}, "")
+	require.Equal(t, []string{"-transport=shm", "-insecure"}, shm[8:], "a stage of -procs -transport shm is told to share memory")
 
 	fs := flag.NewFlagSet("stage", flag.ContinueOnError)
 	var o options

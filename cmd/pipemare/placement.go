@@ -120,7 +120,7 @@ func (t *trainFlags) connect(ctx context.Context, cfg *train.Config, o *options,
 // where they run and saying so on stdout; the stop it returns ends them.
 // The driver announces resolved (train.Resolved) at its handshakes.
 func (t *trainFlags) startLocal(cfg *train.Config, o *options, resolved runspec.Spec, rep *rundir.Placement, stdout, stderr io.Writer) func(error) error {
-	local := t.net.ForLocal() // shared memory unless -transport says otherwise
+	local := t.net // its -transport, passed on to the stage processes
 	d := &launch.LocalDriver{
 		Config: launch.LocalConfig{Stages: t.procs, Insecure: t.net.Credentials.Insecure, Stderr: stderr,
 			Args: func(i int, addrs []string, certs string) []string {
@@ -205,7 +205,7 @@ func registerNet(fs *flag.FlagSet, n *launch.Net) {
 	fs.BoolVar(&n.Credentials.Insecure, "insecure", false, "plaintext instead of mutual TLS; refused unless every address is loopback")
 	fs.DurationVar(&n.ConnectTimeout, "connect-timeout", grpcnet.DefaultConnectTimeout, "how long a process waits for the others of the pipeline to connect and pass the handshake, and a stage then for its driver's first order (twice as long): a peer that does not come, or is refused, ends every process after it; give the processes' largest start-up gap")
 	fs.DurationVar(&n.StallTimeout, "stall-timeout", grpcnet.DefaultStallTimeout, "how long a process of the pipeline may answer nothing, not even the transport's keepalive, before it is taken as stopped or stalled (SIGSTOP, hung, its host frozen) and every process ends naming it; at least 11s. A process that computes for long still answers")
-	fs.Var(&n.Transport, "transport", "what carries the messages between the processes of the pipeline: auto (shared memory between -procs's stage processes, gRPC to stages elsewhere), grpc (gRPC even on one host), or shm (shared memory: every process on this host, as one user; the driver of -procs passes it to its stages)")
+	fs.Var(&n.Transport, "transport", "what carries the messages between the processes of the pipeline: auto (today gRPC, which measures faster than shared memory), grpc, or shm (shared memory: every process on this host, as one user; the driver of -procs passes it to its stages)")
 	fs.DurationVar(&n.RecvTimeout, "recv-timeout", grpcnet.DefaultRecvTimeout, "how long a process waits for the next message of a peer that is alive: give more than the longest work between two messages (a stage's slice of the schedule, an evaluation)")
 }
 

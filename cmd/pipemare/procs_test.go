@@ -40,7 +40,7 @@ func TestProcsTrainLikeInProcess(t *testing.T) {
 	require.Equal(t, "in-process", want.Placement.Where)
 	tmp := t.TempDir()
 	t.Setenv("TMPDIR", tmp) // where the throw-away certificates go
-	for _, extra := range [][]string{nil, {"-transport", "grpc"}, {"-transport", "grpc", "-insecure"}} {
+	for _, extra := range [][]string{nil, {"-transport", "shm"}, {"-transport", "grpc", "-insecure"}} {
 		dir := t.TempDir()
 		args := append(append([]string{"train", "-procs", "3", "-out", dir}, mlpArgs...), extra...)
 		code, out, stderr := runCLI(context.Background(), args...)
@@ -53,7 +53,7 @@ func TestProcsTrainLikeInProcess(t *testing.T) {
 		require.Equal(t, "processes", got.Placement.Where)
 		require.Len(t, got.Placement.Addresses, 3)
 		require.Len(t, got.Placement.PIDs, 3)
-		require.Equal(t, map[int]string{0: "shared memory", 2: "grpc+mtls", 3: "grpc (plaintext)"}[len(extra)], got.Placement.Transport)
+		require.Equal(t, map[int]string{0: "grpc+mtls", 2: "shared memory", 3: "grpc (plaintext)"}[len(extra)], got.Placement.Transport)
 		var pids []string
 		for _, pid := range got.Placement.PIDs {
 			pids = append(pids, strconv.Itoa(pid))
