@@ -32,7 +32,7 @@ var floors = []struct {
 	{"engine internals, formats", []string{"checkpoint", "delay", "runspec", "transport/internal/linkstate", "transport/pki", "internal/recycle", "internal/slots",
 		"internal/stageops", "internal/tape"}},
 	{"the plan, solvers, the network", []string{"graphsplit", "solvers", "transport/grpcnet"}},
-	{"shared memory (grpcnet's links and timeouts)", []string{"transport/shmnet"}},
+	{"shared memory (grpcnet's timeouts and errors)", []string{"transport/shmnet"}},
 	{"stages, decorators, places", []string{"internal/stage", "rescheduler", "correction", "footprint", "launch"}},
 	{"the driver, methods", []string{"asyncvm", "method"}},
 	{"models", []string{"zoo"}},

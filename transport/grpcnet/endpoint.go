@@ -30,7 +30,7 @@ import (
 type Endpoint struct {
 	self  transport.Peer
 	net   Network
-	links []Link // sorted, A < B
+	links []transport.Link // sorted, A < B
 	s     settings
 	box   *transport.Mailbox
 
@@ -87,7 +87,7 @@ func Open(ctx context.Context, self transport.Peer, n Network, opts ...Option) (
 	if err != nil {
 		return nil, errors.Wrapf(err, "%v", self)
 	}
-	dials, accepts := peersOf(self, n.stages(), links)
+	dials, accepts := transport.PeersOf(self, n.stages(), links)
 	e := &Endpoint{
 		self: self, net: n, links: links, s: s, box: transport.NewMailbox(),
 		peers: make(map[transport.Peer]*peerLink), accepts: make(map[transport.Peer]bool),
@@ -615,7 +615,7 @@ func (e *Endpoint) fail(le *transport.LinkError) {
 
 // linked returns the peers this endpoint has a stream to.
 func (e *Endpoint) linked() []transport.Peer {
-	dials, accepts := peersOf(e.self, e.net.stages(), e.links)
+	dials, accepts := transport.PeersOf(e.self, e.net.stages(), e.links)
 	return append(accepts, dials...)
 }
 

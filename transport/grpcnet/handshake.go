@@ -53,13 +53,13 @@ func (e *Endpoint) checkHello(h *pb.Hello, addr string, want transport.Peer) err
 	if err := e.net.Identity.Check(theirs, who); err != nil {
 		return err
 	}
-	links := make([]Link, len(h.Links))
+	links := make([]transport.Link, len(h.Links))
 	for i, l := range h.Links {
-		links[i] = Link{transport.Peer(l.A), transport.Peer(l.B)}
+		links[i] = transport.Link{A: transport.Peer(l.A), B: transport.Peer(l.B)}
 	}
 	if !slices.Equal(links, e.links) {
 		return errors.Errorf("%s links stages %s, %v links %s: the processes disagree on which stages exchange tensors",
-			who, linksString(links), e.self, linksString(e.links))
+			who, transport.LinksString(links), e.self, transport.LinksString(e.links))
 	}
 	return nil
 }

@@ -191,8 +191,8 @@ func TestOptionsAreChecked(t *testing.T) {
 		{transport.Driver, n, []Option{WithInsecure(), WithRecvTimeout(0)}, "receive timeout 0s: it must be positive"},
 		{transport.Driver, Network{}, []Option{WithInsecure()}, "the network has no stages"},
 		{3, n, []Option{WithInsecure()}, "stage 3 is not a peer of a pipeline of 1 stages"},
-		{transport.Driver, Network{Addrs: []string{"a:1", "b:2"}, Links: []Link{{0, 0}}}, []Option{WithInsecure()}, "link 0-0: a link joins two different stages of 0..1"},
-		{transport.Driver, Network{Addrs: []string{"a:1", "b:2"}, Links: []Link{{0, 1}, {1, 0}}}, []Option{WithInsecure()}, "link 1-0 is listed twice"},
+		{transport.Driver, Network{Addrs: []string{"a:1", "b:2"}, Links: []transport.Link{{A: 0, B: 0}}}, []Option{WithInsecure()}, "link 0-0: a link joins two different stages of 0..1"},
+		{transport.Driver, Network{Addrs: []string{"a:1", "b:2"}, Links: []transport.Link{{A: 0, B: 1}, {A: 1, B: 0}}}, []Option{WithInsecure()}, "link 1-0 is listed twice"},
 		{transport.Driver, Network{Addrs: []string{"nohost"}}, []Option{WithInsecure()}, "address of stage 0: address nohost: missing port in address"},
 	} {
 		_, err := Open(ctx, tc.self, tc.n, tc.opts...)

@@ -97,10 +97,10 @@ func quick(recv time.Duration) []Option {
 }
 
 // chain links neighbours of p stages.
-func chain(p int) []Link {
-	var ls []Link
+func chain(p int) []transport.Link {
+	var ls []transport.Link
 	for i := 0; i+1 < p; i++ {
-		ls = append(ls, Link{transport.Peer(i), transport.Peer(i + 1)})
+		ls = append(ls, transport.Link{A: transport.Peer(i), B: transport.Peer(i + 1)})
 	}
 	return ls
 }

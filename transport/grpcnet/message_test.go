@@ -190,7 +190,7 @@ func TestSendRefusesWhatCannotTravel(t *testing.T) {
 // messages of each kind arrive in the order it sent them, every one once.
 func TestFIFOPerSenderAndKindUnderConcurrentSenders(t *testing.T) {
 	ls, addrs := listeners(t, 3)
-	links := []Link{{0, 2}, {1, 2}}
+	links := []transport.Link{{A: 0, B: 2}, {A: 1, B: 2}}
 	p := open(t, Network{Addrs: addrs, Links: links}, ls, quick(2*time.Minute)...)
 	ctx := context.Background()
 	const goroutines, msgs = 4, 60

@@ -25,7 +25,7 @@ import (
 type Endpoint struct {
 	self  transport.Peer
 	net   Network
-	links []grpcnet.Link // sorted, A < B
+	links []transport.Link // sorted, A < B
 	s     settings
 	box   *transport.Mailbox
 
@@ -68,7 +68,7 @@ func Open(ctx context.Context, self transport.Peer, n Network, opts ...Option) (
 	if err != nil {
 		return nil, errors.Wrapf(err, "%v", self)
 	}
-	dials, accepts := peersOf(self, n.Stages, links)
+	dials, accepts := transport.PeersOf(self, n.Stages, links)
 	e := &Endpoint{self: self, net: n, links: links, s: s, box: transport.NewMailbox(),
 		peers: make(map[transport.Peer]*peerLink), accepts: make(map[transport.Peer]bool)}
 	for _, p := range accepts {
@@ -498,7 +498,7 @@ func (e *Endpoint) fail(le *transport.LinkError) {
 
 // linked returns the peers this endpoint has a link to.
 func (e *Endpoint) linked() []transport.Peer {
-	dials, accepts := peersOf(e.self, e.net.Stages, e.links)
+	dials, accepts := transport.PeersOf(e.self, e.net.Stages, e.links)
 	return append(accepts, dials...)
 }
 

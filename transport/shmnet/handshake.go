@@ -14,7 +14,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/pipemare/pipemare/transport"
-	"github.com/pipemare/pipemare/transport/grpcnet"
 )
 
 // wireVersion is the version of the handshake and the frames; a peer
@@ -64,9 +63,9 @@ func (e *Endpoint) check(h hello, who string, want transport.Peer) error {
 	if err := e.net.Identity.Check(h.Identity, who); err != nil {
 		return err
 	}
-	links := make([]grpcnet.Link, len(h.Links))
+	links := make([]transport.Link, len(h.Links))
 	for i, l := range h.Links {
-		links[i] = grpcnet.Link{A: transport.Peer(l[0]), B: transport.Peer(l[1])}
+		links[i] = transport.Link{A: transport.Peer(l[0]), B: transport.Peer(l[1])}
 	}
 	if !slices.Equal(links, e.links) {
 		return errors.Errorf("%s links stages %v, %v links %v: the processes disagree on which stages exchange tensors", who, links, e.self, e.links)

@@ -16,7 +16,6 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/pipemare/pipemare/transport"
-	"github.com/pipemare/pipemare/transport/grpcnet"
 )
 
 func TestMain(m *testing.M) {
@@ -36,10 +35,10 @@ func testNetwork(p int) Network {
 }
 
 // chain links neighbours of p stages.
-func chain(p int) []grpcnet.Link {
-	var ls []grpcnet.Link
+func chain(p int) []transport.Link {
+	var ls []transport.Link
 	for i := 0; i+1 < p; i++ {
-		ls = append(ls, grpcnet.Link{A: transport.Peer(i), B: transport.Peer(i + 1)})
+		ls = append(ls, transport.Link{A: transport.Peer(i), B: transport.Peer(i + 1)})
 	}
 	return ls
 }

@@ -4,13 +4,11 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/pkg/errors"
 
 	"github.com/pipemare/pipemare/transport"
-	"github.com/pipemare/pipemare/transport/grpcnet"
 )
 
 // Network is what every process of one pipeline on this host must be
@@ -27,7 +25,7 @@ type Network struct {
 	// Links are the pairs of stages that exchange activations or
 	// gradients, as grpcnet.Network's: each pair once; the driver is
 	// linked to every stage without being listed.
-	Links []grpcnet.Link
+	Links []transport.Link
 	// Identity is the plan's fingerprint and the run's settings: the
 	// handshake refuses a peer whose identity differs
 	// (transport.Identity.Check).
@@ -48,7 +46,7 @@ func (n Network) socket(p transport.Peer) string { return fmt.Sprintf("@%s-%d", 
 
 // validate checks n for peer self and returns its links sorted, each with
 // A < B.
-func (n Network) validate(self transport.Peer) ([]grpcnet.Link, error) {
+func (n Network) validate(self transport.Peer) ([]transport.Link, error) {
 	switch {
 	case n.Name == "":
 		return nil, errors.New("the network has no name: give every process of the run the same Name (SocketName makes one)")
@@ -57,43 +55,5 @@ func (n Network) validate(self transport.Peer) ([]grpcnet.Link, error) {
 	case self != transport.Driver && (self < 0 || int(self) >= n.Stages):
 		return nil, errors.Errorf("%v is not a peer of a pipeline of %d stages", self, n.Stages)
 	}
-	links := make([]grpcnet.Link, 0, len(n.Links))
-	for _, l := range n.Links {
-		s := l
-		if s.B < s.A {
-			s = grpcnet.Link{A: l.B, B: l.A}
-		}
-		if s.A < 0 || int(s.B) >= n.Stages || s.A == s.B {
-			return nil, errors.Errorf("link %v: a link joins two different stages of 0..%d", l, n.Stages-1)
-		}
-		if slices.Contains(links, s) {
-			return nil, errors.Errorf("link %v is listed twice", l)
-		}
-		links = append(links, s)
-	}
-	slices.SortFunc(links, func(x, y grpcnet.Link) int {
-		if x.A != y.A {
-			return int(x.A - y.A)
-		}
-		return int(x.B - y.B)
-	})
-	return links, nil
-}
-
-// peersOf returns the peers self exchanges messages with, split into those
-// it dials and those that dial it: of two linked peers the lower dials
-// (the driver is the lowest and dials every stage).
-func peersOf(self transport.Peer, stages int, links []grpcnet.Link) (dials, accepts []transport.Peer) {
-	for p := transport.Driver; p < transport.Peer(stages); p++ {
-		l := grpcnet.Link{A: min(self, p), B: max(self, p)}
-		if p == self || self != transport.Driver && p != transport.Driver && !slices.Contains(links, l) {
-			continue
-		}
-		if self < p {
-			dials = append(dials, p)
-		} else {
-			accepts = append(accepts, p)
-		}
-	}
-	return dials, accepts
+	return transport.CheckLinks(n.Links, n.Stages)
 }
