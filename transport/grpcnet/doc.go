@@ -73,7 +73,15 @@
 //
 // WithTLS runs mutual TLS 1.3: client certificates are required and
 // verified against the CA the user names, and a dialing peer checks the
-// server's certificate against the host it dialed. Without it Open
+// server's certificate against the host it dialed. In TLS 1.3 a client's
+// handshake ends before the server has checked the client's certificate,
+// so a dialing peer reads the server's first bytes before it counts the
+// connection as made: a refused certificate is reported as the server's
+// alert ("remote error: tls: unknown certificate authority") and not
+// retried, whichever of the two ends sees the refusal first; the stage
+// that refused it names the certificate problem when the peer it waited
+// for never arrives (a client that merely hung up in the handshake, such
+// as a health check, is not taken for a refusal). Without it Open
 // refuses to run, except with WithInsecure, which it refuses unless every
 // address is loopback. Package pki writes a CA and certificates for trying
 // it.

@@ -25,17 +25,18 @@ func (s settings) serverCreds() credentials.TransportCredentials {
 	})
 }
 
-// clientCreds checks the server's certificate against the host dialed:
-// grpc sets the server name from the target's authority.
+// clientCreds checks the server's certificate against the host dialed
+// (grpc sets the server name from the target's authority), and waits for
+// the server's verdict on this peer's (verdictCreds).
 func (s settings) clientCreds() credentials.TransportCredentials {
 	if s.insecure {
 		return insecure.NewCredentials()
 	}
-	return credentials.NewTLS(&tls.Config{
+	return verdictCreds{credentials.NewTLS(&tls.Config{
 		MinVersion:   tls.VersionTLS13,
 		Certificates: []tls.Certificate{*s.cert},
 		RootCAs:      s.roots,
-	})
+	})}
 }
 
 // checkInsecure refuses plaintext unless every address is loopback.
@@ -69,7 +70,9 @@ func isLoopback(host string) bool {
 
 // refusals records the last connection a stage's server refused at the TLS
 // handshake, so that an Open that times out waiting for a peer can say why
-// the peer never arrived.
+// the peer never arrived. A client that hangs up during the handshake was
+// not refused (a dial given up, a TCP health check): it is not recorded,
+// and does not hide the refusal that explains a missing peer.
 type refusals struct {
 	credentials.TransportCredentials
 	last *lastError
@@ -86,7 +89,7 @@ func newRefusals(c credentials.TransportCredentials) *refusals {
 
 func (r *refusals) ServerHandshake(c net.Conn) (net.Conn, credentials.AuthInfo, error) {
 	conn, info, err := r.TransportCredentials.ServerHandshake(c)
-	if err != nil {
+	if err != nil && !hungUp(err) {
 		r.last.mu.Lock()
 		r.last.err = errors.Wrapf(err, "refused a connection from %v", c.RemoteAddr())
 		r.last.mu.Unlock()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"io"
 	"net"
 	"testing"
 	"time"
@@ -106,7 +107,9 @@ func serverRoots(t *testing.T, tlsFor func(transport.Peer) Option) *x509.CertPoo
 
 // TestCertificateOfAnotherCAIsRefused: a driver whose certificate another
 // CA signed is refused by the stage at once (not after the connect
-// timeout), and the stage says why the driver never arrived.
+// timeout), and the stage says why the driver never arrived, even when a
+// connection closed during the handshake (a dial given up, a health check)
+// came after the refusal.
 func TestCertificateOfAnotherCAIsRefused(t *testing.T) {
 	ls, addrs := listeners(t, 1)
 	ours, theirs := creds(t, "127.0.0.1"), creds(t, "127.0.0.1")
@@ -118,10 +121,77 @@ func TestCertificateOfAnotherCAIsRefused(t *testing.T) {
 	_, err := Open(context.Background(), transport.Driver, Network{Addrs: addrs},
 		WithTLS(serverRoots(t, ours), *s.cert), WithConnectTimeout(10*time.Second))
 	require.ErrorContains(t, err, "driver: stage 0 at "+addrs[0]+": the TLS handshake failed")
-	require.ErrorContains(t, err, "tls: unknown certificate authority")
+	require.ErrorContains(t, err, "remote error: tls: unknown certificate authority")
 	require.Less(t, time.Since(start), 5*time.Second, "a refused certificate is not retried until the timeout")
+	c, err := net.Dial("tcp", addrs[0])
+	require.NoError(t, err)
+	require.NoError(t, c.Close())
 	err = <-stage
+	require.ErrorContains(t, err, "refused a connection from 127.0.0.1:")
 	require.ErrorContains(t, err, "x509: certificate signed by unknown authority")
+}
+
+// TestDialerReadsTheServersVerdict: in TLS 1.3 a client's handshake is
+// over before the server has checked its certificate; the dialing side
+// waits for the server's answer, so that a refusal is reported as what
+// the server said (not as the broken pipe of a later write, which would
+// be retried), a server that hangs up is named as one, and an accepted
+// connection loses no byte of what the server sent first.
+func TestDialerReadsTheServersVerdict(t *testing.T) {
+	ours, theirs := creds(t, "127.0.0.1"), creds(t, "127.0.0.1")
+	var srv settings
+	ours(0)(&srv)
+	serverConf := &tls.Config{MinVersion: tls.VersionTLS13, Certificates: []tls.Certificate{*srv.cert}, ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: srv.roots, NextProtos: []string{"h2"}}
+	dial := func(t *testing.T, client func(transport.Peer) Option, serve func(*tls.Conn)) (net.Conn, error) {
+		ls, addrs := listeners(t, 1)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			c, err := ls[0].Accept()
+			if err != nil {
+				return
+			}
+			tc := tls.Server(c, serverConf)
+			if tc.Handshake() == nil {
+				serve(tc)
+			}
+			_ = tc.Close()
+		}()
+		t.Cleanup(func() { <-done })
+		raw, err := net.Dial("tcp", addrs[0])
+		require.NoError(t, err)
+		var s settings
+		client(transport.Driver)(&s)
+		s.roots = srv.roots // the stage's CA: the client trusts the server
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		conn, _, err := s.clientCreds().ClientHandshake(ctx, "127.0.0.1", raw)
+		if err != nil {
+			_ = raw.Close()
+		}
+		return conn, err
+	}
+	t.Run("refused", func(t *testing.T) {
+		_, err := dial(t, theirs, nil)
+		require.ErrorContains(t, err, "refused by the server after the TLS handshake: remote error: tls: unknown certificate authority")
+		require.True(t, permanent(err))
+	})
+	t.Run("hung up", func(t *testing.T) {
+		_, err := dial(t, ours, func(*tls.Conn) {})
+		require.ErrorContains(t, err, "the server closed the connection after the TLS handshake without saying why")
+		require.False(t, permanent(err), "a server that hangs up may be restarting: the dial is retried")
+	})
+	t.Run("accepted", func(t *testing.T) {
+		conn, err := dial(t, ours, func(c *tls.Conn) {
+			_, _ = c.Write([]byte("settings"))
+			_, _ = c.Read(make([]byte, 1)) // until the client closes
+		})
+		require.NoError(t, err)
+		got, err := io.ReadAll(io.LimitReader(conn, 8))
+		require.NoError(t, err)
+		require.Equal(t, "settings", string(got))
+		require.NoError(t, conn.Close())
+	})
 }
 
 // TestServerNameIsChecked: a stage whose certificate names another host
