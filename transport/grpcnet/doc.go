@@ -43,9 +43,18 @@
 // the tensor it fills: no protobuf copy either way. gRPC's buffers come
 // from a pool that does not clear them. A frame may be a chunk plus its
 // header, past grpc-go's default receive limit of 4 MiB, which both sides
-// raise; the flow-control windows are left dynamic. The receiver checks
-// every checksum and the sender's identity; a corrupt frame fails the
-// endpoint.
+// raise; the flow-control windows are fixed, larger than any activation,
+// so that a sender writes a whole message without waiting for the
+// receiver's window updates. gRPC reads a connection through 1 MiB (not
+// its 32 KiB), and over TLS the socket too is read through 1 MiB and the
+// records of one write go out in one system call: crypto/tls alone moves
+// a 16 KiB record per system call. The receiver checks every checksum and
+// the sender's identity; a corrupt frame fails the endpoint. The
+// checksums stay though TLS authenticates every record: the codec hands
+// gRPC a tensor's own memory, and the CRC-32C taken when the writer
+// encodes the message is what catches that memory changing before gRPC
+// has copied it (a tensor back in the pools too early), which TLS would
+// authenticate as it found it.
 //
 // # Timing and failure
 //

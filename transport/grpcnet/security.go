@@ -17,12 +17,12 @@ func (s settings) serverCreds() credentials.TransportCredentials {
 	if s.insecure {
 		return insecure.NewCredentials()
 	}
-	return credentials.NewTLS(&tls.Config{
+	return batchedCreds{credentials.NewTLS(&tls.Config{
 		MinVersion:   tls.VersionTLS13,
 		Certificates: []tls.Certificate{*s.cert},
 		ClientAuth:   tls.RequireAndVerifyClientCert,
 		ClientCAs:    s.roots,
-	})
+	})}
 }
 
 // clientCreds checks the server's certificate against the host dialed
@@ -32,11 +32,11 @@ func (s settings) clientCreds() credentials.TransportCredentials {
 	if s.insecure {
 		return insecure.NewCredentials()
 	}
-	return verdictCreds{credentials.NewTLS(&tls.Config{
+	return verdictCreds{batchedCreds{credentials.NewTLS(&tls.Config{
 		MinVersion:   tls.VersionTLS13,
 		Certificates: []tls.Certificate{*s.cert},
 		RootCAs:      s.roots,
-	})}
+	})}}
 }
 
 // checkInsecure refuses plaintext unless every address is loopback.
