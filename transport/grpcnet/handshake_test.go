@@ -39,6 +39,7 @@ func TestHandshakeRefusesMismatches(t *testing.T) {
 			`expected stage (0 at \S+, got stage 1|1 at \S+, got stage 0): are the stage addresses in stage order\?`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // a stage the driver gave up on waits for its connect timeout
 			ls, addrs := listeners(t, 2)
 			lr := []transport.Setting{{Name: "lr", Value: "0.1"}}
 			stage := Network{Addrs: addrs, Links: chain(2), Identity: transport.Identity{Plan: fpA, Settings: lr}}

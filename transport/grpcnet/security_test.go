@@ -77,6 +77,7 @@ func TestMutualTLS(t *testing.T) {
 // TestPeerWithoutCertificateIsRefused: a client that presents no
 // certificate is refused at the TLS handshake.
 func TestPeerWithoutCertificateIsRefused(t *testing.T) {
+	t.Parallel() // it waits for the stage's connect timeout
 	ls, addrs := listeners(t, 1)
 	tlsFor := creds(t, "127.0.0.1")
 	stage := openStage(t, ls[0], Network{Addrs: addrs}, tlsFor(0), WithConnectTimeout(2*time.Second))
@@ -111,6 +112,7 @@ func serverRoots(t *testing.T, tlsFor func(transport.Peer) Option) *x509.CertPoo
 // connection closed during the handshake (a dial given up, a health check)
 // came after the refusal.
 func TestCertificateOfAnotherCAIsRefused(t *testing.T) {
+	t.Parallel() // it waits for the stage's connect timeout
 	ls, addrs := listeners(t, 1)
 	ours, theirs := creds(t, "127.0.0.1"), creds(t, "127.0.0.1")
 	stage := openStage(t, ls[0], Network{Addrs: addrs}, ours(0), WithConnectTimeout(2*time.Second))
@@ -197,6 +199,7 @@ func TestDialerReadsTheServersVerdict(t *testing.T) {
 // TestServerNameIsChecked: a stage whose certificate names another host
 // is refused by the peer that dials it.
 func TestServerNameIsChecked(t *testing.T) {
+	t.Parallel() // it waits for the stage's connect timeout
 	ls, addrs := listeners(t, 1)
 	addrs[0] = "localhost:" + addrs[0][len("127.0.0.1:"):]
 	tlsFor := creds(t, "pm-stage-0.example")
@@ -208,6 +211,7 @@ func TestServerNameIsChecked(t *testing.T) {
 
 // TestTLS12IsRefused: TLS 1.3 is the minimum.
 func TestTLS12IsRefused(t *testing.T) {
+	t.Parallel() // it waits for the stage's connect timeout
 	ls, addrs := listeners(t, 1)
 	tlsFor := creds(t, "127.0.0.1")
 	stage := openStage(t, ls[0], Network{Addrs: addrs}, tlsFor(0), WithConnectTimeout(2*time.Second))
