@@ -2,6 +2,7 @@ package launch
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"os"
 	"strconv"
@@ -17,15 +18,23 @@ import (
 	"github.com/pipemare/pipemare/transport/pki"
 )
 
-// Place is where one process stands in a pipeline whose stages run in
-// several processes, one peer each: the stages' addresses, which peer
-// this process is, and where it listens. A command fills it from its
-// flags or from a launcher's environment (FromEnv's Config); Connector
-// then opens the process's endpoint.
+// Place is where one peer stands in a pipeline whose stages run in
+// several processes: the stages' addresses, which processes host which
+// stages, which peer this is, and where it listens. A command fills it
+// from its flags or from a launcher's environment (FromEnv's Config);
+// Connector then opens the peer's endpoint. A process that hosts several
+// stages has a Place for each (StagesConnector).
 type Place struct {
 	// Addrs are the stages' addresses, host:port, in stage order, as the
-	// other peers dial them: one per stage of the plan.
+	// other peers dial them: one per stage of the plan; or, with Workers
+	// 0, one per process when each hosts several stages (fewer addresses
+	// than stages, which they divide): the process at host:port serves
+	// the k-th of its stages, in stage order, at host:port+k.
 	Addrs []string
+	// Workers is the number of processes that host the stages, each the
+	// stages Spec's placement (runspec.Placed) gives it: 0 for one per
+	// address of Addrs.
+	Workers int
 	// Stage is the stage this process serves, from 0, or -1 for the
 	// driver, which dials the stages and listens on none.
 	Stage int
@@ -54,6 +63,78 @@ type Place struct {
 // transport's setup takes its identity from here.
 func (pl Place) Identity(plan *graphsplit.Plan) transport.Identity {
 	return pl.Spec.Identity(plan.Fingerprint())
+}
+
+// Hosts lists, for a plan of p stages, the stages each process hosts, in
+// stage order: one process per stage, or Workers processes (else one
+// per address), each hosting the stages Spec's placement gives it. It
+// refuses, with a *runspec.Error naming the setting, processes that do
+// not divide the stages.
+func (pl Place) Hosts(p int) ([][]int, error) {
+	w, setting := pl.Workers, "procs"
+	if w == 0 {
+		w, setting = len(pl.Addrs), "stage_addrs"
+	}
+	if w < 1 || w > p || p%w != 0 {
+		return nil, &runspec.Error{Setting: setting, Value: strconv.Itoa(w), Reason: fmt.Sprintf("the plan has %d stages, and each of %d processes must host as many: give {stages} a multiple of %d", p, w, w)}
+	}
+	sch, err := pl.Spec.ScheduleNamed()
+	if err != nil {
+		return nil, err
+	}
+	placement, err := runspec.Placed(pl.Spec.Placement, sch)
+	if err != nil {
+		return nil, err
+	}
+	hosts := make([][]int, w)
+	for j := range hosts {
+		hosts[j] = placement.Hosted(j, p, w)
+	}
+	return hosts, nil
+}
+
+// Layout is what the peer's network transport is given for plan: each
+// stage's address (Addrs, or each process's address given to its k-th
+// stage at port+k) and the links of the plan's topology that join two
+// processes — a link between two stages of one process is not on the
+// network (transport.Colocated carries it). Every peer of the pipeline
+// has the same layout; the handshake compares the links. Its errors are
+// Hosts'.
+func (pl Place) Layout(plan *graphsplit.Plan) ([]string, []transport.Link, error) {
+	p := len(plan.Stages)
+	hosts, err := pl.Hosts(p)
+	if err != nil {
+		return nil, nil, err
+	}
+	worker := make([]int, p)
+	addrs := pl.Addrs
+	if len(addrs) != p {
+		addrs = make([]string, p)
+	}
+	for j, stages := range hosts {
+		for k, i := range stages {
+			worker[i] = j
+			if len(pl.Addrs) == p {
+				continue
+			}
+			if len(pl.Addrs) != len(hosts) {
+				return nil, nil, &runspec.Error{Setting: "stage_addrs", Value: strconv.Itoa(len(pl.Addrs)), Reason: fmt.Sprintf("give one address per stage (%d) or per process (%d)", p, len(hosts))}
+			}
+			host, port, err := net.SplitHostPort(pl.Addrs[j])
+			n, perr := strconv.Atoi(port)
+			if err != nil || perr != nil {
+				return nil, nil, &runspec.Error{Setting: "stage_addrs", Value: pl.Addrs[j], Reason: "host:port, a number"}
+			}
+			addrs[i] = net.JoinHostPort(host, strconv.Itoa(n+k))
+		}
+	}
+	var links []transport.Link
+	for _, l := range grpcnet.Links(plan.Topology()) {
+		if worker[l.A] != worker[l.B] {
+			links = append(links, l)
+		}
+	}
+	return addrs, links, nil
 }
 
 // Peer is the transport peer the process is: transport.Driver for Stage
@@ -102,7 +183,11 @@ func (pl Place) ListenOptions() ([]grpcnet.Option, error) {
 // say; a command that words the errors of each step itself calls the
 // steps.
 func (pl Place) Open(ctx context.Context, plan *graphsplit.Plan, opts ...grpcnet.Option) (*grpcnet.Endpoint, error) {
-	network := grpcnet.Network{Addrs: pl.Addrs, Links: grpcnet.Links(plan.Topology()), Identity: pl.Identity(plan)}
+	addrs, links, err := pl.Layout(plan)
+	if err != nil {
+		return nil, err
+	}
+	network := grpcnet.Network{Addrs: addrs, Links: links, Identity: pl.Identity(plan)}
 	return grpcnet.Open(ctx, pl.Peer(), network, opts...)
 }
 

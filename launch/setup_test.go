@@ -67,15 +67,19 @@ func TestDecide(t *testing.T) {
 	}
 }
 
-// TestFit: as many stage processes, or addresses, as the plan has
-// stages; otherwise an error naming the flags and the way out.
+// TestFit: stage processes, or addresses, that host the same number of
+// stages each — as many as the plan has, or a divisor; otherwise an error
+// naming the flags and the way out.
 func TestFit(t *testing.T) {
 	addrs := Place{Addrs: []string{"h0:1", "h1:1"}, AddrsFrom: "{stage_addrs}"}
 	require.NoError(t, Setup{Procs: 2}.Fit(2, "2", Place{Stage: -1}))
+	require.NoError(t, Setup{Procs: 2}.Fit(4, "4", Place{Stage: -1}), "two stages per process")
 	require.NoError(t, Setup{}.Fit(2, "fine", addrs))
+	require.NoError(t, Setup{}.Fit(6, "6", addrs), "an address per process of three stages")
 	require.NoError(t, Setup{}.Fit(5, "5", Place{Stage: -1}), "in this process, any number")
-	requireFlags(t, Setup{Procs: 3}.Fit(2, "fine", Place{Stage: -1}), "-procs 3: the plan has 2 stages (-stages fine): give -stages 3, or -procs 2")
-	requireFlags(t, Setup{}.Fit(3, "3", addrs), "-stages 3: the plan has 3 stages, and -stage-addrs gives 2 stage addresses: give -stages 2, or one address per stage")
+	requireFlags(t, Setup{Procs: 3}.Fit(2, "fine", Place{Stage: -1}), "-procs 3: the plan has 2 stages (-stages fine), and every stage process hosts as many: give -stages a multiple of 3, or -procs a divisor of 2")
+	requireFlags(t, Setup{Procs: 2}.Fit(3, "3", Place{Stage: -1}), "-procs 2: the plan has 3 stages (-stages 3), and every stage process hosts as many: give -stages a multiple of 2, or -procs a divisor of 3")
+	requireFlags(t, Setup{}.Fit(3, "3", addrs), "-stages 3: the plan has 3 stages, and -stage-addrs gives 2 stage addresses: give -stages a multiple of 2, or one address per stage or per process")
 }
 
 // TestServeBeside: after a driver that succeeded, stop waits for the
@@ -113,7 +117,7 @@ func TestLocalDriver(t *testing.T) {
 	children(t)
 	var started *Local
 	d := &LocalDriver{
-		Config:  LocalConfig{Stages: 2, Executable: os.Args[0], Insecure: true, Args: func(i int, _ []string, _ string) []string { return []string{"exit", "3"} }},
+		Config:  LocalConfig{Stages: 2, Executable: os.Args[0], Insecure: true, Args: func(i int, _ []int, _ []string, _ string) []string { return []string{"exit", "3"} }},
 		Started: func(l *Local) { started = l },
 		Dial: func(l *Local) ConnectFunc {
 			return func(ctx context.Context, _ *graphsplit.Plan) (transport.Endpoint, error) {
@@ -137,7 +141,7 @@ func TestLocalDriver(t *testing.T) {
 	require.NotEqual(t, first.PIDs, started.PIDs)
 	require.ErrorContains(t, d.Stop(time.Second), "exit status 3")
 
-	d = &LocalDriver{Config: LocalConfig{Stages: 2, Executable: os.Args[0], Insecure: true, Args: func(int, []string, string) []string { return []string{"exit", "4"} }}}
+	d = &LocalDriver{Config: LocalConfig{Stages: 2, Executable: os.Args[0], Insecure: true, Args: func(int, []int, []string, string) []string { return []string{"exit", "4"} }}}
 	_, err = d.Connect(context.Background(), mlpPlan(t)) // Dial's default: Place's connector, plaintext
 	require.Regexp(t, `^stage \d exited before the pipeline was up \(exit status 4\); its error is above$`, err.Error())
 	require.ErrorContains(t, d.Stop(time.Second), "exit status 4")

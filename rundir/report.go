@@ -49,6 +49,9 @@ type Placement struct {
 	// processes train -procs started.
 	Addresses []string `json:"addresses,omitempty"`
 	PIDs      []int    `json:"pids,omitempty"`
+	// Hosts are the stages each of PIDs hosts, when a process hosts
+	// several (train -procs fewer than the stages).
+	Hosts [][]int `json:"hosts,omitempty"`
 	// CPUs are the CPUs each stage process was pinned to (-pin), and
 	// DriverCPUs this process's (-cpus); absent when not pinned.
 	CPUs       []string `json:"cpus,omitempty"`
