@@ -1,0 +1,117 @@
+package main
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// cnnArgs is a short CNN run on 4 stages: two minibatches, accuracy on 32
+// test images.
+var cnnArgs = []string{"-model", "cnn", "-limit", "128", "-epochs", "1", "-test-limit", "32", "-stages", "4"}
+
+// TestProcsHostSeveralStages: train -procs 2 -stages 4 starts two stage
+// processes of two stages each, as the schedule places them — zb-v in a
+// V, interleaved round robin, pipemare contiguously (and, given
+// -placement, round robin) — and trains the weights_sha256 the
+// in-process engine trains, over gRPC and over shared memory; report.json
+// says which stages each process hosted.
+func TestProcsHostSeveralStages(t *testing.T) {
+	skipProcesses(t)
+	t.Setenv(asMainEnv, "1") // the stage processes are this test binary
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	var alone string // weights_sha256 of the last run in this process
+	for _, c := range []struct {
+		run, extra []string
+		hosts      [][]int
+	}{
+		{[]string{"-schedule", "zb-v"}, nil, [][]int{{0, 3}, {1, 2}}},
+		{[]string{"-schedule", "zb-v"}, []string{"-transport", "shm"}, [][]int{{0, 3}, {1, 2}}},
+		{[]string{"-schedule", "interleaved"}, nil, [][]int{{0, 2}, {1, 3}}},
+		{[]string{"-schedule", "pipemare", "-warmup", "0"}, nil, [][]int{{0, 1}, {2, 3}}},
+		{[]string{"-schedule", "pipemare", "-warmup", "0"}, []string{"-placement", "round-robin"}, [][]int{{0, 2}, {1, 3}}},
+	} {
+		run := append(append([]string{}, cnnArgs...), c.run...)
+		if c.extra == nil {
+			dir := t.TempDir()
+			code, _, stderr := runCLI(context.Background(), append([]string{"train", "-out", dir}, run...)...)
+			require.Equal(t, 0, code, stderr)
+			alone = reportOf(t, dir).Result.WeightsSHA256
+		}
+		want := alone
+		dir := t.TempDir()
+		args := append(append([]string{"train", "-procs", "2", "-insecure", "-out", dir}, run...), c.extra...)
+		code, out, stderr := runCLI(context.Background(), args...)
+		require.Equal(t, 0, code, "%v\n%s\n%s", args, out, stderr)
+		require.Empty(t, stderr, "the stages said nothing")
+		require.Regexp(t, `started 2 stage processes on (127\.0\.0\.1:\d+, ){3}127\.0\.0\.1:\d+ \(pids \d+ \d+, hosting stages `, out)
+		require.Contains(t, out, "hosting stages "+strings.ReplaceAll(fmtHosts(c.hosts), "|", " and ")+")\n")
+		got := reportOf(t, dir)
+		require.Equal(t, want, got.Result.WeightsSHA256, "%v: two processes of two stages train exactly like the in-process engine", args)
+		require.Equal(t, c.hosts, got.Placement.Hosts)
+		require.Len(t, got.Placement.Addresses, 4)
+		var pids []string
+		for _, pid := range got.Placement.PIDs {
+			pids = append(pids, strconv.Itoa(pid))
+		}
+		requireCleanedUp(t, pids, tmp)
+	}
+}
+
+// fmtHosts writes hosts as "0,3|1,2".
+func fmtHosts(hosts [][]int) string {
+	var lists []string
+	for _, h := range hosts {
+		var s []string
+		for _, i := range h {
+			s = append(s, strconv.Itoa(i))
+		}
+		lists = append(lists, strings.Join(s, ","))
+	}
+	return strings.Join(lists, "|")
+}
+
+// TestHandStartedHostsSeveralStages: two pipemare stage processes started
+// by hand, each hosting the two stages zb-v places on it (-stage 0,3 and
+// -stage 1,2) at its address and the next port, and a driver given their
+// two addresses (-stage-addrs), train what the in-process engine trains;
+// a process given stages the placement does not put together is refused
+// before it connects, naming them and the processes it makes.
+func TestHandStartedHostsSeveralStages(t *testing.T) {
+	skipProcesses(t)
+	run := append(append([]string{}, cnnArgs...), "-schedule", "zb-v")
+	alone := t.TempDir()
+	code, _, stderr := runCLI(context.Background(), append([]string{"train", "-out", alone}, run...)...)
+	require.Equal(t, 0, code, stderr)
+	want := reportOf(t, alone)
+	var cut []string
+	for _, at := range want.Settings["cut"].([]any) {
+		cut = append(cut, strconv.Itoa(int(at.(float64))))
+	}
+	run = append(run[:len(cnnArgs)-2], "-cut", strings.Join(cut, ","), "-schedule", "zb-v") // the cut the driver measured, on every process
+
+	port := freePorts(t, 4)
+	addrs := "127.0.0.1:" + strconv.Itoa(port) + ",127.0.0.1:" + strconv.Itoa(port+2)
+	var ps []*proc
+	for _, stages := range []string{"0,3", "1,2"} {
+		ps = append(ps, start(t, nil, append([]string{"stage", "-stage", stages, "-stage-addrs", addrs, "-insecure"}, run...)...))
+	}
+	dir := t.TempDir()
+	out := pipemareRun(t, nil, append([]string{"train", "-stage-addrs", addrs, "-insecure", "-out", dir}, run...)...)
+	require.Contains(t, out, "trained model")
+	for i, p := range ps {
+		code, out, stderr := p.wait(t, time.Minute)
+		require.Equal(t, 0, code, "process %d:\n%s\n%s", i, out, stderr)
+		require.Contains(t, out, []string{"stages 0,3: stopped by the driver", "stages 1,2: stopped by the driver"}[i])
+	}
+	require.Equal(t, want.Result.WeightsSHA256, reportOf(t, dir).Result.WeightsSHA256)
+
+	code, _, stderr = runCLI(context.Background(), append([]string{"stage", "-stage", "0,1", "-stage-addrs", addrs, "-insecure"}, run...)...)
+	require.Equal(t, 2, code, stderr)
+	require.Contains(t, stderr, "-stage 0,1: placed v, the 4 stages make 2 processes of stages 0,3 or 1,2: give one of those")
+}
