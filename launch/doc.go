@@ -27,14 +27,15 @@
 //
 // # Several stages per process
 //
-// Fewer processes than stages (Place.Workers, or one address per process)
-// each host the stages the run's placement gives them
-// (runspec.Placed: contiguous, round robin or a V, by default the
-// schedule's); Place.Hosts lists them. Place.Layout is what every peer's
+// Fewer processes than stages, one address each, host the stages the
+// run's placement gives them (runspec.Placed: contiguous, round robin or
+// a V, by default the schedule's), a process's k-th stage at its
+// address's port+k; Place.Hosts lists them, Hosts for a number of
+// processes. Place.Layout is what every peer's
 // transport is given — each stage's address and the links between
 // processes, a link between two stages of one process left off the
 // network — and the handshake compares the links. A process hosting
-// several stages has a Place for each (Net.StagesPlaces, Hosting), and
+// several stages has a Place for each (Net.StagesPlaces, CheckHosted), and
 // Net.StagesConnector opens their endpoints joined by transport.Colocated,
 // for train.ServeStages.
 //

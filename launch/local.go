@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"runtime"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -28,11 +29,12 @@ type LocalConfig struct {
 	// program itself (os.Executable).
 	Executable string
 	// Args are process i's arguments (after the program's name), given
-	// the stages it hosts (Hosts[i]), every stage's address (host:port, in
-	// stage order) and the directory of the throw-away certificates (""
-	// with Insecure). Whatever they say, the process serves its k-th stage
-	// on the listener it inherits as file descriptor 3+k (Place.Listen
-	// "fd:3", "fd:4", …).
+	// the stages it hosts (Hosts[i]), every process's address (host:port,
+	// in the order of Hosts: Place.Addrs) and the directory of the
+	// throw-away certificates ("" with Insecure). Whatever they say, the
+	// process serves its k-th stage on the listener it inherits as file
+	// descriptor 3+k (Place.Listen "fd:3", "fd:4", …), at its address's
+	// port+k.
 	Args func(i int, stages []int, addrs []string, certs string) []string
 	// Insecure makes no certificates: the stages are to run plaintext on
 	// loopback.
@@ -55,7 +57,9 @@ type LocalConfig struct {
 // process even when that is killed (OwnChild). Its fields are not to be
 // changed.
 type Local struct {
-	// Addrs are the stages' addresses, 127.0.0.1:port, in stage order.
+	// Addrs are the processes' addresses, 127.0.0.1:port, in the order
+	// of Hosts (one per stage, in stage order, when each hosts one): the
+	// process serves its k-th stage at port+k (Place.Addrs).
 	Addrs []string
 	// PIDs are the stage processes' ids, in the order of Hosts.
 	PIDs []int
@@ -113,17 +117,21 @@ func StartLocal(c LocalConfig) (*Local, error) {
 			}
 		}
 	}()
-	for i := range files {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+	for _, stages := range hosts {
+		ls, err := consecutive(len(stages))
 		if err != nil {
-			return nil, errors.Wrapf(err, "a listener for stage %d", i)
+			return nil, errors.Wrapf(err, "listeners for %s", stageNames(stages))
 		}
-		files[i], err = l.(*net.TCPListener).File()
-		l.Close()
+		for k, l := range ls {
+			if err == nil {
+				files[stages[k]], err = l.(*net.TCPListener).File()
+			}
+			l.Close()
+		}
 		if err != nil {
-			return nil, errors.Wrapf(err, "a listener for stage %d", i)
+			return nil, errors.Wrapf(err, "listeners for %s", stageNames(stages))
 		}
-		s.Addrs = append(s.Addrs, l.Addr().String())
+		s.Addrs = append(s.Addrs, ls[0].Addr().String())
 	}
 	if !c.Insecure {
 		dir, err := os.MkdirTemp("", "pipemare-certs-")
@@ -226,6 +234,33 @@ func (s *Local) stop(grace time.Duration) error {
 		}
 	}
 	return stderrors.Join(errs...)
+}
+
+// consecutive listens on n consecutive ports of loopback, or fails after
+// trying a hundred first ports.
+func consecutive(n int) ([]net.Listener, error) {
+	for range 100 {
+		first, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		ls := []net.Listener{first}
+		port := first.Addr().(*net.TCPAddr).Port
+		for k := 1; k < n; k++ {
+			l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port+k)))
+			if err != nil {
+				break
+			}
+			ls = append(ls, l)
+		}
+		if len(ls) == n {
+			return ls, nil
+		}
+		for _, l := range ls {
+			l.Close()
+		}
+	}
+	return nil, errors.Errorf("no %d consecutive free ports on loopback", n)
 }
 
 // localHosts is hosts checked to list each of n stages once, or one

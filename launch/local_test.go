@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -175,15 +176,17 @@ func requireEmpty(t *testing.T, dir string) {
 
 // TestStartLocalHostsSeveralStages: a process hosting several stages
 // (Hosts) inherits one listener per stage, in its order (file
-// descriptors 3, 4), each at its stage's address, and is told its
-// stages; a process that exits is named by its stages.
+// descriptors 3, 4), its k-th at its address's port+k, and is told its
+// stages; a process that exits is named by its stages; hosts that miss a
+// stage or repeat one are refused.
 func TestStartLocalHostsSeveralStages(t *testing.T) {
 	children(t)
 	hosts := [][]int{{0, 2}, {1, 3}}
 	var got [][]int
+	var gotAddrs []string
 	l, err := StartLocal(LocalConfig{Stages: 4, Hosts: hosts, Executable: os.Args[0], Insecure: true,
 		Args: func(i int, stages []int, addrs []string, _ string) []string {
-			require.Len(t, addrs, 4)
+			gotAddrs = addrs
 			got = append(got, stages)
 			return []string{"host", StageList(stages)}
 		}})
@@ -191,13 +194,21 @@ func TestStartLocalHostsSeveralStages(t *testing.T) {
 	require.Equal(t, hosts, got)
 	require.Equal(t, hosts, l.Hosts)
 	require.Len(t, l.PIDs, 2)
-	for i, a := range l.Addrs {
-		c, err := net.Dial("tcp", a)
+	require.Len(t, l.Addrs, 2, "one address per process")
+	require.Equal(t, l.Addrs, gotAddrs)
+	for j, stages := range hosts {
+		host, port, err := net.SplitHostPort(l.Addrs[j])
 		require.NoError(t, err)
-		line, err := bufio.NewReader(c).ReadString('\n')
+		first, err := strconv.Atoi(port)
 		require.NoError(t, err)
-		require.Equal(t, fmt.Sprintf("stage %d on fd %d\n", i, 3+i/2), line, "stage %d serves at its address", i)
-		require.NoError(t, c.Close())
+		for k, i := range stages {
+			c, err := net.Dial("tcp", net.JoinHostPort(host, strconv.Itoa(first+k)))
+			require.NoError(t, err)
+			line, err := bufio.NewReader(c).ReadString('\n')
+			require.NoError(t, err)
+			require.Equal(t, fmt.Sprintf("stage %d on fd %d\n", i, 3+k), line, "stage %d serves at its process's port+%d", i, k)
+			require.NoError(t, c.Close())
+		}
 	}
 	require.NoError(t, l.Stop(10*time.Second))
 

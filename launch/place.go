@@ -13,6 +13,7 @@ import (
 
 	"github.com/pipemare/pipemare/graphsplit"
 	"github.com/pipemare/pipemare/runspec"
+	"github.com/pipemare/pipemare/schedule"
 	"github.com/pipemare/pipemare/transport"
 	"github.com/pipemare/pipemare/transport/grpcnet"
 	"github.com/pipemare/pipemare/transport/pki"
@@ -25,16 +26,12 @@ import (
 // Connector then opens the peer's endpoint. A process that hosts several
 // stages has a Place for each (StagesConnector).
 type Place struct {
-	// Addrs are the stages' addresses, host:port, in stage order, as the
-	// other peers dial them: one per stage of the plan; or, with Workers
-	// 0, one per process when each hosts several stages (fewer addresses
-	// than stages, which they divide): the process at host:port serves
-	// the k-th of its stages, in stage order, at host:port+k.
+	// Addrs are the addresses of the processes that host the stages,
+	// host:port, as the other peers dial them: one per stage of the plan,
+	// in stage order, when each hosts one; else one per process, each
+	// hosting the stages of the plan the run's placement gives it
+	// (Hosts), its k-th stage (in stage order) at host:port+k.
 	Addrs []string
-	// Workers is the number of processes that host the stages, each the
-	// stages Spec's placement (runspec.Placed) gives it: 0 for one per
-	// address of Addrs.
-	Workers int
 	// Stage is the stage this process serves, from 0, or -1 for the
 	// driver, which dials the stages and listens on none.
 	Stage int
@@ -65,26 +62,34 @@ func (pl Place) Identity(plan *graphsplit.Plan) transport.Identity {
 	return pl.Spec.Identity(plan.Fingerprint())
 }
 
-// Hosts lists, for a plan of p stages, the stages each process hosts, in
-// stage order: one process per stage, or Workers processes (else one
-// per address), each hosting the stages Spec's placement gives it. It
-// refuses, with a *runspec.Error naming the setting, processes that do
-// not divide the stages.
+// Hosts lists, for a plan of p stages, the stages each of the processes
+// at Addrs hosts, in stage order, as the run's placement (Spec; Hosts
+// below) gives them.
 func (pl Place) Hosts(p int) ([][]int, error) {
-	w, setting := pl.Workers, "procs"
-	if w == 0 {
-		w, setting = len(pl.Addrs), "stage_addrs"
-	}
-	if w < 1 || w > p || p%w != 0 {
-		return nil, &runspec.Error{Setting: setting, Value: strconv.Itoa(w), Reason: fmt.Sprintf("the plan has %d stages, and each of %d processes must host as many: give {stages} a multiple of %d", p, w, w)}
-	}
-	sch, err := pl.Spec.ScheduleNamed()
+	return Hosts(pl.Spec, p, len(pl.Addrs), "stage_addrs")
+}
+
+// Hosts lists the stages each of w processes hosts of a plan of p
+// stages, in stage order, as spec's placement (runspec.Placed) gives
+// them: contiguous blocks (whose sizes differ by one at most when w does
+// not divide p), round robin or a V (w must divide p). It refuses, with a
+// *runspec.Error of setting (the processes' number: procs, stage_addrs),
+// more processes than stages and a w the placement cannot share the
+// stages among.
+func Hosts(spec runspec.Spec, p, w int, setting string) ([][]int, error) {
+	sch, err := spec.ScheduleNamed()
 	if err != nil {
 		return nil, err
 	}
-	placement, err := runspec.Placed(pl.Spec.Placement, sch)
+	placement, err := runspec.Placed(spec.Placement, sch)
 	if err != nil {
 		return nil, err
+	}
+	switch {
+	case w < 1 || w > p:
+		return nil, &runspec.Error{Setting: setting, Value: strconv.Itoa(w), Reason: fmt.Sprintf("%d processes for the plan's %d stages: give at most %d", w, p, p)}
+	case p%w != 0 && placement != schedule.Contiguous:
+		return nil, &runspec.Error{Setting: setting, Value: strconv.Itoa(w), Reason: fmt.Sprintf("placed %v, every process hosts as many of the plan's %d stages: give {stages} a multiple of %d, or processes that divide %d", placement, p, w, p)}
 	}
 	hosts := make([][]int, w)
 	for j := range hosts {
@@ -94,8 +99,8 @@ func (pl Place) Hosts(p int) ([][]int, error) {
 }
 
 // Layout is what the peer's network transport is given for plan: each
-// stage's address (Addrs, or each process's address given to its k-th
-// stage at port+k) and the links of the plan's topology that join two
+// stage's address (its process's address in Addrs, port+k for its k-th
+// stage) and the links of the plan's topology that join two
 // processes — a link between two stages of one process is not on the
 // network (transport.Colocated carries it). Every peer of the pipeline
 // has the same layout; the handshake compares the links. Its errors are
@@ -107,25 +112,19 @@ func (pl Place) Layout(plan *graphsplit.Plan) ([]string, []transport.Link, error
 		return nil, nil, err
 	}
 	worker := make([]int, p)
-	addrs := pl.Addrs
-	if len(addrs) != p {
-		addrs = make([]string, p)
-	}
+	addrs := make([]string, p)
 	for j, stages := range hosts {
+		worker[stages[0]], addrs[stages[0]] = j, pl.Addrs[j]
+		if len(stages) == 1 {
+			continue
+		}
+		host, port, err := net.SplitHostPort(pl.Addrs[j])
+		first, perr := strconv.Atoi(port)
+		if err != nil || perr != nil {
+			return nil, nil, &runspec.Error{Setting: "stage_addrs", Value: pl.Addrs[j], Reason: "host:port with a port number, the first of the process's stages"}
+		}
 		for k, i := range stages {
-			worker[i] = j
-			if len(pl.Addrs) == p {
-				continue
-			}
-			if len(pl.Addrs) != len(hosts) {
-				return nil, nil, &runspec.Error{Setting: "stage_addrs", Value: strconv.Itoa(len(pl.Addrs)), Reason: fmt.Sprintf("give one address per stage (%d) or per process (%d)", p, len(hosts))}
-			}
-			host, port, err := net.SplitHostPort(pl.Addrs[j])
-			n, perr := strconv.Atoi(port)
-			if err != nil || perr != nil {
-				return nil, nil, &runspec.Error{Setting: "stage_addrs", Value: pl.Addrs[j], Reason: "host:port, a number"}
-			}
-			addrs[i] = net.JoinHostPort(host, strconv.Itoa(n+k))
+			worker[i], addrs[i] = j, net.JoinHostPort(host, strconv.Itoa(first+k))
 		}
 	}
 	var links []transport.Link

@@ -92,19 +92,20 @@ func (s Setup) Decide(env Config, found bool) (Where, Place, error) {
 	return InProcess, Place{Stage: -1}, nil
 }
 
-// Fit refuses a plan of n stages (-stages given as stages) that the
-// places cannot host, each the same number of stages: s.Procs stage
-// processes (0: none), or the addresses in pl, this process's Place (none:
-// in this process), one per stage or one per process. The error names
-// the flags and the way out.
-func (s Setup) Fit(n int, stages string, pl Place) error {
+// Fit refuses a plan of n stages that the
+// places cannot host as the run's placement (pl.Spec) shares the stages
+// among them (Hosts): s.Procs stage processes (0: none), or the
+// addresses in pl, this process's Place (none: in this process), one per
+// process. The error names the flags and the way out.
+func (s Setup) Fit(n int, pl Place) error {
+	var err error
 	switch {
-	case s.Procs > 0 && (s.Procs > n || n%s.Procs != 0):
-		return &runspec.Error{Setting: "procs", Value: strconv.Itoa(s.Procs), Reason: fmt.Sprintf("the plan has %d stages ({stages} %s), and every stage process hosts as many: give {stages} a multiple of %d, or {procs} a divisor of %d", n, stages, s.Procs, n)}
-	case len(pl.Addrs) > 0 && (len(pl.Addrs) > n || n%len(pl.Addrs) != 0):
-		return &runspec.Error{Setting: "stages", Value: stages, Reason: fmt.Sprintf("the plan has %d stages, and %s gives %d stage addresses: give {stages} a multiple of %d, or one address per stage or per process", n, pl.AddrsFrom, len(pl.Addrs), len(pl.Addrs))}
+	case s.Procs > 0:
+		_, err = Hosts(pl.Spec, n, s.Procs, "procs")
+	case len(pl.Addrs) > 0:
+		_, err = Hosts(pl.Spec, n, len(pl.Addrs), "stage_addrs")
 	}
-	return nil
+	return err
 }
 
 // LocalDriver starts a pipeline's stage processes on this host when its
@@ -114,19 +115,20 @@ type LocalDriver struct {
 	// Config says which processes to start (StartLocal); its Exited is
 	// LocalDriver's own.
 	Config LocalConfig
-	// Place is the driver's (Stage -1; its Addrs are set at Connect):
-	// with Workers, fewer processes than stages, Connect starts Workers
-	// processes, each hosting the stages of the plan Place.Hosts gives it,
-	// in place of Config's Stages and Hosts; its Spec is what the default
-	// Dial announces.
-	Place Place
+	// Procs, if positive, is the number of processes to start for the
+	// plan Connect is given, each hosting the stages Spec's placement
+	// gives it (Hosts), in place of Config's Stages and Hosts.
+	Procs int
+	// Spec is the run (resolved, as Place.Spec): its placement, and what
+	// the default Dial announces.
+	Spec runspec.Spec
 	// Started, if not nil, is called once the processes have started,
 	// before the driver connects to them (to say where they run).
 	Started func(*Local)
 	// Dial is the connector of the driver to the processes l started
-	// (with l's addresses and certificates); nil: Place, at l.Addrs,
-	// .Connector with Credentials{Dir: l.Certs, Insecure:
-	// Config.Insecure} and grpcnet's default timeout.
+	// (with l's addresses and certificates); nil: Place{Addrs: l.Addrs,
+	// Stage: -1, Spec: Spec}.Connector with Credentials{Dir: l.Certs,
+	// Insecure: Config.Insecure} and grpcnet's default timeout.
 	Dial func(l *Local) ConnectFunc
 
 	local *Local
@@ -150,8 +152,8 @@ func (d *LocalDriver) Connect(ctx context.Context, plan *graphsplit.Plan) (trans
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	c := d.Config
-	if d.Place.Workers > 0 && plan != nil {
-		hosts, err := d.Place.Hosts(len(plan.Stages))
+	if d.Procs > 0 && plan != nil {
+		hosts, err := Hosts(d.Spec, len(plan.Stages), d.Procs, "procs")
 		if err != nil {
 			return nil, err
 		}
@@ -175,9 +177,7 @@ func (d *LocalDriver) Connect(ctx context.Context, plan *graphsplit.Plan) (trans
 	dial := d.Dial
 	if dial == nil {
 		dial = func(l *Local) ConnectFunc {
-			pl := d.Place
-			pl.Addrs, pl.Stage = l.Addrs, -1
-			return pl.Connector(Credentials{Dir: l.Certs, Insecure: c.Insecure}, 0)
+			return Place{Addrs: l.Addrs, Stage: -1, Spec: d.Spec}.Connector(Credentials{Dir: l.Certs, Insecure: c.Insecure}, 0)
 		}
 	}
 	ep, err := dial(l)(ctx, plan)

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pipemare/pipemare/graphsplit"
+	"github.com/pipemare/pipemare/runspec"
 	"github.com/pipemare/pipemare/transport"
 )
 
@@ -67,19 +68,21 @@ func TestDecide(t *testing.T) {
 	}
 }
 
-// TestFit: stage processes, or addresses, that host the same number of
-// stages each — as many as the plan has, or a divisor; otherwise an error
-// naming the flags and the way out.
+// TestFit: stage processes, or addresses (one per process), no more
+// than the plan's stages, and dividing them unless placed contiguously;
+// otherwise an error naming the flags and the way out.
 func TestFit(t *testing.T) {
 	addrs := Place{Addrs: []string{"h0:1", "h1:1"}, AddrsFrom: "{stage_addrs}"}
-	require.NoError(t, Setup{Procs: 2}.Fit(2, "2", Place{Stage: -1}))
-	require.NoError(t, Setup{Procs: 2}.Fit(4, "4", Place{Stage: -1}), "two stages per process")
-	require.NoError(t, Setup{}.Fit(2, "fine", addrs))
-	require.NoError(t, Setup{}.Fit(6, "6", addrs), "an address per process of three stages")
-	require.NoError(t, Setup{}.Fit(5, "5", Place{Stage: -1}), "in this process, any number")
-	requireFlags(t, Setup{Procs: 3}.Fit(2, "fine", Place{Stage: -1}), "-procs 3: the plan has 2 stages (-stages fine), and every stage process hosts as many: give -stages a multiple of 3, or -procs a divisor of 2")
-	requireFlags(t, Setup{Procs: 2}.Fit(3, "3", Place{Stage: -1}), "-procs 2: the plan has 3 stages (-stages 3), and every stage process hosts as many: give -stages a multiple of 2, or -procs a divisor of 3")
-	requireFlags(t, Setup{}.Fit(3, "3", addrs), "-stages 3: the plan has 3 stages, and -stage-addrs gives 2 stage addresses: give -stages a multiple of 2, or one address per stage or per process")
+	zbv := Place{Stage: -1, Spec: runspec.Spec{Model: "cnn", Schedule: "zb-v"}}
+	require.NoError(t, Setup{Procs: 2}.Fit(2, Place{Stage: -1}))
+	require.NoError(t, Setup{Procs: 2}.Fit(4, zbv), "two stages per process")
+	require.NoError(t, Setup{Procs: 2}.Fit(15, Place{Stage: -1}), "8 and 7 stages, contiguous")
+	require.NoError(t, Setup{}.Fit(2, addrs))
+	require.NoError(t, Setup{}.Fit(6, addrs), "an address per process of three stages")
+	require.NoError(t, Setup{}.Fit(5, Place{Stage: -1}), "in this process, any number")
+	requireFlags(t, Setup{Procs: 3}.Fit(2, Place{Stage: -1}), "-procs 3: 3 processes for the plan's 2 stages: give at most 2")
+	requireFlags(t, Setup{Procs: 3}.Fit(4, zbv), "-procs 3: placed v, every process hosts as many of the plan's 4 stages: give -stages a multiple of 3, or processes that divide 4")
+	requireFlags(t, Setup{}.Fit(1, addrs), "-stage-addrs 2: 2 processes for the plan's 1 stages: give at most 1")
 }
 
 // TestServeBeside: after a driver that succeeded, stop waits for the

@@ -17,8 +17,9 @@ import (
 
 // StagesPlaces are the places of a stage process that hosts the stages
 // listed, as StagePlace makes one for each, listening on listens (one per
-// stage, in the same order; none: each on its own address). A stage may
-// lie beyond the addresses when they are one per process (Place.Addrs).
+// stage, in the same order; none: each on its own address). The
+// addresses are one per process (Place.Addrs): CheckHosted checks the
+// stages against them once the plan is known.
 // It refuses, naming the flag, an empty or repeated list, listens that
 // are not one per stage, and several stages under a launcher, whose
 // processes serve one stage each.
@@ -32,7 +33,7 @@ func (n Net) StagesPlaces(stages []int, listens []string, env Config, found bool
 			listen = listens[0]
 		}
 		if len(listens) <= 1 {
-			pl, err := n.StagePlace(stages[0], listen, env, found)
+			pl, err := n.stagePlace(stages[0], listen, env, found)
 			return []Place{pl}, err
 		}
 	case found:
@@ -87,14 +88,11 @@ func ParseStageList(list string) ([]int, error) {
 // with Connector, all at once (the process's stages may wait for each
 // other's connections), joined by transport.Colocated so that a message
 // between two of them never leaves the process (Place.Layout leaves
-// their links off the network). With one address per stage, the process
-// is taken as one of as many processes as its stages divide the plan's
-// into. It refuses, naming the flag, stages that are not those the
-// placement gives one process; on an error nothing is left open.
+// their links off the network). It refuses what CheckHosted refuses; on
+// an error nothing is left open.
 func (n Net) StagesConnector(pls []Place) func(ctx context.Context, plan *graphsplit.Plan) ([]transport.Endpoint, error) {
 	return func(ctx context.Context, plan *graphsplit.Plan) ([]transport.Endpoint, error) {
-		pls, err := Hosting(pls, len(plan.Stages))
-		if err != nil {
+		if err := CheckHosted(pls, len(plan.Stages)); err != nil {
 			return nil, err
 		}
 		ctx, cancel := context.WithCancel(ctx)
@@ -128,33 +126,19 @@ func (n Net) StagesConnector(pls []Place) func(ctx context.Context, plan *graphs
 	}
 }
 
-// Hosting returns the places of a process that hosts several stages (one
-// per stage, alike but for Stage and Listen; StagesPlaces) for a plan of
-// p stages, their Workers set when the addresses are one per stage (the
-// process is one of as many as its stages divide p into). It refuses,
-// with a *runspec.Error naming the stage setting, stages that are not
-// those the placement gives one process, so that a command can say so
-// before anything connects; StagesConnector checks it too.
-func Hosting(pls []Place, p int) ([]Place, error) {
+// CheckHosted refuses, with a *runspec.Error naming the stage setting,
+// the places of a process (one per stage, alike but for Stage and
+// Listen; StagesPlaces) whose stages are not those the run's placement
+// gives one of the processes at their addresses (Place.Hosts), for a plan
+// of p stages: so that a command can say so before anything connects.
+// StagesConnector checks it too.
+func CheckHosted(pls []Place, p int) error {
 	if len(pls) == 0 {
-		return nil, &runspec.Error{Setting: "stage", Reason: "which stages this process serves"}
+		return &runspec.Error{Setting: "stage", Reason: "which stages this process serves"}
 	}
-	pls = slices.Clone(pls)
-	return pls, hosting(pls, p)
-}
-
-func hosting(pls []Place, p int) error {
 	stages := make([]int, len(pls))
 	for k, pl := range pls {
 		stages[k] = pl.Stage
-	}
-	if pls[0].Workers == 0 && len(pls[0].Addrs) == p {
-		if p%len(pls) != 0 {
-			return &runspec.Error{Setting: "stage", Value: StageList(stages), Reason: fmt.Sprintf("the plan has %d stages, and every process must host as many: %d is not a multiple of %d", p, p, len(pls))}
-		}
-		for k := range pls {
-			pls[k].Workers = p / len(pls)
-		}
 	}
 	hosts, err := pls[0].Hosts(p)
 	if err != nil {
@@ -169,7 +153,7 @@ func hosting(pls []Place, p int) error {
 			for _, h := range hosts {
 				lists = append(lists, StageList(h))
 			}
-			return &runspec.Error{Setting: "stage", Value: StageList(stages), Reason: fmt.Sprintf("placed %s, the %d stages make %d processes of stages %s: give one of those", pls[0].Spec.Placement, p, len(hosts), strings.Join(lists, " or "))}
+			return &runspec.Error{Setting: "stage", Value: StageList(stages), Reason: fmt.Sprintf("placed %s, the %d stages on %d processes make processes of stages %s: give one of those", pls[0].Spec.Placement, p, len(hosts), strings.Join(lists, " or "))}
 		}
 	}
 	return &runspec.Error{Setting: "stage", Value: StageList(stages), Reason: fmt.Sprintf("the plan has stages 0..%d", p-1)}

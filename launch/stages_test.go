@@ -3,6 +3,8 @@ package launch
 import (
 	"context"
 	"fmt"
+	"net"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -28,34 +30,45 @@ func chainPlan(t *testing.T) *graphsplit.Plan {
 	return plan
 }
 
-// TestLayout: with one address per process, each process's k-th stage is
-// at port+k of its address, the processes hosting the stages the
-// schedule's placement gives them (zb-v: a V, 0 and 3 beside each other);
-// a link between two stages of one process is not on the network; with
-// one address per stage and Workers, the addresses are the stages'.
+// TestLayout: each process's k-th stage is at port+k of its address,
+// the processes hosting the stages the run's placement gives them (zb-v:
+// a V, 0 and 3 beside each other; pipemare: contiguous blocks, the first
+// larger when the processes do not divide the stages); a link between
+// two stages of one process is not on the network. More processes than
+// stages, processes that do not divide them under any other placement,
+// and a placement the schedule refuses are errors naming the settings.
 func TestLayout(t *testing.T) {
 	plan := chainPlan(t)
 	zbv := runspec.Spec{Model: "mlp", Schedule: "zb-v"}
-	addrs, links, err := Place{Addrs: []string{"h0:7000", "h1:7000"}, Stage: -1, Spec: zbv}.Layout(plan)
-	require.NoError(t, err)
-	require.Equal(t, []string{"h0:7000", "h1:7000", "h1:7001", "h0:7001"}, addrs)
-	require.Equal(t, []transport.Link{{A: 0, B: 1}, {A: 2, B: 3}}, links, "1-2 is in process 1")
-
-	four := []string{"a:1", "b:1", "c:1", "d:1"}
-	addrs, links, err = Place{Addrs: four, Workers: 2, Stage: -1, Spec: runspec.Spec{Model: "mlp", Schedule: "pipemare"}}.Layout(plan)
-	require.NoError(t, err)
-	require.Equal(t, four, addrs)
-	require.Equal(t, []transport.Link{{A: 1, B: 2}}, links, "contiguous: 0-1 and 2-3 in process")
-
-	addrs, links, err = Place{Addrs: four, Stage: -1}.Layout(plan)
-	require.NoError(t, err)
-	require.Equal(t, four, addrs)
-	require.Len(t, links, 3, "a process per stage: every link on the network")
-
-	_, _, err = Place{Addrs: four[:3], Stage: -1}.Layout(plan)
-	require.EqualError(t, err, "stage_addrs 3: the plan has 4 stages, and each of 3 processes must host as many: give stages a multiple of 3")
-	_, _, err = Place{Addrs: four, Workers: 2, Stage: -1, Spec: runspec.Spec{Model: "mlp", Schedule: "zb-v", Placement: "contiguous"}}.Layout(plan)
-	require.ErrorContains(t, err, "placement contiguous: schedule zb-v places its stages v")
+	pipemare := runspec.Spec{Model: "mlp", Schedule: "pipemare"}
+	for _, c := range []struct {
+		spec        runspec.Spec
+		addrs, want []string
+		links       []transport.Link
+	}{
+		{zbv, []string{"h0:7000", "h1:7000"}, []string{"h0:7000", "h1:7000", "h1:7001", "h0:7001"}, []transport.Link{{A: 0, B: 1}, {A: 2, B: 3}}},
+		{pipemare, []string{"h0:7000", "h1:7000"}, []string{"h0:7000", "h0:7001", "h1:7000", "h1:7001"}, []transport.Link{{A: 1, B: 2}}},
+		{pipemare, []string{"a:1", "b:1", "c:1"}, []string{"a:1", "a:2", "b:1", "c:1"}, []transport.Link{{A: 1, B: 2}, {A: 2, B: 3}}},
+		{zbv, []string{"a:1", "b:1", "c:1", "d:http"}, []string{"a:1", "b:1", "c:1", "d:http"}, []transport.Link{{A: 0, B: 1}, {A: 1, B: 2}, {A: 2, B: 3}}},
+	} {
+		addrs, links, err := Place{Addrs: c.addrs, Stage: -1, Spec: c.spec}.Layout(plan)
+		require.NoError(t, err)
+		require.Equal(t, c.want, addrs, "%s on %v", c.spec.Schedule, c.addrs)
+		require.Equal(t, c.links, links, "%s on %v", c.spec.Schedule, c.addrs)
+	}
+	for _, c := range []struct {
+		spec  runspec.Spec
+		addrs []string
+		err   string
+	}{
+		{zbv, []string{"a:1", "b:1", "c:1"}, "stage_addrs 3: placed v, every process hosts as many of the plan's 4 stages: give stages a multiple of 3, or processes that divide 4"},
+		{pipemare, []string{"a:1", "b:1", "c:1", "d:1", "e:1"}, "stage_addrs 5: 5 processes for the plan's 4 stages: give at most 4"},
+		{runspec.Spec{Model: "mlp", Schedule: "zb-v", Placement: "contiguous"}, []string{"a:1", "b:1"}, "placement contiguous: schedule zb-v places its stages v"},
+		{pipemare, []string{"a:1", "b:http"}, "stage_addrs b:http: host:port with a port number"},
+	} {
+		_, _, err := Place{Addrs: c.addrs, Stage: -1, Spec: c.spec}.Layout(plan)
+		require.ErrorContains(t, err, c.err)
+	}
 }
 
 // TestStagesConnector: a driver and two processes of two stages each,
@@ -65,7 +78,13 @@ func TestLayout(t *testing.T) {
 // refused, naming them and the processes the placement makes.
 func TestStagesConnector(t *testing.T) {
 	plan := chainPlan(t)
-	addrs := freeAddrs(t, 4)
+	ls, err := consecutive(4)
+	require.NoError(t, err)
+	for _, l := range ls {
+		require.NoError(t, l.Close())
+	}
+	port := ls[0].Addr().(*net.TCPAddr).Port
+	addrs := []string{"127.0.0.1:" + strconv.Itoa(port), "127.0.0.1:" + strconv.Itoa(port+2)} // each process at its port and the next
 	spec := runspec.Spec{Model: "mlp", Schedule: "zb-v", Placement: "v"}
 	n := Net{Credentials: Credentials{Insecure: true}, ConnectTimeout: 30 * time.Second}
 	var wg sync.WaitGroup
@@ -78,7 +97,7 @@ func TestStagesConnector(t *testing.T) {
 			defer wg.Done()
 			if stages == nil {
 				var ep transport.Endpoint
-				ep, errs[j] = n.Connector(Place{Addrs: addrs, Workers: 2, Stage: -1, Spec: spec})(context.Background(), plan)
+				ep, errs[j] = n.Connector(Place{Addrs: addrs, Stage: -1, Spec: spec})(context.Background(), plan)
 				eps[j] = []transport.Endpoint{ep}
 				return
 			}
@@ -119,8 +138,8 @@ func TestStagesConnector(t *testing.T) {
 		require.Equal(t, c.m, got.Micro)
 	}
 
-	_, err := n.StagesConnector([]Place{{Addrs: addrs, Stage: 0, Spec: spec}, {Addrs: addrs, Stage: 1, Spec: spec}})(ctx, plan)
-	require.EqualError(t, err, "stage 0,1: placed v, the 4 stages make 2 processes of stages 0,3 or 1,2: give one of those")
+	_, err = n.StagesConnector([]Place{{Addrs: addrs, Stage: 0, Spec: spec}, {Addrs: addrs, Stage: 1, Spec: spec}})(ctx, plan)
+	require.EqualError(t, err, "stage 0,1: placed v, the 4 stages on 2 processes make processes of stages 0,3 or 1,2: give one of those")
 }
 
 func typeName(v any) string { return fmt.Sprintf("%T", v) }

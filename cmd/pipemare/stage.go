@@ -67,7 +67,7 @@ func stageCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	p, err := fitPlan(r, cfg, stagesOf(resolved), 0, pls[0])
 	if err == nil {
-		if pls, err = launch.Hosting(pls, p); err != nil {
+		if err = launch.CheckHosted(pls, p); err != nil {
 			err = usageErr{err}
 		}
 	}
