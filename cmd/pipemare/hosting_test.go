@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/pipemare/pipemare/launch"
 )
 
 // cnnArgs is a short CNN run on 4 stages: two minibatches, accuracy on 32
@@ -54,7 +56,7 @@ func TestProcsHostSeveralStages(t *testing.T) {
 		require.Equal(t, 0, code, "%v\n%s\n%s", args, out, stderr)
 		require.Empty(t, stderr, "the stages said nothing")
 		require.Regexp(t, `started 2 stage processes on 127\.0\.0\.1:\d+, 127\.0\.0\.1:\d+ \(pids \d+ \d+, hosting stages `, out)
-		require.Contains(t, out, "hosting stages "+strings.ReplaceAll(fmtHosts(c.hosts), "|", " and ")+")\n")
+		require.Contains(t, out, "hosting stages "+launch.StageList(c.hosts[0])+" and "+launch.StageList(c.hosts[1])+")\n")
 		got := reportOf(t, dir)
 		require.Equal(t, want, got.Result.WeightsSHA256, "%v: two processes of two stages train exactly like the in-process engine", args)
 		require.Equal(t, c.hosts, got.Placement.Hosts)
@@ -68,19 +70,6 @@ func TestProcsHostSeveralStages(t *testing.T) {
 			handStartedHostsSeveralStages(t, alone)
 		}
 	}
-}
-
-// fmtHosts writes hosts as "0,3|1,2".
-func fmtHosts(hosts [][]int) string {
-	var lists []string
-	for _, h := range hosts {
-		var s []string
-		for _, i := range h {
-			s = append(s, strconv.Itoa(i))
-		}
-		lists = append(lists, strings.Join(s, ","))
-	}
-	return strings.Join(lists, "|")
 }
 
 // handStartedHostsSeveralStages: two pipemare stage processes started
@@ -126,13 +115,7 @@ func handStartedHostsSeveralStages(t *testing.T, want runReportJSON) {
 // alone; the restart names the process by its stages.
 func TestMaxRestartsHostingSeveralStages(t *testing.T) {
 	skipProcesses(t)
-	args := append(append([]string{"train", "-stages", "3", "-checkpoint-every", "3"}, mlpArgs...), "-epochs", "2")
-	whole := t.TempDir()
-	pipemareRun(t, nil, append(args, "-out", whole)...)
-	want := reportOf(t, whole)
-
-	tmp, dir := t.TempDir(), t.TempDir()
-	p := start(t, []string{"TMPDIR=" + tmp}, append(args, "-procs", "2", "-max-restarts", "1", "-out", dir)...)
+	want, p, tmp, dir := restarting(t, "3", 2, 1)
 	started := regexp.MustCompile(`^started 2 stage processes on .* \(pids (\d+) (\d+), hosting stages 0,1 and 2\)`)
 	m := p.until(t, started, time.Minute)
 	pids := m[1:]
