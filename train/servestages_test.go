@@ -20,7 +20,7 @@ import (
 func TestServeStagesTrainsLikeTrain(t *testing.T) {
 	train, test, err := testFashion()
 	require.NoError(t, err)
-	data, eval := train.Head(64), test.Head(16)
+	data, eval := train.Head(32), test.Head(8)
 	cfg := Config{Hyper: zoo.Hyper{Microbatch: 4, Microbatches: 4, Epochs: 1, LR: 0.03, Seed: 1}, Schedule: schedule.ZBV(), Stages: 4}
 	alone, err := Train(context.Background(), zoo.CNN, data, eval, cfg)
 	require.NoError(t, err)
