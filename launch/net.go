@@ -120,7 +120,7 @@ func (n Net) credentials(p transport.Peer) ([]grpcnet.Option, error) {
 // certificate missing names certs, a listener that cannot be had listen,
 // and a peer that did not come in time says to give more connect_timeout
 // (errors.Is and As see the errors beneath).
-// pl has one address per stage of the plan.
+// pl has one address per process of the pipeline (Place.Addrs).
 func (n Net) Connector(pl Place) ConnectFunc {
 	if n.Transport == TransportShm {
 		return n.shmConnector(pl)
