@@ -53,17 +53,19 @@ func sendFailure(err error, i int, doing string) error {
 // its link to another stage broke, for that stage's own failure.
 const causeGrace = 3 * time.Second
 
-// rootCause waits briefly for the failure of stage peer that made another
-// stage's link to it fail: its Failed answer, or the driver's own link to
-// it breaking. It returns nil if none comes.
-func (vm *VM) rootCause(peer int) error {
+// rootCause waits briefly, once a stage's link to a peer failed, for the
+// failure that caused it: the peer's Failed answer, or the driver's own
+// link to it — or to any stage, since a process hosting several stages
+// takes all their links down at once, and any of them may break first —
+// breaking. It returns nil if none comes.
+func (vm *VM) rootCause() error {
 	ctx, cancel := context.WithTimeout(context.Background(), causeGrace)
 	defer cancel()
 	for {
 		m, err := vm.ep.Recv(ctx, transport.AnyPeer, transport.Reply)
 		if err != nil {
 			var le *transport.LinkError
-			if errors.As(err, &le) && int(le.From) == peer {
+			if errors.As(err, &le) && le.From >= 0 {
 				return vm.linkFailure(err)
 			}
 			return nil

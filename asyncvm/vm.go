@@ -586,7 +586,7 @@ func (vm *VM) await(ctx context.Context) (transport.Message, error) {
 		vm.final[i] = true
 		err := stageFailure(i, b)
 		if b.Peer >= 0 && vm.remote { // a consequence: look for its cause
-			if cause := vm.rootCause(b.Peer); cause != nil {
+			if cause := vm.rootCause(); cause != nil {
 				err = cause
 			}
 		}

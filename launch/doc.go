@@ -25,11 +25,26 @@
 // settings, over shared memory (shmnet, Place.OpenShm) when its Transport
 // says so (TransportShm; the default, TransportAuto, is gRPC).
 //
+// # Several stages per process
+//
+// Fewer processes than stages, one address each, host the stages the
+// run's placement gives them (runspec.Placed: contiguous, round robin or
+// a V, by default the schedule's), a process's k-th stage at its
+// address's port+k; Place.Hosts lists them, Hosts for a number of
+// processes. Place.Layout is what every peer's
+// transport is given — each stage's address and the links between
+// processes, a link between two stages of one process left off the
+// network — and the handshake compares the links. A process hosting
+// several stages has a Place for each (Net.StagesPlaces, CheckHosted), and
+// Net.StagesConnector opens their endpoints joined by transport.Colocated,
+// for train.ServeStages.
+//
 // # Stage processes on this host
 //
-// StartLocal starts one process per stage on loopback — of this program,
-// or another, with the arguments the caller makes for each — each handed
-// its listener as file descriptor 3 and, unless insecure, throw-away
+// StartLocal starts one process per stage, or per list of stages
+// (LocalConfig.Hosts), on loopback — of this program, or another, with
+// the arguments the caller makes for each — each handed a listener per
+// stage as file descriptors 3, 4, … and, unless insecure, throw-away
 // certificates; the returned Local says where they serve and
 // Stop ends them, removing the certificates. The caller owns the
 // processes: on Linux they die with it even when it is killed (OwnChild,

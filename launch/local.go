@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"runtime"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,17 +20,22 @@ import (
 
 // LocalConfig says which stage processes StartLocal starts.
 type LocalConfig struct {
-	// Stages is the number of stage processes, one per stage: at least 1.
+	// Stages is the number of stages: at least 1.
 	Stages int
+	// Hosts lists the stages each process hosts, every stage in one list
+	// (Place.Hosts); nil: one process per stage.
+	Hosts [][]int
 	// Executable is the program every stage process runs; "" for this
 	// program itself (os.Executable).
 	Executable string
-	// Args are stage i's arguments (after the program's name), given every
-	// stage's address (host:port, in stage order) and the directory of the
+	// Args are process i's arguments (after the program's name), given
+	// the stages it hosts (Hosts[i]), every process's address (host:port,
+	// in the order of Hosts: Place.Addrs) and the directory of the
 	// throw-away certificates ("" with Insecure). Whatever they say, the
-	// stage serves on the listener it inherits as file descriptor 3
-	// (Place.Listen "fd:3").
-	Args func(i int, addrs []string, certs string) []string
+	// process serves its k-th stage on the listener it inherits as file
+	// descriptor 3+k (Place.Listen "fd:3", "fd:4", …), at its address's
+	// port+k.
+	Args func(i int, stages []int, addrs []string, certs string) []string
 	// Insecure makes no certificates: the stages are to run plaintext on
 	// loopback.
 	Insecure bool
@@ -37,24 +43,29 @@ type LocalConfig struct {
 	// (nil: discarded).
 	Stderr io.Writer
 	// Exited, if not nil, is called from another goroutine for a process
-	// that exits before Stop was called, with its stage and how it ended
+	// that exits before Stop was called, with its index and how it ended
 	// (exec.Cmd.Wait's error: nil for exit code 0). Stop waits for the
 	// calls to return: Exited must not call Stop or wait for it.
 	Exited func(i int, err error)
 }
 
 // Local are the stage processes of a pipeline on this host that
-// StartLocal started: one per stage, each serving on a loopback listener
-// this process opened and handed over as file descriptor 3, so that no
-// other process can take the port in between. This process owns them:
+// StartLocal started, each serving each of its stages on a loopback
+// listener this process opened and handed over (file descriptors 3, 4,
+// …), so that no other process can take the port in between. This process owns them:
 // Stop ends and waits for every one, and on Linux each dies with this
 // process even when that is killed (OwnChild). Its fields are not to be
 // changed.
 type Local struct {
-	// Addrs are the stages' addresses, 127.0.0.1:port, in stage order.
+	// Addrs are the processes' addresses, 127.0.0.1:port, in the order
+	// of Hosts (one per stage, in stage order, when each hosts one): the
+	// process serves its k-th stage at port+k (Place.Addrs).
 	Addrs []string
-	// PIDs are the stage processes' ids, in stage order.
+	// PIDs are the stage processes' ids, in the order of Hosts.
 	PIDs []int
+	// Hosts are the stages each process hosts (LocalConfig.Hosts, or one
+	// each).
+	Hosts [][]int
 	// Certs is the directory of the throw-away CA and the driver's and
 	// stages' certificates for 127.0.0.1, as pki.Write lays it out ("" with
 	// Insecure): the driver's Credentials.Dir. Stop removes it.
@@ -72,14 +83,15 @@ type Local struct {
 	stopErr  error
 }
 
-// StartLocal starts c.Stages stage processes of c.Executable on loopback,
+// StartLocal starts the stage processes of c.Executable on loopback, one
+// per list of c.Hosts (one per stage without),
 // makes throw-away certificates for them and the driver (unless
 // c.Insecure) in a new temporary directory, and returns once every
 // process has started: the caller then connects to them as the driver
 // (Place{Addrs: l.Addrs, Stage: -1}, Credentials{Dir: l.Certs}) and calls
 // Stop when done. On an error nothing is left running or on disk; the
 // error says which step failed ("a listener for stage 1: …", "throw-away
-// certificates: …", "starting stage 0: …").
+// certificates: …", "starting stage 0: …", "starting stages 0,2: …").
 func StartLocal(c LocalConfig) (*Local, error) {
 	if c.Stages < 1 {
 		return nil, errors.Errorf("%d stage processes: at least 1", c.Stages)
@@ -92,7 +104,11 @@ func StartLocal(c LocalConfig) (*Local, error) {
 		c.Executable = exe
 	}
 	n := c.Stages
-	s := &Local{release: make(chan struct{})}
+	hosts, err := localHosts(c.Hosts, n)
+	if err != nil {
+		return nil, err
+	}
+	s := &Local{release: make(chan struct{}), Hosts: hosts}
 	files := make([]*os.File, n)
 	defer func() {
 		for _, f := range files {
@@ -101,17 +117,21 @@ func StartLocal(c LocalConfig) (*Local, error) {
 			}
 		}
 	}()
-	for i := range files {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+	for _, stages := range hosts {
+		ls, err := consecutive(len(stages))
 		if err != nil {
-			return nil, errors.Wrapf(err, "a listener for stage %d", i)
+			return nil, errors.Wrapf(err, "listeners for %s", stageNames(stages))
 		}
-		files[i], err = l.(*net.TCPListener).File()
-		l.Close()
+		for k, l := range ls {
+			if err == nil {
+				files[stages[k]], err = l.(*net.TCPListener).File()
+			}
+			l.Close()
+		}
 		if err != nil {
-			return nil, errors.Wrapf(err, "a listener for stage %d", i)
+			return nil, errors.Wrapf(err, "listeners for %s", stageNames(stages))
 		}
-		s.Addrs = append(s.Addrs, l.Addr().String())
+		s.Addrs = append(s.Addrs, ls[0].Addr().String())
 	}
 	if !c.Insecure {
 		dir, err := os.MkdirTemp("", "pipemare-certs-")
@@ -131,17 +151,19 @@ func StartLocal(c LocalConfig) (*Local, error) {
 	started := make(chan error)
 	go func() {
 		runtime.LockOSThread() // never unlocked: the thread ends with this goroutine, after the children
-		for i := range files {
+		for i, stages := range hosts {
 			var args []string
 			if c.Args != nil {
-				args = c.Args(i, s.Addrs, s.Certs)
+				args = c.Args(i, stages, s.Addrs, s.Certs)
 			}
 			cmd := exec.Command(c.Executable, args...)
-			cmd.ExtraFiles = []*os.File{files[i]}
+			for _, st := range stages {
+				cmd.ExtraFiles = append(cmd.ExtraFiles, files[st])
+			}
 			cmd.Stderr = stderr
 			OwnChild(cmd)
 			if err := cmd.Start(); err != nil {
-				started <- errors.Wrapf(err, "starting stage %d", i)
+				started <- errors.Wrapf(err, "starting %s", stageNames(stages))
 				<-s.release
 				return
 			}
@@ -151,7 +173,7 @@ func StartLocal(c LocalConfig) (*Local, error) {
 		started <- nil
 		<-s.release
 	}()
-	err := <-started
+	err = <-started
 	s.errs = make([]error, len(s.cmds))
 	for i, cmd := range s.cmds {
 		done := make(chan struct{})
@@ -203,7 +225,7 @@ func (s *Local) stop(grace time.Duration) error {
 	var errs []error
 	for i, err := range s.errs {
 		if err != nil {
-			errs = append(errs, errors.Wrapf(err, "stage %d (pid %d)", i, s.PIDs[i]))
+			errs = append(errs, errors.Wrapf(err, "%s (pid %d)", stageNames(s.Hosts[i]), s.PIDs[i]))
 		}
 	}
 	if s.Certs != "" {
@@ -212,6 +234,69 @@ func (s *Local) stop(grace time.Duration) error {
 		}
 	}
 	return stderrors.Join(errs...)
+}
+
+// consecutive listens on n consecutive ports of loopback, or fails after
+// trying a hundred first ports.
+func consecutive(n int) ([]net.Listener, error) {
+	for range 100 {
+		first, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		ls := []net.Listener{first}
+		port := first.Addr().(*net.TCPAddr).Port
+		for k := 1; k < n; k++ {
+			l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port+k)))
+			if err != nil {
+				break
+			}
+			ls = append(ls, l)
+		}
+		if len(ls) == n {
+			return ls, nil
+		}
+		for _, l := range ls {
+			l.Close()
+		}
+	}
+	return nil, errors.Errorf("no %d consecutive free ports on loopback", n)
+}
+
+// localHosts is hosts checked to list each of n stages once, or one
+// process per stage when nil.
+func localHosts(hosts [][]int, n int) ([][]int, error) {
+	if hosts == nil {
+		hosts = make([][]int, n)
+		for i := range hosts {
+			hosts[i] = []int{i}
+		}
+		return hosts, nil
+	}
+	seen := make([]bool, n)
+	for _, stages := range hosts {
+		if len(stages) == 0 {
+			return nil, errors.New("a stage process that hosts no stage")
+		}
+		for _, i := range stages {
+			if i < 0 || i >= n || seen[i] {
+				return nil, errors.Errorf("stage %d hosted twice or outside the %d stages", i, n)
+			}
+			seen[i] = true
+		}
+	}
+	if i := slices.Index(seen, false); i >= 0 {
+		return nil, errors.Errorf("stage %d hosted by no process", i)
+	}
+	return hosts, nil
+}
+
+// stageNames names a process by its stages: "stage 1", "stages 0,2".
+func stageNames(stages []int) string {
+	if len(stages) == 1 {
+		return "stage " + StageList(stages)
+	}
+	return "stages " + StageList(stages)
 }
 
 // lockedWriter serialises the writes of several processes' copiers.

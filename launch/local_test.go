@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -47,7 +48,7 @@ func TestStartLocal(t *testing.T) {
 	var mu sync.Mutex
 	exited := map[int]error{}
 	l, err := StartLocal(LocalConfig{Stages: 3, Executable: os.Args[0], Stderr: &stderr,
-		Args: func(i int, addrs []string, certs string) []string {
+		Args: func(i int, _ []int, addrs []string, certs string) []string {
 			gotAddrs, gotCerts = addrs, certs
 			return []string{"serve", fmt.Sprint(i), "of", fmt.Sprint(len(addrs))}
 		},
@@ -101,7 +102,7 @@ func TestStartLocal(t *testing.T) {
 func TestStartLocalInsecure(t *testing.T) {
 	tmp := children(t)
 	l, err := StartLocal(LocalConfig{Stages: 1, Insecure: true,
-		Args: func(i int, addrs []string, certs string) []string {
+		Args: func(i int, _ []int, addrs []string, certs string) []string {
 			require.Empty(t, certs)
 			return []string{"exit", "0"}
 		},
@@ -119,7 +120,7 @@ func TestStopKills(t *testing.T) {
 	tmp := children(t)
 	exited := make(chan string, 3)
 	l, err := StartLocal(LocalConfig{Stages: 3, Executable: os.Args[0],
-		Args: func(i int, _ []string, _ string) []string {
+		Args: func(i int, _ []int, _ []string, _ string) []string {
 			if i == 1 {
 				return []string{"exit", "7"}
 			}
@@ -171,4 +172,53 @@ func requireEmpty(t *testing.T, dir string) {
 	entries, err := os.ReadDir(dir)
 	require.NoError(t, err)
 	require.Empty(t, entries, "nothing is left in %s", dir)
+}
+
+// TestStartLocalHostsSeveralStages: a process hosting several stages
+// (Hosts) inherits one listener per stage, in its order (file
+// descriptors 3, 4), its k-th at its address's port+k, and is told its
+// stages; a process that exits is named by its stages; hosts that miss a
+// stage or repeat one are refused.
+func TestStartLocalHostsSeveralStages(t *testing.T) {
+	children(t)
+	hosts := [][]int{{0, 2}, {1, 3}}
+	var got [][]int
+	var gotAddrs []string
+	l, err := StartLocal(LocalConfig{Stages: 4, Hosts: hosts, Executable: os.Args[0], Insecure: true,
+		Args: func(i int, stages []int, addrs []string, _ string) []string {
+			gotAddrs = addrs
+			got = append(got, stages)
+			return []string{"host", StageList(stages)}
+		}})
+	require.NoError(t, err)
+	require.Equal(t, hosts, got)
+	require.Equal(t, hosts, l.Hosts)
+	require.Len(t, l.PIDs, 2)
+	require.Len(t, l.Addrs, 2, "one address per process")
+	require.Equal(t, l.Addrs, gotAddrs)
+	for j, stages := range hosts {
+		host, port, err := net.SplitHostPort(l.Addrs[j])
+		require.NoError(t, err)
+		first, err := strconv.Atoi(port)
+		require.NoError(t, err)
+		for k, i := range stages {
+			c, err := net.Dial("tcp", net.JoinHostPort(host, strconv.Itoa(first+k)))
+			require.NoError(t, err)
+			line, err := bufio.NewReader(c).ReadString('\n')
+			require.NoError(t, err)
+			require.Equal(t, fmt.Sprintf("stage %d on fd %d\n", i, 3+k), line, "stage %d serves at its process's port+%d", i, k)
+			require.NoError(t, c.Close())
+		}
+	}
+	require.NoError(t, l.Stop(10*time.Second))
+
+	l, err = StartLocal(LocalConfig{Stages: 4, Hosts: hosts, Executable: os.Args[0], Insecure: true,
+		Args: func(int, []int, []string, string) []string { return []string{"exit", "5"} }})
+	require.NoError(t, err)
+	require.ErrorContains(t, l.Stop(10*time.Second), "stages 0,2 (pid")
+
+	for _, bad := range [][][]int{{{0, 1}, {1, 2, 3}}, {{0, 1}, {2}}, {{0, 1, 2, 3}, {}}} {
+		_, err = StartLocal(LocalConfig{Stages: 4, Hosts: bad, Executable: os.Args[0], Insecure: true})
+		require.Error(t, err, "%v", bad)
+	}
 }

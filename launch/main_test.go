@@ -33,6 +33,10 @@ func TestMain(m *testing.M) {
 //	             as file descriptor 3, send it "stage i <the rest of the
 //	             arguments>", wait for it to close, exit 0 (it says so
 //	             on its standard error first)
+//	host 0,2     a process hosting stages 0 and 2: on each listener
+//	             inherited (file descriptors 3, 4, …) accept one
+//	             connection, send it "stage i on fd n", wait for it to
+//	             close; exit 0 once all have
 //	exit n       exit with code n at once
 //	hang         run until killed
 //	parent n     StartLocal n hang processes, print their pids, hang
@@ -53,6 +57,29 @@ func child(args []string) int {
 		fmt.Fprintf(c, "stage %s\n", strings.Join(args[1:], " "))
 		_, _ = io.Copy(io.Discard, c)
 		return 0
+	case "host":
+		stages := strings.Split(args[1], ",")
+		done := make(chan error, len(stages))
+		for k, st := range stages {
+			go func() {
+				l, err := net.FileListener(os.NewFile(uintptr(3+k), "listener"))
+				if err == nil {
+					var c net.Conn
+					if c, err = l.Accept(); err == nil {
+						fmt.Fprintf(c, "stage %s on fd %d\n", st, 3+k)
+						_, _ = io.Copy(io.Discard, c)
+					}
+				}
+				done <- err
+			}()
+		}
+		for range stages {
+			if err := <-done; err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				return 3
+			}
+		}
+		return 0
 	case "exit":
 		n, _ := strconv.Atoi(args[1])
 		return n
@@ -63,7 +90,7 @@ func child(args []string) int {
 	case "parent":
 		n, _ := strconv.Atoi(args[1])
 		l, err := StartLocal(LocalConfig{Stages: n, Executable: os.Args[0], Insecure: true,
-			Args: func(int, []string, string) []string { return []string{"hang"} }})
+			Args: func(int, []int, []string, string) []string { return []string{"hang"} }})
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 3

@@ -120,7 +120,7 @@ func (n Net) credentials(p transport.Peer) ([]grpcnet.Option, error) {
 // certificate missing names certs, a listener that cannot be had listen,
 // and a peer that did not come in time says to give more connect_timeout
 // (errors.Is and As see the errors beneath).
-// pl has one address per stage of the plan.
+// pl has one address per process of the pipeline (Place.Addrs).
 func (n Net) Connector(pl Place) ConnectFunc {
 	if n.Transport == TransportShm {
 		return n.shmConnector(pl)
@@ -158,6 +158,16 @@ func (n Net) Connector(pl Place) ConnectFunc {
 // without an address, and credentials CheckCredentials refuses for the
 // addresses it dials and serves on.
 func (n Net) StagePlace(index int, listen string, env Config, found bool) (Place, error) {
+	pl, err := n.stagePlace(index, listen, env, found)
+	if err == nil && pl.Stage >= len(pl.Addrs) {
+		return pl, &runspec.Error{Setting: "stage", Value: strconv.Itoa(pl.Stage), Reason: fmt.Sprintf("{stage_addrs} gives the addresses of stages 0..%d", len(pl.Addrs)-1)}
+	}
+	return pl, err
+}
+
+// stagePlace is StagePlace for a process that may host several stages:
+// its stage may lie beyond the addresses, one per process.
+func (n Net) stagePlace(index int, listen string, env Config, found bool) (Place, error) {
 	pl := Place{Stage: index, Listen: listen, AddrsFrom: "{stage_addrs}"}
 	if err := n.CheckTimeout(); err != nil {
 		return pl, err
@@ -191,9 +201,6 @@ func (n Net) StagePlace(index int, listen string, env Config, found bool) (Place
 	}
 	if found && len(pl.Addrs) != env.Stages {
 		return pl, &runspec.Error{Setting: "stage_addrs", Reason: fmt.Sprintf("%d addresses, the %s environment %d stages", len(pl.Addrs), env.Launcher, env.Stages)}
-	}
-	if pl.Stage >= len(pl.Addrs) {
-		return pl, &runspec.Error{Setting: "stage", Value: strconv.Itoa(pl.Stage), Reason: fmt.Sprintf("{stage_addrs} gives the addresses of stages 0..%d", len(pl.Addrs)-1)}
 	}
 	served := append([]string(nil), pl.Addrs...)
 	if pl.Listen != "" && !strings.HasPrefix(pl.Listen, "fd:") {

@@ -2,6 +2,7 @@ package launch
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"os"
 	"strconv"
@@ -12,19 +13,24 @@ import (
 
 	"github.com/pipemare/pipemare/graphsplit"
 	"github.com/pipemare/pipemare/runspec"
+	"github.com/pipemare/pipemare/schedule"
 	"github.com/pipemare/pipemare/transport"
 	"github.com/pipemare/pipemare/transport/grpcnet"
 	"github.com/pipemare/pipemare/transport/pki"
 )
 
-// Place is where one process stands in a pipeline whose stages run in
-// several processes, one peer each: the stages' addresses, which peer
-// this process is, and where it listens. A command fills it from its
-// flags or from a launcher's environment (FromEnv's Config); Connector
-// then opens the process's endpoint.
+// Place is where one peer stands in a pipeline whose stages run in
+// several processes: the stages' addresses, which processes host which
+// stages, which peer this is, and where it listens. A command fills it
+// from its flags or from a launcher's environment (FromEnv's Config);
+// Connector then opens the peer's endpoint. A process that hosts several
+// stages has a Place for each (StagesConnector).
 type Place struct {
-	// Addrs are the stages' addresses, host:port, in stage order, as the
-	// other peers dial them: one per stage of the plan.
+	// Addrs are the addresses of the processes that host the stages,
+	// host:port, as the other peers dial them: one per stage of the plan,
+	// in stage order, when each hosts one; else one per process, each
+	// hosting the stages of the plan the run's placement gives it
+	// (Hosts), its k-th stage (in stage order) at host:port+k.
 	Addrs []string
 	// Stage is the stage this process serves, from 0, or -1 for the
 	// driver, which dials the stages and listens on none.
@@ -54,6 +60,80 @@ type Place struct {
 // transport's setup takes its identity from here.
 func (pl Place) Identity(plan *graphsplit.Plan) transport.Identity {
 	return pl.Spec.Identity(plan.Fingerprint())
+}
+
+// Hosts lists, for a plan of p stages, the stages each of the processes
+// at Addrs hosts, in stage order, as the run's placement (Spec; Hosts
+// below) gives them.
+func (pl Place) Hosts(p int) ([][]int, error) {
+	return Hosts(pl.Spec, p, len(pl.Addrs), "stage_addrs")
+}
+
+// Hosts lists the stages each of w processes hosts of a plan of p
+// stages, in stage order, as spec's placement (runspec.Placed) gives
+// them: contiguous blocks (whose sizes differ by one at most when w does
+// not divide p), round robin or a V (w must divide p). It refuses, with a
+// *runspec.Error of setting (the processes' number: procs, stage_addrs),
+// more processes than stages and a w the placement cannot share the
+// stages among.
+func Hosts(spec runspec.Spec, p, w int, setting string) ([][]int, error) {
+	sch, err := spec.ScheduleNamed()
+	if err != nil {
+		return nil, err
+	}
+	placement, err := runspec.Placed(spec.Placement, sch)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case w < 1 || w > p:
+		return nil, &runspec.Error{Setting: setting, Value: strconv.Itoa(w), Reason: fmt.Sprintf("%d processes for the plan's %d stages: give at most %d", w, p, p)}
+	case p%w != 0 && placement != schedule.Contiguous:
+		return nil, &runspec.Error{Setting: setting, Value: strconv.Itoa(w), Reason: fmt.Sprintf("placed %v, every process hosts as many of the plan's %d stages: give {stages} a multiple of %d, or processes that divide %d", placement, p, w, p)}
+	}
+	hosts := make([][]int, w)
+	for j := range hosts {
+		hosts[j] = placement.Hosted(j, p, w)
+	}
+	return hosts, nil
+}
+
+// Layout is what the peer's network transport is given for plan: each
+// stage's address (its process's address in Addrs, port+k for its k-th
+// stage) and the links of the plan's topology that join two
+// processes — a link between two stages of one process is not on the
+// network (transport.Colocated carries it). Every peer of the pipeline
+// has the same layout; the handshake compares the links. Its errors are
+// Hosts'.
+func (pl Place) Layout(plan *graphsplit.Plan) ([]string, []transport.Link, error) {
+	p := len(plan.Stages)
+	hosts, err := pl.Hosts(p)
+	if err != nil {
+		return nil, nil, err
+	}
+	worker := make([]int, p)
+	addrs := make([]string, p)
+	for j, stages := range hosts {
+		worker[stages[0]], addrs[stages[0]] = j, pl.Addrs[j]
+		if len(stages) == 1 {
+			continue
+		}
+		host, port, err := net.SplitHostPort(pl.Addrs[j])
+		first, perr := strconv.Atoi(port)
+		if err != nil || perr != nil {
+			return nil, nil, &runspec.Error{Setting: "stage_addrs", Value: pl.Addrs[j], Reason: "host:port with a port number, the first of the process's stages"}
+		}
+		for k, i := range stages {
+			worker[i], addrs[i] = j, net.JoinHostPort(host, strconv.Itoa(first+k))
+		}
+	}
+	var links []transport.Link
+	for _, l := range grpcnet.Links(plan.Topology()) {
+		if worker[l.A] != worker[l.B] {
+			links = append(links, l)
+		}
+	}
+	return addrs, links, nil
 }
 
 // Peer is the transport peer the process is: transport.Driver for Stage
@@ -102,7 +182,11 @@ func (pl Place) ListenOptions() ([]grpcnet.Option, error) {
 // say; a command that words the errors of each step itself calls the
 // steps.
 func (pl Place) Open(ctx context.Context, plan *graphsplit.Plan, opts ...grpcnet.Option) (*grpcnet.Endpoint, error) {
-	network := grpcnet.Network{Addrs: pl.Addrs, Links: grpcnet.Links(plan.Topology()), Identity: pl.Identity(plan)}
+	addrs, links, err := pl.Layout(plan)
+	if err != nil {
+		return nil, err
+	}
+	network := grpcnet.Network{Addrs: addrs, Links: links, Identity: pl.Identity(plan)}
 	return grpcnet.Open(ctx, pl.Peer(), network, opts...)
 }
 

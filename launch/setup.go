@@ -92,18 +92,20 @@ func (s Setup) Decide(env Config, found bool) (Where, Place, error) {
 	return InProcess, Place{Stage: -1}, nil
 }
 
-// Fit refuses a plan of n stages (-stages given as stages) whose stages
-// the places do not hold one each: s.Procs stage processes (0: none), or
-// the stages' addresses in pl, this process's Place (none: in this
-// process). The error names the flags and the way out.
-func (s Setup) Fit(n int, stages string, pl Place) error {
+// Fit refuses a plan of n stages that the
+// places cannot host as the run's placement (pl.Spec) shares the stages
+// among them (Hosts): s.Procs stage processes (0: none), or the
+// addresses in pl, this process's Place (none: in this process), one per
+// process. The error names the flags and the way out.
+func (s Setup) Fit(n int, pl Place) error {
+	var err error
 	switch {
-	case s.Procs > 0 && s.Procs != n:
-		return &runspec.Error{Setting: "procs", Value: strconv.Itoa(s.Procs), Reason: fmt.Sprintf("the plan has %d stages ({stages} %s): give {stages} %d, or {procs} %d", n, stages, s.Procs, n)}
-	case len(pl.Addrs) > 0 && len(pl.Addrs) != n:
-		return &runspec.Error{Setting: "stages", Value: stages, Reason: fmt.Sprintf("the plan has %d stages, and %s gives %d stage addresses: give {stages} %d, or one address per stage", n, pl.AddrsFrom, len(pl.Addrs), len(pl.Addrs))}
+	case s.Procs > 0:
+		_, err = Hosts(pl.Spec, n, s.Procs, "procs")
+	case len(pl.Addrs) > 0:
+		_, err = Hosts(pl.Spec, n, len(pl.Addrs), "stage_addrs")
 	}
-	return nil
+	return err
 }
 
 // LocalDriver starts a pipeline's stage processes on this host when its
@@ -113,13 +115,20 @@ type LocalDriver struct {
 	// Config says which processes to start (StartLocal); its Exited is
 	// LocalDriver's own.
 	Config LocalConfig
+	// Procs, if positive, is the number of processes to start for the
+	// plan Connect is given, each hosting the stages Spec's placement
+	// gives it (Hosts), in place of Config's Stages and Hosts.
+	Procs int
+	// Spec is the run (resolved, as Place.Spec): its placement, and what
+	// the default Dial announces.
+	Spec runspec.Spec
 	// Started, if not nil, is called once the processes have started,
 	// before the driver connects to them (to say where they run).
 	Started func(*Local)
 	// Dial is the connector of the driver to the processes l started
 	// (with l's addresses and certificates); nil: Place{Addrs: l.Addrs,
-	// Stage: -1}.Connector with Credentials{Dir: l.Certs, Insecure:
-	// Config.Insecure} and grpcnet's default timeout.
+	// Stage: -1, Spec: Spec}.Connector with Credentials{Dir: l.Certs,
+	// Insecure: Config.Insecure} and grpcnet's default timeout.
 	Dial func(l *Local) ConnectFunc
 
 	local *Local
@@ -130,7 +139,8 @@ type LocalDriver struct {
 // open ends the connecting, and the error says which ("stage 1 exited
 // before the pipeline was up (signal: killed); its error is above": its
 // standard error went to Config.Stderr), not how the connecting broke
-// off. Once connected, every process has loaded its certificate, and
+// off (a process hosting several stages is named by its stages). Once
+// connected, every process has loaded its certificate, and
 // Connect removes the throw-away certificates (Local.Certs), so that a
 // driver killed later leaves none behind. An error of StartLocal is
 // returned as it is, nothing started
@@ -142,8 +152,19 @@ func (d *LocalDriver) Connect(ctx context.Context, plan *graphsplit.Plan) (trans
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	c := d.Config
+	if d.Procs > 0 && plan != nil {
+		hosts, err := Hosts(d.Spec, len(plan.Stages), d.Procs, "procs")
+		if err != nil {
+			return nil, err
+		}
+		c.Stages, c.Hosts = len(plan.Stages), hosts
+	}
 	c.Exited = func(i int, err error) {
-		cancel(errors.Errorf("stage %d exited before the pipeline was up (%v); its error is above", i, err))
+		name := fmt.Sprintf("stage %d", i)
+		if c.Hosts != nil {
+			name = stageNames(c.Hosts[i])
+		}
+		cancel(errors.Errorf("%s exited before the pipeline was up (%v); its error is above", name, err))
 	}
 	l, err := StartLocal(c)
 	if err != nil {
@@ -156,7 +177,7 @@ func (d *LocalDriver) Connect(ctx context.Context, plan *graphsplit.Plan) (trans
 	dial := d.Dial
 	if dial == nil {
 		dial = func(l *Local) ConnectFunc {
-			return Place{Addrs: l.Addrs, Stage: -1}.Connector(Credentials{Dir: l.Certs, Insecure: c.Insecure}, 0)
+			return Place{Addrs: l.Addrs, Stage: -1, Spec: d.Spec}.Connector(Credentials{Dir: l.Certs, Insecure: c.Insecure}, 0)
 		}
 	}
 	ep, err := dial(l)(ctx, plan)

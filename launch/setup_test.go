@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pipemare/pipemare/graphsplit"
+	"github.com/pipemare/pipemare/runspec"
 	"github.com/pipemare/pipemare/transport"
 )
 
@@ -67,15 +68,21 @@ func TestDecide(t *testing.T) {
 	}
 }
 
-// TestFit: as many stage processes, or addresses, as the plan has
-// stages; otherwise an error naming the flags and the way out.
+// TestFit: stage processes, or addresses (one per process), no more
+// than the plan's stages, and dividing them unless placed contiguously;
+// otherwise an error naming the flags and the way out.
 func TestFit(t *testing.T) {
 	addrs := Place{Addrs: []string{"h0:1", "h1:1"}, AddrsFrom: "{stage_addrs}"}
-	require.NoError(t, Setup{Procs: 2}.Fit(2, "2", Place{Stage: -1}))
-	require.NoError(t, Setup{}.Fit(2, "fine", addrs))
-	require.NoError(t, Setup{}.Fit(5, "5", Place{Stage: -1}), "in this process, any number")
-	requireFlags(t, Setup{Procs: 3}.Fit(2, "fine", Place{Stage: -1}), "-procs 3: the plan has 2 stages (-stages fine): give -stages 3, or -procs 2")
-	requireFlags(t, Setup{}.Fit(3, "3", addrs), "-stages 3: the plan has 3 stages, and -stage-addrs gives 2 stage addresses: give -stages 2, or one address per stage")
+	zbv := Place{Stage: -1, Spec: runspec.Spec{Model: "cnn", Schedule: "zb-v"}}
+	require.NoError(t, Setup{Procs: 2}.Fit(2, Place{Stage: -1}))
+	require.NoError(t, Setup{Procs: 2}.Fit(4, zbv), "two stages per process")
+	require.NoError(t, Setup{Procs: 2}.Fit(15, Place{Stage: -1}), "8 and 7 stages, contiguous")
+	require.NoError(t, Setup{}.Fit(2, addrs))
+	require.NoError(t, Setup{}.Fit(6, addrs), "an address per process of three stages")
+	require.NoError(t, Setup{}.Fit(5, Place{Stage: -1}), "in this process, any number")
+	requireFlags(t, Setup{Procs: 3}.Fit(2, Place{Stage: -1}), "-procs 3: 3 processes for the plan's 2 stages: give at most 2")
+	requireFlags(t, Setup{Procs: 3}.Fit(4, zbv), "-procs 3: placed v, every process hosts as many of the plan's 4 stages: give -stages a multiple of 3, or processes that divide 4")
+	requireFlags(t, Setup{}.Fit(1, addrs), "-stage-addrs 2: 2 processes for the plan's 1 stages: give at most 1")
 }
 
 // TestServeBeside: after a driver that succeeded, stop waits for the
@@ -113,7 +120,7 @@ func TestLocalDriver(t *testing.T) {
 	children(t)
 	var started *Local
 	d := &LocalDriver{
-		Config:  LocalConfig{Stages: 2, Executable: os.Args[0], Insecure: true, Args: func(i int, _ []string, _ string) []string { return []string{"exit", "3"} }},
+		Config:  LocalConfig{Stages: 2, Executable: os.Args[0], Insecure: true, Args: func(i int, _ []int, _ []string, _ string) []string { return []string{"exit", "3"} }},
 		Started: func(l *Local) { started = l },
 		Dial: func(l *Local) ConnectFunc {
 			return func(ctx context.Context, _ *graphsplit.Plan) (transport.Endpoint, error) {
@@ -137,7 +144,7 @@ func TestLocalDriver(t *testing.T) {
 	require.NotEqual(t, first.PIDs, started.PIDs)
 	require.ErrorContains(t, d.Stop(time.Second), "exit status 3")
 
-	d = &LocalDriver{Config: LocalConfig{Stages: 2, Executable: os.Args[0], Insecure: true, Args: func(int, []string, string) []string { return []string{"exit", "4"} }}}
+	d = &LocalDriver{Config: LocalConfig{Stages: 2, Executable: os.Args[0], Insecure: true, Args: func(int, []int, []string, string) []string { return []string{"exit", "4"} }}}
 	_, err = d.Connect(context.Background(), mlpPlan(t)) // Dial's default: Place's connector, plaintext
 	require.Regexp(t, `^stage \d exited before the pipeline was up \(exit status 4\); its error is above$`, err.Error())
 	require.ErrorContains(t, d.Stop(time.Second), "exit status 4")

@@ -58,11 +58,14 @@ func (t *Transport) Set(s string) error {
 
 // OpenShm opens the process's endpoint (shmnet.Open as Peer) of the
 // pipeline plan describes over shared memory: every process on this host,
-// named after Addrs (shmnet.SocketName), with the links and fingerprint of
-// plan, and opts (timeouts). The caller owns the endpoint.
+// named after its stages' addresses (shmnet.SocketName), with the links
+// between its processes (Layout) and the fingerprint of plan, and opts (timeouts). The caller owns the endpoint.
 func (pl Place) OpenShm(ctx context.Context, plan *graphsplit.Plan, opts ...shmnet.Option) (*shmnet.Endpoint, error) {
-	network := shmnet.Network{Name: shmnet.SocketName(pl.Addrs), Stages: len(pl.Addrs), Links: grpcnet.Links(plan.Topology()),
-		Identity: pl.Identity(plan)}
+	addrs, links, err := pl.Layout(plan)
+	if err != nil {
+		return nil, err
+	}
+	network := shmnet.Network{Name: shmnet.SocketName(addrs), Stages: len(addrs), Links: links, Identity: pl.Identity(plan)}
 	return shmnet.Open(ctx, pl.Peer(), network, opts...)
 }
 

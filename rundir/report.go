@@ -45,10 +45,14 @@ type Placement struct {
 	// Transport is "shared memory", "grpc+mtls" or "grpc (plaintext)"
 	// between processes.
 	Transport string `json:"transport,omitempty"`
-	// Addresses are the stages' addresses, in stage order; PIDs the
-	// processes train -procs started.
+	// Addresses are the stage processes' addresses (one per stage, in
+	// stage order, when each hosts one; else a process's k-th stage is at
+	// its port+k); PIDs the processes train -procs started.
 	Addresses []string `json:"addresses,omitempty"`
 	PIDs      []int    `json:"pids,omitempty"`
+	// Hosts are the stages each of PIDs hosts, when a process hosts
+	// several (train -procs fewer than the stages).
+	Hosts [][]int `json:"hosts,omitempty"`
 	// CPUs are the CPUs each stage process was pinned to (-pin), and
 	// DriverCPUs this process's (-cpus); absent when not pinned.
 	CPUs       []string `json:"cpus,omitempty"`

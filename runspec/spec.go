@@ -31,6 +31,10 @@ type Spec struct {
 	// Stages stages if both are given.
 	Stages string `json:"stages,omitempty"`
 	Cut    string `json:"cut,omitempty"`
+	// Placement is how the stages map to the processes that host several
+	// each (schedule.Placement's names: contiguous, round-robin, v);
+	// "" follows the schedule (Placed).
+	Placement string `json:"placement,omitempty"`
 	// Microbatch (rows), Microbatches (N), Epochs and LR replace the
 	// recipe's when positive.
 	Microbatch   int     `json:"microbatch,omitempty"`
@@ -82,7 +86,11 @@ func (s Spec) Check() error {
 	case s.T2 != nil && !(*s.T2 >= 0 && *s.T2 < 1):
 		return errorf("t2", format(*s.T2), "must be in [0, 1) (0: off)")
 	}
-	if _, err := s.ScheduleNamed(); err != nil {
+	sch, err := s.ScheduleNamed()
+	if err != nil {
+		return err
+	}
+	if _, err := Placed(s.Placement, sch); err != nil {
 		return err
 	}
 	p, err := s.StageCount()
@@ -128,6 +136,34 @@ func ScheduleNamed(name string) (schedule.Schedule, error) {
 		return sch, errorf("schedule", strconv.Quote(name), "unknown schedule (one of "+strings.Join(schedule.Names(), ", ")+")")
 	}
 	return sch, nil
+}
+
+// Placed is the placement named name (schedule.PlacementNamed) for a run
+// of schedule sch: "" is sch's own when its workers host several stages
+// each (interleaved: round-robin, zb-v: v), else contiguous. It refuses,
+// with an *Error of the placement setting, a name it does not know and a
+// placement other than the one such a schedule places its stages by (a
+// process would then host parts of its workers).
+func Placed(name string, sch schedule.Schedule) (schedule.Placement, error) {
+	own := schedule.Contiguous
+	if sch.Virtual() > 1 {
+		own = sch.Place
+	}
+	if name == "" {
+		return own, nil
+	}
+	pl, ok := schedule.PlacementNamed(name)
+	if !ok {
+		var names []string
+		for _, p := range schedule.Placements() {
+			names = append(names, p.String())
+		}
+		return pl, errorf("placement", strconv.Quote(name), "one of "+strings.Join(names, ", ")+" (default: the schedule's)")
+	}
+	if sch.Virtual() > 1 && pl != own {
+		return pl, errorf("placement", name, fmt.Sprintf("schedule %s places its stages %v: give {placement} %v, or leave it to the schedule", sch.Name, own, own))
+	}
+	return pl, nil
 }
 
 // JSON is the spec's JSON form, compact, keys in the order of the fields.

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pipemare/pipemare/runspec"
+	"github.com/pipemare/pipemare/schedule"
 	"github.com/pipemare/pipemare/transport"
 )
 
@@ -144,4 +145,31 @@ func TestDecodeRenamed(t *testing.T) {
 	require.NoError(t, runspec.DecodeRenamed([]byte(`{"t1_steps": 5, "t1": 7}`), &r, renamed))
 	require.Equal(t, rec{T1: 7}, r, "the new key wins")
 	require.Error(t, runspec.DecodeRenamed([]byte(`[1]`), &r, renamed))
+}
+
+// TestPlacedFollowsTheSchedule: with no placement given, the stages are
+// placed as the schedule places them on its workers (interleaved round
+// robin, zb-v in a V), contiguously for a schedule of one stage per
+// worker; any placement suits the latter, only its own the former; an
+// unknown name lists the names. Check refuses what Placed refuses.
+func TestPlacedFollowsTheSchedule(t *testing.T) {
+	for _, c := range []struct {
+		name, schedule string
+		want           schedule.Placement
+	}{{"", "interleaved", schedule.RoundRobin}, {"", "zb-v", schedule.VShape}, {"", "pipemare", schedule.Contiguous}, {"", "", schedule.Contiguous},
+		{"round-robin", "pipemare", schedule.RoundRobin}, {"v", "1f1b", schedule.VShape}, {"v", "zb-v", schedule.VShape}} {
+		sch, err := runspec.ScheduleNamed(c.schedule)
+		if c.schedule == "" {
+			sch, err = schedule.Schedule{}, nil
+		}
+		require.NoError(t, err)
+		got, err := runspec.Placed(c.name, sch)
+		require.NoError(t, err, "%s %s", c.name, c.schedule)
+		require.Equal(t, c.want, got, "%q under %s", c.name, c.schedule)
+	}
+	_, err := runspec.Placed("contiguous", schedule.ZBV())
+	require.EqualError(t, err, "placement contiguous: schedule zb-v places its stages v: give placement v, or leave it to the schedule")
+	err = runspec.Spec{Model: "mlp", Schedule: "interleaved", Placement: "zigzag"}.Check()
+	require.EqualError(t, err, `placement "zigzag": one of contiguous, round-robin, v (default: the schedule's)`)
+	require.NoError(t, runspec.Spec{Model: "mlp", Schedule: "interleaved", Placement: "round-robin"}.Check())
 }

@@ -14,11 +14,13 @@ type Slot struct {
 func (s Slot) String() string { return fmt.Sprintf("%v@%d", s.Action, s.Stage) }
 
 // Placement says which worker hosts each of P stages when W workers host
-// v = P/W stages each.
+// v = P/W stages each (contiguously, W need not divide P).
 type Placement uint8
 
 const (
-	// Contiguous: worker j hosts stages j·v … j·v+v−1.
+	// Contiguous: worker j hosts stages j·v … j·v+v−1; when W does not
+	// divide P, consecutive blocks whose sizes differ by one at most, the
+	// larger first (15 stages on 2 workers: 0…7 and 8…14).
 	Contiguous Placement = iota
 	// RoundRobin: worker j hosts stages j, j+W, j+2W, … (interleaved
 	// 1F1B's placement).
@@ -54,9 +56,9 @@ func PlacementNamed(name string) (Placement, bool) {
 	return 0, false
 }
 
-// Worker is the worker hosting stage i of p on w workers (w divides p).
+// Worker is the worker hosting stage i of p on w workers (w divides p,
+// or the placement is Contiguous).
 func (pl Placement) Worker(i, p, w int) int {
-	v := p / w
 	switch pl {
 	case RoundRobin:
 		return i % w
@@ -67,7 +69,7 @@ func (pl Placement) Worker(i, p, w int) int {
 			return o
 		}
 	}
-	return i / v
+	return i * w / p // i / v when w divides p
 }
 
 // Hosted lists the stages worker j hosts, in stage order.

@@ -61,7 +61,7 @@ func ExampleConfig_maxRestarts() {
 		log.Fatal(err)
 	}
 	d := &launch.LocalDriver{Config: launch.LocalConfig{Stages: 3, Executable: "pipemare", Insecure: true,
-		Args: func(i int, addrs []string, _ string) []string {
+		Args: func(i int, _ []int, addrs []string, _ string) []string {
 			// pipemare stage, serving stage i of the same run as the driver's Config.
 			return []string{"stage", "-model=mlp", "-limit=640", "-microbatch=16", "-microbatches=4", "-epochs=2", "-lr=0.03", "-t1=10", "-t2=0.9", "-stage=" + strconv.Itoa(i), "-stage-addrs=" + strings.Join(addrs, ","), "-listen=fd:3", "-insecure"}
 		}}}

@@ -152,6 +152,27 @@ func (cfg Config) Activations() asyncvm.Activations {
 // asyncvm.WithFirstOrderTimeout); they come after the run's. Like Train,
 // it computes with graphsplit.UseFastBLAS.
 func ServeStage(ctx context.Context, build zoo.Builder, train zoo.Data, cfg Config, i int, connect Connector, opts ...asyncvm.Option) error {
+	return ServeStages(ctx, build, train, cfg, []int{i}, func(ctx context.Context, plan *graphsplit.Plan) ([]transport.Endpoint, error) {
+		ep, err := connect(ctx, plan)
+		if err != nil {
+			return nil, err
+		}
+		return []transport.Endpoint{ep}, nil
+	}, opts...)
+}
+
+// StagesConnector opens the endpoints of the stages one process serves,
+// parallel to the stages ServeStages was given, for a run's plan; the
+// caller of ServeStages owns them from then on.
+type StagesConnector func(ctx context.Context, plan *graphsplit.Plan) ([]transport.Endpoint, error)
+
+// ServeStages is ServeStage for a process that serves several stages of
+// the run, each on its endpoint (asyncvm.ServeStages): a stage process
+// hosting the stages its worker's placement gives it, which take turns as
+// one process does when it hosts whole workers of the schedule. The model
+// is built and cut once. It returns nil when the driver stopped every
+// stage, else the first stage's error, naming it.
+func ServeStages(ctx context.Context, build zoo.Builder, train zoo.Data, cfg Config, stages []int, connect StagesConnector, opts ...asyncvm.Option) error {
 	graphsplit.UseFastBLAS()
 	cfg, err := cfg.normalized()
 	if err != nil {
@@ -159,6 +180,9 @@ func ServeStage(ctx context.Context, build zoo.Builder, train zoo.Data, cfg Conf
 	}
 	if cfg.Delays != nil {
 		return errors.New("train: injected delays train in one process; a stage process cannot serve them")
+	}
+	if len(stages) == 0 {
+		return errors.New("train: ServeStages: no stage to serve")
 	}
 	steps, err := cfg.stepsPerEpoch(train)
 	if err != nil {
@@ -168,15 +192,31 @@ func ServeStage(ctx context.Context, build zoo.Builder, train zoo.Data, cfg Conf
 	if err != nil {
 		return err
 	}
-	if i < 0 || i >= len(plan.Stages) {
-		return errors.Errorf("train: stage %d: the plan has stages 0..%d", i, len(plan.Stages)-1)
+	for _, i := range stages {
+		if i < 0 || i >= len(plan.Stages) {
+			return errors.Errorf("train: stage %d: the plan has stages 0..%d", i, len(plan.Stages)-1)
+		}
 	}
-	ep, err := connect(ctx, plan)
+	eps, err := connect(ctx, plan)
 	if err != nil {
-		if strings.HasPrefix(err.Error(), fmt.Sprintf("stage %d: ", i)) { // the transport's errors name their peer
+		if len(stages) == 1 && strings.HasPrefix(err.Error(), fmt.Sprintf("stage %d: ", stages[0])) { // the transport's errors name their peer
 			return errors.Wrap(err, "train")
 		}
-		return errors.Wrapf(err, "train: stage %d", i)
+		return errors.Wrapf(err, "train: %s", stageNames(stages))
 	}
-	return asyncvm.ServeStage(ctx, plan, i, ep, append(cfg.engine(steps), opts...)...)
+	if len(eps) != len(stages) {
+		for _, ep := range eps {
+			ep.Close()
+		}
+		return errors.Errorf("train: %s: %d endpoints opened; give one per stage", stageNames(stages), len(eps))
+	}
+	return asyncvm.ServeStages(ctx, plan, stages, eps, append(cfg.engine(steps), opts...)...)
+}
+
+// stageNames names stages for a message: "stage 1", "stages 0, 2".
+func stageNames(stages []int) string {
+	if len(stages) == 1 {
+		return fmt.Sprintf("stage %d", stages[0])
+	}
+	return "stages " + strings.Trim(strings.Join(strings.Fields(fmt.Sprint(stages)), ", "), "[]")
 }

@@ -8,7 +8,7 @@ import (
 // Resolved is c's run specification (Config.Spec) with every setting that
 // reaches a stage given the value it has in c, which must be ConfigFor's
 // of that spec and r: the method's name (the spec's, else the recipe's),
-// the schedule's, the batch, the run's length, the rate and its
+// the schedule's, the placement (runspec.Placed), the batch, the run's length, the rate and its
 // annealing, the momentum in use, T1, T2, the warm-up, whether
 // activations are kept, and the seed. Where the data is read from, the
 // stages and the cut and the test examples are the spec's.
@@ -24,6 +24,9 @@ func Resolved(r zoo.Recipe, c Config) runspec.Spec {
 		out.Method = r.Method
 	}
 	out.Schedule = c.Schedule.Name
+	if pl, err := runspec.Placed(c.Spec.Placement, c.Schedule); err == nil { // ConfigFor has refused any other
+		out.Placement = pl.String()
+	}
 	out.Microbatch, out.Microbatches, out.Epochs, out.LR = c.Microbatch, c.Microbatches, c.Epochs, c.LR
 	beta, seed := c.beta(), c.Seed
 	cosine, stash := c.Cosine, c.KeepActivations

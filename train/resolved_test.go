@@ -27,7 +27,7 @@ func TestResolvedIdentity(t *testing.T) {
 	alone := runspec.Spec{Model: "mlp", Data: "embedded"}
 	steps := 8000 / (r.Run.Microbatch * r.Run.Microbatches)
 	lr, seed, t1, beta := r.Run.LR, r.Run.Seed, r.Run.Epochs*steps-r.Warmup*steps, 0.9 // T1: every step after the one-epoch warm-up
-	same := runspec.Spec{Model: "mlp", Data: "/elsewhere", Method: r.Method, LR: lr, Seed: &seed, Microbatches: r.Run.Microbatches, T1: &t1, Momentum: &beta, Epochs: r.Run.Epochs}
+	same := runspec.Spec{Model: "mlp", Data: "/elsewhere", Method: r.Method, LR: lr, Seed: &seed, Microbatches: r.Run.Microbatches, T1: &t1, Momentum: &beta, Epochs: r.Run.Epochs, Placement: "contiguous"}
 	require.NoError(t, identity(alone).Check(identity(same), "stage 1"))
 
 	for _, c := range []struct {
@@ -36,6 +36,7 @@ func TestResolvedIdentity(t *testing.T) {
 		mine, theirs string
 	}{
 		{func(s *runspec.Spec) { s.LR = 0.1 }, "lr", "0.03", "0.1"},
+		{func(s *runspec.Spec) { s.Placement = "v" }, "placement", "contiguous", "v"},
 		{func(s *runspec.Spec) { seed := int64(9); s.Seed = &seed }, "seed", "1", "9"},
 		{func(s *runspec.Spec) { s.Method = "naive" }, "method", "pipemare", "naive"},
 		{func(s *runspec.Spec) { s.Epochs = 3 }, "epochs", "4", "3"},

@@ -244,12 +244,13 @@ func faultStageOfAnotherModel(t *testing.T, c faultCase) {
 }
 
 // faultStageOfAnotherStages: a stage of another -stages is a command
-// line that does not fit its plan (exit code 2); the others name it.
+// line that does not fit its plan (exit code 2: its 3 stages on the 2
+// processes of -stage-addrs do not put stage 1 alone); the others name it.
 func faultStageOfAnotherStages(t *testing.T, c faultCase) {
 	f := startFaultPipeline(t, c.mtls(), [][]string{{}, {"-stages", "3"}}, faultNone, nil, nil)
 	codes, errs := f.endedAll(t)
 	require.Equal(t, 2, codes[2], "a command line that does not fit the plan: %s", errs[2])
-	require.Contains(t, errs[2], "-stages 3: the plan has 3 stages, and -stage-addrs gives 2 stage addresses: give -stages 2, or one address per stage")
+	require.Contains(t, errs[2], "-stage 1: placed contiguous, the 3 stages on 2 processes make processes of stages 0,1 or 2: give one of those")
 	for i, who := range []string{"driver", "stage 0"} { // it was gone, or still building its model
 		require.Equal(t, 1, codes[i], errs[i])
 		require.Regexp(t, who+": "+regexp.QuoteMeta(faultNotConnected)+".*stage 1 at "+regexp.QuoteMeta(f.addrs[1])+" (did not answer|did not complete the connection)", errs[i])

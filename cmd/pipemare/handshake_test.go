@@ -132,13 +132,15 @@ func TestStageArgs(t *testing.T) {
 	lr := 0.2
 	spec := runspec.Spec{Model: "mlp", Data: "embedded", Stages: "2", Limit: 640, LR: lr}
 	tf := trainFlags{net: launch.Net{ConnectTimeout: time.Minute, StallTimeout: 20 * time.Second, RecvTimeout: 5 * time.Minute}}
-	args := tf.stageArgs(spec, []int{3}, tf.net, 1, []string{"127.0.0.1:1", "127.0.0.1:2"}, "/tmp/c")
+	args := tf.stageArgs(spec, []int{3}, tf.net, 1, []int{1}, []string{"127.0.0.1:1", "127.0.0.1:2"}, "/tmp/c")
 	require.Equal(t, []string{"stage", `-spec={"model":"mlp","data":"embedded","cut":"3","lr":0.2,"limit":640}`, "-stage=1", "-stage-addrs=127.0.0.1:1,127.0.0.1:2", "-listen=fd:3",
 		"-connect-timeout=1m0s", "-stall-timeout=20s", "-recv-timeout=5m0s", "-certs=/tmp/c"}, args)
-	require.Equal(t, "-insecure", tf.stageArgs(spec, nil, tf.net, 0, []string{"127.0.0.1:1"}, "")[8])
+	require.Equal(t, "-insecure", tf.stageArgs(spec, nil, tf.net, 0, []int{0}, []string{"127.0.0.1:1"}, "")[8])
+	several := tf.stageArgs(spec, nil, tf.net, 1, []int{1, 2}, []string{"127.0.0.1:1", "127.0.0.1:2", "127.0.0.1:3", "127.0.0.1:4"}, "")
+	require.Equal(t, []string{"-stage=1,2", "-stage-addrs=127.0.0.1:1,127.0.0.1:2,127.0.0.1:3,127.0.0.1:4", "-listen=fd:3,fd:4"}, several[2:5], "a process hosting two stages inherits a listener for each")
 	shmNet := tf.net
 	shmNet.Transport = launch.TransportShm
-	shm := tf.stageArgs(spec, nil, shmNet, 0, []string{"127.0.0.1:1"}, "")
+	shm := tf.stageArgs(spec, nil, shmNet, 0, []int{0}, []string{"127.0.0.1:1"}, "")
 	require.Equal(t, []string{"-transport=shm", "-insecure"}, shm[8:], "a stage of -procs -transport shm is told to share memory")
 
 	fs := flag.NewFlagSet("stage", flag.ContinueOnError)

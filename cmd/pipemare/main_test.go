@@ -67,7 +67,7 @@ func TestBadValues(t *testing.T) {
 		{[]string{"train", "-model", "mlp", "-stages", "10000"}, "-stages 10000: the mlp model cuts into at most 3 stages, one per layer (-stages fine)"},
 		{[]string{"compare", "-model", "mlp", "-stages", "4"}, "-stages 4: the mlp model cuts into at most 3 stages"},
 		{[]string{"stage", "-stage", "0", "-stage-addrs", "127.0.0.1:1", "-insecure", "-model", "mlp", "-stages", "4"}, "-stages 4: the mlp model cuts into at most 3 stages"},
-		{[]string{"stage", "-stage", "0", "-stage-addrs", "127.0.0.1:1", "-insecure", "-model", "mlp"}, "-stages fine: the plan has 3 stages, and -stage-addrs gives 1 stage addresses: give -stages 1, or one address per stage"},
+		{[]string{"stage", "-stage", "0", "-stage-addrs", "127.0.0.1:1", "-insecure", "-model", "mlp"}, "-stage 0: placed contiguous, the 3 stages on 1 processes make processes of stages 0,1,2: give one of those"},
 		{[]string{"stage", "-stage", "0", "-stage-addrs", "127.0.0.1:1", "-insecure", "-connect-timeout", "-1s"}, "-connect-timeout -1s: must be positive"},
 		{[]string{"train", "-trace-steps", "-1"}, "-trace-steps -1: must be positive"},
 		{[]string{"train", "-model", "mlp", "-epochs", "100000000"}, "-epochs 100000000: 100000000 epochs of 125 steps are more than the 10000000 steps a run can train (the engine keeps every action's timing for its report); give at most 80000"},

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -35,7 +36,7 @@ type trainFlags struct {
 }
 
 func (t *trainFlags) register(fs *flag.FlagSet) {
-	fs.IntVar(&t.procs, "procs", 0, "run the stages in this many processes of this program on this host, at least 1 (pipemare stage over loopback, mutual TLS with throw-away certificates unless -insecure); one per stage: the plan must have as many (-stages). Without -procs the stages run in this process")
+	fs.IntVar(&t.procs, "procs", 0, "run the stages in this many processes of this program on this host, at least 1 and at most the plan's stages (pipemare stage over loopback, mutual TLS with throw-away certificates unless -insecure); each hosts the stages -placement gives it (contiguous blocks by default; round-robin and v need -stages a multiple of -procs). Without -procs the stages run in this process")
 	fs.IntVar(&t.checkpointEvery, "checkpoint-every", 0, "drain the pipeline and write a checkpoint every n minibatches to the checkpoints directory of -out (0: none)")
 	fs.StringVar(&t.resume, "resume", "", "continue the run whose -out was this directory, from its latest checkpoint (or from the checkpoint directory given: DIR/checkpoints/step-…), with the flags it was started with; it must hold a checkpoint (a new run is -out DIR). "+rundir.ResumeAuto+": continue -out's run if it has a checkpoint, else start it there (for a launcher that restarts the whole job)")
 	fs.IntVar(&t.maxRestarts, "max-restarts", 0, "with -procs and -checkpoint-every: when a stage process dies or stalls, end the others, start the stage processes anew and resume from the last checkpoint, up to n times (report.json's result.restarts records each); under a launcher, its restart policy with -resume auto does this")
@@ -116,24 +117,35 @@ func (t *trainFlags) connect(ctx context.Context, cfg *train.Config, o *options,
 }
 
 // startLocal sets cfg.Connect to start -procs's stage processes once the
-// model is cut (launch.LocalDriver) and connect to them, recording in rep
-// where they run and saying so on stdout; the stop it returns ends them.
-// The driver announces resolved (train.Resolved) at its handshakes.
+// model is cut (launch.LocalDriver), each hosting the stages the run's
+// placement gives it, and connect to them, recording in rep where they
+// run and saying so on stdout; the stop it returns ends them. The driver
+// announces resolved (train.Resolved) at its handshakes.
 func (t *trainFlags) startLocal(cfg *train.Config, o *options, resolved runspec.Spec, rep *rundir.Placement, stdout, stderr io.Writer) func(error) error {
 	local := t.net // its -transport, passed on to the stage processes
 	d := &launch.LocalDriver{
 		Config: launch.LocalConfig{Stages: t.procs, Insecure: t.net.Credentials.Insecure, Stderr: stderr,
-			Args: func(i int, addrs []string, certs string) []string {
-				return t.stageArgs(o.spec(), cfg.Cut, local, i, addrs, certs)
+			Args: func(i int, stages []int, addrs []string, certs string) []string {
+				return t.stageArgs(o.spec(), cfg.Cut, local, i, stages, addrs, certs)
 			}},
+		Procs: t.procs, Spec: resolved,
 		Started: func(l *launch.Local) {
-			rep.Addresses, rep.PIDs, rep.CPUs = l.Addrs, l.PIDs, nil // a restart's processes replace the last
+			rep.Addresses, rep.PIDs, rep.CPUs, rep.Hosts = l.Addrs, l.PIDs, nil, nil // a restart's processes replace the last
 			for i := range l.PIDs {
 				if cpus := t.cpu.stageCPUs(i); cpus != "" {
 					rep.CPUs = append(rep.CPUs, cpus)
 				}
 			}
-			fmt.Fprintf(stdout, "started %d stage processes on %s (pids %s)\n", t.procs, strings.Join(l.Addrs, ", "), strings.Trim(fmt.Sprint(l.PIDs), "[]"))
+			hosting := ""
+			if len(l.PIDs) < len(slices.Concat(l.Hosts...)) {
+				rep.Hosts = l.Hosts
+				var lists []string
+				for _, h := range l.Hosts {
+					lists = append(lists, launch.StageList(h))
+				}
+				hosting = ", hosting stages " + strings.Join(lists, " and ")
+			}
+			fmt.Fprintf(stdout, "started %d stage processes on %s (pids %s%s)\n", t.procs, strings.Join(l.Addrs, ", "), strings.Trim(fmt.Sprint(l.PIDs), "[]"), hosting)
 		},
 		Dial: func(l *launch.Local) launch.ConnectFunc {
 			n := local
@@ -172,12 +184,12 @@ func (t *trainFlags) startLocal(cfg *train.Config, o *options, resolved runspec.
 // stageArgs are the arguments of stage process i of a train -procs run
 // (launch.LocalConfig.Args), a restarted one's too: pipemare stage started
 // from the run's spec (-spec), with the cut the driver chose in place of
-// its stages and cut (when cut is set), the stage's CPUs under -pin, its
-// index, the stages' addresses, the listener it inherits as file
-// descriptor 3, the driver's timeouts, so that every process of the
-// pipeline waits alike, and the credentials: the throw-away certificates
-// in certs, or plaintext when certs is "".
-func (t *trainFlags) stageArgs(spec runspec.Spec, cut []int, n launch.Net, i int, addrs []string, certs string) []string {
+// its stages and cut (when cut is set), the process's CPUs under -pin,
+// the stages it hosts, the stages' addresses, the listeners it inherits
+// as file descriptors 3, 4, … (one per stage), the driver's timeouts, so
+// that every process of the pipeline waits alike, and the credentials:
+// the throw-away certificates in certs, or plaintext when certs is "".
+func (t *trainFlags) stageArgs(spec runspec.Spec, cut []int, n launch.Net, i int, stages []int, addrs []string, certs string) []string {
 	if cut != nil {
 		spec.Stages, spec.Cut = "", runspec.FormatCut(cut)
 	}
@@ -185,7 +197,11 @@ func (t *trainFlags) stageArgs(spec runspec.Spec, cut []int, n launch.Net, i int
 	if cpus := t.cpu.stageCPUs(i); cpus != "" {
 		args = append(args, "-cpus="+cpus)
 	}
-	args = append(args, "-stage="+strconv.Itoa(i), "-stage-addrs="+strings.Join(addrs, ","), "-listen=fd:3",
+	listen := make([]string, len(stages))
+	for k := range stages {
+		listen[k] = "fd:" + strconv.Itoa(3+k)
+	}
+	args = append(args, "-stage="+launch.StageList(stages), "-stage-addrs="+strings.Join(addrs, ","), "-listen="+strings.Join(listen, ","),
 		"-connect-timeout="+n.ConnectTimeout.String(), "-stall-timeout="+n.StallTimeout.String(), "-recv-timeout="+n.RecvTimeout.String())
 	if n.Transport != launch.TransportAuto {
 		args = append(args, "-transport="+n.Transport.String())
@@ -200,7 +216,7 @@ func (t *trainFlags) stageArgs(spec runspec.Spec, cut []int, n launch.Net, i int
 // other processes, train's driver and pipemare stage, into n: launch.Net,
 // whose checks and connector word their errors by these flags.
 func registerNet(fs *flag.FlagSet, n *launch.Net) {
-	fs.StringVar(&n.StageAddrs, "stage-addrs", "", "the stages' addresses, host:port, comma-separated in stage order, stage 0 first (the driver dials them and listens on none)")
+	fs.StringVar(&n.StageAddrs, "stage-addrs", "", "the stage processes' addresses, host:port, comma-separated: one per stage in stage order, stage 0 first, or, when each process hosts several stages (as -placement gives them), one per process, which serves its k-th stage at port+k (the driver dials them and listens on none)")
 	fs.StringVar(&n.Credentials.Dir, "certs", "", "mutual TLS with the certificates in this directory, as pipemare certs writes them: ca.pem, and this peer's stage-<i>.pem and stage-<i>-key.pem (the driver's: driver.pem, driver-key.pem)")
 	fs.BoolVar(&n.Credentials.Insecure, "insecure", false, "plaintext instead of mutual TLS; refused unless every address is loopback")
 	fs.DurationVar(&n.ConnectTimeout, "connect-timeout", grpcnet.DefaultConnectTimeout, "how long a process waits for the others of the pipeline to connect and pass the handshake, and a stage then for its driver's first order (twice as long): a peer that does not come, or is refused, ends every process after it; give the processes' largest start-up gap")
@@ -258,17 +274,18 @@ func (c *cpuFlags) stageCPUs(i int) string {
 }
 
 // fitPlan refuses, before anything trains, a run cfg whose plan
-// (planStages) the places do not hold one stage each: procs stage
-// processes, or pl's addresses (launch.Setup.Fit). Errors of the command
-// line are usageErr.
-func fitPlan(r zoo.Recipe, cfg train.Config, stages string, procs int, pl launch.Place) error {
+// (planStages) the places cannot host, each process as many stages:
+// procs stage processes, or pl's addresses (launch.Setup.Fit); it
+// returns the plan's number of stages. Errors of the command line are
+// usageErr.
+func fitPlan(r zoo.Recipe, cfg train.Config, stages string, procs int, pl launch.Place) (int, error) {
 	n, err := planStages(r, cfg, stages)
 	if err == nil {
-		if err = (launch.Setup{Procs: procs}).Fit(n, stages, pl); err != nil {
+		if err = (launch.Setup{Procs: procs}).Fit(n, pl); err != nil {
 			err = usageErr{err}
 		}
 	}
-	return err
+	return n, err
 }
 
 // planStages is train.PlanStages, a cut the model cannot have a usageErr.

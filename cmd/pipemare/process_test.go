@@ -220,6 +220,7 @@ type runReportJSON struct {
 		Transport  string   `json:"transport"`
 		Addresses  []string `json:"addresses"`
 		PIDs       []int    `json:"pids"`
+		Hosts      [][]int  `json:"hosts"`
 		CPUs       []string `json:"cpus"`
 		DriverCPUs string   `json:"driver_cpus"`
 	} `json:"placement"`

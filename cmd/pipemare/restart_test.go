@@ -33,13 +33,7 @@ const restartTarget = 10 * time.Second
 // s), and no process, temporary file or half-written checkpoint is left.
 func TestMaxRestarts(t *testing.T) {
 	skipProcesses(t)
-	args := append(append([]string{"train", "-stages", "2", "-checkpoint-every", "3"}, mlpArgs...), "-epochs", "6")
-	whole := t.TempDir()
-	pipemareRun(t, nil, append(args, "-out", whole)...)
-	want := reportOf(t, whole)
-
-	tmp, dir := t.TempDir(), t.TempDir()
-	p := start(t, []string{"TMPDIR=" + tmp}, append(args, "-procs", "2", "-max-restarts", "3", "-out", dir)...)
+	want, p, tmp, dir := restarting(t, "2", 6, 3)
 	var pids []string
 	victims := []int{1, 0, 1}
 	for _, v := range victims {
@@ -69,6 +63,20 @@ func TestMaxRestarts(t *testing.T) {
 	require.Regexp(t, `(?m)^restart 3 of 3: stage 1 failed; resumed from step \d+ \(.*\), \d+ steps to redo; the restart took `, out)
 	requireCleanedUp(t, pids, tmp)
 	requireWholeCheckpoints(t, dir)
+}
+
+// restarting trains the MLP (mlpArgs) on stages stages for epochs epochs,
+// a checkpoint every 3 minibatches, in this process, then starts it with
+// -procs 2 -max-restarts restarts; it returns the first run's report,
+// the second's process, its TMPDIR and its output directory.
+func restarting(t *testing.T, stages string, epochs, restarts int) (want runReportJSON, p *proc, tmp, dir string) {
+	t.Helper()
+	args := append(append([]string{"train", "-stages", stages, "-checkpoint-every", "3"}, mlpArgs...), "-epochs", strconv.Itoa(epochs))
+	whole := t.TempDir()
+	pipemareRun(t, nil, append(args, "-out", whole)...)
+	tmp, dir = t.TempDir(), t.TempDir()
+	p = start(t, []string{"TMPDIR=" + tmp}, append(args, "-procs", "2", "-max-restarts", strconv.Itoa(restarts), "-out", dir)...)
+	return reportOf(t, whole), p, tmp, dir
 }
 
 // TestMaxRestartsRefused: -max-restarts without checkpoints, without

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/pipemare/pipemare/asyncvm"
 	"github.com/pipemare/pipemare/graphsplit"
@@ -14,8 +15,9 @@ import (
 	"github.com/pipemare/pipemare/zoo"
 )
 
-// stageCmd serves one stage of a pipeline whose driver is pipemare train
-// -stage-addrs (or -procs, which starts this command itself).
+// stageCmd serves the stages of a pipeline one process hosts, whose
+// driver is pipemare train -stage-addrs (or -procs, which starts this
+// command itself).
 func stageCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("pipemare stage", flag.ContinueOnError)
 	var o options
@@ -24,8 +26,8 @@ func stageCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	registerNet(fs, &n)
 	var cpu cpuFlags
 	cpu.register(fs, true)
-	index := fs.Int("stage", -1, "the stage this process serves, from 0 (-1: the launcher's RANK or JOB_COMPLETION_INDEX)")
-	listen := fs.String("listen", "", "address to listen on (default: this stage's own in -stage-addrs; :7000 for port 7000 of every interface; fd:N for a listening socket inherited as file descriptor N)")
+	index := fs.String("stage", "", "the stage this process serves, from 0, or the stages it hosts, comma-separated (those -placement gives one process: 0,3 for zb-v's first of 2 processes) (default: the launcher's RANK or JOB_COMPLETION_INDEX)")
+	listen := fs.String("listen", "", "address to listen on, or one per stage of -stage, comma-separated (default: each stage's own in -stage-addrs; :7000 for port 7000 of every interface; fd:N for a listening socket inherited as file descriptor N)")
 	spec := fs.String("spec", "", "the run's specification as JSON, in place of the run's flags (train -procs starts its stage processes so; settings.json's spec is one)")
 	if err := parse(fs, args, stdout, stderr); err != nil {
 		return err
@@ -33,11 +35,22 @@ func stageCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := o.fromSpec(*spec); err != nil {
 		return usageError(fs, "%v", err)
 	}
+	stages := []int{-1}
+	if *index != "" {
+		var err error
+		if stages, err = launch.ParseStageList(*index); err != nil {
+			return usageError(fs, "-stage: %v", err)
+		}
+	}
+	var listens []string
+	if *listen != "" {
+		listens = strings.Split(*listen, ",")
+	}
 	env, found, err := launch.FromEnv(lookupEnv)
 	if err != nil {
 		return err
 	}
-	pl, err := n.StagePlace(*index, *listen, env, found)
+	pls, err := n.StagesPlaces(stages, listens, env, found)
 	if err != nil {
 		return usageError(fs, "%v", err)
 	}
@@ -48,29 +61,51 @@ func stageCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	pl.Spec = train.Resolved(r, cfg)
-	if err := fitPlan(r, cfg, stagesOf(pl.Spec), 0, pl); err != nil {
+	resolved := train.Resolved(r, cfg)
+	for k := range pls {
+		pls[k].Spec = resolved
+	}
+	p, err := fitPlan(r, cfg, stagesOf(resolved), 0, pls[0])
+	if err == nil {
+		if err = launch.CheckHosted(pls, p); err != nil {
+			err = usageErr{err}
+		}
+	}
+	if err != nil {
 		return usageOr(fs, err)
 	}
-	return serveStage(ctx, r, trainSet, cfg, n, pl, stdout)
+	return serveStages(ctx, r, trainSet, cfg, n, pls, stdout)
 }
 
-// serveStage serves stage pl.Stage of the run cfg describes until the
-// driver stops it, saying so on stdout; a driver that does not connect
-// within -connect-timeout, or sends no first order within twice that,
-// ends it with an error.
+// serveStage serves stage pl.Stage of the run cfg describes (serveStages).
 func serveStage(ctx context.Context, r zoo.Recipe, trainSet zoo.Data, cfg train.Config, n launch.Net, pl launch.Place, stdout io.Writer) error {
-	connect := n.Connector(pl)
-	err := train.ServeStage(ctx, r.Build, trainSet, cfg, pl.Stage, func(ctx context.Context, plan *graphsplit.Plan) (transport.Endpoint, error) {
-		ep, err := connect(ctx, plan)
+	return serveStages(ctx, r, trainSet, cfg, n, []launch.Place{pl}, stdout)
+}
+
+// serveStages serves the stages of pls (one process's, launch.Hosting) of
+// the run cfg describes until the driver stops them, saying so on
+// stdout; a driver that does not connect within -connect-timeout, or
+// sends no first order within twice that, ends it with an error.
+func serveStages(ctx context.Context, r zoo.Recipe, trainSet zoo.Data, cfg train.Config, n launch.Net, pls []launch.Place, stdout io.Writer) error {
+	stages := make([]int, len(pls))
+	for k, pl := range pls {
+		stages[k] = pl.Stage
+	}
+	name := "stage " + launch.StageList(stages)
+	if len(stages) > 1 {
+		name = "stages " + launch.StageList(stages)
+	}
+	connect := n.StagesConnector(pls)
+	err := train.ServeStages(ctx, r.Build, trainSet, cfg, stages, func(ctx context.Context, plan *graphsplit.Plan) ([]transport.Endpoint, error) {
+		eps, err := connect(ctx, plan)
 		if err == nil {
-			fmt.Fprintf(stdout, "stage %d of %d: connected to the driver and the stages it exchanges tensors with\n", pl.Stage, len(pl.Addrs))
+			fmt.Fprintf(stdout, "%s of %d: connected to the driver and the stages it exchanges tensors with\n", name, len(plan.Stages))
 		}
-		return ep, err
+		return eps, err
 	}, asyncvm.WithFirstOrderTimeout(n.FirstOrder()))
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "stage %d: stopped by the driver\n", pl.Stage)
+	fmt.Fprintf(stdout, "%s: stopped by the driver\n", name)
 	return nil
 }

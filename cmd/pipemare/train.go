@@ -83,7 +83,8 @@ func (t *trainFlags) job(fs *flag.FlagSet, o *options) (j trainJob, err error) {
 		return j, err
 	}
 	j.pl.Spec = train.Resolved(j.r, j.cfg)
-	return j, usageOr(fs, fitPlan(j.r, j.cfg, o.stages, t.procs, j.pl))
+	_, err = fitPlan(j.r, j.cfg, o.stages, t.procs, j.pl)
+	return j, usageOr(fs, err)
 }
 
 // train trains j into its run directory (runout.TrainRun): the cut

@@ -1,0 +1,134 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/pipemare/pipemare/launch"
+)
+
+// cnnArgs is a short CNN run on 4 stages: two minibatches, accuracy on 32
+// test images.
+var cnnArgs = []string{"-model", "cnn", "-limit", "128", "-epochs", "1", "-test-limit", "32", "-stages", "4"}
+
+// TestProcsHostSeveralStages: train -procs 2 -stages 4 starts two stage
+// processes of two stages each, as the schedule places them — zb-v in a
+// V, interleaved round robin, pipemare contiguously — and trains the
+// weights_sha256 the in-process engine trains, over gRPC and over shared
+// memory; report.json says which stages each process hosted. Started by
+// hand, two processes hosting zb-v's stages 0,3 and 1,2 at their address
+// and the next port (-stage-addrs one address per process) train the
+// same (handStartedHostsSeveralStages).
+func TestProcsHostSeveralStages(t *testing.T) {
+	skipProcesses(t)
+	t.Setenv(asMainEnv, "1") // the stage processes are this test binary
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	var alone runReportJSON // the last run in this process
+	for _, c := range []struct {
+		run, extra []string
+		hosts      [][]int
+	}{
+		{[]string{"-schedule", "zb-v"}, nil, [][]int{{0, 3}, {1, 2}}},
+		{[]string{"-schedule", "zb-v"}, []string{"-transport", "shm"}, [][]int{{0, 3}, {1, 2}}},
+		{[]string{"-schedule", "interleaved"}, nil, [][]int{{0, 2}, {1, 3}}},
+		{[]string{"-schedule", "pipemare", "-warmup", "0"}, nil, [][]int{{0, 1}, {2, 3}}},
+	} {
+		run := append(append([]string{}, cnnArgs...), c.run...)
+		if c.extra == nil {
+			dir := t.TempDir()
+			code, _, stderr := runCLI(context.Background(), append([]string{"train", "-out", dir}, run...)...)
+			require.Equal(t, 0, code, stderr)
+			alone = reportOf(t, dir)
+		}
+		want := alone.Result.WeightsSHA256
+		dir := t.TempDir()
+		args := append(append([]string{"train", "-procs", "2", "-insecure", "-out", dir}, run...), c.extra...)
+		code, out, stderr := runCLI(context.Background(), args...)
+		require.Equal(t, 0, code, "%v\n%s\n%s", args, out, stderr)
+		require.Empty(t, stderr, "the stages said nothing")
+		require.Regexp(t, `started 2 stage processes on 127\.0\.0\.1:\d+, 127\.0\.0\.1:\d+ \(pids \d+ \d+, hosting stages `, out)
+		require.Contains(t, out, "hosting stages "+launch.StageList(c.hosts[0])+" and "+launch.StageList(c.hosts[1])+")\n")
+		got := reportOf(t, dir)
+		require.Equal(t, want, got.Result.WeightsSHA256, "%v: two processes of two stages train exactly like the in-process engine", args)
+		require.Equal(t, c.hosts, got.Placement.Hosts)
+		require.Len(t, got.Placement.Addresses, 2, "one per process")
+		var pids []string
+		for _, pid := range got.Placement.PIDs {
+			pids = append(pids, strconv.Itoa(pid))
+		}
+		requireCleanedUp(t, pids, tmp)
+		if c.run[1] == "zb-v" && c.extra == nil {
+			handStartedHostsSeveralStages(t, alone)
+		}
+	}
+}
+
+// handStartedHostsSeveralStages: two pipemare stage processes started
+// by hand, each hosting the two stages zb-v places on it (-stage 0,3 and
+// -stage 1,2) at its address and the next port, and a driver given their
+// two addresses (-stage-addrs), train what the in-process engine trained
+// (want: cnnArgs under zb-v); a process given stages the placement does
+// not put together is refused before it connects, naming them and the
+// processes it makes.
+func handStartedHostsSeveralStages(t *testing.T, want runReportJSON) {
+	t.Helper()
+	var cut []string
+	for _, at := range want.Settings["cut"].([]any) {
+		cut = append(cut, strconv.Itoa(int(at.(float64))))
+	}
+	run := append(append([]string{}, cnnArgs[:len(cnnArgs)-2]...), "-cut", strings.Join(cut, ","), "-schedule", "zb-v") // the cut the driver measured, on every process
+
+	port := freePorts(t, 4)
+	addrs := "127.0.0.1:" + strconv.Itoa(port) + ",127.0.0.1:" + strconv.Itoa(port+2)
+	var ps []*proc
+	for _, stages := range []string{"0,3", "1,2"} {
+		ps = append(ps, start(t, nil, append([]string{"stage", "-stage", stages, "-stage-addrs", addrs, "-insecure"}, run...)...))
+	}
+	dir := t.TempDir()
+	code, out, stderr := runCLI(context.Background(), append([]string{"train", "-stage-addrs", addrs, "-insecure", "-out", dir}, run...)...)
+	require.Equal(t, 0, code, "%s\n%s", out, stderr)
+	for i, p := range ps {
+		code, out, stderr := p.wait(t, time.Minute)
+		require.Equal(t, 0, code, "process %d:\n%s\n%s", i, out, stderr)
+		require.Contains(t, out, []string{"stages 0,3: stopped by the driver", "stages 1,2: stopped by the driver"}[i])
+	}
+	require.Equal(t, want.Result.WeightsSHA256, reportOf(t, dir).Result.WeightsSHA256)
+
+	code, _, stderr = runCLI(context.Background(), append([]string{"stage", "-stage", "0,1", "-stage-addrs", addrs, "-insecure"}, run...)...)
+	require.Equal(t, 2, code, stderr)
+	require.Contains(t, stderr, "-stage 0,1: placed v, the 4 stages on 2 processes make processes of stages 0,3 or 1,2: give one of those")
+}
+
+// TestMaxRestartsHostingSeveralStages: train -procs 2 -stages 3 hosts
+// stages 0 and 1 in one process, 2 in the other (contiguous, the first
+// block larger); the first, SIGKILLed after a checkpoint, is started anew
+// with both its stages, and the run ends with the weights of the run left
+// alone; the restart names the process by its stages.
+func TestMaxRestartsHostingSeveralStages(t *testing.T) {
+	skipProcesses(t)
+	want, p, tmp, dir := restarting(t, "3", 2, 1)
+	started := regexp.MustCompile(`^started 2 stage processes on .* \(pids (\d+) (\d+), hosting stages 0,1 and 2\)`)
+	m := p.until(t, started, time.Minute)
+	pids := m[1:]
+	p.until(t, checkpointLine, time.Minute)
+	victim, _ := strconv.Atoi(m[1])
+	require.NoError(t, syscall.Kill(victim, syscall.SIGKILL))
+	pids = append(pids, p.until(t, started, time.Minute)[1:]...)
+	code, out, stderr := p.wait(t, 2*time.Minute)
+	require.Equal(t, 0, code, "%s\n%s", out, stderr)
+	got := reportOf(t, dir)
+	require.Equal(t, want.Result.WeightsSHA256, got.Result.WeightsSHA256, "restarted, the run trained the weights of the run left alone")
+	require.Len(t, got.Result.Restarts, 1)
+	require.Contains(t, got.Result.Restarts[0].Reason, fmt.Sprintf("stages 0,1 (pid %d): signal: killed", victim))
+	require.Equal(t, [][]int{{0, 1}, {2}}, got.Placement.Hosts, "the new processes host the same stages")
+	requireCleanedUp(t, pids, tmp)
+}

@@ -1,0 +1,175 @@
+package launch
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/pkg/errors"
+
+	"github.com/pipemare/pipemare/graphsplit"
+	"github.com/pipemare/pipemare/runspec"
+	"github.com/pipemare/pipemare/transport"
+)
+
+// StagesPlaces are the places of a stage process that hosts the stages
+// listed, as StagePlace makes one for each, listening on listens (one per
+// stage, in the same order; none: each on its own address). The
+// addresses are one per process (Place.Addrs): CheckHosted checks the
+// stages against them once the plan is known.
+// It refuses, naming the flag, an empty or repeated list, listens that
+// are not one per stage, and several stages under a launcher, whose
+// processes serve one stage each.
+func (n Net) StagesPlaces(stages []int, listens []string, env Config, found bool) ([]Place, error) {
+	switch {
+	case len(stages) == 0:
+		return nil, &runspec.Error{Setting: "stage", Reason: "which stages this process serves"}
+	case len(stages) == 1:
+		listen := ""
+		if len(listens) == 1 {
+			listen = listens[0]
+		}
+		if len(listens) <= 1 {
+			pl, err := n.stagePlace(stages[0], listen, env, found)
+			return []Place{pl}, err
+		}
+	case found:
+		return nil, &runspec.Error{Setting: "stage", Value: StageList(stages), Reason: "the " + env.Launcher + " environment starts one process per stage"}
+	}
+	if len(listens) > 0 && len(listens) != len(stages) {
+		return nil, &runspec.Error{Setting: "listen", Value: strings.Join(listens, ","), Reason: fmt.Sprintf("one per stage of {stage} %s, in the same order", StageList(stages))}
+	}
+	pls := make([]Place, len(stages))
+	for k, i := range stages {
+		if slices.Contains(stages[:k], i) {
+			return nil, &runspec.Error{Setting: "stage", Value: StageList(stages), Reason: fmt.Sprintf("stage %d is listed twice", i)}
+		}
+		listen := ""
+		if len(listens) > 0 {
+			listen = listens[k]
+		}
+		pl, err := n.stagePlace(i, listen, env, found)
+		if err != nil {
+			return nil, err
+		}
+		pls[k] = pl
+	}
+	return pls, nil
+}
+
+// StageList is stages as a command line lists them: "0,2".
+func StageList(stages []int) string {
+	s := make([]string, len(stages))
+	for k, i := range stages {
+		s[k] = strconv.Itoa(i)
+	}
+	return strings.Join(s, ",")
+}
+
+// ParseStageList reads a StageList; an element that is not a stage index
+// (0 or more) is an error quoting it.
+func ParseStageList(list string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(list, ",") {
+		i, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || i < 0 {
+			return nil, errors.Errorf("%q is not a stage, 0 or more", f)
+		}
+		out = append(out, i)
+	}
+	return out, nil
+}
+
+// StagesConnector opens the endpoints of the stages a process hosts, one
+// Place each (StagesPlaces, with the run's Spec), parallel to pls: each
+// with Connector, all at once (the process's stages may wait for each
+// other's connections), joined by transport.Colocated so that a message
+// between two of them never leaves the process (Place.Layout leaves
+// their links off the network). It refuses what CheckHosted refuses; on
+// an error nothing is left open.
+func (n Net) StagesConnector(pls []Place) func(ctx context.Context, plan *graphsplit.Plan) ([]transport.Endpoint, error) {
+	return func(ctx context.Context, plan *graphsplit.Plan) ([]transport.Endpoint, error) {
+		if err := CheckHosted(pls, len(plan.Stages)); err != nil {
+			return nil, err
+		}
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		eps := make([]transport.Endpoint, len(pls))
+		errs := make([]error, len(pls))
+		var wg sync.WaitGroup
+		for k, pl := range pls {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				eps[k], errs[k] = n.Connector(pl)(ctx, plan)
+				if errs[k] != nil {
+					cancel() // the others would wait for the connect timeout
+				}
+			}()
+		}
+		wg.Wait()
+		if err := firstCause(errs); err != nil {
+			for _, ep := range eps {
+				if ep != nil {
+					_ = ep.Close()
+				}
+			}
+			return nil, err
+		}
+		if len(eps) == 1 {
+			return eps, nil
+		}
+		return transport.Colocated(eps), nil
+	}
+}
+
+// CheckHosted refuses, with a *runspec.Error naming the stage setting,
+// the places of a process (one per stage, alike but for Stage and
+// Listen; StagesPlaces) whose stages are not those the run's placement
+// gives one of the processes at their addresses (Place.Hosts), for a plan
+// of p stages: so that a command can say so before anything connects.
+// StagesConnector checks it too.
+func CheckHosted(pls []Place, p int) error {
+	if len(pls) == 0 {
+		return &runspec.Error{Setting: "stage", Reason: "which stages this process serves"}
+	}
+	stages := make([]int, len(pls))
+	for k, pl := range pls {
+		stages[k] = pl.Stage
+	}
+	hosts, err := pls[0].Hosts(p)
+	if err != nil {
+		return err
+	}
+	for _, h := range hosts {
+		if slices.Contains(h, stages[0]) {
+			if slices.Equal(h, stages) {
+				return nil
+			}
+			var lists []string
+			for _, h := range hosts {
+				lists = append(lists, StageList(h))
+			}
+			return &runspec.Error{Setting: "stage", Value: StageList(stages), Reason: fmt.Sprintf("placed %s, the %d stages on %d processes make processes of stages %s: give one of those", pls[0].Spec.Placement, p, len(hosts), strings.Join(lists, " or "))}
+		}
+	}
+	return &runspec.Error{Setting: "stage", Value: StageList(stages), Reason: fmt.Sprintf("the plan has stages 0..%d", p-1)}
+}
+
+// firstCause is the first error of errs that is not the cancelling of
+// the others a failure caused, else the first error, or nil.
+func firstCause(errs []error) error {
+	var first error
+	for _, err := range errs {
+		if err != nil && !errors.Is(err, context.Canceled) {
+			return err
+		}
+		if first == nil {
+			first = err
+		}
+	}
+	return first
+}
