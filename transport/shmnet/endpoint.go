@@ -109,10 +109,13 @@ func Open(ctx context.Context, self transport.Peer, n Network, opts ...Option) (
 	switch {
 	case len(errs) > 0:
 		err = errs[0]
-	case len(silent) > 0 && context.Cause(octx) == errConnectDeadline:
-		err = e.timedOut(silent)
+	case len(silent) > 0 && ctx.Err() != nil:
+		err = errors.Wrap(context.Cause(ctx), "connecting")
 	case len(silent) > 0:
-		err = errors.Wrap(context.Cause(octx), "connecting")
+		// The connect deadline passed. The sockets' deadlines are the
+		// same instant as octx's and may pass first: octx need not be
+		// done yet (its cause nil), yet a peer is missing.
+		err = e.timedOut(silent)
 	}
 	if err != nil {
 		e.teardown()
