@@ -61,7 +61,7 @@ func (n Net) CheckTimeout() error {
 	case n.StallTimeout != 0 && n.StallTimeout < grpcnet.MinStallTimeout:
 		return &runspec.Error{Setting: "stall_timeout", Value: n.StallTimeout.String(), Reason: fmt.Sprintf("must be at least %v (the transport's keepalive pings a peer at most every 10s)", grpcnet.MinStallTimeout)}
 	case n.RecvTimeout < 0:
-		return &runspec.Error{Setting: "recv_timeout", Value: n.RecvTimeout.String(), Reason: fmt.Sprintf("must be positive (0: the default, %v)", grpcnet.DefaultRecvTimeout)}
+		return &runspec.Error{Setting: "recv_timeout", Value: n.RecvTimeout.String(), Reason: fmt.Sprintf("must be positive (0: the default, %v)", transport.DefaultRecvTimeout)}
 	}
 	return nil
 }

@@ -10,7 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/pipemare/pipemare/transport/grpcnet"
+	"github.com/pipemare/pipemare/transport"
 )
 
 // TestNetChecks: a timeout that is not positive, addresses that are not
@@ -55,7 +55,7 @@ func TestNetConnectorWords(t *testing.T) {
 	_, err = n.Connector(Place{Addrs: addrs, Stage: 0, Listen: "fd:x"})(context.Background(), plan)
 	requireFlags(t, err, "-listen: fd:x: a file descriptor of 3 or more")
 	ep, err := n.Connector(Place{Addrs: addrs, Stage: -1})(context.Background(), plan)
-	require.ErrorIs(t, err, grpcnet.ErrConnectTimeout)
+	require.ErrorIs(t, err, transport.ErrConnectTimeout)
 	require.Nil(t, ep)
 	require.Regexp(t, `; -connect-timeout 200ms: give more if the processes start further apart$`, asFlags(err))
 }

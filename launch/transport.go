@@ -87,7 +87,7 @@ func (n Net) shmConnector(pl Place) ConnectFunc {
 // connectError is an error of either transport's Open, a peer that did
 // not come in time saying to give more connect_timeout.
 func (n Net) connectError(err error) error {
-	if errors.Is(err, grpcnet.ErrConnectTimeout) {
+	if errors.Is(err, transport.ErrConnectTimeout) {
 		return runspec.Errorf("%w; {connect_timeout} %v: give more if the processes start further apart", err, n.ConnectTimeout)
 	}
 	return err

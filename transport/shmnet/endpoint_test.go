@@ -16,7 +16,6 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/pipemare/pipemare/transport"
-	"github.com/pipemare/pipemare/transport/grpcnet"
 )
 
 type note struct{ Text string }
@@ -246,7 +245,7 @@ func TestNeverStarted(t *testing.T) {
 	errs <- err
 	for range 2 {
 		err := <-errs
-		require.ErrorIs(t, err, grpcnet.ErrConnectTimeout)
+		require.ErrorIs(t, err, transport.ErrConnectTimeout)
 		require.Contains(t, err.Error(), "not connected within 300ms (the connect timeout): ")
 		require.Contains(t, err.Error(), "stage 1 at @"+n.Name+"-1 did not answer (is it running")
 	}

@@ -116,18 +116,7 @@ func frame(h header) []byte {
 
 // enqueue queues o for the writer.
 func (l *peerLink) enqueue(o outgoing) error {
-	switch l.st.Enqueue(o) {
-	case linkstate.Departed:
-		return &transport.LinkError{From: l.e.self, To: l.peer, Kind: o.m.Kind, Err: errors.Errorf("%v closed its endpoint", l.who)}
-	case linkstate.Closing:
-		return transport.ErrClosed
-	case linkstate.Over:
-		if le := l.st.BrokenError(o.m.Kind); le != nil {
-			return le
-		}
-		return &transport.LinkError{From: l.e.self, To: l.peer, Kind: o.m.Kind, Err: errors.New("the link is over")}
-	}
-	return nil
+	return linkstate.Enqueue(l.e.calls, l.st, o, l.peer, l.who, o.m.Kind)
 }
 
 // write copies what is queued into the ring, in order, until the link is
@@ -308,7 +297,7 @@ func (l *peerLink) ended(le *transport.LinkError) {
 	broke := l.st.End(le)
 	l.halt(nil)
 	if broke {
-		l.e.fail(le)
+		l.e.calls.Fail(le)
 	}
 }
 

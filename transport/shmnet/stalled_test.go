@@ -15,7 +15,6 @@ import (
 
 	"github.com/pipemare/pipemare/internal/faultpoint"
 	"github.com/pipemare/pipemare/transport"
-	"github.com/pipemare/pipemare/transport/grpcnet"
 )
 
 // TestStalledInTheHandshake: a stage that read the driver's hello and
@@ -53,7 +52,7 @@ func TestStalledInTheHandshake(t *testing.T) {
 		close(release) // the stage goes on and finds the driver gone
 		require.Error(t, <-stage, "round %d", round)
 		require.Error(t, err, "round %d: the driver's Open returned with no link to the stalled stage", round)
-		require.ErrorIs(t, err, grpcnet.ErrConnectTimeout, "round %d", round)
+		require.ErrorIs(t, err, transport.ErrConnectTimeout, "round %d", round)
 		require.Regexp(t, `stage 0 \(pid \d+\) at `+regexp.QuoteMeta(n.socket(0))+` took the connection but did not answer the handshake \(is it stalled`, err.Error(), "round %d", round)
 	}
 }
