@@ -49,7 +49,7 @@ func (e *Endpoint) newLink(p transport.Peer, addr string, s frameStream, end con
 
 // enqueue queues o for the writer.
 func (l *peerLink) enqueue(o outgoing) error {
-	return linkstate.Enqueue(l.e.calls, l.st, o, l.peer, l.peer.String(), o.m.Kind)
+	return linkstate.Enqueue(l.e.calls, l.st, o, nil, l.peer, l.peer.String(), o.m.Kind)
 }
 
 // write sends what is queued, in order, until the stream is over.

@@ -105,12 +105,13 @@ func (e *Endpoint) RecvError(err error, from transport.Peer, who string, k trans
 	return err
 }
 
-// Enqueue queues o, a message of kind k, on the link st to peer (who
-// names it), or returns why not: the peer closed its endpoint, this
-// endpoint closes or closed (transport.ErrClosed), or the link broke (its
+// Enqueue hands o, a message of kind k, to the link st to peer (who names
+// it) — written at once by write if it can (State.Put), else queued — or
+// returns why not: the peer closed its endpoint, this endpoint closes or
+// closed (transport.ErrClosed), or the link broke (its
 // *transport.LinkError).
-func Enqueue[T any](e *Endpoint, st *State[T], o T, peer transport.Peer, who string, k transport.Kind) error {
-	switch st.Enqueue(o) {
+func Enqueue[T any](e *Endpoint, st *State[T], o T, write func(T) bool, peer transport.Peer, who string, k transport.Kind) error {
+	switch st.Put(o, write) {
 	case Departed:
 		return &transport.LinkError{From: e.self, To: peer, Kind: k, Err: errors.Errorf("%s closed its endpoint", who)}
 	case Closing:
