@@ -74,24 +74,22 @@ func TestPutWritesInOrder(t *testing.T) {
 	require.Equal(t, Queued, s.Put(1, write))
 	require.Equal(t, []int{1}, wrote, "nothing ahead: written at once")
 	require.Equal(t, Queued, s.Put(2, full))
-	require.Equal(t, Queued, s.Put(3, write))
-	require.Equal(t, []int{1}, wrote, "2 is queued, so 3 queues behind it")
-	a, o := s.Next()
-	require.Equal(t, SendMessage, a)
-	require.Equal(t, 2, o)
-	require.Equal(t, Queued, s.Put(4, write))
-	require.Equal(t, []int{1}, wrote, "3 is still queued")
-	_, o = s.Next()
-	require.Equal(t, 3, o)
-	require.Equal(t, Queued, s.Put(5, write))
-	require.Equal(t, []int{1}, wrote, "4 is queued")
-	_, o = s.Next()
-	require.Equal(t, 4, o)
-	_, o = s.Next()
-	require.Equal(t, 5, o)
-	require.Equal(t, Queued, s.Put(6, write))
-	require.Equal(t, []int{1}, wrote, "the writer is still sending 5: 6 queues")
-	_, o = s.Next()
+	// Each step: the writer takes the next messages, then o is put;
+	// nothing more is written at once while anything is ahead of o.
+	for _, c := range []struct {
+		takes []int
+		o     int
+		why   string
+	}{{nil, 3, "2 is queued"}, {[]int{2}, 4, "3 is still queued"}, {[]int{3}, 5, "4 is queued"}, {[]int{4, 5}, 6, "the writer is still sending 5"}} {
+		for _, want := range c.takes {
+			a, o := s.Next()
+			require.Equal(t, SendMessage, a)
+			require.Equal(t, want, o)
+		}
+		require.Equal(t, Queued, s.Put(c.o, write))
+		require.Equal(t, []int{1}, wrote, "%s: %d queues behind it", c.why, c.o)
+	}
+	_, o := s.Next()
 	require.Equal(t, 6, o)
 	next := make(chan Action)
 	go func() {
