@@ -213,7 +213,9 @@ func newSharedMemory(size int) (fd int, mem []byte, err error) {
 }
 
 // mapShared maps size bytes of the shared memory file fd, after checking
-// that it has them.
+// that it has them, and brings them into memory at once (MAP_POPULATE):
+// a ring's first pass would otherwise take a page fault per page on each
+// side, which in a short training costs more than the copies.
 func mapShared(fd, size int) ([]byte, error) {
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
@@ -222,6 +224,6 @@ func mapShared(fd, size int) ([]byte, error) {
 	if st.Size != int64(size) {
 		return nil, errors.Errorf("the shared memory has %d bytes, %d expected", st.Size, size)
 	}
-	mem, err := unix.Mmap(fd, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	mem, err := unix.Mmap(fd, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_POPULATE)
 	return mem, errors.Wrap(err, "mmap of the shared memory")
 }
