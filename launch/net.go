@@ -49,7 +49,7 @@ type Net struct {
 	// messages.
 	RecvTimeout time.Duration
 	// Transport carries the messages: gRPC, or shared memory between
-	// processes of one host (TransportShm; TransportAuto is gRPC).
+	// processes of one host (TransportShm; TransportAuto: Transport.For).
 	Transport Transport
 }
 

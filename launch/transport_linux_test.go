@@ -58,3 +58,18 @@ func TestNetConnectorShm(t *testing.T) {
 	require.NoError(t, flagValue.Set(TransportGRPC.String()))
 	require.Equal(t, TransportGRPC, flagValue)
 }
+
+// TestTransportFor: auto is shared memory for the stage processes this
+// host starts, gRPC (auto) for every other placement; grpc and shm are
+// as asked.
+func TestTransportFor(t *testing.T) {
+	for _, w := range []Where{InProcess, LocalProcs, Remote, LaunchedFirst, LaunchedStage} {
+		want := TransportAuto
+		if w == LocalProcs {
+			want = TransportShm
+		}
+		require.Equal(t, want, TransportAuto.For(w), "auto at %v", w)
+		require.Equal(t, TransportGRPC, TransportGRPC.For(w))
+		require.Equal(t, TransportShm, TransportShm.For(w))
+	}
+}

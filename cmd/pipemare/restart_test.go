@@ -82,8 +82,8 @@ func TestMaxRestartsRefused(t *testing.T) {
 		{[]string{"-procs", "3", "-max-restarts", "2"}, "-max-restarts 2: a restart resumes from the last checkpoint: give -checkpoint-every"},
 		{[]string{"-checkpoint-every", "2", "-max-restarts", "2"}, "-max-restarts 2 restarts the stage processes -procs starts: give -procs"},
 		{[]string{"-max-restarts", "-1"}, "-max-restarts -1: a number of restarts (0: none)"},
-		{[]string{"-procs", "3", "-stall-timeout", "2s"}, "-stall-timeout 2s: must be at least 11s (gRPC's keepalive"},
-		{[]string{"-procs", "3", "-transport", "shm", "-stall-timeout", "50ms"}, "-stall-timeout 50ms: must be at least 100ms (over shared memory"},
+		{[]string{"-procs", "3", "-transport", "grpc", "-stall-timeout", "2s"}, "-stall-timeout 2s: must be at least 11s (gRPC's keepalive"},
+		{[]string{"-procs", "3", "-stall-timeout", "50ms"}, "-stall-timeout 50ms: must be at least 100ms (over shared memory"}, // auto: shared memory for -procs
 		{[]string{"-procs", "3", "-recv-timeout", "-2s"}, "-recv-timeout -2s: must be positive"},
 	} {
 		out := filepath.Join(t.TempDir(), "out")
