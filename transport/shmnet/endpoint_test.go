@@ -274,8 +274,7 @@ func TestNothingLeaks(t *testing.T) {
 
 // TestRingsArePopulated: an open link's rings are in memory in both
 // processes (here both ends) before the first message: a ring's first
-// pass would otherwise take a page fault per page on each side, which in
-// a short training costs more than the copies.
+// pass would otherwise take a page fault per page on each side.
 func TestRingsArePopulated(t *testing.T) {
 	open(t, testNetwork(1), quick(5*time.Second)...)
 	smaps, err := os.ReadFile("/proc/self/smaps")

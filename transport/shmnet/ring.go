@@ -215,7 +215,7 @@ func newSharedMemory(size int) (fd int, mem []byte, err error) {
 // mapShared maps size bytes of the shared memory file fd, after checking
 // that it has them, and brings them into memory at once (MAP_POPULATE):
 // a ring's first pass would otherwise take a page fault per page on each
-// side, which in a short training costs more than the copies.
+// side, a measurable share of a short training (docs/speed.md).
 func mapShared(fd, size int) ([]byte, error) {
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
