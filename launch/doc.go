@@ -23,7 +23,8 @@
 // train.ServeStage take: it opens the process's grpcnet endpoint once the
 // model is cut. Net.Connector does the same with the command line's
 // settings, over shared memory (shmnet, Place.OpenShm) when its Transport
-// says so (TransportShm; the default, TransportAuto, is gRPC).
+// says so (TransportShm; the default, TransportAuto, is shared memory for
+// the stage processes StartLocal starts and gRPC otherwise: Transport.For).
 //
 // # Several stages per process
 //

@@ -14,6 +14,7 @@ import (
 	"github.com/pipemare/pipemare/runspec"
 	"github.com/pipemare/pipemare/transport"
 	"github.com/pipemare/pipemare/transport/grpcnet"
+	"github.com/pipemare/pipemare/transport/shmnet"
 )
 
 // ConnectFunc opens a process's endpoint once the model is cut: what
@@ -39,29 +40,36 @@ type Net struct {
 	ConnectTimeout time.Duration
 	// StallTimeout is how long a peer may answer nothing, not even the
 	// transport's keepalive, before it is taken as stopped or stalled and
-	// the pipeline fails naming it (grpcnet.WithStallTimeout; 0: grpcnet's
-	// default).
+	// the pipeline fails naming it (grpcnet.WithStallTimeout,
+	// shmnet.WithStallTimeout; 0: their default).
 	StallTimeout time.Duration
 	// RecvTimeout is how long a process waits for a message of a peer
-	// that is alive (grpcnet.WithRecvTimeout; 0: grpcnet's default): it
-	// must exceed the longest work between two messages.
+	// that is alive (grpcnet.WithRecvTimeout, shmnet.WithRecvTimeout; 0:
+	// their default): it must exceed the longest work between two
+	// messages.
 	RecvTimeout time.Duration
 	// Transport carries the messages: gRPC, or shared memory between
-	// processes of one host (TransportShm; TransportAuto is gRPC).
+	// processes of one host (TransportShm; TransportAuto: Transport.For).
 	Transport Transport
 }
 
 // CheckTimeout refuses a ConnectTimeout that is not positive, a
-// StallTimeout below grpcnet.MinStallTimeout and a negative RecvTimeout
-// (0 is grpcnet's default for either).
+// StallTimeout below the least of the transport that carries the run
+// (grpcnet.MinStallTimeout, gRPC's keepalive floor; shmnet.MinStallTimeout
+// over shared memory) and a negative RecvTimeout (0 is the transports'
+// default for either).
 func (n Net) CheckTimeout() error {
+	least, why := grpcnet.MinStallTimeout, "gRPC's keepalive pings a peer at most every 10s"
+	if n.Transport == TransportShm {
+		least, why = shmnet.MinStallTimeout, "over shared memory the peers beat four times in it"
+	}
 	switch {
 	case n.ConnectTimeout <= 0:
 		return &runspec.Error{Setting: "connect_timeout", Value: n.ConnectTimeout.String(), Reason: "must be positive"}
-	case n.StallTimeout != 0 && n.StallTimeout < grpcnet.MinStallTimeout:
-		return &runspec.Error{Setting: "stall_timeout", Value: n.StallTimeout.String(), Reason: fmt.Sprintf("must be at least %v (the transport's keepalive pings a peer at most every 10s)", grpcnet.MinStallTimeout)}
+	case n.StallTimeout != 0 && n.StallTimeout < least:
+		return &runspec.Error{Setting: "stall_timeout", Value: n.StallTimeout.String(), Reason: fmt.Sprintf("must be at least %v (%s)", least, why)}
 	case n.RecvTimeout < 0:
-		return &runspec.Error{Setting: "recv_timeout", Value: n.RecvTimeout.String(), Reason: fmt.Sprintf("must be positive (0: the default, %v)", grpcnet.DefaultRecvTimeout)}
+		return &runspec.Error{Setting: "recv_timeout", Value: n.RecvTimeout.String(), Reason: fmt.Sprintf("must be positive (0: the default, %v)", transport.DefaultRecvTimeout)}
 	}
 	return nil
 }

@@ -10,7 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/pipemare/pipemare/transport/grpcnet"
+	"github.com/pipemare/pipemare/transport"
 )
 
 // TestNetChecks: a timeout that is not positive, addresses that are not
@@ -19,9 +19,15 @@ import (
 func TestNetChecks(t *testing.T) {
 	requireFlags(t, Net{}.CheckTimeout(), "-connect-timeout 0s: must be positive")
 	require.NoError(t, Net{ConnectTimeout: time.Second}.CheckTimeout())
-	requireFlags(t, Net{ConnectTimeout: time.Second, StallTimeout: 3 * time.Second}.CheckTimeout(), "-stall-timeout 3s: must be at least 11s (the transport's keepalive pings a peer at most every 10s)")
+	requireFlags(t, Net{ConnectTimeout: time.Second, StallTimeout: 3 * time.Second}.CheckTimeout(), "-stall-timeout 3s: must be at least 11s (gRPC's keepalive pings a peer at most every 10s)")
 	requireFlags(t, Net{ConnectTimeout: time.Second, RecvTimeout: -time.Second}.CheckTimeout(), "-recv-timeout -1s: must be positive (0: the default, 2m0s)")
 	require.NoError(t, Net{ConnectTimeout: time.Second, StallTimeout: 11 * time.Second, RecvTimeout: time.Second}.CheckTimeout())
+	for _, tr := range []Transport{TransportAuto, TransportGRPC} {
+		requireFlags(t, Net{ConnectTimeout: time.Second, StallTimeout: 3 * time.Second, Transport: tr}.CheckTimeout(), "-stall-timeout 3s: must be at least 11s (gRPC's keepalive pings a peer at most every 10s)")
+	}
+	require.NoError(t, Net{ConnectTimeout: time.Second, StallTimeout: 3 * time.Second, Transport: TransportShm}.CheckTimeout(), "shared memory has no keepalive floor")
+	require.NoError(t, Net{ConnectTimeout: time.Second, StallTimeout: 100 * time.Millisecond, Transport: TransportShm}.CheckTimeout())
+	requireFlags(t, Net{ConnectTimeout: time.Second, StallTimeout: 50 * time.Millisecond, Transport: TransportShm}.CheckTimeout(), "-stall-timeout 50ms: must be at least 100ms (over shared memory the peers beat four times in it)")
 	require.Equal(t, 2*time.Second, Net{ConnectTimeout: time.Second}.FirstOrder())
 	_, err := Net{StageAddrs: "h0"}.Addrs()
 	requireFlags(t, err, `-stage-addrs: "h0" is not host:port`)
@@ -55,7 +61,7 @@ func TestNetConnectorWords(t *testing.T) {
 	_, err = n.Connector(Place{Addrs: addrs, Stage: 0, Listen: "fd:x"})(context.Background(), plan)
 	requireFlags(t, err, "-listen: fd:x: a file descriptor of 3 or more")
 	ep, err := n.Connector(Place{Addrs: addrs, Stage: -1})(context.Background(), plan)
-	require.ErrorIs(t, err, grpcnet.ErrConnectTimeout)
+	require.ErrorIs(t, err, transport.ErrConnectTimeout)
 	require.Nil(t, ep)
 	require.Regexp(t, `; -connect-timeout 200ms: give more if the processes start further apart$`, asFlags(err))
 }

@@ -195,7 +195,7 @@ func (pl Place) Open(ctx context.Context, plan *graphsplit.Plan, opts ...grpcnet
 // a function that, once the model is cut, opens the process's endpoint
 // for the plan — c's Options, ListenOptions, then Open — waiting at most
 // connectTimeout (≤ 0: grpcnet's default) for the other peers to connect
-// and pass the handshake (a timeout is grpcnet.ErrConnectTimeout). The
+// and pass the handshake (a timeout is transport.ErrConnectTimeout). The
 // credentials are loaded and an inherited listener taken when it is
 // called, not before. The caller of Train or ServeStage owns the
 // endpoint; on an error it is nil.

@@ -19,7 +19,6 @@ import (
 	"github.com/pipemare/pipemare/graphsplit"
 	"github.com/pipemare/pipemare/internal/testkit/testmodels"
 	"github.com/pipemare/pipemare/transport"
-	"github.com/pipemare/pipemare/transport/grpcnet"
 	"github.com/pipemare/pipemare/transport/pki"
 )
 
@@ -171,14 +170,14 @@ func TestConnector(t *testing.T) {
 }
 
 // TestConnectorFails: a driver whose stages never come fails after the
-// connect timeout with grpcnet.ErrConnectTimeout, and credentials that
+// connect timeout with transport.ErrConnectTimeout, and credentials that
 // cannot be had fail before anything is dialed; the endpoint is nil.
 func TestConnectorFails(t *testing.T) {
 	plan := mlpPlan(t)
 	addrs := freeAddrs(t, 2)
 	driver := Place{Addrs: addrs, Stage: -1}
 	ep, err := driver.Connector(Credentials{Insecure: true}, 200*time.Millisecond)(context.Background(), plan)
-	require.ErrorIs(t, err, grpcnet.ErrConnectTimeout)
+	require.ErrorIs(t, err, transport.ErrConnectTimeout)
 	require.Nil(t, ep)
 
 	ep, err = driver.Connector(Credentials{Dir: t.TempDir()}, time.Second)(context.Background(), plan)

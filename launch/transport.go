@@ -3,13 +3,13 @@ package launch
 import (
 	"context"
 	"fmt"
+	"runtime"
 
 	"github.com/pkg/errors"
 
 	"github.com/pipemare/pipemare/graphsplit"
 	"github.com/pipemare/pipemare/runspec"
 	"github.com/pipemare/pipemare/transport"
-	"github.com/pipemare/pipemare/transport/grpcnet"
 	"github.com/pipemare/pipemare/transport/shmnet"
 )
 
@@ -17,9 +17,10 @@ import (
 type Transport int
 
 const (
-	// TransportAuto is gRPC today: on a quiet machine the stage processes
-	// of -procs train faster over gRPC than over shared memory
-	// (docs/speed.md), so nothing chooses shared memory unless asked.
+	// TransportAuto is shared memory for the stage processes a training
+	// process starts on its host (LocalProcs, on Linux: For), which train
+	// faster over it than over gRPC (docs/speed.md), and gRPC for every
+	// other placement.
 	TransportAuto Transport = iota
 	// TransportGRPC is gRPC, even between processes of one host.
 	TransportGRPC
@@ -56,6 +57,19 @@ func (t *Transport) Set(s string) error {
 	return err
 }
 
+// For is the transport that carries a run placed at w: TransportAuto is
+// TransportShm for stage processes of this host (LocalProcs) on Linux,
+// where the driver starts every process and tells each of them (a stage
+// process is given the result, not auto), and stays TransportAuto —
+// gRPC — for stages started elsewhere or by hand; TransportGRPC and
+// TransportShm are as asked.
+func (t Transport) For(w Where) Transport {
+	if t == TransportAuto && w == LocalProcs && runtime.GOOS == "linux" {
+		return TransportShm
+	}
+	return t
+}
+
 // OpenShm opens the process's endpoint (shmnet.Open as Peer) of the
 // pipeline plan describes over shared memory: every process on this host,
 // named after its stages' addresses (shmnet.SocketName), with the links
@@ -90,7 +104,7 @@ func (n Net) shmConnector(pl Place) ConnectFunc {
 // connectError is an error of either transport's Open, a peer that did
 // not come in time saying to give more connect_timeout.
 func (n Net) connectError(err error) error {
-	if errors.Is(err, grpcnet.ErrConnectTimeout) {
+	if errors.Is(err, transport.ErrConnectTimeout) {
 		return runspec.Errorf("%w; {connect_timeout} %v: give more if the processes start further apart", err, n.ConnectTimeout)
 	}
 	return err

@@ -9,7 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pipemare/pipemare/transport"
-	"github.com/pipemare/pipemare/transport/grpcnet"
 	"github.com/pipemare/pipemare/transport/shmnet"
 )
 
@@ -45,7 +44,7 @@ func TestNetConnectorShm(t *testing.T) {
 
 	n.ConnectTimeout = 200 * time.Millisecond
 	_, err = n.Connector(Place{Addrs: freeAddrs(t, 2), Stage: -1})(context.Background(), plan)
-	require.ErrorIs(t, err, grpcnet.ErrConnectTimeout)
+	require.ErrorIs(t, err, transport.ErrConnectTimeout)
 	require.Regexp(t, `stage 0 at @pipemare-[0-9a-f]+-0 did not answer .*; connect_timeout 200ms: give more if the processes start further apart$`, err.Error())
 
 	for _, tr := range []Transport{TransportAuto, TransportGRPC, TransportShm} {
@@ -58,4 +57,19 @@ func TestNetConnectorShm(t *testing.T) {
 	var flagValue Transport // a flag.Value, whose String is what Set reads
 	require.NoError(t, flagValue.Set(TransportGRPC.String()))
 	require.Equal(t, TransportGRPC, flagValue)
+}
+
+// TestTransportFor: auto is shared memory for the stage processes this
+// host starts, gRPC (auto) for every other placement; grpc and shm are
+// as asked.
+func TestTransportFor(t *testing.T) {
+	for _, w := range []Where{InProcess, LocalProcs, Remote, LaunchedFirst, LaunchedStage} {
+		want := TransportAuto
+		if w == LocalProcs {
+			want = TransportShm
+		}
+		require.Equal(t, want, TransportAuto.For(w), "auto at %v", w)
+		require.Equal(t, TransportGRPC, TransportGRPC.For(w))
+		require.Equal(t, TransportShm, TransportShm.For(w))
+	}
 }

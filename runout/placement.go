@@ -12,8 +12,9 @@ import (
 // Placement is what report.json says of where a run's stages run, placed
 // as w and pl say (launch.Setup.Decide): in this process, in stage
 // processes of this host, or remote (at known addresses, or where a
-// launcher put them), over shared memory when n says so (launch.Net:
-// stage processes of this host by default), else over gRPC with plaintext
+// launcher put them), over shared memory when n's Transport carries the
+// placement so (launch.Transport.For: stage processes of this host by
+// default), else over gRPC with plaintext
 // links with n's Credentials.Insecure, else mutual TLS; driverCPUs are this process's CPUs ("": not pinned). The addresses,
 // processes and CPUs of stage processes started here are the caller's to
 // fill in once they start.
@@ -27,7 +28,7 @@ func Placement(w launch.Where, pl launch.Place, n launch.Net, driverCPUs string)
 	}
 	switch {
 	case w == launch.InProcess:
-	case n.Transport == launch.TransportShm:
+	case n.Transport.For(w) == launch.TransportShm:
 		p.Transport = "shared memory"
 	default:
 		p.Transport = "grpc+mtls"

@@ -2,6 +2,7 @@ package runout
 
 import (
 	"path/filepath"
+	"runtime"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -18,7 +19,11 @@ func TestPlacement(t *testing.T) {
 	require.Equal(t, &rundir.Placement{Where: "in-process", DriverCPUs: "0-3"}, Placement(launch.InProcess, launch.Place{Stage: -1}, launch.Net{}, "0-3"))
 	shm := plain
 	shm.Transport = launch.TransportShm
-	require.Equal(t, &rundir.Placement{Where: "processes", Transport: "grpc (plaintext)"}, Placement(launch.LocalProcs, launch.Place{Stage: -1}, plain, ""), "stage processes of this host talk over gRPC by default")
+	byDefault := "shared memory" // launch.Transport.For
+	if runtime.GOOS != "linux" {
+		byDefault = "grpc (plaintext)"
+	}
+	require.Equal(t, &rundir.Placement{Where: "processes", Transport: byDefault}, Placement(launch.LocalProcs, launch.Place{Stage: -1}, plain, ""), "stage processes of this host share memory by default")
 	require.Equal(t, &rundir.Placement{Where: "processes", Transport: "grpc (plaintext)"}, Placement(launch.LocalProcs, launch.Place{Stage: -1}, grpc, ""))
 	require.Equal(t, &rundir.Placement{Where: "processes", Transport: "shared memory"}, Placement(launch.LocalProcs, launch.Place{Stage: -1}, shm, ""), "or share memory when asked")
 	require.Equal(t, &rundir.Placement{Where: "remote", Launcher: "jobset", Addresses: pl.Addrs, Transport: "grpc+mtls"}, Placement(launch.LaunchedFirst, pl, launch.Net{}, ""))

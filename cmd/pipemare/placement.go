@@ -20,7 +20,6 @@ import (
 	"github.com/pipemare/pipemare/runspec"
 	"github.com/pipemare/pipemare/train"
 	"github.com/pipemare/pipemare/transport"
-	"github.com/pipemare/pipemare/transport/grpcnet"
 	"github.com/pipemare/pipemare/zoo"
 )
 
@@ -67,6 +66,9 @@ func (t *trainFlags) place() (launch.Where, launch.Place, error) {
 	env, found, err := launch.FromEnv(lookupEnv)
 	if err != nil {
 		return 0, launch.Place{}, err
+	}
+	if t.procs > 0 { // stage processes of this host: what carries them (launch.Transport.For)
+		t.net.Transport = t.net.Transport.For(launch.LocalProcs)
 	}
 	w, pl, err := launch.Setup{Net: t.net, Procs: t.procs, ProcsGiven: t.procsSet, Pin: t.cpu.pin}.Decide(env, found)
 	if err != nil {
@@ -219,10 +221,10 @@ func registerNet(fs *flag.FlagSet, n *launch.Net) {
 	fs.StringVar(&n.StageAddrs, "stage-addrs", "", "the stage processes' addresses, host:port, comma-separated: one per stage in stage order, stage 0 first, or, when each process hosts several stages (as -placement gives them), one per process, which serves its k-th stage at port+k (the driver dials them and listens on none)")
 	fs.StringVar(&n.Credentials.Dir, "certs", "", "mutual TLS with the certificates in this directory, as pipemare certs writes them: ca.pem, and this peer's stage-<i>.pem and stage-<i>-key.pem (the driver's: driver.pem, driver-key.pem)")
 	fs.BoolVar(&n.Credentials.Insecure, "insecure", false, "plaintext instead of mutual TLS; refused unless every address is loopback")
-	fs.DurationVar(&n.ConnectTimeout, "connect-timeout", grpcnet.DefaultConnectTimeout, "how long a process waits for the others of the pipeline to connect and pass the handshake, and a stage then for its driver's first order (twice as long): a peer that does not come, or is refused, ends every process after it; give the processes' largest start-up gap")
-	fs.DurationVar(&n.StallTimeout, "stall-timeout", grpcnet.DefaultStallTimeout, "how long a process of the pipeline may answer nothing, not even the transport's keepalive, before it is taken as stopped or stalled (SIGSTOP, hung, its host frozen) and every process ends naming it; at least 11s. A process that computes for long still answers")
-	fs.Var(&n.Transport, "transport", "what carries the messages between the processes of the pipeline: auto (today gRPC, which measures faster than shared memory), grpc, or shm (shared memory: every process on this host, as one user; the driver of -procs passes it to its stages)")
-	fs.DurationVar(&n.RecvTimeout, "recv-timeout", grpcnet.DefaultRecvTimeout, "how long a process waits for the next message of a peer that is alive: give more than the longest work between two messages (a stage's slice of the schedule, an evaluation)")
+	fs.DurationVar(&n.ConnectTimeout, "connect-timeout", transport.DefaultConnectTimeout, "how long a process waits for the others of the pipeline to connect and pass the handshake, and a stage then for its driver's first order (twice as long): a peer that does not come, or is refused, ends every process after it; give the processes' largest start-up gap")
+	fs.DurationVar(&n.StallTimeout, "stall-timeout", transport.DefaultStallTimeout, "how long a process of the pipeline may answer nothing, not even the transport's keepalive, before it is taken as stopped or stalled (SIGSTOP, hung, its host frozen) and every process ends naming it; at least 11s over gRPC (its keepalive's floor), 100ms over shared memory. A process that computes for long still answers")
+	fs.Var(&n.Transport, "transport", "what carries the messages between the processes of the pipeline: auto (shared memory for -procs's stage processes, which measure faster over it; gRPC for stages started elsewhere or by hand), grpc, or shm (shared memory: every process on this host, as one user; the driver of -procs passes it to its stages)")
+	fs.DurationVar(&n.RecvTimeout, "recv-timeout", transport.DefaultRecvTimeout, "how long a process waits for the next message of a peer that is alive: give more than the longest work between two messages (a stage's slice of the schedule, an evaluation)")
 }
 
 // lookupEnv reads the launcher's environment (launch.FromEnv; a variable

@@ -25,11 +25,12 @@ import (
 var mlpArgs = []string{"-model", "mlp", "-limit", "320", "-epochs", "3", "-test-limit", "200"}
 
 // TestProcsTrainLikeInProcess: train -procs 3 (three stage processes of
-// this program, over shared memory) trains the MLP exactly as the
-// in-process engine does — the same weights_sha256 in report.json — says
-// where its stages ran, and leaves no process, goroutine or certificate
-// behind; -transport grpc likewise over loopback, with mutual TLS and
-// throw-away certificates, or -insecure in plaintext.
+// this program, over shared memory: -transport auto's choice for them)
+// trains the MLP exactly as the in-process engine does — the same
+// weights_sha256 in report.json — says where its stages ran, and leaves
+// no process, goroutine or certificate behind; -transport grpc likewise
+// over loopback, with mutual TLS and throw-away certificates, or
+// -insecure in plaintext.
 func TestProcsTrainLikeInProcess(t *testing.T) {
 	skipProcesses(t)
 	t.Setenv(asMainEnv, "1") // the stage processes are this test binary
@@ -40,7 +41,8 @@ func TestProcsTrainLikeInProcess(t *testing.T) {
 	require.Equal(t, "in-process", want.Placement.Where)
 	tmp := t.TempDir()
 	t.Setenv("TMPDIR", tmp) // where the throw-away certificates go
-	for _, extra := range [][]string{nil, {"-transport", "shm"}, {"-transport", "grpc", "-insecure"}} {
+	carriers := map[string]string{"": "shared memory", "shm": "shared memory", "grpc": "grpc+mtls", "grpc -insecure": "grpc (plaintext)"}
+	for _, extra := range [][]string{nil, {"-transport", "shm"}, {"-transport", "grpc"}, {"-transport", "grpc", "-insecure"}} {
 		dir := t.TempDir()
 		args := append(append([]string{"train", "-procs", "3", "-out", dir}, mlpArgs...), extra...)
 		code, out, stderr := runCLI(context.Background(), args...)
@@ -53,7 +55,7 @@ func TestProcsTrainLikeInProcess(t *testing.T) {
 		require.Equal(t, "processes", got.Placement.Where)
 		require.Len(t, got.Placement.Addresses, 3)
 		require.Len(t, got.Placement.PIDs, 3)
-		require.Equal(t, map[int]string{0: "grpc+mtls", 2: "shared memory", 3: "grpc (plaintext)"}[len(extra)], got.Placement.Transport)
+		require.Equal(t, carriers[strings.Join(extra[min(1, len(extra)):], " ")], got.Placement.Transport, "%v", extra)
 		var pids []string
 		for _, pid := range got.Placement.PIDs {
 			pids = append(pids, strconv.Itoa(pid))

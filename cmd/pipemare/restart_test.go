@@ -90,7 +90,8 @@ func TestMaxRestartsRefused(t *testing.T) {
 		{[]string{"-procs", "3", "-max-restarts", "2"}, "-max-restarts 2: a restart resumes from the last checkpoint: give -checkpoint-every"},
 		{[]string{"-checkpoint-every", "2", "-max-restarts", "2"}, "-max-restarts 2 restarts the stage processes -procs starts: give -procs"},
 		{[]string{"-max-restarts", "-1"}, "-max-restarts -1: a number of restarts (0: none)"},
-		{[]string{"-procs", "3", "-stall-timeout", "2s"}, "-stall-timeout 2s: must be at least 11s"},
+		{[]string{"-procs", "3", "-transport", "grpc", "-stall-timeout", "2s"}, "-stall-timeout 2s: must be at least 11s (gRPC's keepalive"},
+		{[]string{"-procs", "3", "-stall-timeout", "50ms"}, "-stall-timeout 50ms: must be at least 100ms (over shared memory"}, // auto: shared memory for -procs
 		{[]string{"-procs", "3", "-recv-timeout", "-2s"}, "-recv-timeout -2s: must be positive"},
 	} {
 		out := filepath.Join(t.TempDir(), "out")
@@ -109,19 +110,20 @@ func TestMaxRestartsRefused(t *testing.T) {
 // (SIGSTOP) while it trains is named by the driver within -stall-timeout
 // and a margin — its stage, "stopped or stalled", what to do — and every
 // process ends, leaving nothing behind: over shared memory, where the
-// stopped process beats no more, and over gRPC, where it answers no
-// keepalive.
+// stopped process beats no more (a stall timeout below gRPC's least of
+// 11 s), and over gRPC, where it answers no keepalive.
 func TestStalledStageProcess(t *testing.T) {
 	skipProcesses(t)
-	const stall = 11 * time.Second
 	const margin = 8 * time.Second // noticing the stall, ending the processes (2 s for the stopped one) and writing the report, on a loaded machine
 	for _, c := range []struct {
 		transport string
+		stall     time.Duration
 		says      string
 	}{
-		{"shm", `stage 1 \(pid %d\) beat no more for 11s \(the stall timeout\): its process is stopped or stalled`},
-		{"grpc", `stage 1 at 127\.0\.0\.1:\d+ answered nothing, not even the keepalive, within 11s \(the stall timeout\): its process is stopped or stalled`},
+		{"shm", 3 * time.Second, `stage 1 \(pid %d\) beat no more for 3s \(the stall timeout\): its process is stopped or stalled`},
+		{"grpc", 11 * time.Second, `stage 1 at 127\.0\.0\.1:\d+ answered nothing, not even the keepalive, within 11s \(the stall timeout\): its process is stopped or stalled`},
 	} {
+		stall := c.stall
 		t.Run(c.transport, func(t *testing.T) {
 			tmp := t.TempDir()
 			p := start(t, []string{"TMPDIR=" + tmp}, append([]string{"train", "-procs", "2", "-stages", "2", "-transport", c.transport, "-stall-timeout", stall.String(), "-epochs", "1000", "-out", t.TempDir()}, mlpArgs[:4]...)...)

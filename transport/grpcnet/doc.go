@@ -59,7 +59,7 @@
 // # Timing and failure
 //
 // Open waits at most the connect timeout (WithConnectTimeout, default 30
-// s) for its peers, then fails with ErrConnectTimeout naming each peer
+// s) for its peers, then fails with transport.ErrConnectTimeout naming each peer
 // that did not connect, its address and what was last heard of it (not
 // running, stalled in the handshake, refused). Send queues the message and returns: a writer goroutine per stream
 // sends it while the caller computes. Recv waits at most the receive

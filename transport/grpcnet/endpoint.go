@@ -45,14 +45,9 @@ type Endpoint struct {
 	peers   map[transport.Peer]*peerLink
 	accepts map[transport.Peer]bool // the peers that dial this one
 	opened  bool
-	arrived chan struct{}        // closed and replaced when a peer dials in or is refused
-	refused error                // the first peer refused while opening
-	failure *transport.LinkError // the first link that broke
-	closed  bool
-	// anyBroken is cancelled, with the LinkError as its cause, when the
-	// first link breaks: what wakes a Recv from any peer.
-	anyBroken context.Context
-	breakAny  context.CancelCauseFunc
+	arrived chan struct{}       // closed and replaced when a peer dials in or is refused
+	refused error               // the first peer refused while opening
+	calls   *linkstate.Endpoint // closed, the first link that broke
 
 	wg        sync.WaitGroup // the goroutines the endpoint owns
 	closeOnce sync.Once
@@ -75,7 +70,7 @@ const maxValues = 10_000
 // any peer whose handshake differs, saying what differs, and a stage whose
 // certificate does not verify, at once. It gives up when ctx ends, and
 // after the connect timeout (WithConnectTimeout), counted from the call,
-// with an error that is ErrConnectTimeout (errors.Is) and names every peer
+// with an error that is transport.ErrConnectTimeout (errors.Is) and names every peer
 // that did not connect, its address, and what was last heard of it. Every
 // process of a pipeline calls Open with the same Network.
 func Open(ctx context.Context, self transport.Peer, n Network, opts ...Option) (*Endpoint, error) {
@@ -97,7 +92,7 @@ func Open(ctx context.Context, self transport.Peer, n Network, opts ...Option) (
 		e.accepts[p] = true
 	}
 	e.base, e.cancel = context.WithCancel(context.Background())
-	e.anyBroken, e.breakAny = context.WithCancelCause(context.Background())
+	e.calls = linkstate.NewEndpoint(self, n.stages(), links)
 	e.deadline = time.Now().Add(s.connectTimeout)
 	octx, ocancel := context.WithDeadlineCause(ctx, e.deadline, errConnectDeadline)
 	defer ocancel()
@@ -122,20 +117,9 @@ func Open(ctx context.Context, self transport.Peer, n Network, opts ...Option) (
 	return e, nil
 }
 
-// ErrConnectTimeout is what Open's error is (errors.Is) when a peer did
-// not connect and pass the handshake within the connect timeout.
-var ErrConnectTimeout = errors.New("grpcnet: connect timeout")
-
 // errConnectDeadline is the cause of Open's context once the connect
 // timeout has passed.
 var errConnectDeadline = errors.New("the connect timeout passed")
-
-// connectTimeout is Open's error when the connect timeout passed: what it
-// says of each peer that did not connect. It is ErrConnectTimeout.
-type connectTimeout struct{ msg string }
-
-func (e *connectTimeout) Error() string        { return e.msg }
-func (e *connectTimeout) Is(target error) bool { return target == ErrConnectTimeout }
 
 // unanswered is a dial that gave up at the connect timeout: what it last
 // heard of the peer.
@@ -278,8 +262,8 @@ func (e *Endpoint) connect(octx context.Context, ocancel context.CancelFunc, dia
 		if pending == 0 && len(missing) == 0 && len(silent) == 0 && octx.Err() == nil && time.Now().Before(e.deadline) {
 			e.mu.Lock()
 			defer e.mu.Unlock()
-			if e.failure != nil { // a stream broke right after its handshake
-				return e.failure
+			if le := e.calls.Failure(); le != nil { // a stream broke right after its handshake
+				return le
 			}
 			return nil
 		}
@@ -330,7 +314,7 @@ func (e *Endpoint) timedOut(missing []transport.Peer, silent []string) error {
 		}
 		parts = append([]string{msg}, parts...)
 	}
-	return &connectTimeout{msg: fmt.Sprintf("not connected within %v (the connect timeout): %s", e.s.connectTimeout, strings.Join(parts, "; "))}
+	return &transport.ConnectTimeoutError{Msg: fmt.Sprintf("not connected within %v (the connect timeout): %s", e.s.connectTimeout, strings.Join(parts, "; "))}
 }
 
 // dial opens the stream to stage p, retrying until p answers or octx
@@ -482,7 +466,7 @@ func (e *Endpoint) accept(l *peerLink) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	switch old := e.peers[l.peer]; {
-	case e.closed:
+	case e.calls.Closed() != nil:
 		return errors.Errorf("%v is closing", e.self)
 	case !e.accepts[l.peer]:
 		return errors.Errorf("%v at %s dialed %v, which does not take streams from it (the lower of two linked peers dials; are the processes given the same stage addresses?)", l.peer, l.addr, e.self)
@@ -531,7 +515,7 @@ func (e *Endpoint) Send(ctx context.Context, m transport.Message) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := e.failed(m.Kind); err != nil {
+	if err := e.calls.Closed(); err != nil {
 		return err
 	}
 	m.From = e.self
@@ -542,7 +526,7 @@ func (e *Endpoint) Send(ctx context.Context, m transport.Message) error {
 	l := e.peers[m.To]
 	e.mu.Unlock()
 	if l == nil {
-		return &transport.LinkError{From: e.self, To: m.To, Kind: m.Kind, Err: errors.Errorf("no such link: %v is linked to %s", e.self, transport.PeerList(e.linked()))}
+		return e.calls.NoLink(e.self, m.To, m.Kind)
 	}
 	if len(m.Values) > maxValues {
 		return errors.Errorf("%v: %d values in one message, at most %d", m, len(m.Values), maxValues)
@@ -568,7 +552,7 @@ func (e *Endpoint) Send(ctx context.Context, m transport.Message) error {
 // other peers, and their links, go on working. After Close it returns
 // ErrClosed; when ctx ends, ctx's error.
 func (e *Endpoint) Recv(ctx context.Context, from transport.Peer, k transport.Kind) (transport.Message, error) {
-	if err := e.failed(k); err != nil {
+	if err := e.calls.Closed(); err != nil {
 		return transport.Message{}, err
 	}
 	var l *peerLink
@@ -577,57 +561,18 @@ func (e *Endpoint) Recv(ctx context.Context, from transport.Peer, k transport.Ki
 		l = e.peers[from]
 		e.mu.Unlock()
 		if l == nil {
-			return transport.Message{}, &transport.LinkError{From: from, To: e.self, Kind: k, Err: errors.Errorf("no such link: %v is linked to %s", e.self, transport.PeerList(e.linked()))}
+			return transport.Message{}, e.calls.NoLink(from, e.self, k)
 		}
 	}
-	w := transport.Wait{Timeout: e.s.recvTimeout, Broken: e.anyBroken}
+	w := transport.Wait{Timeout: e.s.recvTimeout, Broken: e.calls.AnyBroken}
 	if l != nil {
 		w.Departed, w.Broken = l.st.Departed, l.st.Broken
 	}
 	m, err := e.box.TakeWithin(ctx, from, k, w)
-	switch {
-	case err == nil:
-		return m, nil
-	case errors.Is(err, transport.ErrDeparted):
-		return transport.Message{}, &transport.LinkError{From: from, To: e.self, Kind: k, Err: errors.Errorf("%v closed its endpoint: nothing more will come", from)}
-	case err == transport.ErrTimeout:
-		return transport.Message{}, &transport.LinkError{From: from, To: e.self, Kind: k, Err: errors.Wrapf(transport.ErrTimeout,
-			"nothing received within %v: the peer is stalled, too slow or unreachable; if its work between two messages takes longer, raise the receive timeout (grpcnet.WithRecvTimeout)", e.s.recvTimeout)}
+	if err != nil {
+		return transport.Message{}, e.calls.RecvError(err, from, from.String(), k, e.s.recvTimeout, "grpcnet.WithRecvTimeout")
 	}
-	if cerr := e.failed(k); cerr != nil {
-		return transport.Message{}, cerr
-	}
-	return transport.Message{}, err
-}
-
-// failed returns the error every call returns once the endpoint is closed
-// or failed, or nil.
-func (e *Endpoint) failed(k transport.Kind) error {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.closed {
-		return transport.ErrClosed
-	}
-	return nil
-}
-
-// fail records that a link broke: the first one wakes the calls waiting for
-// a message from any peer.
-func (e *Endpoint) fail(le *transport.LinkError) {
-	e.mu.Lock()
-	if e.closed || e.failure != nil {
-		e.mu.Unlock()
-		return
-	}
-	e.failure = le
-	e.mu.Unlock()
-	e.breakAny(le)
-}
-
-// linked returns the peers this endpoint has a stream to.
-func (e *Endpoint) linked() []transport.Peer {
-	dials, accepts := transport.PeersOf(e.self, e.net.stages(), e.links)
-	return append(accepts, dials...)
+	return m, nil
 }
 
 // Close flushes what was sent, tells each peer it is leaving, waits (at
@@ -641,7 +586,7 @@ func (e *Endpoint) linked() []transport.Peer {
 func (e *Endpoint) Close() error {
 	e.closeOnce.Do(func() {
 		e.mu.Lock()
-		e.closed = true
+		e.calls.Close()
 		links := make([]*peerLink, 0, len(e.peers))
 		for _, l := range e.peers {
 			if l.st.Broken.Err() == nil {
@@ -660,11 +605,9 @@ func (e *Endpoint) Close() error {
 // has acknowledged it.
 func (e *Endpoint) flush(links []*peerLink) error {
 	wait := e.s.recvTimeout
-	e.mu.Lock()
-	if e.failure != nil {
+	if e.calls.Failure() != nil {
 		wait = min(wait, e.s.connectTimeout)
 	}
-	e.mu.Unlock()
 	states := make([]*linkstate.State[outgoing], len(links))
 	peers := make([]transport.Peer, len(links))
 	names := make([]string, len(links))

@@ -107,7 +107,7 @@ func TestOpenNamesTheMissingPeer(t *testing.T) {
 	ls, addrs := listeners(t, 1)
 	start := time.Now()
 	_, err := Open(context.Background(), 0, Network{Addrs: addrs}, WithInsecure(), WithListener(ls[0]), WithConnectTimeout(timeout))
-	require.ErrorIs(t, err, ErrConnectTimeout)
+	require.ErrorIs(t, err, transport.ErrConnectTimeout)
 	require.EqualError(t, err, "stage 0: not connected within 300ms (the connect timeout): driver did not connect to stage 0 (are they running, and given this stage's address?)")
 	require.Less(t, time.Since(start), 5*time.Second)
 
@@ -119,7 +119,7 @@ func TestOpenNamesTheMissingPeer(t *testing.T) {
 		{free[0], "did not answer (is it running, and is the address right?): connection error: "},
 	} {
 		_, err = Open(context.Background(), transport.Driver, Network{Addrs: []string{c.addr}}, WithInsecure(), WithConnectTimeout(timeout))
-		require.ErrorIs(t, err, ErrConnectTimeout)
+		require.ErrorIs(t, err, transport.ErrConnectTimeout)
 		require.ErrorContains(t, err, "driver: not connected within 300ms (the connect timeout): stage 0 at "+c.addr+" "+c.says)
 	}
 	_, err = Open(context.Background(), transport.Driver, Network{Addrs: []string{free[0], silent[0]}}, WithInsecure(), WithConnectTimeout(timeout))
@@ -154,14 +154,14 @@ func TestStageStalledInTheHandshake(t *testing.T) {
 	waitServing(t, addrs[0])
 	start := time.Now()
 	_, err := Open(context.Background(), transport.Driver, n, WithInsecure(), WithConnectTimeout(time.Second))
-	require.ErrorIs(t, err, ErrConnectTimeout)
+	require.ErrorIs(t, err, transport.ErrConnectTimeout)
 	require.EqualError(t, err, "driver: not connected within 1s (the connect timeout): stage 0 at "+addrs[0]+" took the stream but did not answer the handshake (is it stalled, or overloaded?)")
 	require.Less(t, time.Since(start), 3*time.Second)
 	time.Sleep(time.Until(stageStart.Add(stageTimeout + 200*time.Millisecond))) // the stage's own timeout passes too
 	close(release)
 	select {
 	case err := <-stage:
-		require.ErrorIs(t, err, ErrConnectTimeout)
+		require.ErrorIs(t, err, transport.ErrConnectTimeout)
 		require.ErrorContains(t, err, "stage 0: not connected within 3s")
 	case <-time.After(10 * time.Second):
 		t.Fatal("the stage's Open did not return")
@@ -175,7 +175,7 @@ func TestOpenCanceled(t *testing.T) {
 	time.AfterFunc(100*time.Millisecond, cancel)
 	_, err := Open(ctx, 0, Network{Addrs: addrs}, WithInsecure(), WithListener(ls[0]), WithConnectTimeout(time.Minute))
 	require.ErrorIs(t, err, context.Canceled)
-	require.NotErrorIs(t, err, ErrConnectTimeout)
+	require.NotErrorIs(t, err, transport.ErrConnectTimeout)
 	require.EqualError(t, err, "stage 0: connecting: context canceled")
 }
 

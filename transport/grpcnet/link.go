@@ -49,21 +49,7 @@ func (e *Endpoint) newLink(p transport.Peer, addr string, s frameStream, end con
 
 // enqueue queues o for the writer.
 func (l *peerLink) enqueue(o outgoing) error {
-	switch l.st.Enqueue(o) {
-	case linkstate.Departed:
-		return &transport.LinkError{From: l.e.self, To: l.peer, Kind: o.m.Kind, Err: errors.Errorf("%v closed its endpoint", l.peer)}
-	case linkstate.Closing:
-		return transport.ErrClosed
-	case linkstate.Over:
-		if err := l.e.failed(o.m.Kind); err != nil {
-			return err
-		}
-		if le := l.st.BrokenError(o.m.Kind); le != nil {
-			return le
-		}
-		return &transport.LinkError{From: l.e.self, To: l.peer, Kind: o.m.Kind, Err: errors.New("the stream is over")}
-	}
-	return nil
+	return linkstate.Enqueue(l.e.calls, l.st, o, nil, l.peer, l.peer.String(), o.m.Kind)
 }
 
 // write sends what is queued, in order, until the stream is over.
@@ -204,7 +190,7 @@ func (l *peerLink) ended(le *transport.LinkError) {
 		l.end()
 	}
 	if broke {
-		l.e.fail(le)
+		l.e.calls.Fail(le)
 	}
 }
 

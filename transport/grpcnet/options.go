@@ -3,10 +3,13 @@ package grpcnet
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"fmt"
 	"net"
 	"time"
 
 	"github.com/pkg/errors"
+
+	"github.com/pipemare/pipemare/transport"
 )
 
 // Option configures Open.
@@ -24,25 +27,13 @@ type settings struct {
 	chunk          int
 }
 
-// Defaults.
+// Defaults: the receive, stall and connect timeouts are
+// transport.DefaultRecvTimeout, DefaultStallTimeout and
+// DefaultConnectTimeout.
 const (
-	// DefaultRecvTimeout is how long a Recv waits for a message, and Close
-	// for its messages to be delivered, unless WithRecvTimeout says
-	// otherwise.
-	DefaultRecvTimeout = 2 * time.Minute
-	// DefaultStallTimeout is how long a peer may go without answering
-	// the keepalive before its link is taken as broken, unless
-	// WithStallTimeout says otherwise.
-	DefaultStallTimeout = 30 * time.Second
 	// MinStallTimeout is the least stall timeout: gRPC pings a server at
 	// most every 10 s, and the ping's answer needs a second more.
 	MinStallTimeout = minPing + time.Second
-	// DefaultConnectTimeout is how long Open waits for its peers to
-	// connect and pass the handshake unless WithConnectTimeout says
-	// otherwise: long enough for processes started together to build
-	// their model, short enough that a peer that never comes is reported
-	// while someone is still watching.
-	DefaultConnectTimeout = 30 * time.Second
 	// chunkSize is the largest piece of a tensor in one frame.
 	chunkSize = 1 << 20
 	// frameSlack is the room a frame has beyond its chunk for the header:
@@ -91,24 +82,21 @@ func WithStallTimeout(d time.Duration) Option { return func(s *settings) { s.sta
 // and pass the handshake (a stage also waits for the peers that dial it),
 // counted from the call to Open: a peer that is not running, stalls in the
 // handshake or was refused makes Open fail after d, naming it (the error is
-// ErrConnectTimeout). Peers started at very different times (pods waiting
+// transport.ErrConnectTimeout). Peers started at very different times (pods waiting
 // for their image) need a d that covers the gap.
 func WithConnectTimeout(d time.Duration) Option {
 	return func(s *settings) { s.connectTimeout = d }
 }
 
 func newSettings(opts []Option) (settings, error) {
-	s := settings{recvTimeout: DefaultRecvTimeout, stallTimeout: DefaultStallTimeout, connectTimeout: DefaultConnectTimeout, chunk: chunkSize}
+	s := settings{recvTimeout: transport.DefaultRecvTimeout, stallTimeout: transport.DefaultStallTimeout, connectTimeout: transport.DefaultConnectTimeout, chunk: chunkSize}
 	for _, o := range opts {
 		o(&s)
 	}
+	if err := transport.CheckTimeouts(s.recvTimeout, s.stallTimeout, s.connectTimeout, MinStallTimeout, fmt.Sprintf("gRPC pings a peer at most every %v", minPing)); err != nil {
+		return s, err
+	}
 	switch {
-	case s.recvTimeout <= 0:
-		return s, errors.Errorf("receive timeout %v: it must be positive", s.recvTimeout)
-	case s.stallTimeout < MinStallTimeout:
-		return s, errors.Errorf("stall timeout %v: it must be at least %v (gRPC pings a peer at most every %v)", s.stallTimeout, MinStallTimeout, minPing)
-	case s.connectTimeout <= 0:
-		return s, errors.Errorf("connect timeout %v: it must be positive", s.connectTimeout)
 	case s.insecure && s.cert != nil:
 		return s, errors.New("WithInsecure and WithTLS: choose one")
 	case !s.insecure && s.cert == nil:

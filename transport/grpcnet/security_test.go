@@ -92,7 +92,7 @@ func TestPeerWithoutCertificateIsRefused(t *testing.T) {
 	}
 	require.ErrorContains(t, err, "tls: certificate required")
 	err = <-stage
-	require.ErrorIs(t, err, ErrConnectTimeout)
+	require.ErrorIs(t, err, transport.ErrConnectTimeout)
 	require.ErrorContains(t, err, "stage 0: not connected within 2s (the connect timeout): driver did not connect to stage 0")
 	require.ErrorContains(t, err, "; the last connection refused: ")
 	require.ErrorContains(t, err, "refused a connection from 127.0.0.1:")

@@ -15,7 +15,6 @@ import (
 
 	"github.com/pipemare/pipemare/internal/faultpoint"
 	"github.com/pipemare/pipemare/transport"
-	"github.com/pipemare/pipemare/transport/grpcnet"
 	"github.com/pipemare/pipemare/transport/internal/linkstate"
 )
 
@@ -32,13 +31,7 @@ type Endpoint struct {
 	mu      sync.Mutex
 	peers   map[transport.Peer]*peerLink
 	accepts map[transport.Peer]bool
-	refused error // the first peer refused while opening
-	failure *transport.LinkError
-	closed  bool
-	// anyBroken is cancelled, with the LinkError as its cause, when the
-	// first link breaks: what wakes a Recv from any peer.
-	anyBroken context.Context
-	breakAny  context.CancelCauseFunc
+	calls   *linkstate.Endpoint // closed, the first link that broke
 
 	wg        sync.WaitGroup // the goroutines the endpoint owns
 	closeOnce sync.Once
@@ -57,7 +50,7 @@ var _ transport.Endpoint = (*Endpoint)(nil)
 // processes may start in any order. Open refuses a peer whose handshake
 // differs, saying what differs, at once; it gives up when ctx ends, and
 // after the connect timeout with an error that is
-// grpcnet.ErrConnectTimeout (errors.Is) naming every peer that did not
+// transport.ErrConnectTimeout (errors.Is) naming every peer that did not
 // connect. On an error nothing is left open.
 func Open(ctx context.Context, self transport.Peer, n Network, opts ...Option) (*Endpoint, error) {
 	s, err := newSettings(opts)
@@ -74,7 +67,7 @@ func Open(ctx context.Context, self transport.Peer, n Network, opts ...Option) (
 	for _, p := range accepts {
 		e.accepts[p] = true
 	}
-	e.anyBroken, e.breakAny = context.WithCancelCause(context.Background())
+	e.calls = linkstate.NewEndpoint(self, n.Stages, links)
 	deadline := time.Now().Add(s.connectTimeout)
 	octx, cancel := context.WithDeadlineCause(ctx, deadline, errConnectDeadline)
 	defer cancel()
@@ -109,10 +102,13 @@ func Open(ctx context.Context, self transport.Peer, n Network, opts ...Option) (
 	switch {
 	case len(errs) > 0:
 		err = errs[0]
-	case len(silent) > 0 && context.Cause(octx) == errConnectDeadline:
-		err = e.timedOut(silent)
+	case len(silent) > 0 && ctx.Err() != nil:
+		err = errors.Wrap(context.Cause(ctx), "connecting")
 	case len(silent) > 0:
-		err = errors.Wrap(context.Cause(octx), "connecting")
+		// The connect deadline passed. The sockets' deadlines are the
+		// same instant as octx's and may pass first: octx need not be
+		// done yet (its cause nil), yet a peer is missing.
+		err = e.timedOut(silent)
 	}
 	if err != nil {
 		e.teardown()
@@ -132,20 +128,12 @@ type unanswered struct{ msg string }
 
 func (e *unanswered) Error() string { return e.msg }
 
-// connectTimeout is Open's error when the connect timeout passed; it is
-// grpcnet.ErrConnectTimeout, so that a caller handles both transports
-// alike.
-type connectTimeout struct{ msg string }
-
-func (e *connectTimeout) Error() string        { return e.msg }
-func (e *connectTimeout) Is(target error) bool { return target == grpcnet.ErrConnectTimeout }
-
 func (e *Endpoint) timedOut(silent []error) error {
 	parts := make([]string, len(silent))
 	for i, s := range silent {
 		parts[i] = s.Error()
 	}
-	return &connectTimeout{msg: fmt.Sprintf("not connected within %v (the connect timeout): %s", e.s.connectTimeout, strings.Join(parts, "; "))}
+	return &transport.ConnectTimeoutError{Msg: fmt.Sprintf("not connected within %v (the connect timeout): %s", e.s.connectTimeout, strings.Join(parts, "; "))}
 }
 
 // dial connects to stage p, retrying until it listens, and runs the
@@ -413,7 +401,7 @@ func (e *Endpoint) Send(ctx context.Context, m transport.Message) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := e.closedErr(); err != nil {
+	if err := e.calls.Closed(); err != nil {
 		return err
 	}
 	m.From = e.self
@@ -424,7 +412,7 @@ func (e *Endpoint) Send(ctx context.Context, m transport.Message) error {
 	l := e.peers[m.To]
 	e.mu.Unlock()
 	if l == nil {
-		return &transport.LinkError{From: e.self, To: m.To, Kind: m.Kind, Err: errors.Errorf("no such link: %v is linked to %s", e.self, transport.PeerList(e.linked()))}
+		return e.calls.NoLink(e.self, m.To, m.Kind)
 	}
 	o, err := encode(m)
 	if err != nil {
@@ -442,7 +430,7 @@ func (e *Endpoint) Send(ctx context.Context, m transport.Message) error {
 // queued. Other links go on working. After Close it returns ErrClosed;
 // when ctx ends, ctx's error.
 func (e *Endpoint) Recv(ctx context.Context, from transport.Peer, k transport.Kind) (transport.Message, error) {
-	if err := e.closedErr(); err != nil {
+	if err := e.calls.Closed(); err != nil {
 		return transport.Message{}, err
 	}
 	var l *peerLink
@@ -451,55 +439,22 @@ func (e *Endpoint) Recv(ctx context.Context, from transport.Peer, k transport.Ki
 		l = e.peers[from]
 		e.mu.Unlock()
 		if l == nil {
-			return transport.Message{}, &transport.LinkError{From: from, To: e.self, Kind: k, Err: errors.Errorf("no such link: %v is linked to %s", e.self, transport.PeerList(e.linked()))}
+			return transport.Message{}, e.calls.NoLink(from, e.self, k)
 		}
 	}
-	w := transport.Wait{Timeout: e.s.recvTimeout, Broken: e.anyBroken}
+	w := transport.Wait{Timeout: e.s.recvTimeout, Broken: e.calls.AnyBroken}
 	if l != nil {
 		w.Departed, w.Broken = l.st.Departed, l.st.Broken
 	}
 	m, err := e.box.TakeWithin(ctx, from, k, w)
-	switch {
-	case err == nil:
-		return m, nil
-	case errors.Is(err, transport.ErrDeparted):
-		return transport.Message{}, &transport.LinkError{From: from, To: e.self, Kind: k, Err: errors.Errorf("%v closed its endpoint: nothing more will come", l.who)}
-	case err == transport.ErrTimeout:
-		return transport.Message{}, &transport.LinkError{From: from, To: e.self, Kind: k, Err: errors.Wrapf(transport.ErrTimeout,
-			"nothing received within %v: the peer is stalled or too slow; if its work between two messages takes longer, raise the receive timeout (shmnet.WithRecvTimeout, which pipemare's receive timeout setting sets)", e.s.recvTimeout)}
+	if err != nil {
+		who := from.String()
+		if l != nil {
+			who = l.who
+		}
+		return transport.Message{}, e.calls.RecvError(err, from, who, k, e.s.recvTimeout, "shmnet.WithRecvTimeout, which pipemare's receive timeout setting sets")
 	}
-	if cerr := e.closedErr(); cerr != nil {
-		return transport.Message{}, cerr
-	}
-	return transport.Message{}, err
-}
-
-func (e *Endpoint) closedErr() error {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.closed {
-		return transport.ErrClosed
-	}
-	return nil
-}
-
-// fail records that a link broke: the first one wakes the calls waiting
-// for a message from any peer.
-func (e *Endpoint) fail(le *transport.LinkError) {
-	e.mu.Lock()
-	if e.closed || e.failure != nil {
-		e.mu.Unlock()
-		return
-	}
-	e.failure = le
-	e.mu.Unlock()
-	e.breakAny(le)
-}
-
-// linked returns the peers this endpoint has a link to.
-func (e *Endpoint) linked() []transport.Peer {
-	dials, accepts := transport.PeersOf(e.self, e.net.Stages, e.links)
-	return append(accepts, dials...)
+	return m, nil
 }
 
 // Close flushes what was sent, tells each peer it is leaving, waits (at
@@ -511,7 +466,7 @@ func (e *Endpoint) linked() []transport.Peer {
 func (e *Endpoint) Close() error {
 	e.closeOnce.Do(func() {
 		e.mu.Lock()
-		e.closed = true
+		broke := e.calls.Close()
 		links := make([]*peerLink, 0, len(e.peers))
 		for _, l := range e.peers {
 			if l != nil && l.st.Broken.Err() == nil {
@@ -519,7 +474,7 @@ func (e *Endpoint) Close() error {
 			}
 		}
 		wait := e.s.recvTimeout
-		if e.failure != nil {
+		if broke {
 			wait = min(wait, e.s.connectTimeout)
 		}
 		e.mu.Unlock()
@@ -559,5 +514,5 @@ func (e *Endpoint) teardown() {
 	for _, l := range links {
 		l.release()
 	}
-	e.breakAny(nil)
+	e.calls.Stop()
 }

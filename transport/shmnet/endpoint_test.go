@@ -7,6 +7,8 @@ import (
 	"context"
 	"encoding/gob"
 	"math"
+	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -16,7 +18,6 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/pipemare/pipemare/transport"
-	"github.com/pipemare/pipemare/transport/grpcnet"
 )
 
 type note struct{ Text string }
@@ -246,7 +247,7 @@ func TestNeverStarted(t *testing.T) {
 	errs <- err
 	for range 2 {
 		err := <-errs
-		require.ErrorIs(t, err, grpcnet.ErrConnectTimeout)
+		require.ErrorIs(t, err, transport.ErrConnectTimeout)
 		require.Contains(t, err.Error(), "not connected within 300ms (the connect timeout): ")
 		require.Contains(t, err.Error(), "stage 1 at @"+n.Name+"-1 did not answer (is it running")
 	}
@@ -269,4 +270,34 @@ func TestNothingLeaks(t *testing.T) {
 	after, afterRings := openFDs(t)
 	require.Equal(t, before, after, "fds")
 	require.Equal(t, beforeRings, afterRings, "rings")
+}
+
+// TestRingsArePopulated: an open link's rings are in memory in both
+// processes (here both ends) before the first message: a ring's first
+// pass would otherwise take a page fault per page on each side.
+func TestRingsArePopulated(t *testing.T) {
+	open(t, testNetwork(1), quick(5*time.Second)...)
+	smaps, err := os.ReadFile("/proc/self/smaps")
+	require.NoError(t, err)
+	mappings := 0
+	// Each mapping's header line names the file; its Size and Rss follow.
+	name, size := "", 0
+	for _, line := range strings.Split(string(smaps), "\n") {
+		f := strings.Fields(line)
+		switch {
+		case len(f) >= 6 && strings.Contains(line, "memfd:pipemare-ring"):
+			name = line
+		case len(f) >= 1 && !strings.HasSuffix(f[0], ":"):
+			name = ""
+		case name != "" && f[0] == "Size:":
+			size, err = strconv.Atoi(f[1])
+			require.NoError(t, err)
+		case name != "" && f[0] == "Rss:":
+			rss, err := strconv.Atoi(f[1])
+			require.NoError(t, err)
+			require.Equal(t, size, rss, "the ring %s is in memory whole (kB)", name)
+			mappings++
+		}
+	}
+	require.Equal(t, 2, mappings, "the driver's link to stage 0, mapped by both")
 }

@@ -114,20 +114,49 @@ func frame(h header) []byte {
 	return b
 }
 
-// enqueue queues o for the writer.
+// enqueue hands o to the link: the caller copies it into the ring itself
+// when nothing is ahead of it and the ring has room for all of it (the
+// caller's CPU would copy it anyway when its process has one, and a
+// writer goroutine would first have to be woken), else the writer
+// goroutine will.
 func (l *peerLink) enqueue(o outgoing) error {
-	switch l.st.Enqueue(o) {
-	case linkstate.Departed:
-		return &transport.LinkError{From: l.e.self, To: l.peer, Kind: o.m.Kind, Err: errors.Errorf("%v closed its endpoint", l.who)}
-	case linkstate.Closing:
-		return transport.ErrClosed
-	case linkstate.Over:
-		if le := l.st.BrokenError(o.m.Kind); le != nil {
-			return le
+	var werr error
+	now := func(o outgoing) bool {
+		if l.stop.Load() || l.out.free() < o.size() {
+			return false
 		}
-		return &transport.LinkError{From: l.e.self, To: l.peer, Kind: o.m.Kind, Err: errors.New("the link is over")}
+		werr = l.writeFrame(o.frame, o.parts...)
+		return true
 	}
+	if err := linkstate.Enqueue(l.e.calls, l.st, o, now, l.peer, l.who, o.m.Kind); err != nil {
+		return err
+	}
+	if werr != nil {
+		le := &transport.LinkError{From: l.e.self, To: l.peer, Kind: o.m.Kind, Err: l.broke(werr)}
+		l.ended(le)
+		return le
+	}
+	l.written(o)
 	return nil
+}
+
+// size is how many bytes o takes in the ring.
+func (o outgoing) size() int {
+	n := len(o.frame)
+	for _, p := range o.parts {
+		n += len(p)
+	}
+	return n
+}
+
+// written returns the tensors of a message marked Own to the pools once
+// they are in the ring: the receiver has its own copy.
+func (l *peerLink) written(o outgoing) {
+	if o.m.Own {
+		for _, v := range o.m.Values {
+			recycle.Put(v)
+		}
+	}
 }
 
 // write copies what is queued into the ring, in order, until the link is
@@ -143,10 +172,8 @@ func (l *peerLink) write() {
 			err = l.writeFrame(frame(header{typ: frameByeAck}))
 		case linkstate.SendMessage:
 			kind = o.m.Kind
-			if err = l.writeFrame(o.frame, o.parts...); err == nil && o.m.Own {
-				for _, v := range o.m.Values {
-					recycle.Put(v) // copied: the receiver has its own
-				}
+			if err = l.writeFrame(o.frame, o.parts...); err == nil {
+				l.written(o)
 			}
 		case linkstate.SendBye:
 			err = l.writeFrame(frame(header{typ: frameBye}))
@@ -183,7 +210,7 @@ func (l *peerLink) read() *transport.LinkError {
 	var size [4]byte
 	for {
 		kind = 0
-		if err := l.in.read(size[:]); err != nil {
+		if err := l.in.read(size[:], false); err != nil {
 			return &transport.LinkError{From: l.peer, To: l.e.self, Err: l.broke(err)}
 		}
 		n := binary.LittleEndian.Uint32(size[:])
@@ -191,7 +218,7 @@ func (l *peerLink) read() *transport.LinkError {
 			return bad(errors.Errorf("a header of %d bytes", n))
 		}
 		hb := make([]byte, n)
-		if err := l.in.read(hb); err != nil {
+		if err := l.in.read(hb, true); err != nil {
 			return &transport.LinkError{From: l.peer, To: l.e.self, Err: l.broke(err)}
 		}
 		h, err := decodeHeader(hb)
@@ -226,7 +253,7 @@ func (l *peerLink) read() *transport.LinkError {
 func (l *peerLink) readMessage(h header) (transport.Message, error) {
 	m := transport.Message{Kind: h.kind, From: h.from, To: h.to, Micro: int(h.micro), Version: int(h.version)}
 	body := make([]byte, h.bodyLen)
-	if err := l.in.read(body); err != nil {
+	if err := l.in.read(body, true); err != nil {
 		return m, err
 	}
 	recycled := h.kind == transport.Activation || h.kind == transport.Gradient
@@ -236,7 +263,7 @@ func (l *peerLink) readMessage(h header) (transport.Message, error) {
 	for i, d := range h.values {
 		v, raw, err := alloc(d, recycled)
 		if err == nil {
-			err = l.in.read(raw)
+			err = l.in.read(raw, true)
 		}
 		if err != nil {
 			return m, errors.Wrapf(err, "value %d", i)
@@ -308,7 +335,7 @@ func (l *peerLink) ended(le *transport.LinkError) {
 	broke := l.st.End(le)
 	l.halt(nil)
 	if broke {
-		l.e.fail(le)
+		l.e.calls.Fail(le)
 	}
 }
 

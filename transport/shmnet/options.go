@@ -5,7 +5,7 @@ import (
 
 	"github.com/pkg/errors"
 
-	"github.com/pipemare/pipemare/transport/grpcnet"
+	"github.com/pipemare/pipemare/transport"
 )
 
 // Option configures Open.
@@ -16,12 +16,10 @@ type settings struct {
 	ringSize                                  int
 }
 
-// Defaults: the receive, stall and connect timeouts are grpcnet's, so that
-// a pipeline fails alike over either transport.
+// Defaults: the receive, stall and connect timeouts are
+// transport.DefaultRecvTimeout, DefaultStallTimeout and
+// DefaultConnectTimeout, as grpcnet's.
 const (
-	DefaultRecvTimeout    = grpcnet.DefaultRecvTimeout
-	DefaultStallTimeout   = grpcnet.DefaultStallTimeout
-	DefaultConnectTimeout = grpcnet.DefaultConnectTimeout
 	// MinStallTimeout is the least stall timeout: the peers beat four
 	// times in it.
 	MinStallTimeout = 100 * time.Millisecond
@@ -53,17 +51,14 @@ func WithConnectTimeout(d time.Duration) Option {
 func WithRingSize(bytes int) Option { return func(s *settings) { s.ringSize = bytes } }
 
 func newSettings(opts []Option) (settings, error) {
-	s := settings{recvTimeout: DefaultRecvTimeout, stallTimeout: DefaultStallTimeout, connectTimeout: DefaultConnectTimeout, ringSize: DefaultRingSize}
+	s := settings{recvTimeout: transport.DefaultRecvTimeout, stallTimeout: transport.DefaultStallTimeout, connectTimeout: transport.DefaultConnectTimeout, ringSize: DefaultRingSize}
 	for _, o := range opts {
 		o(&s)
 	}
+	if err := transport.CheckTimeouts(s.recvTimeout, s.stallTimeout, s.connectTimeout, MinStallTimeout, "the peers beat four times in it"); err != nil {
+		return s, err
+	}
 	switch {
-	case s.recvTimeout <= 0:
-		return s, errors.Errorf("receive timeout %v: it must be positive", s.recvTimeout)
-	case s.stallTimeout < MinStallTimeout:
-		return s, errors.Errorf("stall timeout %v: it must be at least %v", s.stallTimeout, MinStallTimeout)
-	case s.connectTimeout <= 0:
-		return s, errors.Errorf("connect timeout %v: it must be positive", s.connectTimeout)
 	case s.ringSize < minRingSize || s.ringSize&(s.ringSize-1) != 0:
 		return s, errors.Errorf("ring size %d: a power of two of at least %d", s.ringSize, minRingSize)
 	}

@@ -34,6 +34,7 @@ type State[T any] struct {
 	byeAcked bool
 	ack      bool // the peer's Bye awaits its ByeAck
 	dead     bool // the link is over
+	busy     bool // the writer is acting on what Next returned
 }
 
 // New returns the state of a link that is up.
@@ -56,7 +57,14 @@ const (
 )
 
 // Enqueue queues o for the writer, unless the link cannot take it.
-func (s *State[T]) Enqueue(o T) Refusal {
+func (s *State[T]) Enqueue(o T) Refusal { return s.Put(o, nil) }
+
+// Put hands o to the link, unless the link cannot take it. When nothing
+// is ahead of o — nothing queued, the writer idle in Next — write (if not
+// nil) is offered o first, called with the state's lock held: it writes
+// o itself, in order, and returns true, or returns false at once when it
+// cannot without waiting. Else o is queued for the writer.
+func (s *State[T]) Put(o T, write func(T) bool) Refusal {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {
@@ -66,6 +74,9 @@ func (s *State[T]) Enqueue(o T) Refusal {
 		return Closing
 	case s.dead:
 		return Over
+	}
+	if write != nil && len(s.queue) == 0 && !s.busy && !s.ack && write(o) {
+		return Queued
 	}
 	s.queue = append(s.queue, o)
 	s.wake.Signal()
@@ -96,11 +107,13 @@ const (
 
 // Next waits for the writer's next action: the peer's Bye to acknowledge
 // first, then the queued messages in order, then this side's Bye once it
-// closes.
-func (s *State[T]) Next() (Action, T) {
+// closes. The writer is taken to act on it until it calls Next again.
+func (s *State[T]) Next() (a Action, o T) {
 	var zero T
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.busy = false
+	defer func() { s.busy = a != Done }()
 	for !s.dead && !s.ack && len(s.queue) == 0 && !(s.closing && !s.byeSent) {
 		s.wake.Wait()
 	}

@@ -61,3 +61,50 @@ func TestFlushNamesTheUnconfirmed(t *testing.T) {
 	err := Flush(transport.Driver, []*State[int]{acking, quiet}, []transport.Peer{0, 1}, []string{"stage 0", "stage 1 (pid 42)"}, 20*time.Millisecond)
 	require.EqualError(t, err, "close: link driver → stage 1: stage 1 (pid 42) did not confirm within 20ms that it read everything sent to it (1 messages were still queued)")
 }
+
+// TestPutWritesInOrder: Put lets the caller write a message itself only
+// when nothing is ahead of it — nothing queued, the writer idle in Next
+// — and write can; else it queues, so the writer sends in order. A link
+// that cannot take a message refuses it without calling write.
+func TestPutWritesInOrder(t *testing.T) {
+	s := New[int]()
+	var wrote []int
+	write := func(o int) bool { wrote = append(wrote, o); return true }
+	full := func(int) bool { return false }
+	require.Equal(t, Queued, s.Put(1, write))
+	require.Equal(t, []int{1}, wrote, "nothing ahead: written at once")
+	require.Equal(t, Queued, s.Put(2, full))
+	// Each step: the writer takes the next messages, then o is put;
+	// nothing more is written at once while anything is ahead of o.
+	for _, c := range []struct {
+		takes []int
+		o     int
+		why   string
+	}{{nil, 3, "2 is queued"}, {[]int{2}, 4, "3 is still queued"}, {[]int{3}, 5, "4 is queued"}, {[]int{4, 5}, 6, "the writer is still sending 5"}} {
+		for _, want := range c.takes {
+			a, o := s.Next()
+			require.Equal(t, SendMessage, a)
+			require.Equal(t, want, o)
+		}
+		require.Equal(t, Queued, s.Put(c.o, write))
+		require.Equal(t, []int{1}, wrote, "%s: %d queues behind it", c.why, c.o)
+	}
+	_, o := s.Next()
+	require.Equal(t, 6, o)
+	next := make(chan Action)
+	go func() {
+		a, _ := s.Next() // idle: waits for work
+		next <- a
+	}()
+	require.Eventually(t, func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return !s.busy
+	}, 5*time.Second, time.Millisecond)
+	require.Equal(t, Queued, s.Put(7, write))
+	require.Equal(t, []int{1, 7}, wrote, "the writer idle in Next: written at once")
+	s.StartClosing()
+	require.Equal(t, SendBye, <-next)
+	require.Equal(t, Closing, s.Put(8, write))
+	require.Equal(t, []int{1, 7}, wrote)
+}
