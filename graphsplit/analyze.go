@@ -311,7 +311,8 @@ func isWeight(n *gorgonia.Node) bool {
 
 // fineCuts returns the positions where FineGrained starts a stage: at each
 // op that applies a weight (appliesWeight), moved back over the
-// learnable-only ops that layout placed right before it. A weight applied
+// learnable-only ops that layout placed right before it and over a
+// convolution's im2col (patchesOp). A weight applied
 // again — a tied embedding, a recurrence's weights at every step — starts a
 // layer again: its readers then share it across stages.
 func (a *analysis) fineCuts() []int {
@@ -326,7 +327,7 @@ func (a *analysis) fineCuts() []int {
 			continue
 		}
 		start := p
-		for start > 0 && a.paramOnly(start-1) {
+		for start > 0 && (a.paramOnly(start-1) || a.patchesOp(start-1)) {
 			start--
 		}
 		if start > 0 && (len(cuts) == 0 || cuts[len(cuts)-1] < start) {
@@ -334,6 +335,19 @@ func (a *analysis) fineCuts() []int {
 		}
 	}
 	return cuts
+}
+
+// patchesOp reports whether the op at position p builds a convolution's
+// patches: gorgonia's im2col, or the Reshape of one to the patch matrix.
+// A convolution's layer starts at its im2col, so that its stage receives
+// the image, not patches kh·kw times its size, and computes the whole
+// convolution in one stage op (stageops.Conv).
+func (a *analysis) patchesOp(p int) bool {
+	n := a.seq[p]
+	if isReshape(n) {
+		n = a.children(n)[0]
+	}
+	return n.Op() != nil && opTypeName(n.Op()) == "im2colOp"
 }
 
 // appliesWeight reports whether op n applies a weight to data: one of its

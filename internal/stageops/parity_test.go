@@ -323,6 +323,8 @@ func TestConvIsGorgonias(t *testing.T) {
 			{tensor.Shape{1, 2, 5, 4}, tensor.Shape{3, 2, 2, 2}, []int{3, 3}, []int{3, 2}, []int{1, 1}},     // windows off the image
 			{tensor.Shape{2, 2, 6, 5}, tensor.Shape{4, 2, 3, 3}, []int{0, 2}, []int{1, 1}, []int{1, 1}},     // 3 wide: 2 edge columns each side
 			{tensor.Shape{1, 1, 4, 2}, tensor.Shape{2, 1, 3, 3}, []int{1, 1}, []int{1, 1}, []int{1, 1}},     // 3 wide on a narrower image
+			{tensor.Shape{1, 1, 9, 7}, tensor.Shape{3, 1, 3, 3}, []int{1, 1}, []int{2, 1}, []int{1, 1}},     // batch 1, 1 channel, stride 2 down
+			{tensor.Shape{1, 8, 5, 5}, tensor.Shape{3, 8, 3, 3}, []int{1, 1}, []int{1, 1}, []int{1, 1}},     // K = 72 > 64 in a product gonum does not block
 		} {
 			t.Run(fmt.Sprintf("%v/%v*%v", dt, c.x, c.w), func(t *testing.T) {
 				rng := rand.New(rand.NewSource(3))
@@ -352,7 +354,26 @@ func TestConvIsGorgonias(t *testing.T) {
 				require.Equal(t, y.Shape(), y2.Shape())
 				ours := side{g: g2, inputs: gorgonia.Nodes{x2, w2}, out: y2}
 				r := randTensor(rng, dt, y.Shape(), true)
-				requireClose(t, ref.run(t, r), ours.run(t, r), "x", "filter")
+				want := ref.run(t, r)
+				requireClose(t, want, ours.run(t, r), "x", "filter")
+
+				// The whole convolution as one op (Conv), with its
+				// default blocks and with blocks of one and of two
+				// output rows (a last block shorter).
+				cv, err := NewConv(im2colOp, c.x, c.w[0])
+				require.NoError(t, err)
+				for _, block := range []int{convBlockBytes, 1, 2 * y.Shape()[3] * k * int(dt.Size())} {
+					t.Run(fmt.Sprintf("conv/block=%d", block), func(t *testing.T) {
+						defer func(b int) { convBlockBytes = b }(convBlockBytes)
+						convBlockBytes = block
+						g3 := gorgonia.NewGraph()
+						x3, w3 := input(g3, "x", xv), input(g3, "w", wv)
+						f3 := gorgonia.Must(gorgonia.Reshape(w3, tensor.Shape{c.w[0], k}))
+						y3, err := cv.Apply(x3, f3)
+						require.NoError(t, err)
+						requireClose(t, want, side{g: g3, inputs: gorgonia.Nodes{x3, w3}, out: y3}.run(t, r), "x", "filter")
+					})
+				}
 			})
 		}
 	}
