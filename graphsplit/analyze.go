@@ -340,8 +340,8 @@ func (a *analysis) fineCuts() []int {
 // patchesOp reports whether the op at position p builds a convolution's
 // patches: gorgonia's im2col, or the Reshape of one to the patch matrix.
 // A convolution's layer starts at its im2col, so that its stage receives
-// the image, not patches kh·kw times its size, and computes the whole
-// convolution in one stage op (stageops.Conv).
+// the image, not patches kh·kw times its size (to copy, keep and send, and
+// their gradient back).
 func (a *analysis) patchesOp(p int) bool {
 	n := a.seq[p]
 	if isReshape(n) {

@@ -112,14 +112,11 @@ type substitution struct {
 	absorbed gorgonia.Nodes
 	leaves   gorgonia.Nodes
 	build    func(leaves gorgonia.Nodes) (*gorgonia.Node, gorgonia.Nodes, error)
-	// smaller is what to substitute at the same node when this does not
-	// fit (a convolution cut by a stage boundary: its im2col alone).
-	smaller *substitution
 }
 
 // findSubstitutions matches the stage's nodes in order, each claimed by the
-// first (largest) substitution that covers it and fits, and returns every
-// claimed node's substitution.
+// first (largest) substitution that covers it, and returns every claimed
+// node's substitution.
 func findSubstitutions(a *analysis, st *Stage) map[*gorgonia.Node]*substitution {
 	m := &matcher{a: a, st: st, users: make(map[*gorgonia.Node]gorgonia.Nodes)}
 	for n := range a.needed {
@@ -132,14 +129,15 @@ func findSubstitutions(a *analysis, st *Stage) map[*gorgonia.Node]*substitution 
 		if _, claimed := out[n]; claimed {
 			continue
 		}
-		for s := m.match(n); s != nil; s = s.smaller {
-			if !m.fits(s, out) {
-				continue
-			}
-			for _, x := range append(gorgonia.Nodes{s.root}, s.absorbed...) {
-				out[x] = s
-			}
-			break
+		s := m.match(n)
+		if s == nil {
+			continue
+		}
+		if !m.fits(s, out) {
+			continue
+		}
+		for _, x := range append(gorgonia.Nodes{s.root}, s.absorbed...) {
+			out[x] = s
 		}
 	}
 	return out
@@ -438,11 +436,8 @@ func isReshape(n *gorgonia.Node) bool {
 	return ok
 }
 
-// im2col matches the whole of gorgonia.Conv2d — its im2col, the Reshape to
-// the patch matrix, which alone reads it, and the rest that convGEMM
-// matches — as one stage op with no patch matrix (stageops.Conv); where a
-// stage boundary cuts the convolution (the stage sends the patches), the
-// im2col and its Reshape alone.
+// im2col matches gorgonia.Conv2d's im2col and the Reshape of its result to
+// the patch matrix, which alone reads it.
 func (m *matcher) im2col(n *gorgonia.Node) *substitution {
 	x := m.a.children(n)[0]
 	ic, err := stageops.NewIm2Col(n.Op(), x.Shape())
@@ -453,26 +448,9 @@ func (m *matcher) im2col(n *gorgonia.Node) *substitution {
 	if r == nil || len(m.users[n]) != 1 || !isReshape(r) || !r.Shape().Eq(ic.Shape()) {
 		return nil
 	}
-	alone := &substitution{root: r, absorbed: gorgonia.Nodes{n}, leaves: gorgonia.Nodes{x}, build: func(k gorgonia.Nodes) (*gorgonia.Node, gorgonia.Nodes, error) {
+	return &substitution{root: r, absorbed: gorgonia.Nodes{n}, leaves: gorgonia.Nodes{x}, build: func(k gorgonia.Nodes) (*gorgonia.Node, gorgonia.Nodes, error) {
 		p, err := ic.Apply(k[0])
 		return p, nil, err
-	}}
-	mm := m.only(r)
-	if mm == nil || len(m.users[r]) != 1 {
-		return alone
-	}
-	gemm := m.convGEMM(mm)
-	if gemm == nil || gemm.leaves[0] != r {
-		return alone
-	}
-	f := gemm.leaves[1]
-	cv, err := stageops.NewConv(n.Op(), x.Shape(), f.Shape()[0])
-	if err != nil {
-		return alone
-	}
-	return &substitution{root: gemm.root, absorbed: append(gorgonia.Nodes{n, r}, gemm.absorbed...), leaves: gorgonia.Nodes{x, f}, smaller: alone, build: func(k gorgonia.Nodes) (*gorgonia.Node, gorgonia.Nodes, error) {
-		y, err := cv.Apply(k[0], k[1])
-		return y, nil, err
 	}}
 }
 

@@ -152,19 +152,9 @@ func (op *col2im) UsePreallocDo(prealloc gorgonia.Value, vals ...gorgonia.Value)
 // the same order). Windows that lie on the image skip the bounds checks.
 func patches[T float](im, col []T, ic Im2Col, back bool) {
 	imSize := ic.c * ic.h * ic.w
-	colSize := ic.outH * ic.outW * ic.c * ic.kh * ic.kw
-	parallel(ic.b, colSize, func(lo, hi int) {
-		for b := lo; b < hi; b++ {
-			patchRows(im[b*imSize:(b+1)*imSize], col[b*colSize:(b+1)*colSize], ic, 0, ic.outH, back)
-		}
-	})
-}
-
-// patchRows is patches for one image img and its output rows [oh0, oh1),
-// whose patches are the rows of cl.
-func patchRows[T float](img, cl []T, ic Im2Col, oh0, oh1 int, back bool) {
 	k := ic.kh * ic.kw
-	patch := ic.c * k             // one patch: a row of the matrix
+	patch := ic.c * k // one patch: a row of the matrix
+	colSize := ic.outH * ic.outW * patch
 	span := (ic.kw-1)*ic.dilW + 1 // columns a kernel row covers
 	// A 3-wide kernel row at stride and dilation 1 (every zoo convolution)
 	// copies its interior columns [in0, in1) three values at a time.
@@ -173,69 +163,74 @@ func patchRows[T float](img, cl []T, ic Im2Col, oh0, oh1 int, back bool) {
 		in0 = min(ic.padW, ic.outW)
 		in1 = max(in0, min(ic.outW, ic.w-3+ic.padW+1))
 	}
-	for oh := oh0; oh < oh1; oh++ {
-		rows := cl[(oh-oh0)*ic.outW*patch : (oh-oh0+1)*ic.outW*patch]
-		for ch := 0; ch < ic.c; ch++ {
-			plane := img[ch*ic.h*ic.w : (ch+1)*ic.h*ic.w]
-			for kr := 0; kr < ic.kh; kr++ {
-				r := -ic.padH + kr*ic.dilH + oh*ic.strideH
-				at := ch*k + kr*ic.kw // in each patch
-				if r < 0 || r >= ic.h {
-					if !back {
-						for ow := 0; ow < ic.outW; ow++ {
-							clear(rows[ow*patch+at : ow*patch+at+ic.kw])
-						}
-					}
-					continue
-				}
-				src := plane[r*ic.w : (r+1)*ic.w]
-				for ow := 0; ow < ic.outW; ow++ {
-					if ow == in0 && in0 < in1 {
-						kernelRows3(rows[ow*patch+at:], src[ow-ic.padW:], patch, in1-in0, back)
-						ow = in1 - 1
-						continue
-					}
-					dst := rows[ow*patch+at : ow*patch+at+ic.kw]
-					c0 := ow*ic.strideW - ic.padW
-					if c0 >= 0 && c0+span <= ic.w { // on the image
-						win := src[c0 : c0+span]
-						switch {
-						case back && ic.dilW == 1:
-							for kc, v := range dst {
-								win[kc] += v
-							}
-						case back:
-							for kc, v := range dst {
-								win[kc*ic.dilW] += v
-							}
-						case ic.dilW == 1:
-							for kc, v := range win { // a kernel row is a few values: a copy's call costs more
-								dst[kc] = v
-							}
-						default:
-							for kc := range dst {
-								dst[kc] = win[kc*ic.dilW]
-							}
-						}
-						continue
-					}
-					for kc := range dst {
-						cc := c0 + kc*ic.dilW
-						switch {
-						case cc < 0 || cc >= ic.w:
+	parallel(ic.b, colSize, func(lo, hi int) {
+		for b := lo; b < hi; b++ {
+			img, cl := im[b*imSize:(b+1)*imSize], col[b*colSize:(b+1)*colSize]
+			for oh := 0; oh < ic.outH; oh++ {
+				rows := cl[oh*ic.outW*patch : (oh+1)*ic.outW*patch]
+				for ch := 0; ch < ic.c; ch++ {
+					plane := img[ch*ic.h*ic.w : (ch+1)*ic.h*ic.w]
+					for kr := 0; kr < ic.kh; kr++ {
+						r := -ic.padH + kr*ic.dilH + oh*ic.strideH
+						at := ch*k + kr*ic.kw // in each patch
+						if r < 0 || r >= ic.h {
 							if !back {
-								dst[kc] = 0
+								for ow := 0; ow < ic.outW; ow++ {
+									clear(rows[ow*patch+at : ow*patch+at+ic.kw])
+								}
 							}
-						case back:
-							src[cc] += dst[kc]
-						default:
-							dst[kc] = src[cc]
+							continue
+						}
+						src := plane[r*ic.w : (r+1)*ic.w]
+						for ow := 0; ow < ic.outW; ow++ {
+							if ow == in0 && in0 < in1 {
+								kernelRows3(rows[ow*patch+at:], src[ow-ic.padW:], patch, in1-in0, back)
+								ow = in1 - 1
+								continue
+							}
+							dst := rows[ow*patch+at : ow*patch+at+ic.kw]
+							c0 := ow*ic.strideW - ic.padW
+							if c0 >= 0 && c0+span <= ic.w { // on the image
+								win := src[c0 : c0+span]
+								switch {
+								case back && ic.dilW == 1:
+									for kc, v := range dst {
+										win[kc] += v
+									}
+								case back:
+									for kc, v := range dst {
+										win[kc*ic.dilW] += v
+									}
+								case ic.dilW == 1:
+									for kc, v := range win { // a kernel row is a few values: a copy's call costs more
+										dst[kc] = v
+									}
+								default:
+									for kc := range dst {
+										dst[kc] = win[kc*ic.dilW]
+									}
+								}
+								continue
+							}
+							for kc := range dst {
+								cc := c0 + kc*ic.dilW
+								switch {
+								case cc < 0 || cc >= ic.w:
+									if !back {
+										dst[kc] = 0
+									}
+								case back:
+									src[cc] += dst[kc]
+								default:
+									dst[kc] = src[cc]
+								}
+							}
 						}
 					}
 				}
 			}
 		}
-	}
+	})
 }
 
 // ConvGEMM is the rest of gorgonia.Conv2d: the GEMM of the patch matrix P

@@ -30,6 +30,12 @@ func exactBLAS(b tensor.BLAS) bool {
 	return false
 }
 
+// gonum's blocking (blas/gonum: blockSize, minParBlock).
+const (
+	gemmBlock    = 64
+	gemmParBlock = 4
+)
+
 // Sgemm is gonum's Sgemm. Products whose B is not transposed run in
 // tiles of AVX-512 (4×32) or AVX (4×16, 4×8) (sgemmTiled) where the CPU has
 // them and the product has 4 rows; products of A by Bᵀ run gonum's dot
@@ -71,6 +77,14 @@ func (g gonumBLAS) Dgemm(tA, tB blas.Transpose, m, n, k int, alpha float64, a []
 	serialBlocks(tA, tB, m, n, k, a, lda, b, ldb, c, ldc, func(m, n, k int, a []float64, b []float64, c []float64) {
 		g.Implementation.Dgemm(tA, tB, m, n, k, alpha, a, lda, b, ldb, 1, c, ldc)
 	})
+}
+
+// blockedGemm reports whether gonum computes an m×n×k product block by
+// block on goroutines: four blocks of output or more, and work to do (a
+// zero alpha or k leaves gonum only the scaling by beta).
+func blockedGemm(m, n, k int, zeroAlpha bool) bool {
+	blocks := func(d int) int { return (d + gemmBlock - 1) / gemmBlock }
+	return m > 0 && n > 0 && k > 0 && !zeroAlpha && blocks(m)*blocks(n) >= gemmParBlock
 }
 
 // scale is gonum's C ← beta·C before a product: zeroes for beta 0.
