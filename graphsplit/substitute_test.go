@@ -186,3 +186,49 @@ func TestFineGrainedStartsAConvolutionAtItsIm2col(t *testing.T) {
 	defer cut.Close()
 	require.False(t, whole(cut), "a cut before the product leaves its im2col in the earlier stage")
 }
+
+// TestConvolutionOfDataComputesNoPatchGradient: the test CNN's first
+// convolution reads the data, whose gradient nothing needs; its stage op
+// computes the filter's gradient only (gorgonia's GEMM computes the
+// patches' too), and training is the same bits — also where a cut between
+// its im2col and its product makes the patches a stage input.
+func TestConvolutionOfDataComputesNoPatchGradient(t *testing.T) {
+	if testutil.RaceEnabled {
+		t.Skip("numerics in one goroutine, 5× slower under the race detector and nothing for it to check; go test ./... runs it")
+	}
+	m, err := testmodels.CNN(tensor.Float32, 4, 1)
+	require.NoError(t, err)
+	fine, err := Split(m.Graph, m.Cost, m.Learnables, FineGrained())
+	require.NoError(t, err)
+	defer fine.Close()
+	kinds := map[string]int{}
+	for _, st := range fine.Stages {
+		for _, n := range st.Train.Graph.AllNodes() {
+			if g, ok := n.Op().(guardedOp); ok {
+				for _, kind := range []string{"convgemm-dpatch-", "convgemm-dfilter-"} {
+					if strings.HasPrefix(g.Op.String(), kind) {
+						kinds[kind]++
+					}
+				}
+			}
+		}
+	}
+	require.Equal(t, map[string]int{"convgemm-dpatch-": 1, "convgemm-dfilter-": 2}, kinds, "the second convolution's patch gradient only")
+
+	a, err := analyze(m.Graph, m.Cost, m.Learnables)
+	require.NoError(t, err)
+	var first string
+	for _, n := range a.seq {
+		if n.Op() != nil && n.Op().String() == "A × Bᵀ" {
+			first = n.Name()
+			break
+		}
+	}
+	opts := []Option{CutAt(first)}
+	want := runPlan(t, testmodels.CNN, tensor.Float32, append(opts, WithoutOpSubstitution()), false)
+	got := runPlan(t, testmodels.CNN, tensor.Float32, opts, false)
+	require.Equal(t, len(want), len(got))
+	for i := range want {
+		require.True(t, sameBits(want[i], got[i]), "value %d", i)
+	}
+}

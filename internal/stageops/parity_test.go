@@ -355,6 +355,21 @@ func TestConvIsGorgonias(t *testing.T) {
 				ours := side{g: g2, inputs: gorgonia.Nodes{x2, w2}, out: y2}
 				r := randTensor(rng, dt, y.Shape(), true)
 				requireClose(t, ref.run(t, r), ours.run(t, r), "x", "filter")
+
+				// The filter's gradient alone (WithoutPatchGrad): gorgonia's,
+				// differentiated with respect to the filter only.
+				g3 := gorgonia.NewGraph()
+				x3, w3 := input(g3, "x", xv), input(g3, "w", wv)
+				y3, err := gorgonia.Conv2d(x3, w3, c.w[2:], c.pad, c.stride, c.dilation)
+				require.NoError(t, err)
+				g4 := gorgonia.NewGraph()
+				x4, w4 := input(g4, "x", xv), input(g4, "w", wv)
+				p4, err := ic.Apply(x4)
+				require.NoError(t, err)
+				f4 := gorgonia.Must(gorgonia.Reshape(w4, tensor.Shape{c.w[0], k}))
+				y4, err := NewConvGEMM(c.x[0], y.Shape()[2], y.Shape()[3], c.w[0], k).WithoutPatchGrad().Apply(p4, f4)
+				require.NoError(t, err)
+				requireClose(t, side{g: g3, inputs: gorgonia.Nodes{w3}, out: y3}.run(t, r), side{g: g4, inputs: gorgonia.Nodes{w4}, out: y4}.run(t, r), "filter")
 			})
 		}
 	}
