@@ -2,6 +2,7 @@ package graphsplit
 
 import (
 	"github.com/pipemare/pipemare/internal/reach"
+	"slices"
 	"sort"
 
 	"github.com/pkg/errors"
@@ -309,10 +310,10 @@ func isWeight(n *gorgonia.Node) bool {
 	return big >= 2
 }
 
-// fineCuts returns the positions where FineGrained starts a stage: at each
-// op that applies a weight (appliesWeight), moved back over the
-// learnable-only ops that layout placed right before it and over a
-// convolution's im2col (patchesOp). A weight applied
+// fineCuts returns the layer boundaries FineGrained chooses its cuts
+// among: at each op that applies a weight (appliesWeight), moved back over
+// the learnable-only ops that layout placed right before it. A chosen cut
+// then starts at the layer's im2col (atIm2col). A weight applied
 // again — a tied embedding, a recurrence's weights at every step — starts a
 // layer again: its readers then share it across stages.
 func (a *analysis) fineCuts() []int {
@@ -327,7 +328,7 @@ func (a *analysis) fineCuts() []int {
 			continue
 		}
 		start := p
-		for start > 0 && (a.paramOnly(start-1) || a.patchesOp(start-1)) {
+		for start > 0 && a.paramOnly(start-1) {
 			start--
 		}
 		if start > 0 && (len(cuts) == 0 || cuts[len(cuts)-1] < start) {
@@ -335,6 +336,30 @@ func (a *analysis) fineCuts() []int {
 		}
 	}
 	return cuts
+}
+
+// atIm2col moves each of FineGrained's cuts back over the convolution's
+// im2col that precedes it (patchesOp, and the learnable-only ops among
+// them), not past the cut before. Only ops that read no learnable move,
+// so every learnable stays in its stage and the weights trained are the
+// same; the cuts are chosen among fineCuts first, so the same layers
+// share a stage as before.
+func (a *analysis) atIm2col(cuts []int) []int {
+	out := slices.Clone(cuts)
+	for i, c := range out {
+		lo := 1
+		if i > 0 {
+			lo = out[i-1] + 1
+		}
+		start := c
+		for q := c; q > lo && (a.paramOnly(q-1) || a.patchesOp(q-1)); q-- {
+			if a.patchesOp(q - 1) {
+				start = q - 1
+			}
+		}
+		out[i] = start
+	}
+	return out
 }
 
 // patchesOp reports whether the op at position p builds a convolution's

@@ -20,14 +20,7 @@ func TestLightenSendsTheFewestBytes(t *testing.T) {
 	require.NoError(t, err)
 	a, err := analyze(m.Graph, m.Cost, m.Learnables)
 	require.NoError(t, err)
-	// The cut right before the second layer's weights: FineGrained's, past
-	// the im2col that FineGrained puts in the layer.
 	boundary := a.fineCuts()[0]
-	for q := boundary; q < len(a.seq) && (a.patchesOp(q) || a.paramOnly(q)); q++ {
-		if a.patchesOp(q) {
-			boundary = q + 1
-		}
-	}
 	costs := make([]float64, len(a.seq))
 	stageOf := func(cuts []int) map[int]int { // learnable → the stage of its readers
 		a.assign(cuts)
