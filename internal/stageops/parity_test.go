@@ -311,7 +311,7 @@ func TestConvIsGorgonias(t *testing.T) {
 		t.Skip("numerics in one goroutine, 5× slower under the race detector and nothing for it to check; go test ./... runs it")
 	}
 	for _, dt := range dtypes {
-		for _, c := range []struct {
+		for i, c := range []struct {
 			x, w                  tensor.Shape
 			pad, stride, dilation []int
 		}{
@@ -356,6 +356,9 @@ func TestConvIsGorgonias(t *testing.T) {
 				r := randTensor(rng, dt, y.Shape(), true)
 				requireClose(t, ref.run(t, r), ours.run(t, r), "x", "filter")
 
+				if i != 1 && i != 8 { // K > 64 blocked; batch 1, one channel, stride 2
+					return
+				}
 				// The filter's gradient alone (WithoutPatchGrad): gorgonia's,
 				// differentiated with respect to the filter only.
 				g3 := gorgonia.NewGraph()
