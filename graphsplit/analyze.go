@@ -339,25 +339,20 @@ func (a *analysis) fineCuts() []int {
 }
 
 // atIm2col moves each of FineGrained's cuts back over the convolution's
-// im2col that precedes it (patchesOp, and the learnable-only ops among
-// them), not past the cut before. Only ops that read no learnable move,
-// so every learnable stays in its stage and the weights trained are the
-// same; the cuts are chosen among fineCuts first, so the same layers
-// share a stage as before.
+// im2col and reshape right before it (patchesOp), not past the cut
+// before. They read no learnable, so every learnable stays in its stage
+// and the weights trained are the same; the cuts are chosen among
+// fineCuts first, so the same layers share a stage as before.
 func (a *analysis) atIm2col(cuts []int) []int {
 	out := slices.Clone(cuts)
-	for i, c := range out {
+	for i := range out {
 		lo := 1
 		if i > 0 {
 			lo = out[i-1] + 1
 		}
-		start := c
-		for q := c; q > lo && (a.paramOnly(q-1) || a.patchesOp(q-1)); q-- {
-			if a.patchesOp(q - 1) {
-				start = q - 1
-			}
+		for out[i] > lo && a.patchesOp(out[i]-1) {
+			out[i]--
 		}
-		out[i] = start
 	}
 	return out
 }
