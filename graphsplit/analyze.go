@@ -2,6 +2,7 @@ package graphsplit
 
 import (
 	"github.com/pipemare/pipemare/internal/reach"
+	"slices"
 	"sort"
 
 	"github.com/pkg/errors"
@@ -309,9 +310,10 @@ func isWeight(n *gorgonia.Node) bool {
 	return big >= 2
 }
 
-// fineCuts returns the positions where FineGrained starts a stage: at each
-// op that applies a weight (appliesWeight), moved back over the
-// learnable-only ops that layout placed right before it. A weight applied
+// fineCuts returns the layer boundaries FineGrained chooses its cuts
+// among: at each op that applies a weight (appliesWeight), moved back over
+// the learnable-only ops that layout placed right before it. A chosen cut
+// then starts at the layer's im2col (atIm2col). A weight applied
 // again — a tied embedding, a recurrence's weights at every step — starts a
 // layer again: its readers then share it across stages.
 func (a *analysis) fineCuts() []int {
@@ -334,6 +336,38 @@ func (a *analysis) fineCuts() []int {
 		}
 	}
 	return cuts
+}
+
+// atIm2col moves each of FineGrained's cuts back over the convolution's
+// im2col and reshape right before it (patchesOp), not past the cut
+// before. They read no learnable, so every learnable stays in its stage
+// and the weights trained are the same; the cuts are chosen among
+// fineCuts first, so the same layers share a stage as before.
+func (a *analysis) atIm2col(cuts []int) []int {
+	out := slices.Clone(cuts)
+	for i := range out {
+		lo := 1
+		if i > 0 {
+			lo = out[i-1] + 1
+		}
+		for out[i] > lo && a.patchesOp(out[i]-1) {
+			out[i]--
+		}
+	}
+	return out
+}
+
+// patchesOp reports whether the op at position p builds a convolution's
+// patches: gorgonia's im2col, or the Reshape of one to the patch matrix.
+// A convolution's layer starts at its im2col, so that its stage receives
+// the image, not patches kh·kw times its size (to copy, keep and send, and
+// their gradient back).
+func (a *analysis) patchesOp(p int) bool {
+	n := a.seq[p]
+	if isReshape(n) {
+		n = a.children(n)[0]
+	}
+	return n.Op() != nil && opTypeName(n.Op()) == "im2colOp"
 }
 
 // appliesWeight reports whether op n applies a weight to data: one of its

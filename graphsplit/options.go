@@ -32,7 +32,11 @@ func Stages(p int) Option { return func(c *config) { c.stages, c.setStages = p, 
 // at every op that applies a weight (a learnable with at least two
 // dimensions larger than one — a matmul or convolution filter — or a
 // transposed or reshaped copy of one), and the ops that follow it — bias,
-// normalisation, activation — stay with it. A weight applied again (a tied
+// normalisation, activation — stay with it; a convolution's layer starts
+// at its im2col, so that no stage sends patches (kh·kw times the image).
+// With Stages, the cuts are chosen among those layer boundaries (as if
+// each were at the weight's op, so the im2col's cost does not move one)
+// and then start at the im2col. A weight applied again (a tied
 // output projection, a recurrence's weights at every time step) starts a
 // layer again, and the stages share it (Plan.Shared). This is the PipeMare
 // paper's setting (its ResNet-50 had about 107 stages).

@@ -114,9 +114,13 @@ func chooseCuts(a *analysis, cfg *config, costs []float64) ([]int, error) {
 	case cfg.fine:
 		fine := a.fineCuts()
 		if cfg.stages == 0 {
-			return fine, nil
+			return a.atIm2col(fine), nil
 		}
-		return balanceAt(fine, costs, cfg.stages, "layer boundaries (FineGrained)")
+		cuts, err := balanceAt(fine, costs, cfg.stages, "layer boundaries (FineGrained)")
+		if err != nil {
+			return nil, err
+		}
+		return a.atIm2col(cuts), nil
 	case cfg.stages > 1:
 		anywhere := make([]int, 0, len(a.seq))
 		for p := 1; p < len(a.seq); p++ {

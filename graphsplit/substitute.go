@@ -23,7 +23,9 @@ import (
 //     them, in one pass; Rectify alone in one op; a broadcast bias (a
 //     linear layer's) added without materialising its Repeats;
 //   - Conv2d's im2col writing the patch matrix directly, and its GEMM
-//     writing NCHW directly (no reshape copy, no transpose);
+//     writing NCHW directly (no reshape copy, no transpose), with no
+//     gradient of the patches when nothing needs it (a convolution of
+//     data that depends on no learnable);
 //   - SoftMax and LogSoftMax along the last axis with the rows computed on
 //     the stage's goroutine (gorgonia's start a goroutine per row).
 //
@@ -148,6 +150,25 @@ type matcher struct {
 	a     *analysis
 	st    *Stage
 	users map[*gorgonia.Node]gorgonia.Nodes // among the nodes the cost needs
+	learn map[*gorgonia.Node]bool           // readsLearnable's answers
+}
+
+// readsLearnable reports whether n's value depends on a learnable. No
+// gradient of the cost is needed at a node that does not (the data a
+// model's first layer reads).
+func (m *matcher) readsLearnable(n *gorgonia.Node) bool {
+	if r, ok := m.learn[n]; ok {
+		return r
+	}
+	_, r := m.a.learn[n]
+	for _, c := range m.a.children(n) {
+		r = r || m.readsLearnable(c)
+	}
+	if m.learn == nil {
+		m.learn = make(map[*gorgonia.Node]bool)
+	}
+	m.learn[n] = r
+	return r
 }
 
 // fits reports whether s lies in the stage, claims nothing claimed, and its
@@ -478,6 +499,9 @@ func (m *matcher) convGEMM(mm *gorgonia.Node) *substitution {
 		return nil
 	}
 	cg := stageops.NewConvGEMM(s[0], s[1], s[2], s[3], f.Shape()[1])
+	if !m.readsLearnable(p) {
+		cg = cg.WithoutPatchGrad()
+	}
 	return &substitution{root: t, absorbed: gorgonia.Nodes{mm, r}, leaves: gorgonia.Nodes{p, f}, build: func(k gorgonia.Nodes) (*gorgonia.Node, gorgonia.Nodes, error) {
 		y, err := cg.Apply(k[0], k[1])
 		return y, nil, err

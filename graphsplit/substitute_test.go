@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand"
+	"strings"
 	"testing"
 
 	"github.com/pipemare/pipemare/internal/stageops"
@@ -134,4 +135,100 @@ func sameBits(a, b gorgonia.Value) bool {
 		return len(x) == len(y)
 	}
 	return false
+}
+
+// TestFineGrainedStartsAConvolutionAtItsIm2col: FineGrained starts a
+// convolution's layer at its im2col, so that every stage computes its
+// convolutions whole (im2col and product) and no stage sends patches
+// (kh·kw times the image); a cut between the im2col and the product
+// (CutAt) is what the check catches.
+func TestFineGrainedStartsAConvolutionAtItsIm2col(t *testing.T) {
+	whole := func(plan *Plan) bool { // every stage that has a convolution's product has its im2col
+		for _, st := range plan.Stages {
+			kinds := map[string]int{}
+			for _, n := range st.Train.Graph.AllNodes() {
+				if g, ok := n.Op().(guardedOp); ok {
+					for _, kind := range []string{"convgemm-dpatch-", "convgemm-dfilter-", "convgemm-", "im2col2d-"} {
+						if strings.HasPrefix(g.Op.String(), kind) {
+							kinds[kind]++
+							break
+						}
+					}
+				}
+			}
+			if kinds["convgemm-"] != kinds["im2col2d-"] {
+				return false
+			}
+		}
+		return true
+	}
+	m, err := testmodels.CNN(tensor.Float32, 4, 1)
+	require.NoError(t, err)
+	fine, err := Split(m.Graph, m.Cost, m.Learnables, FineGrained())
+	require.NoError(t, err)
+	defer fine.Close()
+	require.Greater(t, len(fine.Stages), 2)
+	require.True(t, whole(fine), "FineGrained cuts no convolution")
+
+	a, err := analyze(m.Graph, m.Cost, m.Learnables)
+	require.NoError(t, err)
+	var product *gorgonia.Node // the second convolution's
+	for _, n := range m.Graph.AllNodes() {
+		if n.Op() != nil && n.Op().String() == "A × Bᵀ" && isReshape(a.children(n)[0]) {
+			if ic := a.children(a.children(n)[0])[0]; ic.Op() != nil && opTypeName(ic.Op()) == "im2colOp" {
+				product = n
+			}
+		}
+	}
+	require.NotNil(t, product)
+	cut, err := Split(m.Graph, m.Cost, m.Learnables, CutAt(product.Name()))
+	require.NoError(t, err)
+	defer cut.Close()
+	require.False(t, whole(cut), "a cut before the product leaves its im2col in the earlier stage")
+}
+
+// TestConvolutionOfDataComputesNoPatchGradient: the test CNN's first
+// convolution reads the data, whose gradient nothing needs; its stage op
+// computes the filter's gradient only (gorgonia's GEMM computes the
+// patches' too), and training is the same bits — also where a cut between
+// its im2col and its product makes the patches a stage input.
+func TestConvolutionOfDataComputesNoPatchGradient(t *testing.T) {
+	if testutil.RaceEnabled {
+		t.Skip("numerics in one goroutine, 5× slower under the race detector and nothing for it to check; go test ./... runs it")
+	}
+	m, err := testmodels.CNN(tensor.Float32, 4, 1)
+	require.NoError(t, err)
+	fine, err := Split(m.Graph, m.Cost, m.Learnables, FineGrained())
+	require.NoError(t, err)
+	defer fine.Close()
+	kinds := map[string]int{}
+	for _, st := range fine.Stages {
+		for _, n := range st.Train.Graph.AllNodes() {
+			if g, ok := n.Op().(guardedOp); ok {
+				for _, kind := range []string{"convgemm-dpatch-", "convgemm-dfilter-"} {
+					if strings.HasPrefix(g.Op.String(), kind) {
+						kinds[kind]++
+					}
+				}
+			}
+		}
+	}
+	require.Equal(t, map[string]int{"convgemm-dpatch-": 1, "convgemm-dfilter-": 2}, kinds, "the second convolution's patch gradient only")
+
+	a, err := analyze(m.Graph, m.Cost, m.Learnables)
+	require.NoError(t, err)
+	var first string
+	for _, n := range a.seq {
+		if n.Op() != nil && n.Op().String() == "A × Bᵀ" {
+			first = n.Name()
+			break
+		}
+	}
+	opts := []Option{CutAt(first)}
+	want := runPlan(t, testmodels.CNN, tensor.Float32, append(opts, WithoutOpSubstitution()), false)
+	got := runPlan(t, testmodels.CNN, tensor.Float32, opts, false)
+	require.Equal(t, len(want), len(got))
+	for i := range want {
+		require.True(t, sameBits(want[i], got[i]), "value %d", i)
+	}
 }

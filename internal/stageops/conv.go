@@ -251,14 +251,28 @@ func patches[T float](im, col []T, ic Im2Col, back bool) {
 // float rounding.
 type ConvGEMM struct {
 	b, h, w, cout, k int
+	// noPatchGrad: nothing needs the patch matrix's gradient
+	// (WithoutPatchGrad).
+	noPatchGrad bool
 }
 
 // NewConvGEMM describes the convolution of B images of H'×W' patches of K
 // values each by C' filters.
-func NewConvGEMM(b, h, w, cout, k int) ConvGEMM { return ConvGEMM{b, h, w, cout, k} }
+func NewConvGEMM(b, h, w, cout, k int) ConvGEMM { return ConvGEMM{b: b, h: h, w: w, cout: cout, k: k} }
+
+// WithoutPatchGrad is cg for patches whose gradient nothing needs (those
+// of data that depends on no learnable: a model's first convolution's):
+// its backward computes the filter's gradient only. gorgonia's GEMM
+// differentiates both operands, and a program computes the unread one at
+// every step.
+func (cg ConvGEMM) WithoutPatchGrad() ConvGEMM { cg.noPatchGrad = true; return cg }
 
 func (cg ConvGEMM) key() string {
-	return fmt.Sprintf("b%d-%dx%d-c%d-k%d", cg.b, cg.h, cg.w, cg.cout, cg.k)
+	key := fmt.Sprintf("b%d-%dx%d-c%d-k%d", cg.b, cg.h, cg.w, cg.cout, cg.k)
+	if cg.noPatchGrad {
+		key += "-nodpatch"
+	}
+	return key
 }
 func (cg ConvGEMM) patchShape() tensor.Shape  { return tensor.Shape{cg.b * cg.h * cg.w, cg.k} }
 func (cg ConvGEMM) filterShape() tensor.Shape { return tensor.Shape{cg.cout, cg.k} }
@@ -308,14 +322,19 @@ func (op *convGEMM) InferShape(...gorgonia.DimSizer) (tensor.Shape, error) {
 	}
 	return op.outShape(), nil
 }
-func (op *convGEMM) DiffWRT(int) []bool { return []bool{op.part == convOut, op.part == convOut} }
+func (op *convGEMM) DiffWRT(int) []bool {
+	return []bool{op.part == convOut && !op.noPatchGrad, op.part == convOut}
+}
 func (op *convGEMM) SymDiff(inputs gorgonia.Nodes, _, grad *gorgonia.Node) (gorgonia.Nodes, error) {
 	if op.part != convOut {
 		return nil, op.errorf("no second derivative")
 	}
-	dp, err := gorgonia.ApplyOp(&convGEMM{named: named{"convgemm-dpatch-" + op.key()}, ConvGEMM: op.ConvGEMM, part: convPatchGrad}, grad, inputs[1])
-	if err != nil {
-		return nil, err
+	var dp *gorgonia.Node // none WithoutPatchGrad: gorgonia skips an input DiffWRT excludes
+	if !op.noPatchGrad {
+		var err error
+		if dp, err = gorgonia.ApplyOp(&convGEMM{named: named{"convgemm-dpatch-" + op.key()}, ConvGEMM: op.ConvGEMM, part: convPatchGrad}, grad, inputs[1]); err != nil {
+			return nil, err
+		}
 	}
 	df, err := gorgonia.ApplyOp(&convGEMM{named: named{"convgemm-dfilter-" + op.key()}, ConvGEMM: op.ConvGEMM, part: convFilterGrad}, grad, inputs[0])
 	if err != nil {

@@ -311,7 +311,7 @@ func TestConvIsGorgonias(t *testing.T) {
 		t.Skip("numerics in one goroutine, 5× slower under the race detector and nothing for it to check; go test ./... runs it")
 	}
 	for _, dt := range dtypes {
-		for _, c := range []struct {
+		for i, c := range []struct {
 			x, w                  tensor.Shape
 			pad, stride, dilation []int
 		}{
@@ -323,6 +323,8 @@ func TestConvIsGorgonias(t *testing.T) {
 			{tensor.Shape{1, 2, 5, 4}, tensor.Shape{3, 2, 2, 2}, []int{3, 3}, []int{3, 2}, []int{1, 1}},     // windows off the image
 			{tensor.Shape{2, 2, 6, 5}, tensor.Shape{4, 2, 3, 3}, []int{0, 2}, []int{1, 1}, []int{1, 1}},     // 3 wide: 2 edge columns each side
 			{tensor.Shape{1, 1, 4, 2}, tensor.Shape{2, 1, 3, 3}, []int{1, 1}, []int{1, 1}, []int{1, 1}},     // 3 wide on a narrower image
+			{tensor.Shape{1, 1, 9, 7}, tensor.Shape{3, 1, 3, 3}, []int{1, 1}, []int{2, 1}, []int{1, 1}},     // batch 1, 1 channel, stride 2 down
+			{tensor.Shape{1, 8, 5, 5}, tensor.Shape{3, 8, 3, 3}, []int{1, 1}, []int{1, 1}, []int{1, 1}},     // K = 72 > 64 in a product gonum does not block
 		} {
 			t.Run(fmt.Sprintf("%v/%v*%v", dt, c.x, c.w), func(t *testing.T) {
 				rng := rand.New(rand.NewSource(3))
@@ -353,6 +355,24 @@ func TestConvIsGorgonias(t *testing.T) {
 				ours := side{g: g2, inputs: gorgonia.Nodes{x2, w2}, out: y2}
 				r := randTensor(rng, dt, y.Shape(), true)
 				requireClose(t, ref.run(t, r), ours.run(t, r), "x", "filter")
+
+				if i != 1 && i != 8 { // K > 64 blocked; batch 1, one channel, stride 2
+					return
+				}
+				// The filter's gradient alone (WithoutPatchGrad): gorgonia's,
+				// differentiated with respect to the filter only.
+				g3 := gorgonia.NewGraph()
+				x3, w3 := input(g3, "x", xv), input(g3, "w", wv)
+				y3, err := gorgonia.Conv2d(x3, w3, c.w[2:], c.pad, c.stride, c.dilation)
+				require.NoError(t, err)
+				g4 := gorgonia.NewGraph()
+				x4, w4 := input(g4, "x", xv), input(g4, "w", wv)
+				p4, err := ic.Apply(x4)
+				require.NoError(t, err)
+				f4 := gorgonia.Must(gorgonia.Reshape(w4, tensor.Shape{c.w[0], k}))
+				y4, err := NewConvGEMM(c.x[0], y.Shape()[2], y.Shape()[3], c.w[0], k).WithoutPatchGrad().Apply(p4, f4)
+				require.NoError(t, err)
+				requireClose(t, side{g: g3, inputs: gorgonia.Nodes{w3}, out: y3}.run(t, r), side{g: g4, inputs: gorgonia.Nodes{w4}, out: y4}.run(t, r), "filter")
 			})
 		}
 	}
