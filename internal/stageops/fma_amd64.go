@@ -43,23 +43,19 @@ func fastKernels() bool { return fmaGemm }
 // the same per lane), not where a tile starts in memory, not the shape of
 // the rest of the product. A row past the last tile of 4 runs in a tile
 // whose four rows are that one row (aRow and ldc 0: the same sums, stored
-// four times). op(B) = Bᵀ is first copied transposed. The caller checked
+// four times). op(B) = Bᵀ is first copied transposed, or the product
+// computed transposed (sgemmFastTransposed). The caller checked
 // the arguments (gonum's Sgemm with alpha 0 and beta 1) and scaled C by
 // beta; alpha is not 0 and m, n, k are positive.
 func sgemmFast(aT, bT bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, c []float32, ldc int) {
+	if bT && n*k > (m+2*n)*m { // cheaper to compute Cᵀ = B·op(A)ᵀ: the same sums
+		sgemmFastTransposed(aT, m, n, k, alpha, a, lda, b, ldb, c, ldc)
+		return
+	}
 	if bT {
-		buf := transposePool.Get().(*[]float32)
-		defer transposePool.Put(buf)
-		if cap(*buf) < n*k {
-			*buf = make([]float32, n*k)
-		}
-		bt := (*buf)[:n*k]
-		for j := 0; j < n; j++ {
-			for l, v := range b[j*ldb : j*ldb+k] {
-				bt[l*n+j] = v
-			}
-		}
-		b, ldb = bt, n
+		bt := transposed(b, n, k, ldb)
+		defer transposePool.Put(bt)
+		b, ldb = *bt, n
 	}
 	f := fmaTiling{aT: aT, m: m, k: k, alpha: alpha, a: a, lda: lda, b: b, ldb: ldb, c: c, ldc: ldc}
 	blocks := (n + 15) / 16
@@ -70,7 +66,52 @@ func sgemmFast(aT, bT bool, m, n, k int, alpha float32, a []float32, lda int, b 
 	parallel(blocks, m*k*16, func(lo, hi int) { f.blocks(lo, hi, n) })
 }
 
-// transposePool holds sgemmFast's copies of Bᵀ.
+// sgemmFastTransposed is sgemmFast of op(A)·Bᵀ computed as its transpose
+// B·op(A)ᵀ, into a transposed copy of C then copied back: for an op(A)
+// of fewer rows than B (a dense layer's input gradient, where B is the
+// weights), transposing op(A) and C costs less than transposing B. Each
+// element gets the same fused multiply-adds in the same order (a·b and
+// b·a are the same product), so the same bits.
+func sgemmFastTransposed(aT bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, c []float32, ldc int) {
+	at, ldat := a, lda // op(A)ᵀ, k×m: A itself when op(A) = Aᵀ
+	if !aT {
+		t := transposed(a, m, k, lda)
+		defer transposePool.Put(t)
+		at, ldat = *t, m
+	}
+	ct := transposed(c, m, n, ldc)
+	defer transposePool.Put(ct)
+	sgemmFast(false, false, n, m, k, alpha, b, ldb, at, ldat, *ct, m)
+	for i := range m {
+		row := c[i*ldc : i*ldc+n]
+		for j := range row {
+			row[j] = (*ct)[j*m+i]
+		}
+	}
+}
+
+// transposed is the rows×cols matrix s (ld apart) transposed, cols×rows,
+// in a buffer of transposePool that the caller puts back.
+func transposed(s []float32, rows, cols, ld int) *[]float32 {
+	buf := transposePool.Get().(*[]float32)
+	if cap(*buf) < rows*cols {
+		*buf = make([]float32, rows*cols)
+	}
+	*buf = (*buf)[:rows*cols]
+	t := *buf
+	for r0 := 0; r0 < rows; r0 += 16 { // 16 rows at a time: each row of the transpose written 16 floats at once
+		r1 := min(r0+16, rows)
+		for c := range cols {
+			out := t[c*rows+r0 : c*rows+r1]
+			for r := range out {
+				out[r] = s[(r0+r)*ld+c]
+			}
+		}
+	}
+	return buf
+}
+
+// transposePool holds sgemmFast's transposed copies.
 var transposePool = sync.Pool{New: func() any { return new([]float32) }}
 
 // fmaTiling is one product of sgemmFast.
