@@ -1,6 +1,7 @@
 //go:build !openblas
 
 #include "textflag.h"
+#include "tile_amd64.h"
 
 // The fast mode's tiles (fma_amd64.go): each element of a tile of C gets
 // s = a(r, 0)·b(0, j) + … + a(r, k−1)·b(k−1, j), one fused multiply-add
@@ -8,20 +9,6 @@
 // one more fused multiply-add. Every lane computes alone, so the result
 // does not depend on the tile (AVX2 or AVX-512), on where the tile
 // starts, or on which goroutine runs it.
-
-// FMA_ARGS loads a tile kernel's arguments but alpha: k in CX, a in SI,
-// aRow in R8, aStep in R9, b in DI, ldb in R10, c in DX, ldc in R11, and
-// 3·aRow in R13 (the fourth row's a).
-#define FMA_ARGS \
-	MOVQ k+0(FP), CX       \
-	MOVQ a+16(FP), SI      \
-	MOVQ aRow+24(FP), R8   \
-	MOVQ aStep+32(FP), R9  \
-	MOVQ b+40(FP), DI      \
-	MOVQ ldb+48(FP), R10   \
-	MOVQ c+56(FP), DX      \
-	MOVQ ldc+64(FP), R11   \
-	LEAQ (R8)(R8*2), R13
 
 // FROW16 adds a(r, l) (read at A) times B's row l (Y8, Y9) into the
 // row's sums S0 and S1. Y10 is scratch.
@@ -46,16 +33,9 @@
 // in the order above, where a(r, l) is at a + r·aRow + l·aStep bytes, row
 // l of B at b + l·ldb bytes and row r of C at c + r·ldc bytes.
 TEXT ·fmaTile4x16(SB), NOSPLIT, $0-72
-	FMA_ARGS
+	TILE_ARGS
 	VBROADCASTSS alpha+8(FP), Y14
-	VXORPS       Y0, Y0, Y0
-	VXORPS       Y1, Y1, Y1
-	VXORPS       Y2, Y2, Y2
-	VXORPS       Y3, Y3, Y3
-	VXORPS       Y4, Y4, Y4
-	VXORPS       Y5, Y5, Y5
-	VXORPS       Y6, Y6, Y6
-	VXORPS       Y7, Y7, Y7
+	ZERO8(Y0, Y1, Y2, Y3, Y4, Y5, Y6, Y7)
 
 	TESTQ CX, CX
 	JEQ   fstore16
@@ -102,7 +82,7 @@ fstore16:
 // last columns of a product, up to 8. The other lanes sum zeros and are
 // dropped.
 TEXT ·fmaTile4x8(SB), NOSPLIT, $0-80
-	FMA_ARGS
+	TILE_ARGS
 	VBROADCASTSS alpha+8(FP), Y14
 	MOVQ         cols+72(FP), R12
 	VMOVDQU      (R12), Y13
@@ -158,16 +138,9 @@ fstore8:
 // fmaTile4x16's sums over 32 columns, in AVX-512: the same fused
 // multiply-adds in the same order, lane by lane.
 TEXT ·fmaTile4x32(SB), NOSPLIT, $0-72
-	FMA_ARGS
+	TILE_ARGS
 	VBROADCASTSS alpha+8(FP), Z14
-	VXORPS       Z0, Z0, Z0
-	VXORPS       Z1, Z1, Z1
-	VXORPS       Z2, Z2, Z2
-	VXORPS       Z3, Z3, Z3
-	VXORPS       Z4, Z4, Z4
-	VXORPS       Z5, Z5, Z5
-	VXORPS       Z6, Z6, Z6
-	VXORPS       Z7, Z7, Z7
+	ZERO8(Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7)
 
 	TESTQ CX, CX
 	JEQ   fstore32

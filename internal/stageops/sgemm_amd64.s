@@ -1,20 +1,7 @@
 //go:build !openblas
 
 #include "textflag.h"
-
-// TILE_ARGS loads a tile kernel's arguments but alpha: k in CX, a in SI,
-// aRow in R8, aStep in R9, b in DI, ldb in R10, c in DX, ldc in R11, and
-// 3·aRow in R13 (the fourth row's a).
-#define TILE_ARGS \
-	MOVQ k+0(FP), CX       \
-	MOVQ a+16(FP), SI      \
-	MOVQ aRow+24(FP), R8   \
-	MOVQ aStep+32(FP), R9  \
-	MOVQ b+40(FP), DI      \
-	MOVQ ldb+48(FP), R10   \
-	MOVQ c+56(FP), DX      \
-	MOVQ ldc+64(FP), R11   \
-	LEAQ (R8)(R8*2), R13
+#include "tile_amd64.h"
 
 // SCALE reads a(r, l) at A and leaves alpha·a(r, l) (alpha in Y14) in
 // every lane of Y10, and in Y11 a mask set where it is not zero (Y15
