@@ -67,7 +67,7 @@ func fastReference(tA, tB bool, m, n, k int, alpha float32, a []float32, lda int
 // wider than the matrices. That is what makes a fast run give the same
 // bits on any number of cores, processes and hosts with AVX2 and FMA3.
 func TestFastGemmIsItsOrder(t *testing.T) {
-	if !fmaGemm {
+	if !fastKernels() {
 		t.Skip("no AVX2 and FMA3 on this CPU: the fast mode is refused here")
 	}
 	release, err := HoldKernels(Fast)
@@ -135,7 +135,7 @@ func trans(t bool) blas.Transpose {
 // error is 2²⁹ times smaller. So the two modes differ by no more than
 // twice the bound: the fast mode changes rounding, not what is computed.
 func TestFastGemmIsCloseToExact(t *testing.T) {
-	if !fmaGemm {
+	if !fastKernels() {
 		t.Skip("no AVX2 and FMA3 on this CPU")
 	}
 	const u = 1.0 / (1 << 24)
@@ -194,7 +194,7 @@ func TestHoldKernels(t *testing.T) {
 	require.NoError(t, err)
 	again, err := HoldKernels(Exact)
 	require.NoError(t, err, "two runs in the same mode share the BLAS")
-	if fmaGemm {
+	if fastKernels() {
 		_, err = HoldKernels(Fast)
 		require.ErrorContains(t, err, "kernels fast wanted while a run of this process computes with kernels exact")
 	}
@@ -202,13 +202,13 @@ func TestHoldKernels(t *testing.T) {
 	release() // twice changes nothing
 	require.False(t, fastNow.Load())
 	_, err = HoldKernels(Fast)
-	if fmaGemm {
+	if fastKernels() {
 		require.ErrorContains(t, err, "kernels fast wanted while", "the second exact holder still holds")
 	}
 	again()
 	_, err = HoldKernels("quick")
 	require.ErrorContains(t, err, `kernels "quick": not a kernel mode (exact or fast)`)
-	if !fmaGemm {
+	if !fastKernels() {
 		return
 	}
 	fast, err := HoldKernels(Fast)
