@@ -42,13 +42,13 @@ func fastKernels() bool { return fmaGemm }
 // computed by one tile), not the tile (4×32, 4×16 and the masked 4×8 do
 // the same per lane), not where a tile starts in memory, not the shape of
 // the rest of the product. A row past the last tile of 4 runs in a tile
-// whose four rows are that one row (aRow and ldc 0: the same sums, stored
-// four times). op(B) = Bᵀ is first copied transposed, or the product
-// computed transposed (sgemmFastTransposed). The caller checked
+// whose four rows are that one row (aRow 0), on a copy of its C. op(B) =
+// Bᵀ is first copied transposed, or the product computed transposed
+// (sgemmFastTransposed), whichever copies less. The caller checked
 // the arguments (gonum's Sgemm with alpha 0 and beta 1) and scaled C by
 // beta; alpha is not 0 and m, n, k are positive.
 func sgemmFast(aT, bT bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, c []float32, ldc int) {
-	if bT && n*k > (m+2*n)*m { // cheaper to compute Cᵀ = B·op(A)ᵀ: the same sums
+	if bT && n*k > m*(k+2*n) { // copying op(A) and C costs less than copying B
 		sgemmFastTransposed(aT, m, n, k, alpha, a, lda, b, ldb, c, ldc)
 		return
 	}

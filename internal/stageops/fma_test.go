@@ -81,7 +81,7 @@ func TestFastGemmIsItsOrder(t *testing.T) {
 		widths = append(widths, true)
 	}
 	rng := rand.New(rand.NewSource(3))
-	for _, sz := range [][3]int{{4, 16, 1}, {7, 33, 5}, {1, 5, 3}, {3, 40, 9}, {32, 40, 64}, {9, 47, 17}, {13, 70, 20}, {16, 10, 64}} {
+	for _, sz := range [][3]int{{4, 16, 1}, {7, 33, 5}, {1, 5, 3}, {3, 40, 9}, {32, 40, 64}, {9, 47, 17}, {13, 70, 20}, {16, 10, 64}, {8, 300, 40}} {
 		m, n, k := sz[0], sz[1], sz[2]
 		for _, tA := range []bool{false, true} {
 			for _, tB := range []bool{false, true} {
