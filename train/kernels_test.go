@@ -23,6 +23,12 @@ func fastOrSkip(t *testing.T) {
 	release()
 }
 
+// fastSequential is a short synchronous run on one stage in the fast
+// kernel mode.
+func fastSequential() Config {
+	return Config{Hyper: zoo.Hyper{Microbatch: 16, Microbatches: 4, Epochs: 1, LR: 0.03, Seed: 1}, Schedule: schedule.Sequential(), Stages: 1, Kernels: graphsplit.FastKernels}
+}
+
 // TestFastKernelsTrainDeterministically: in the fast kernel mode the same
 // seed trains the same weights (the CNN, whose convolutions' products run
 // A·Bᵀ and Aᵀ·B, and its dense layer): one stage on one CPU and on two
@@ -42,7 +48,7 @@ func TestFastKernelsTrainDeterministically(t *testing.T) {
 		require.NoError(t, err)
 		return res.WeightsSHA256
 	}
-	seq := Config{Hyper: zoo.Hyper{Microbatch: 16, Microbatches: 4, Epochs: 1, LR: 0.03, Seed: 1}, Schedule: schedule.Sequential(), Stages: 1, Kernels: graphsplit.FastKernels}
+	seq := fastSequential()
 	one := run(1, seq)
 	require.Equal(t, one, run(2, seq), "one CPU and two train the same weights")
 	exact := seq
@@ -62,7 +68,7 @@ func TestTrainRefusesTheOtherKernelsAtOnce(t *testing.T) {
 	defer release()
 	train, test, err := testFashion()
 	require.NoError(t, err)
-	cfg := Config{Hyper: zoo.Hyper{Microbatch: 16, Microbatches: 4, Epochs: 1, LR: 0.03, Seed: 1}, Schedule: schedule.Sequential(), Stages: 1, Kernels: graphsplit.FastKernels}
+	cfg := fastSequential()
 	_, err = Train(context.Background(), zoo.MLP, train.Head(64), test.Head(16), cfg)
 	require.ErrorContains(t, err, "train: graphsplit: kernels fast wanted while a run of this process computes with kernels exact")
 }
