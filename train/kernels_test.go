@@ -2,6 +2,7 @@ package train
 
 import (
 	"context"
+	"math"
 	"runtime"
 	"testing"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/pipemare/pipemare/internal/testkit/testutil"
 	"github.com/pipemare/pipemare/schedule"
 	"github.com/pipemare/pipemare/zoo"
+	"gorgonia.org/gorgonia"
 )
 
 // fastOrSkip skips a test of the fast kernel mode where this process
@@ -95,4 +97,53 @@ func TestResumeInTheOtherKernelsIsRefused(t *testing.T) {
 	fast.Kernels = graphsplit.FastKernels
 	_, err = Train(context.Background(), zoo.MLP, train.Head(64), test.Head(16), fast)
 	require.NoError(t, err, "the same mode resumes")
+}
+
+// TestFastKernelsComputeTheSameGradients: the CNN's gradients of one
+// minibatch (plain Gorgonia's graph on a tape machine: every product
+// through the BLAS) differ between the kernel modes by float32 rounding
+// only — a relative L2 difference under 10⁻⁵ per learnable, where
+// rounding errors that add up like a random walk over the longest sum
+// (the second convolution's filter gradient, 16 images × 196 pixels =
+// 3,136 terms) give √3136·2⁻²⁴ ≈ 3·10⁻⁶; measured 2–10·10⁻⁷. A product computed wrongly (a missed or doubled
+// row, column or term) differs by far more. So what the modes train to
+// differs as two roundings of one run do, not as two computations.
+func TestFastKernelsComputeTheSameGradients(t *testing.T) {
+	fastOrSkip(t)
+	train, _, err := testFashion()
+	require.NoError(t, err)
+	var grads [2][][]float32
+	for i, mode := range []graphsplit.Kernels{graphsplit.ExactKernels, graphsplit.FastKernels} {
+		release, err := graphsplit.HoldKernels(mode)
+		require.NoError(t, err)
+		m, err := zoo.CNN(16, 1)
+		require.NoError(t, err)
+		_, err = gorgonia.Grad(m.Cost, m.Learnables...)
+		require.NoError(t, err)
+		idx := make([]int, 16)
+		for j := range idx {
+			idx[j] = j
+		}
+		x, y := train.Batch(m, idx)
+		require.NoError(t, gorgonia.Let(m.X, x))
+		require.NoError(t, gorgonia.Let(m.Y, y))
+		vm := gorgonia.NewTapeMachine(m.Graph, gorgonia.BindDualValues(m.Learnables...))
+		require.NoError(t, vm.RunAll())
+		for _, l := range m.Learnables {
+			g, err := l.Grad()
+			require.NoError(t, err)
+			grads[i] = append(grads[i], append([]float32(nil), g.Data().([]float32)...))
+		}
+		require.NoError(t, vm.Close())
+		release()
+	}
+	for l := range grads[0] {
+		var diff, norm float64
+		for j, e := range grads[0][l] {
+			d := float64(e - grads[1][l][j])
+			diff += d * d
+			norm += float64(e) * float64(e)
+		}
+		require.Less(t, math.Sqrt(diff/norm), 1e-5, "learnable %d", l)
+	}
 }
