@@ -83,6 +83,14 @@ func BenchmarkStep(b *testing.B) {
 			b.Run(fmt.Sprintf("%s/batch=%d/variant=engine-fine", name, batch), func(b *testing.B) {
 				benchEngine(b, r, batch, 1, v, graphsplit.FineGrained())
 			})
+			b.Run(fmt.Sprintf("%s/batch=%d/variant=engine-fine-fast", name, batch), func(b *testing.B) {
+				release, err := graphsplit.HoldKernels(graphsplit.FastKernels)
+				if err != nil {
+					b.Skip(err)
+				}
+				defer release()
+				benchEngine(b, r, batch, 1, v, graphsplit.FineGrained())
+			})
 		}
 	}
 }

@@ -46,6 +46,10 @@
 // Built with -tags openblas (cgo; Debian: apt-get install libopenblas-dev),
 // UseFastBLAS chooses OpenBLAS (gorgonia.Use with gonum's netlib binding)
 // instead; results then agree with the default build's to float rounding.
+// HoldKernels chooses the kernel mode of that BLAS's float32 products while
+// a run holds it: ExactKernels (gonum's bits, the default) or FastKernels
+// (fused multiply-adds in their own fixed order); the mode is the
+// process's, one at a time.
 //
 // Where to cut is chosen by options: P stages balanced by a cost model
 // (estimated FLOPs and bytes, or measured time per op), one stage per

@@ -3,6 +3,7 @@ package rundir
 import (
 	"time"
 
+	"github.com/pipemare/pipemare/graphsplit"
 	"github.com/pipemare/pipemare/runspec"
 	"github.com/pipemare/pipemare/train"
 	"github.com/pipemare/pipemare/zoo"
@@ -127,7 +128,10 @@ type Settings struct {
 	// Activations is what stages keep between forward and backward:
 	// "recompute" or "keep".
 	Activations string `json:"activations"`
-	Seed        int64  `json:"seed"`
+	// Kernels is the kernel mode of the matrix products, "exact" or
+	// "fast" (train.Config.KernelMode).
+	Kernels string `json:"kernels"`
+	Seed    int64  `json:"seed"`
 	// CheckpointEvery is train's -checkpoint-every: a checkpoint every so
 	// many minibatches (0, and absent: none).
 	CheckpointEvery int `json:"checkpoint_every,omitempty"`
@@ -137,10 +141,17 @@ type Settings struct {
 // specification's (settings.json files written before hold them).
 var settingsRenamed = map[string]string{"microbatch_rows": "microbatch", "t1_steps": "t1", "t2_gamma": "t2", "warmup_steps": "warmup"}
 
-// UnmarshalJSON reads a settings.json, old keys included (settingsRenamed).
+// UnmarshalJSON reads a settings.json, old keys included (settingsRenamed);
+// one written before settings named the kernel mode was exact.
 func (s *Settings) UnmarshalJSON(b []byte) error {
 	type plain Settings
-	return runspec.DecodeRenamed(b, (*plain)(s), settingsRenamed)
+	if err := runspec.DecodeRenamed(b, (*plain)(s), settingsRenamed); err != nil {
+		return err
+	}
+	if s.Kernels == "" {
+		s.Kernels = string(graphsplit.ExactKernels)
+	}
+	return nil
 }
 
 // NewSettings records the run cfg that spec describes, trained on
@@ -166,6 +177,6 @@ func NewSettings(spec runspec.Spec, cfg train.Config, trainLen, testLen int) Set
 		LR: cfg.LR, Cosine: cfg.Cosine, StepDecay: cfg.StepDecay, Solver: cfg.SolverName(),
 		Method: method, T1Steps: cfg.T1, T2Gamma: cfg.T2, WarmupSteps: cfg.Warmup,
 		Spike: cfg.Spike, Predict: cfg.Predict,
-		Activations: acts, Seed: cfg.Seed, CheckpointEvery: cfg.CheckpointEvery,
+		Activations: acts, Kernels: string(cfg.KernelMode()), Seed: cfg.Seed, CheckpointEvery: cfg.CheckpointEvery,
 	}
 }

@@ -88,11 +88,13 @@ func TestStartPoint(t *testing.T) {
 	require.Equal(t, int64(6), c.Manifest.Step)
 
 	// A settings.json written before its keys were the spec's: microbatch_rows,
-	// t1_steps, t2_gamma, warmup_steps.
+	// t1_steps, t2_gamma, warmup_steps; and before it named the kernel
+	// mode (then always exact).
 	b, err := json.Marshal(old)
 	require.NoError(t, err)
-	renamed := strings.NewReplacer(`"microbatch":`, `"microbatch_rows":`, `"t1":`, `"t1_steps":`, `"t2":`, `"t2_gamma":`, `"warmup":`, `"warmup_steps":`).Replace(string(b))
+	renamed := strings.NewReplacer(`"microbatch":`, `"microbatch_rows":`, `"t1":`, `"t1_steps":`, `"t2":`, `"t2_gamma":`, `"warmup":`, `"warmup_steps":`, `"kernels":"exact",`, "").Replace(string(b))
 	require.Contains(t, renamed, `"t1_steps":`)
+	require.NotContains(t, renamed, `"kernels"`)
 	settingsFile := filepath.Join(out, rundir.SettingsFile)
 	require.NoError(t, os.WriteFile(settingsFile, []byte(renamed), 0o644))
 	_, err = rundir.StartPoint(out, filepath.Join(out, rundir.CheckpointsDir), rundir.Resume, st)
@@ -101,6 +103,10 @@ func TestStartPoint(t *testing.T) {
 	longer.T1Steps++
 	_, err = rundir.StartPoint(out, filepath.Join(out, rundir.CheckpointsDir), rundir.Resume, longer)
 	require.ErrorContains(t, err, fmt.Sprintf("the run was started with other settings: t1 %d there, %d here", st.T1Steps, longer.T1Steps))
+	fast := st
+	fast.Kernels = "fast"
+	_, err = rundir.StartPoint(out, filepath.Join(out, rundir.CheckpointsDir), rundir.Resume, fast)
+	require.ErrorContains(t, err, "the run was started with other settings: kernels exact there, fast here")
 
 	empty := t.TempDir()
 	_, err = rundir.StartPoint(empty, filepath.Join(empty, rundir.CheckpointsDir), rundir.Resume, st)

@@ -53,8 +53,11 @@ type Spec struct {
 	T2     *float64 `json:"t2,omitempty"`
 	Warmup *int     `json:"warmup,omitempty"`
 	// Stash keeps the forward's activations for the backward.
-	Stash *bool  `json:"stash,omitempty"`
-	Seed  *int64 `json:"seed,omitempty"`
+	Stash *bool `json:"stash,omitempty"`
+	// Kernels is the kernel mode of the float32 matrix products, "exact"
+	// (gonum's bits, the default) or "fast" (graphsplit.Kernels).
+	Kernels string `json:"kernels,omitempty"`
+	Seed    *int64 `json:"seed,omitempty"`
 	// Limit and TestLimit keep the first training and test examples (0:
 	// all).
 	Limit     int `json:"limit,omitempty"`
@@ -85,6 +88,8 @@ func (s Spec) Check() error {
 		return errorf("t1", strconv.Itoa(*s.T1), "a number of steps (0: off)")
 	case s.T2 != nil && !(*s.T2 >= 0 && *s.T2 < 1):
 		return errorf("t2", format(*s.T2), "must be in [0, 1) (0: off)")
+	case s.Kernels != "" && s.Kernels != "exact" && s.Kernels != "fast":
+		return errorf("kernels", strconv.Quote(s.Kernels), "exact or fast")
 	}
 	sch, err := s.ScheduleNamed()
 	if err != nil {

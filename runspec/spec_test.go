@@ -32,6 +32,7 @@ func TestParseRefuses(t *testing.T) {
 		`{"model":"mlp","learning_rate":0.1}`: `spec: not a run specification: json: unknown field "learning_rate"`,
 		`{"lr":0.1}`:                          "spec: names no model",
 		`{"model":"mlp","t2":1}`:              "t2 1: must be in [0, 1) (0: off)",
+		`{"model":"mlp","kernels":"quick"}`:   `kernels "quick": exact or fast`,
 	} {
 		_, err := runspec.Parse([]byte(in))
 		var se *runspec.Error

@@ -8,6 +8,7 @@ import (
 
 	"github.com/pipemare/pipemare/asyncvm"
 	"github.com/pipemare/pipemare/checkpoint"
+	"github.com/pipemare/pipemare/graphsplit"
 	"github.com/pipemare/pipemare/runspec"
 	"github.com/pkg/errors"
 )
@@ -15,7 +16,8 @@ import (
 // savedConfig is what of a Config decides a run's results: a checkpoint
 // records it, and a resumed run must have the same. Its keys are the run
 // specification's where they name the same setting; a checkpoint written
-// before holds keep_activations for stash (UnmarshalJSON reads both).
+// before holds keep_activations for stash (UnmarshalJSON reads both), and
+// no kernels (it was exact: UnmarshalJSON reads it so).
 type savedConfig struct {
 	Model           string  `json:"model"`
 	Schedule        string  `json:"schedule"`
@@ -35,6 +37,7 @@ type savedConfig struct {
 	Predict         bool    `json:"predict,omitempty"`
 	NAdam           bool    `json:"nadam,omitempty"`
 	Keep            bool    `json:"stash"`
+	Kernels         string  `json:"kernels"`
 	Seed            int64   `json:"seed"`
 	CheckpointEvery int     `json:"checkpoint_every"`
 	Examples        int     `json:"training_examples"`
@@ -47,7 +50,13 @@ var savedRenamed = map[string]string{"keep_activations": "stash"}
 // (savedRenamed).
 func (s *savedConfig) UnmarshalJSON(b []byte) error {
 	type plain savedConfig
-	return runspec.DecodeRenamed(b, (*plain)(s), savedRenamed)
+	if err := runspec.DecodeRenamed(b, (*plain)(s), savedRenamed); err != nil {
+		return err
+	}
+	if s.Kernels == "" {
+		s.Kernels = string(graphsplit.ExactKernels)
+	}
+	return nil
 }
 
 func (c Config) savedConfig(model string, examples int) savedConfig {
@@ -55,7 +64,7 @@ func (c Config) savedConfig(model string, examples int) savedConfig {
 		Model: model, Schedule: c.Schedule.Name, Stages: c.Stages, Cut: c.Cut, Microbatch: c.Microbatch, Microbatches: c.Microbatches,
 		Epochs: c.Epochs, LR: c.LR, Cosine: c.Cosine, StepDecay: c.StepDecay, Momentum: c.beta(), T1: c.T1, T2: c.T2, Warmup: c.Warmup,
 		Spike: c.Spike, Predict: c.Predict, NAdam: c.NAdam,
-		Keep: c.KeepActivations, Seed: c.Seed, CheckpointEvery: c.CheckpointEvery, Examples: examples,
+		Keep: c.KeepActivations, Kernels: string(c.KernelMode()), Seed: c.Seed, CheckpointEvery: c.CheckpointEvery, Examples: examples,
 	}
 }
 

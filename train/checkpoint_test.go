@@ -129,7 +129,8 @@ func TestResumeFromAnEpochEnd(t *testing.T) {
 
 // TestOldManifestStillLoads: a manifest written before manifests carried
 // the run specification (no "spec"), and before its keys were the spec's
-// (keep_activations for stash), still resumes, and one written now
+// (keep_activations for stash), and before they named the kernel mode
+// (then always exact), still resumes, and one written now
 // carries the spec it was given and none when it was given none.
 func TestOldManifestStillLoads(t *testing.T) {
 	rc := Config{Hyper: zoo.Hyper{Microbatch: 4, Microbatches: 2, Epochs: 2, LR: 0.1, KeepActivations: true}, Schedule: schedule.PipeMare()}.savedConfig("mlp", 64)
@@ -141,6 +142,8 @@ func TestOldManifestStillLoads(t *testing.T) {
 	require.NoError(t, err)
 	old := []byte(strings.Replace(string(b), `"stash":true`, `"keep_activations":true`, 1))
 	require.Contains(t, string(old), `"keep_activations":true`)
+	old = []byte(strings.Replace(string(old), `"kernels":"exact",`, "", 1)) // and before "kernels": exact
+	require.NotContains(t, string(old), `"kernels"`)
 	got, epoch, index, err := resumed(&checkpoint.Manifest{Config: old, Data: checkpoint.DataPosition{Epoch: 2, Index: 3}}, rc)
 	require.NoError(t, err)
 	require.Equal(t, epochs, got)

@@ -12,6 +12,7 @@ import (
 	"github.com/pipemare/pipemare/zoo"
 
 	"github.com/pipemare/pipemare/delay"
+	"github.com/pipemare/pipemare/graphsplit"
 	"github.com/pipemare/pipemare/schedule"
 	"github.com/stretchr/testify/require"
 )
@@ -23,8 +24,10 @@ const goldenFile = "testdata/weights_sha256.json"
 // TestMLPWeightsAreUnchanged trains the zoo MLP's recipe on the first 640
 // embedded examples for two epochs — synchronous, PipeMare with T1, T2 and
 // the warm-up, naive PipeMare, PipeDream, delay injection, and the methods
-// spike, predict and nadam (Method) — and compares the SHA-256 of the
-// final weights with the recorded ones.
+// spike, predict and nadam (Method), and PipeMare and the synchronous run
+// in the fast kernel mode (where the CPU runs it: their hashes are the
+// fast mode's, the same on every such host) — and compares the SHA-256 of
+// the final weights with the recorded ones.
 func TestMLPWeightsAreUnchanged(t *testing.T) {
 	if testutil.RaceEnabled {
 		t.Skip("training runs are skipped under the race detector")
@@ -50,6 +53,20 @@ func TestMLPWeightsAreUnchanged(t *testing.T) {
 		"naive": recipeConfig(t, r, MethodNaive, steps), "pipedream": pipedream, "injected": injected,
 		"spike": recipeConfig(t, r, MethodSpike, steps), "predict": recipeConfig(t, r, MethodPredict, steps),
 		"nadam": recipeConfig(t, r, MethodNAdam, steps),
+	}
+	for _, name := range []string{"sequential", "pipemare"} {
+		fast := runs[name]
+		fast.Kernels = graphsplit.FastKernels
+		runs[name+"-fast"] = fast
+	}
+	if release, err := graphsplit.HoldKernels(graphsplit.FastKernels); err != nil {
+		t.Logf("the fast kernel mode's runs are left out: %v", err)
+		delete(runs, "sequential-fast")
+		delete(runs, "pipemare-fast")
+		delete(want, "sequential-fast")
+		delete(want, "pipemare-fast")
+	} else {
+		release()
 	}
 	got := map[string]string{}
 	for name, cfg := range runs {

@@ -150,7 +150,8 @@ func (cfg Config) Activations() asyncvm.Activations {
 // failure or why it lost its driver, naming the stage. opts are the stage
 // process's own engine options, not settings of the run (for example
 // asyncvm.WithFirstOrderTimeout); they come after the run's. Like Train,
-// it computes with graphsplit.UseFastBLAS.
+// it computes with graphsplit.UseFastBLAS, holding cfg.Kernels until it
+// returns.
 func ServeStage(ctx context.Context, build zoo.Builder, train zoo.Data, cfg Config, i int, connect Connector, opts ...asyncvm.Option) error {
 	return ServeStages(ctx, build, train, cfg, []int{i}, func(ctx context.Context, plan *graphsplit.Plan) ([]transport.Endpoint, error) {
 		ep, err := connect(ctx, plan)
@@ -173,11 +174,15 @@ type StagesConnector func(ctx context.Context, plan *graphsplit.Plan) ([]transpo
 // is built and cut once. It returns nil when the driver stopped every
 // stage, else the first stage's error, naming it.
 func ServeStages(ctx context.Context, build zoo.Builder, train zoo.Data, cfg Config, stages []int, connect StagesConnector, opts ...asyncvm.Option) error {
-	graphsplit.UseFastBLAS()
 	cfg, err := cfg.normalized()
 	if err != nil {
 		return err
 	}
+	release, err := cfg.holdKernels()
+	if err != nil {
+		return err
+	}
+	defer release()
 	if cfg.Delays != nil {
 		return errors.New("train: injected delays train in one process; a stage process cannot serve them")
 	}

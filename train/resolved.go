@@ -10,7 +10,7 @@ import (
 // of that spec and r: the method's name (the spec's, else the recipe's),
 // the schedule's, the placement (runspec.Placed), the batch, the run's length, the rate and its
 // annealing, the momentum in use, T1, T2, the warm-up, whether
-// activations are kept, and the seed. Where the data is read from, the
+// activations are kept, the kernel mode, and the seed. Where the data is read from, the
 // stages and the cut and the test examples are the spec's.
 //
 // Its Identity is what peers compare at the handshake (launch.Place.Spec):
@@ -33,5 +33,6 @@ func Resolved(r zoo.Recipe, c Config) runspec.Spec {
 	t1, t2, warmup := c.T1, c.T2, c.Warmup
 	out.Momentum, out.Cosine, out.StepDecay = &beta, &cosine, c.StepDecay
 	out.T1, out.T2, out.Warmup, out.Stash, out.Seed = &t1, &t2, &warmup, &stash, &seed
+	out.Kernels = string(c.KernelMode())
 	return out
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/pipemare/pipemare/graphsplit"
 	"github.com/pipemare/pipemare/runspec"
 	"github.com/pipemare/pipemare/zoo"
 )
@@ -111,6 +112,7 @@ func hyper(s runspec.Spec, r zoo.Recipe) Config {
 	if s.Stash != nil {
 		c.KeepActivations = *s.Stash
 	}
+	c.Kernels = graphsplit.Kernels(s.Kernels)
 	for _, f := range []struct{ to, v *int }{{&c.Microbatch, &s.Microbatch}, {&c.Microbatches, &s.Microbatches}, {&c.Epochs, &s.Epochs}} {
 		if *f.v > 0 {
 			*f.to = *f.v

@@ -40,6 +40,10 @@ type Config struct {
 	// rerun cuts alike), and Stages is then len(Cut)+1.
 	Stages int
 	Cut    []int
+	// Kernels is the kernel mode the run's float32 matrix products compute
+	// in (graphsplit.HoldKernels, held while Train or ServeStage runs);
+	// "" is graphsplit.ExactKernels.
+	Kernels graphsplit.Kernels
 	// T1 is PipeMare's learning-rate rescheduling length K in asynchronous
 	// steps (a synchronous warm-up does not count; 0: off); T2 its
 	// discrepancy correction γ (0: off).
@@ -337,13 +341,19 @@ func (c Config) Method(stepsPerEpoch int) method.Method {
 // InterruptGrace) and returns ctx's error with the result so far: its
 // last epoch Interrupted, and the drained weights' WeightsSHA256.
 // With cfg.MaxRestarts it restarts a pipeline that failed from its last
-// checkpoint (Restart). It computes with graphsplit.UseFastBLAS.
+// checkpoint (Restart). It computes with graphsplit.UseFastBLAS, holding
+// cfg.Kernels (graphsplit.HoldKernels) until it returns: it refuses to
+// start while a run of the process computes in the other mode.
 func Train(ctx context.Context, build zoo.Builder, train, test zoo.Data, cfg Config) (*Result, error) {
-	graphsplit.UseFastBLAS()
 	cfg, err := cfg.normalized()
 	if err != nil {
 		return nil, err
 	}
+	release, err := cfg.holdKernels()
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	if err := cfg.checkRestarts(); err != nil {
 		return nil, err
 	}

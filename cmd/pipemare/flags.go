@@ -35,6 +35,7 @@ type options struct {
 	t1, warmup                         int
 	cosine, stepDecay, stash           bool
 	seed                               int64
+	kernels                            string
 	limit, testLimit, traceSteps       int
 	fs                                 *flag.FlagSet
 	// given, when set, is the run as a stage process's -spec gives it,
@@ -74,6 +75,7 @@ func (o *options) registerRun(fs *flag.FlagSet) {
 	fs.IntVar(&o.warmup, "warmup", -1, "synchronous warm-up steps, T3 (-1: the model's recipe, 0: off); must leave asynchronous steps")
 	fs.BoolVar(&o.stash, "stash", false, "keep the forward's activations for the backward instead of recomputing them, in every stage that can (default: the model's recipe; the transformer's keeps)")
 	fs.Int64Var(&o.seed, "seed", 1, "seed of the initial weights and the data order")
+	fs.StringVar(&o.kernels, "kernels", "exact", "kernel mode of the matrix products: exact (plain Gorgonia's bits) or fast (fused multiply-adds in their own fixed order, deterministic; AVX2 and FMA3; docs/executor.md)")
 	fs.IntVar(&o.limit, "limit", 0, "use only the first n training examples (0: all)")
 	fs.IntVar(&o.testLimit, "test-limit", 0, "measure test accuracy on only the first n test examples (0: all)")
 }
@@ -210,6 +212,9 @@ func (o *options) spec() runspec.Spec {
 	}
 	if set["seed"] {
 		s.Seed = &o.seed
+	}
+	if set["kernels"] {
+		s.Kernels = o.kernels
 	}
 	if o.momentum != -1 {
 		s.Momentum = &o.momentum

@@ -45,6 +45,7 @@ func TestStageWithOtherSettingsIsRefused(t *testing.T) {
 		{"-warmup", "2", "2"},
 		{"-stash", "", "true"},
 		{"-limit", "256", "256"},
+		{"-kernels", "fast", "fast"},
 	}
 	for _, c := range cases {
 		t.Run(c.flag, func(t *testing.T) {

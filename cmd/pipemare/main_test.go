@@ -57,6 +57,7 @@ func TestBadValues(t *testing.T) {
 		{[]string{"train", "-warmup", "-5"}, "-warmup -5: a number of steps"},
 		{[]string{"train", "-t1", "-2"}, "-t1 -2: a number of steps"},
 		{[]string{"train", "-t2", "1"}, "-t2 1: must be in [0, 1)"},
+		{[]string{"train", "-kernels", "quick"}, `-kernels "quick": exact or fast`},
 		{[]string{"compare", "-lr", "-0.1"}, "-lr -0.1: must be positive"},
 		{[]string{"train", "-microbatch", "-5"}, "-microbatch -5: must be positive"},
 		{[]string{"compare", "-microbatches", "-1"}, "-microbatches -1: must be positive"},

@@ -1,6 +1,7 @@
 //go:build !openblas
 
 #include "textflag.h"
+#include "tile_amd64.h"
 
 // MAC adds one l's products into ACC: a(r, l) for 8 rows r, packed at
 // OFFA(SI), times b(l) at OFFB(DI), rounded, then added to ACC with ACC
@@ -62,14 +63,7 @@ aligned:
 	SHRQ $2, R8
 	ANDQ $3, R9
 
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-	VXORPS Y6, Y6, Y6
-	VXORPS Y7, Y7, Y7
+	ZERO8(Y0, Y1, Y2, Y3, Y4, Y5, Y6, Y7)
 
 	TESTQ CX, CX
 	JEQ   sixteens

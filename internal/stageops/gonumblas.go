@@ -36,7 +36,8 @@ const (
 	gemmParBlock = 4
 )
 
-// Sgemm is gonum's Sgemm. Products whose B is not transposed run in
+// Sgemm is gonum's Sgemm, or in the fast mode (HoldKernels) sgemmFast's
+// products after gonum's checks and scaling by beta. Products whose B is not transposed run in
 // tiles of AVX-512 (4×32) or AVX (4×16, 4×8) (sgemmTiled) where the CPU has
 // them and the product has 4 rows; products of A by Bᵀ run gonum's dot
 // products 8 rows at a time (sgemmDots): the same bits, faster
@@ -50,6 +51,9 @@ func (g gonumBLAS) Sgemm(tA, tB blas.Transpose, m, n, k int, alpha float32, a []
 		scale(m, n, beta, c, ldc)
 	}
 	switch {
+	case fastNow.Load() && m > 0 && n > 0 && k > 0 && alpha != 0:
+		prepare()
+		sgemmFast(tA != blas.NoTrans, tB != blas.NoTrans, m, n, k, alpha, a, lda, b, ldb, c, ldc)
 	case tiledGemm && tB == blas.NoTrans && (tA == blas.NoTrans || tA == blas.Trans) && m >= 4 && n > 0 && k > 0 && alpha != 0:
 		prepare()
 		sgemmTiled(tA == blas.Trans, m, n, k, alpha, a, lda, b, ldb, c, ldc)

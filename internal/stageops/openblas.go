@@ -25,3 +25,7 @@ func exactBLAS(b tensor.BLAS) bool {
 	_, ok := b.(gonum.Implementation)
 	return ok
 }
+
+// fastKernels: OpenBLAS computes the products in its own order; the fast
+// mode is the default build's.
+func fastKernels() bool { return false }

@@ -1,20 +1,7 @@
 //go:build !openblas
 
 #include "textflag.h"
-
-// TILE_ARGS loads a tile kernel's arguments but alpha: k in CX, a in SI,
-// aRow in R8, aStep in R9, b in DI, ldb in R10, c in DX, ldc in R11, and
-// 3·aRow in R13 (the fourth row's a).
-#define TILE_ARGS \
-	MOVQ k+0(FP), CX       \
-	MOVQ a+16(FP), SI      \
-	MOVQ aRow+24(FP), R8   \
-	MOVQ aStep+32(FP), R9  \
-	MOVQ b+40(FP), DI      \
-	MOVQ ldb+48(FP), R10   \
-	MOVQ c+56(FP), DX      \
-	MOVQ ldc+64(FP), R11   \
-	LEAQ (R8)(R8*2), R13
+#include "tile_amd64.h"
 
 // SCALE reads a(r, l) at A and leaves alpha·a(r, l) (alpha in Y14) in
 // every lane of Y10, and in Y11 a mask set where it is not zero (Y15
@@ -58,6 +45,9 @@
 	VADDPS       C0, Z12, K, C0 \
 	VADDPS       C1, Z13, K, C1
 
+// ROW32K is ROW32 with the mask in K1, for STEP4.
+#define ROW32K(A, C0, C1) ROW32(A, C0, C1, K1)
+
 // func sgemmTile4x16(k int, alpha float32, a *float32, aRow, aStep uintptr, b *float32, ldb uintptr, c *float32, ldc uintptr)
 //
 // C[r][0:16] += (alpha·a(r, l))·B[l][0:16] for l = 0 … k−1 in turn and
@@ -70,51 +60,17 @@ TEXT ·sgemmTile4x16(SB), NOSPLIT, $0-72
 	TILE_ARGS
 	VBROADCASTSS alpha+8(FP), Y14
 	VXORPS       Y15, Y15, Y15
-
-	MOVQ    DX, R12
-	VMOVUPS (R12), Y0
-	VMOVUPS 32(R12), Y1
-	ADDQ    R11, R12
-	VMOVUPS (R12), Y2
-	VMOVUPS 32(R12), Y3
-	ADDQ    R11, R12
-	VMOVUPS (R12), Y4
-	VMOVUPS 32(R12), Y5
-	ADDQ    R11, R12
-	VMOVUPS (R12), Y6
-	VMOVUPS 32(R12), Y7
+	ROWS4(LOAD16, Y0, Y1, Y2, Y3, Y4, Y5, Y6, Y7)
 
 	TESTQ CX, CX
 	JEQ   store
 
 loop:
-	VMOVUPS (DI), Y8
-	VMOVUPS 32(DI), Y9
-
-	ROW16((SI), Y0, Y1)
-	ROW16((SI)(R8*1), Y2, Y3)
-
-	ROW16((SI)(R8*2), Y4, Y5)
-	ROW16((SI)(R13*1), Y6, Y7)
-
-	ADDQ R9, SI
-	ADDQ R10, DI
-	DECQ CX
-	JNE  loop
+	STEP4(LOADB16, ROW16, Y0, Y1, Y2, Y3, Y4, Y5, Y6, Y7)
+	JNE loop
 
 store:
-	MOVQ    DX, R12
-	VMOVUPS Y0, (R12)
-	VMOVUPS Y1, 32(R12)
-	ADDQ    R11, R12
-	VMOVUPS Y2, (R12)
-	VMOVUPS Y3, 32(R12)
-	ADDQ    R11, R12
-	VMOVUPS Y4, (R12)
-	VMOVUPS Y5, 32(R12)
-	ADDQ    R11, R12
-	VMOVUPS Y6, (R12)
-	VMOVUPS Y7, 32(R12)
+	ROWS4(STORE16, Y0, Y1, Y2, Y3, Y4, Y5, Y6, Y7)
 	VZEROUPPER
 	RET
 
@@ -178,50 +134,16 @@ TEXT ·sgemmTile4x32(SB), NOSPLIT, $0-72
 	TILE_ARGS
 	VBROADCASTSS alpha+8(FP), Z14
 	VXORPS       Z15, Z15, Z15
-
-	MOVQ    DX, R12
-	VMOVUPS (R12), Z0
-	VMOVUPS 64(R12), Z1
-	ADDQ    R11, R12
-	VMOVUPS (R12), Z2
-	VMOVUPS 64(R12), Z3
-	ADDQ    R11, R12
-	VMOVUPS (R12), Z4
-	VMOVUPS 64(R12), Z5
-	ADDQ    R11, R12
-	VMOVUPS (R12), Z6
-	VMOVUPS 64(R12), Z7
+	ROWS4(LOAD32, Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7)
 
 	TESTQ CX, CX
 	JEQ   store512
 
 loop512:
-	VMOVUPS (DI), Z8
-	VMOVUPS 64(DI), Z9
-
-	ROW32((SI), Z0, Z1, K1)
-	ROW32((SI)(R8*1), Z2, Z3, K2)
-
-	ROW32((SI)(R8*2), Z4, Z5, K3)
-	ROW32((SI)(R13*1), Z6, Z7, K4)
-
-	ADDQ R9, SI
-	ADDQ R10, DI
-	DECQ CX
-	JNE  loop512
+	STEP4(LOADB32, ROW32K, Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7)
+	JNE loop512
 
 store512:
-	MOVQ    DX, R12
-	VMOVUPS Z0, (R12)
-	VMOVUPS Z1, 64(R12)
-	ADDQ    R11, R12
-	VMOVUPS Z2, (R12)
-	VMOVUPS Z3, 64(R12)
-	ADDQ    R11, R12
-	VMOVUPS Z4, (R12)
-	VMOVUPS Z5, 64(R12)
-	ADDQ    R11, R12
-	VMOVUPS Z6, (R12)
-	VMOVUPS Z7, 64(R12)
+	ROWS4(STORE32, Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7)
 	VZEROUPPER
 	RET

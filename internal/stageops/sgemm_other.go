@@ -15,3 +15,10 @@ func dotsFit(m, n, k int) bool { return false }
 func sgemmDots(m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, c []float32, ldc int) {
 	panic("stageops: sgemmDots without its kernel")
 }
+
+// fastKernels: the fast mode's tiles are amd64's.
+func fastKernels() bool { return false }
+
+func sgemmFast(aT, bT bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, c []float32, ldc int) {
+	panic("stageops: sgemmFast without its kernel")
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -111,8 +112,9 @@ func TestTiledGemmChecksItsArguments(t *testing.T) {
 }
 
 // BenchmarkSgemm is the MLP's largest product on one worker (its first
-// layer at batch 64, forward and weight gradient): tiled with AVX-512's
-// 4×32 tiles where the CPU has them, with AVX's 4×16, and gonum's.
+// layer at batch 64, forward, weight gradient and input gradient): tiled
+// with AVX-512's 4×32 tiles where the CPU has them, with AVX's 4×16, and
+// gonum's; and in the fast mode (HoldKernels), with and without AVX-512.
 func BenchmarkSgemm(b *testing.B) {
 	defer SetWorkers(0)
 	SetWorkers(1)
@@ -125,14 +127,22 @@ func BenchmarkSgemm(b *testing.B) {
 		return s
 	}
 	x, w, y := fill(64*784), fill(784*256), fill(64*256)
-	for _, kernel := range []string{"tiled-wide", "tiled", "gonum"} {
+	for _, kernel := range []string{"tiled-wide", "tiled", "gonum", "fast-wide", "fast"} {
 		b.Run("kernel="+kernel, func(b *testing.B) {
 			defer func(t, w bool) { tiledGemm, wideTiles = t, w }(tiledGemm, wideTiles)
 			tiledGemm = tiledGemm && kernel != "gonum"
-			wideTiles = wideTiles && kernel == "tiled-wide"
+			wideTiles = wideTiles && strings.HasSuffix(kernel, "-wide")
+			if strings.HasPrefix(kernel, "fast") {
+				release, err := HoldKernels(Fast)
+				if err != nil {
+					b.Skip(err)
+				}
+				defer release()
+			}
 			for b.Loop() {
 				gonumBLAS{}.Sgemm(blas.NoTrans, blas.NoTrans, 64, 256, 784, 1, x, 784, w, 256, 0, y, 256)
 				gonumBLAS{}.Sgemm(blas.Trans, blas.NoTrans, 784, 256, 64, 1, x, 784, y, 256, 0, w, 256)
+				gonumBLAS{}.Sgemm(blas.NoTrans, blas.Trans, 64, 784, 256, 1, y, 256, w, 256, 0, x, 784)
 			}
 		})
 	}
