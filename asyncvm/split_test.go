@@ -33,9 +33,13 @@ func TestNewSynchronousSchedulesTrainLikeSequential(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, json.Unmarshal(b, &want))
 	run := func(s schedule.Schedule, acts asyncvm.Activations) goldenRun {
-		return goldenRun{name: s.Name, opts: func(int) []asyncvm.Option {
+		r := goldenRun{name: s.Name, opts: func(int) []asyncvm.Option {
 			return []asyncvm.Option{asyncvm.WithSchedule(s), asyncvm.WithSolver(momentumSolver), asyncvm.WithActivations(acts)}
 		}}
+		if s.Split {
+			r.check = func(vm *asyncvm.VM) { requireSplitPrograms(t, vm, s.Name) }
+		}
+		return r
 	}
 	for _, nb := range testmodels.All() {
 		for _, dt := range []tensor.Dtype{tensor.Float64, tensor.Float32} {
@@ -67,6 +71,27 @@ func TestNewSynchronousSchedulesTrainLikeSequential(t *testing.T) {
 	}
 }
 
+// requireSplitPrograms requires that every W of vm's stages ran the
+// weight-gradient program, recomputing or keeping, where the stage has
+// one (graphsplit.Plan.NewSplitKeeping): none fell back to the whole
+// backward at I.
+func requireSplitPrograms(t *testing.T, vm *asyncvm.VM, sched string) {
+	t.Helper()
+	plan := vm.Plan()
+	ran := asyncvm.WeightPrograms(vm)
+	for s, got := range ran {
+		want := 0
+		if plan.CanKeep(s) {
+			_, sb, err := plan.NewSplitKeeping(s)
+			require.NoError(t, err)
+			if sb != nil {
+				want = goldenSteps * goldenN
+			}
+		}
+		require.Equal(t, want, got, "%s: stage %d: the W's that ran the weight-gradient program", sched, s)
+	}
+}
+
 // fineStages is the number of stages of the model's fine-grained cut.
 func fineStages(t *testing.T, build testmodels.Builder, dt tensor.Dtype) int {
 	m, err := build(dt, 4, 1)
@@ -77,10 +102,11 @@ func fineStages(t *testing.T, build testmodels.Builder, dt tensor.Dtype) int {
 }
 
 // TestSplitBackwardUnderRace runs ZB-H2 on one model under the race
-// detector too, recomputing (I runs the whole backward) and keeping (I
-// and W run the two halves of the keeping backward), and checks what the
-// report says of the split's memory: what is kept between I and W, none
-// after a flush.
+// detector too, recomputing (I recomputes the forward and runs the input
+// gradient, W the weight gradient) and keeping (I and W run the two
+// halves of the keeping backward), and checks that every W ran the
+// weight-gradient program and what the report says of the split's
+// memory: what is kept between I and W, none after a flush.
 func TestSplitBackwardUnderRace(t *testing.T) {
 	for _, acts := range []asyncvm.Activations{asyncvm.Recompute, asyncvm.Keep} {
 		m, err := testmodels.MLP(tensor.Float64, 4, 1)
@@ -92,10 +118,12 @@ func TestSplitBackwardUnderRace(t *testing.T) {
 		require.NoError(t, err)
 		trainGoldenSteps(t, m, vm)
 		rep := vm.Report()
+		programs := asyncvm.WeightPrograms(vm)
 		require.NoError(t, vm.Close())
 		for i, sr := range rep.PerStage {
 			if sr.Memory.Parameters > 0 {
 				require.Positive(t, sr.Memory.DeferredGradients, "activations %d: stage %d keeps what W reads between I and W", acts, i)
+				require.Equal(t, goldenSteps*goldenN, programs[i], "activations %d: stage %d: every W runs the weight-gradient program", acts, i)
 			}
 			require.Equal(t, goldenSteps*goldenN, sr.Backwards, "activations %d: stage %d: every W counts as a backward", acts, i)
 		}
@@ -104,23 +132,60 @@ func TestSplitBackwardUnderRace(t *testing.T) {
 
 // TestSplitBackwardWithSharedLearnables trains the models whose stages
 // share learnables (replicas, read and summed across stages) with ZB-H1,
-// ZB-H2 and ZB-V keeping their activations — I and W the backward's two
-// halves, W reading the replicas I read — and requires 1F1B's weights.
+// ZB-H2 and ZB-V, keeping their activations and recomputing — I and W
+// the backward's two halves, W reading the replicas I read — and requires
+// 1F1B's weights, and that every W ran the weight-gradient program.
 func TestSplitBackwardWithSharedLearnables(t *testing.T) {
 	if testutil.RaceEnabled {
 		t.Skip("trainings in a row; TestSplitBackwardUnderRace covers the race detector")
 	}
-	run := func(s schedule.Schedule) goldenRun {
-		return goldenRun{name: s.Name, opts: func(int) []asyncvm.Option {
-			return []asyncvm.Option{asyncvm.WithSchedule(s), asyncvm.WithSolver(momentumSolver), asyncvm.WithActivations(asyncvm.Keep)}
+	run := func(s schedule.Schedule, acts asyncvm.Activations) goldenRun {
+		r := goldenRun{name: s.Name, opts: func(int) []asyncvm.Option {
+			return []asyncvm.Option{asyncvm.WithSchedule(s), asyncvm.WithSolver(momentumSolver), asyncvm.WithActivations(acts)}
 		}}
+		if s.Split {
+			r.check = func(vm *asyncvm.VM) { requireSplitPrograms(t, vm, s.Name) }
+		}
+		return r
 	}
 	for _, nb := range testmodels.SharedWeights() {
 		p := fineStages(t, nb.Build, tensor.Float64)
 		cut := graphsplit.Stages(p - p%2)
-		want := trainOnPlan(t, nb.Build, tensor.Float64, run(schedule.OneFOneB()), cut)
-		for _, s := range []schedule.Schedule{schedule.ZBH1(), schedule.ZBH2(), schedule.ZBV()} {
-			require.Equal(t, want, trainOnPlan(t, nb.Build, tensor.Float64, run(s), cut), "%s/%s: not the weights 1f1b trains", nb.Name, s.Name)
+		for _, acts := range []asyncvm.Activations{asyncvm.Recompute, asyncvm.Keep} {
+			want := trainOnPlan(t, nb.Build, tensor.Float64, run(schedule.OneFOneB(), acts), cut)
+			for _, s := range []schedule.Schedule{schedule.ZBH1(), schedule.ZBH2(), schedule.ZBV()} {
+				require.Equal(t, want, trainOnPlan(t, nb.Build, tensor.Float64, run(s, acts), cut), "%s/%s (activations %d): not the weights 1f1b trains", nb.Name, s.Name, acts)
+			}
 		}
+	}
+}
+
+// TestSplitBackwardCountsBatchNormOnce trains the test CNN (BatchNorm)
+// with ZB-H1 and ZB-H2, its stages recomputing — I runs the
+// forward again before the input gradient — and requires BatchNorm's
+// running statistics bit for bit those sequential leaves: the recomputed
+// forward does not count a microbatch twice (the weights' hash does not
+// cover the statistics).
+func TestSplitBackwardCountsBatchNormOnce(t *testing.T) {
+	stats := func(build testmodels.Builder, s schedule.Schedule) []float64 {
+		m, err := build(tensor.Float64, 4, 1)
+		require.NoError(t, err)
+		require.NotEmpty(t, m.BatchNorms)
+		plan, err := graphsplit.Split(m.Graph, m.Cost, m.Learnables, graphsplit.FineGrained())
+		require.NoError(t, err)
+		vm, err := asyncvm.New(plan, asyncvm.WithMicrobatches(goldenN), asyncvm.WithSchedule(s), asyncvm.WithSolver(momentumSolver))
+		require.NoError(t, err)
+		defer vm.Close()
+		trainGoldenSteps(t, m, vm)
+		var out []float64
+		for _, bn := range m.BatchNorms {
+			mean, vari := bn.Stats()
+			out = append(append(out, mean.Data().([]float64)...), vari.Data().([]float64)...)
+		}
+		return out
+	}
+	want := stats(testmodels.CNN, schedule.Sequential())
+	for _, s := range []schedule.Schedule{schedule.ZBH1(), schedule.ZBH2()} {
+		require.Equal(t, want, stats(testmodels.CNN, s), "%s: BatchNorm's running statistics", s.Name)
 	}
 }

@@ -9,33 +9,48 @@ import (
 )
 
 // A split backward (schedule.OpInput, then schedule.OpWeight) computes what
-// one backward computes, in two actions.
+// one backward computes, in two actions. A stage builds its programs only
+// under a schedule that has them (Config.SplitBackward).
 //
-// A stage that keeps its activations (Config.KeepActivations, and
-// graphsplit's CanKeep) runs two programs, its keeping backward cut in two
-// (graphsplit.SplitBackward): I(m) runs the input-gradient program, sends
-// the inputs' gradients back at once and keeps what the weight-gradient
-// program reads (intermediate gradients, saved forward tensors, output
-// gradients); W(m) runs that program and adds the learnables' gradients
-// into the accumulators. Each of the backward's ops runs in one of them on
-// the same values, so I then W is the backward bit for bit, and I carries
-// only the input gradients' arithmetic. W reads the weights I read: a
-// stage whose I reads other weights than the current ones (a stash, a
-// delayed version) runs the whole backward at I instead, as below, and W
-// fails rather than read weights an update changed since its I.
+// The backward is the keeping backward cut in two (graphsplit's
+// NewSplitKeeping, SplitBackward): I(m) runs the input-gradient program,
+// sends the inputs' gradients back at once and keeps what the
+// weight-gradient program reads (intermediate gradients, saved forward
+// tensors, output gradients); W(m) runs that program and adds the
+// learnables' gradients into the accumulators. Each of the backward's ops
+// runs in one of them on the same values, so I then W is the backward bit
+// for bit, and I carries only the input gradients' arithmetic.
 //
-// A stage that recomputes its forward in its backward (its Train program)
-// cannot split it without recomputing twice, and a stage whose learnables'
-// gradients read nothing of the microbatch has no split
-// (graphsplit.Plan.NewSplitKeeping): there I(m) runs the whole backward
-// program — the same program and ops as B(m) — sends the inputs' gradients
-// back and keeps the learnables' gradients; W(m) only adds them into the
-// accumulators.
+// A stage that keeps its activations (Config.KeepActivations) has what the
+// input-gradient program reads from its forward. A stage that recomputes
+// (the default) kept only its inputs: its I(m) first runs the keeping
+// forward on them — the forward's ops again, saving what the backward
+// reads, as the Train program's forward recomputes them — and BatchNorm's
+// running statistics are put back after it, as after the Train program,
+// so that m counts once. A recomputing last stage whose I(m) follows its
+// F(m) runs the keeping forward at F(m) instead and keeps what it saves
+// (fused.go): it does not recompute. Either way the keeping programs are
+// the recomputing ones bit for bit (graphsplit's
+// TestOpSubstitutionChangesNoBit), so a split run trains the weights of an
+// unsplit one.
+//
+// W reads the weights I read: a stage whose I reads other weights than
+// the current ones (a stash, a delayed version) runs the whole backward
+// at I instead, and W fails rather than read weights an update changed
+// since its I. A stage for which graphsplit's CanKeep is false (an op with
+// state: GroupNorm, AvgPool, or no op substitution) has no keeping
+// programs, and one whose learnables' gradients read nothing of the
+// microbatch has no split: there I(m) runs the whole backward program —
+// the same program and ops as B(m) — sends the inputs' gradients back and
+// keeps the learnables' gradients; W(m) only adds them into the
+// accumulators. Stats.WeightPrograms counts the W's that ran the program.
 //
 // Every stage runs its W's in microbatch order, as its B's, so the
 // accumulators sum the same gradients in the same order: the bits of an
 // unsplit run. What is kept between I and W is the split's memory
-// (Stats.PeakDeferredBytes).
+// (Stats.PeakDeferredBytes). What I's share of a recomputing stage's
+// backward is, and what it buys the zero-bubble schedules, is in
+// docs/schedules.md and docs/speed.md.
 
 // deferredWeight is what W(m) reads: the input of the weight-gradient
 // program (program), or the learnables' gradients the whole backward
@@ -46,19 +61,30 @@ type deferredWeight struct {
 	version int
 }
 
-// programs builds the stage's forward and backward programs, and the
-// backward's split halves where the stage keeps its activations.
+// programs builds the stage's forward and backward programs and, under a
+// schedule with split backwards (Config.SplitBackward), the backward's
+// split halves — and, for a recomputing stage, the keeping forward its I
+// runs first. A stage for which CanKeep is false recomputes and has no
+// split.
 func (r *Runtime) programs() error {
-	if !r.cfg.KeepActivations || !r.plan.CanKeep(r.index) {
+	keep := r.cfg.KeepActivations && r.plan.CanKeep(r.index)
+	if !r.cfg.SplitBackward || !r.plan.CanKeep(r.index) {
 		var err error
-		r.fwd, r.bwd, r.keeping, err = r.plan.Programs(r.index, r.cfg.KeepActivations)
+		r.fwd, r.bwd, r.keeping, err = r.plan.Programs(r.index, keep)
 		return err
 	}
 	k, sb, err := r.plan.NewSplitKeeping(r.index)
 	if err != nil {
 		return err
 	}
-	r.fwd, r.bwd, r.keeping = k.Forward, k.Backward, true
+	if keep {
+		r.fwd, r.bwd, r.keeping = k.Forward, k.Backward, true
+	} else {
+		r.fwd, r.bwd = r.st.Forward, r.st.Train
+		if sb != nil {
+			r.saving = k.Forward
+		}
+	}
 	if sb != nil {
 		r.inputGrad, r.weightGrad = sb.Input, sb.Weight
 	}
@@ -123,7 +149,24 @@ func (r *Runtime) weight(m int) error {
 	if err != nil {
 		return errors.Wrapf(err, "microbatch %d's weight gradient", m)
 	}
+	r.stats.WeightPrograms++
 	return r.accumulate(res.LearnableGrads)
+}
+
+// runProgram runs prog, B(m)'s program, on what m's forward kept (in) and
+// the outputs' gradients. The input-gradient program of a recomputing
+// stage reads what the keeping forward saves: unless in is that already
+// (saved), it runs the keeping forward on m's inputs first, on the
+// weights prog reads (the current ones). The result is borrowed.
+func (r *Runtime) runProgram(prog *graphsplit.Program, m int, in, outGrads held, saved bool) (graphsplit.Result, error) {
+	if prog != r.inputGrad || r.saving == nil || saved {
+		return prog.Run(in.vals, outGrads.vals)
+	}
+	fwd, err := r.saving.Run(in.vals, nil)
+	if err != nil {
+		return fwd, errors.Wrapf(err, "recomputing microbatch %d's forward for its input gradient", m)
+	}
+	return prog.Run(fwd.Kept, outGrads.vals)
 }
 
 // moved moves v into kept.vals[j] out of the first of from that owns it,
