@@ -32,15 +32,6 @@ func TestNewSynchronousSchedulesTrainLikeSequential(t *testing.T) {
 	b, err := os.ReadFile(goldenFile)
 	require.NoError(t, err)
 	require.NoError(t, json.Unmarshal(b, &want))
-	run := func(s schedule.Schedule, acts asyncvm.Activations) goldenRun {
-		r := goldenRun{name: s.Name, opts: func(int) []asyncvm.Option {
-			return []asyncvm.Option{asyncvm.WithSchedule(s), asyncvm.WithSolver(momentumSolver), asyncvm.WithActivations(acts)}
-		}}
-		if s.Split {
-			r.check = func(vm *asyncvm.VM) { requireSplitPrograms(t, vm, s.Name) }
-		}
-		return r
-	}
 	for _, nb := range testmodels.All() {
 		for _, dt := range []tensor.Dtype{tensor.Float64, tensor.Float32} {
 			seq := want[fmt.Sprintf("%s/%v/sequential", nb.Name, dt)]
@@ -62,13 +53,26 @@ func TestNewSynchronousSchedulesTrainLikeSequential(t *testing.T) {
 						cut = graphsplit.FineGrained()
 					}
 					if _, ok := want[q]; !ok {
-						want[q] = trainOnPlan(t, nb.Build, dt, run(ref, acts), cut)
+						want[q] = trainOnPlan(t, nb.Build, dt, splitRun(t, ref, acts), cut)
 					}
-					require.Equal(t, want[q], trainOnPlan(t, nb.Build, dt, run(s, acts), cut), "%s/%v/%s (activations %d) on %d stages: not the weights %s trains", nb.Name, dt, s.Name, acts, q, ref.Name)
+					require.Equal(t, want[q], trainOnPlan(t, nb.Build, dt, splitRun(t, s, acts), cut), "%s/%v/%s (activations %d) on %d stages: not the weights %s trains", nb.Name, dt, s.Name, acts, q, ref.Name)
 				}
 			}
 		}
 	}
+}
+
+// splitRun trains with schedule s and Momentum, keeping or recomputing
+// (acts); where s splits its backwards it then requires that every W ran
+// the weight-gradient program (requireSplitPrograms).
+func splitRun(t *testing.T, s schedule.Schedule, acts asyncvm.Activations) goldenRun {
+	r := goldenRun{name: s.Name, opts: func(int) []asyncvm.Option {
+		return []asyncvm.Option{asyncvm.WithSchedule(s), asyncvm.WithSolver(momentumSolver), asyncvm.WithActivations(acts)}
+	}}
+	if s.Split {
+		r.check = func(vm *asyncvm.VM) { requireSplitPrograms(t, vm, s.Name) }
+	}
+	return r
 }
 
 // requireSplitPrograms requires that every W of vm's stages ran the
@@ -139,22 +143,13 @@ func TestSplitBackwardWithSharedLearnables(t *testing.T) {
 	if testutil.RaceEnabled {
 		t.Skip("trainings in a row; TestSplitBackwardUnderRace covers the race detector")
 	}
-	run := func(s schedule.Schedule, acts asyncvm.Activations) goldenRun {
-		r := goldenRun{name: s.Name, opts: func(int) []asyncvm.Option {
-			return []asyncvm.Option{asyncvm.WithSchedule(s), asyncvm.WithSolver(momentumSolver), asyncvm.WithActivations(acts)}
-		}}
-		if s.Split {
-			r.check = func(vm *asyncvm.VM) { requireSplitPrograms(t, vm, s.Name) }
-		}
-		return r
-	}
 	for _, nb := range testmodels.SharedWeights() {
 		p := fineStages(t, nb.Build, tensor.Float64)
 		cut := graphsplit.Stages(p - p%2)
 		for _, acts := range []asyncvm.Activations{asyncvm.Recompute, asyncvm.Keep} {
-			want := trainOnPlan(t, nb.Build, tensor.Float64, run(schedule.OneFOneB(), acts), cut)
+			want := trainOnPlan(t, nb.Build, tensor.Float64, splitRun(t, schedule.OneFOneB(), acts), cut)
 			for _, s := range []schedule.Schedule{schedule.ZBH1(), schedule.ZBH2(), schedule.ZBV()} {
-				require.Equal(t, want, trainOnPlan(t, nb.Build, tensor.Float64, run(s, acts), cut), "%s/%s (activations %d): not the weights 1f1b trains", nb.Name, s.Name, acts)
+				require.Equal(t, want, trainOnPlan(t, nb.Build, tensor.Float64, splitRun(t, s, acts), cut), "%s/%s (activations %d): not the weights 1f1b trains", nb.Name, s.Name, acts)
 			}
 		}
 	}
