@@ -113,14 +113,7 @@ func fineStages(t *testing.T, build testmodels.Builder, dt tensor.Dtype) int {
 // memory: what is kept between I and W, none after a flush.
 func TestSplitBackwardUnderRace(t *testing.T) {
 	for _, acts := range []asyncvm.Activations{asyncvm.Recompute, asyncvm.Keep} {
-		m, err := testmodels.MLP(tensor.Float64, 4, 1)
-		require.NoError(t, err)
-		plan, err := graphsplit.Split(m.Graph, m.Cost, m.Learnables, graphsplit.FineGrained())
-		require.NoError(t, err)
-		vm, err := asyncvm.New(plan, asyncvm.WithMicrobatches(goldenN), asyncvm.WithSchedule(schedule.ZBH2()),
-			asyncvm.WithSolver(momentumSolver), asyncvm.WithActivations(acts))
-		require.NoError(t, err)
-		trainGoldenSteps(t, m, vm)
+		_, vm := trainFine(t, testmodels.MLP, schedule.ZBH2(), acts)
 		rep := vm.Report()
 		programs := asyncvm.WeightPrograms(vm)
 		require.NoError(t, vm.Close())
@@ -163,15 +156,9 @@ func TestSplitBackwardWithSharedLearnables(t *testing.T) {
 // cover the statistics).
 func TestSplitBackwardCountsBatchNormOnce(t *testing.T) {
 	stats := func(build testmodels.Builder, s schedule.Schedule) []float64 {
-		m, err := build(tensor.Float64, 4, 1)
-		require.NoError(t, err)
+		m, vm := trainFine(t, build, s, asyncvm.Recompute)
+		require.NoError(t, vm.Close())
 		require.NotEmpty(t, m.BatchNorms)
-		plan, err := graphsplit.Split(m.Graph, m.Cost, m.Learnables, graphsplit.FineGrained())
-		require.NoError(t, err)
-		vm, err := asyncvm.New(plan, asyncvm.WithMicrobatches(goldenN), asyncvm.WithSchedule(s), asyncvm.WithSolver(momentumSolver))
-		require.NoError(t, err)
-		defer vm.Close()
-		trainGoldenSteps(t, m, vm)
 		var out []float64
 		for _, bn := range m.BatchNorms {
 			mean, vari := bn.Stats()
@@ -183,4 +170,39 @@ func TestSplitBackwardCountsBatchNormOnce(t *testing.T) {
 	for _, s := range []schedule.Schedule{schedule.ZBH1(), schedule.ZBH2()} {
 		require.Equal(t, want, stats(testmodels.CNN, s), "%s: BatchNorm's running statistics", s.Name)
 	}
+}
+
+// TestSplitBackwardFirstStageDefersItsWholeBackward: a recomputing first
+// stage sends no input gradient, so its I runs nothing and keeps only its
+// inputs and output gradients, and its W runs the whole backward: it
+// keeps less between I and W than the input-gradient program would hand
+// over (what a keeping first stage keeps), and every W still computes
+// the weights' gradients.
+func TestSplitBackwardFirstStageDefersItsWholeBackward(t *testing.T) {
+	deferred := func(acts asyncvm.Activations) (asyncvm.Memory, int) {
+		_, vm := trainFine(t, testmodels.CNN, schedule.ZBH1(), acts)
+		defer vm.Close()
+		return vm.Report().PerStage[0].Memory, asyncvm.WeightPrograms(vm)[0]
+	}
+	recomputing, programs := deferred(asyncvm.Recompute)
+	keeping, _ := deferred(asyncvm.Keep)
+	t.Logf("stage 0 between I and W: recomputing %d B (inputs kept %d B), keeping %d B", recomputing.DeferredGradients, recomputing.StashedActivation, keeping.DeferredGradients)
+	require.Positive(t, recomputing.DeferredGradients)
+	require.Less(t, recomputing.DeferredGradients, keeping.DeferredGradients)
+	require.Equal(t, goldenSteps*goldenN, programs)
+}
+
+// trainFine trains build's float64 model, cut at fine grain, with
+// schedule s and Momentum, keeping or recomputing (acts), for the golden
+// steps; the caller closes the VM.
+func trainFine(t *testing.T, build testmodels.Builder, s schedule.Schedule, acts asyncvm.Activations) (*testmodels.Model, *asyncvm.VM) {
+	m, err := build(tensor.Float64, 4, 1)
+	require.NoError(t, err)
+	plan, err := graphsplit.Split(m.Graph, m.Cost, m.Learnables, graphsplit.FineGrained())
+	require.NoError(t, err)
+	vm, err := asyncvm.New(plan, asyncvm.WithMicrobatches(goldenN), asyncvm.WithSchedule(s),
+		asyncvm.WithSolver(momentumSolver), asyncvm.WithActivations(acts))
+	require.NoError(t, err)
+	trainGoldenSteps(t, m, vm)
+	return m, vm
 }

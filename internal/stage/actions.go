@@ -269,6 +269,12 @@ func (r *Runtime) runBackward(ctx context.Context, ep transport.Endpoint, m int,
 	prog := r.bwd
 	if split && vals == nil && r.inputGrad != nil {
 		prog = r.inputGrad
+		if r.saving != nil && !saved && len(r.producers) == 0 {
+			if err := r.deferBackward(m, in, outGrads); err != nil {
+				return err
+			}
+			return r.afterBackward(ctx, ep, m, in, outGrads, graphsplit.Result{}, false, true)
+		}
 	}
 	if vals != nil {
 		if err := r.bind(prog, vals); err != nil {
@@ -287,7 +293,7 @@ func (r *Runtime) runBackward(ctx context.Context, ep transport.Endpoint, m int,
 		return err
 	}
 	if prog == r.inputGrad {
-		if err := r.deferWeight(m, res, true, in, outGrads); err != nil {
+		if err := r.deferWeight(m, res.Kept, deferredWeight{mode: weightProgram}, in, outGrads); err != nil {
 			return err
 		}
 		return r.afterBackward(ctx, ep, m, in, outGrads, res, false, true)
@@ -303,7 +309,7 @@ func (r *Runtime) afterBackward(ctx context.Context, ep transport.Endpoint, m in
 	switch {
 	case deferred:
 	case split:
-		if err := r.deferWeight(m, res, false); err != nil {
+		if err := r.deferWeight(m, res.LearnableGrads, deferredWeight{mode: gradients}); err != nil {
 			return err
 		}
 	default:
