@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand"
 	"testing"
+	"time"
 
 	"github.com/pipemare/pipemare/graphsplit"
 	"github.com/pipemare/pipemare/internal/tensorutil"
@@ -188,9 +189,11 @@ func BenchmarkOverhead(b *testing.B) {
 }
 
 // BenchmarkSchedules measures samples/s of every schedule on a small CNN at
-// P = 2 and 4, N = 4, microbatch 16, recomputing (cnn) and keeping the
-// activations (cnn-stash: the zero-bubble schedules' I then runs only the
-// input gradients' half of the backward).
+// P = 2 and 4, N = 4, microbatch 16, recomputing (cnn: the zero-bubble
+// schedules' I recomputes the forward and runs the input gradients' half
+// of the backward) and keeping the activations (cnn-stash: I runs only
+// that half). For the split schedules it reports I's share of the time
+// the stages spent in I and W (I-share).
 func BenchmarkSchedules(b *testing.B) {
 	for _, acts := range []Activations{Recompute, Keep} {
 		model := map[Activations]string{Recompute: "cnn", Keep: "cnn-stash"}[acts]
@@ -232,4 +235,26 @@ func benchSchedule(b *testing.B, m benchModel, p, n int, s schedule.Schedule, op
 	b.StopTimer()
 	b.ReportMetric(float64(b.N*benchSteps*n*m.inputs[0].Shape()[0])/b.Elapsed().Seconds(), "samples/s")
 	b.ReportMetric(vm.Report().Utilization, "utilization")
+	if s.Split {
+		b.ReportMetric(inputShare(vm.Events()), "I-share")
+	}
+}
+
+// inputShare is the I's share of the time events spent in I's and W's.
+func inputShare(events [][]Event) float64 {
+	var in, w time.Duration
+	for _, evs := range events {
+		for _, e := range evs {
+			switch e.Action.Op {
+			case schedule.OpInput:
+				in += e.End - e.Start
+			case schedule.OpWeight:
+				w += e.End - e.Start
+			}
+		}
+	}
+	if in+w == 0 {
+		return 0
+	}
+	return float64(in) / float64(in+w)
 }

@@ -35,6 +35,7 @@ type goldenRun struct {
 	name   string
 	opts   func(p int) []asyncvm.Option
 	delays func(p int) delay.Source // delay injection instead of the engine
+	check  func(vm *asyncvm.VM)     // after training, before Close (nil: none)
 }
 
 func momentumSolver(int) gorgonia.Solver {
@@ -149,7 +150,11 @@ func trainOnPlan(t *testing.T, build testmodels.Builder, dt tensor.Dtype, r gold
 	require.NoError(t, err)
 	defer vm.Close()
 	trainGoldenSteps(t, m, vm)
-	return testutil.PlanSHA256(t, plan)
+	sum := testutil.PlanSHA256(t, plan)
+	if r.check != nil {
+		r.check(vm)
+	}
+	return sum
 }
 
 // trainGoldenSteps trains vm on goldenSteps minibatches of m's random data

@@ -130,10 +130,11 @@ func TestPanickingOpIsAStageError(t *testing.T) {
 						if !inForward {
 							want = schedule.OpBackward
 							if s.Split {
-								want = schedule.OpInput // the half that runs the backward program
-								if acts.a == asyncvm.Keep && bad == 0 {
-									// Keeping, I and W run the backward's two halves;
-									// stage 0 sends no input gradient: W runs all of it.
+								want = schedule.OpInput // the half that runs the input gradient
+								if bad == 0 {
+									// I and W run the backward's two halves (recomputing,
+									// I runs the forward again first); stage 0 sends
+									// no input gradient: W runs all of its backward.
 									want = schedule.OpWeight
 								}
 							}

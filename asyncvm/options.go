@@ -231,7 +231,8 @@ func (c *config) stageConfig(i int) (stage.Config, error) {
 	}
 	sc := stage.Config{
 		Microbatches: c.n, Solver: s, KeepActivations: c.acts == Keep,
-		Discrepancy: c.disc, DelayLog: c.logDel, ForwardDelays: c.delays,
+		SplitBackward: c.sched.Split || (c.warmup > 0 && c.warmSch.Split),
+		Discrepancy:   c.disc, DelayLog: c.logDel, ForwardDelays: c.delays,
 	}
 	if c.inject != nil {
 		sc.Hook = func(a schedule.Action) error { return c.inject(i, a) }

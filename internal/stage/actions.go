@@ -60,19 +60,25 @@ func (r *Runtime) forward(ctx context.Context, ep transport.Endpoint, m int, ver
 		return began, err
 	}
 	var res graphsplit.Result
-	if fused, err := r.runFused(m, in, vals); err != nil {
+	fused, err := r.runFused(m, in, vals)
+	saves := r.early != nil && r.early.m == m && r.early.saved // the keeping forward runs (fused.go)
+	if err != nil {
 		return began, err
 	} else if fused {
 		res = r.early.res
 	} else {
+		prog := r.fwd
+		if saves {
+			prog = r.saving
+		}
 		if vals != nil {
-			if err := r.bind(r.fwd, vals); err != nil {
+			if err := r.bind(prog, vals); err != nil {
 				return began, err
 			}
 		}
-		res, err = r.fwd.Run(in.vals, nil)
+		res, err = prog.Run(in.vals, nil)
 		if vals != nil {
-			if err2 := r.bind(r.fwd, nil); err == nil {
+			if err2 := r.bind(prog, nil); err == nil {
 				err = err2
 			}
 		}
@@ -91,7 +97,7 @@ func (r *Runtime) forward(ctx context.Context, ep transport.Endpoint, m int, ver
 		r.log.losses = append(r.log.losses, Loss{Micro: m, Value: loss})
 	}
 	keep := in
-	if r.keeping {
+	if r.keeping || saves {
 		if keep, err = keepValues(in, res.Kept); err != nil {
 			return began, err
 		}
@@ -102,7 +108,7 @@ func (r *Runtime) forward(ctx context.Context, ep transport.Endpoint, m int, ver
 	if err := r.sendOutputs(ctx, ep, transport.Activation, m, res.Outputs); err != nil {
 		return began, err
 	}
-	if r.keeping {
+	if r.keeping || saves {
 		in.release() // the inputs the backward does not read
 	}
 	return began, nil
@@ -197,7 +203,7 @@ func (r *Runtime) backward(ctx context.Context, ep transport.Endpoint, m int, sp
 		}
 		outGrads := r.outputGrads() // a last stage without consumers
 		r.zeroMissing(outGrads)
-		return began, r.runBackward(ctx, ep, m, in, outGrads, e.vals, split)
+		return began, r.runBackward(ctx, ep, m, in, outGrads, e.vals, split, e.saved)
 	}
 	outGrads := r.outputGrads()
 	for _, l := range r.consumers {
@@ -226,7 +232,7 @@ func (r *Runtime) backward(ctx context.Context, ep transport.Endpoint, m int, sp
 	if err != nil {
 		return began, err
 	}
-	return began, r.runBackward(ctx, ep, m, in, outGrads, vals, split)
+	return began, r.runBackward(ctx, ep, m, in, outGrads, vals, split, false)
 }
 
 // outputGrads is a backward's gradients of the stage's outputs before
@@ -256,20 +262,28 @@ func (r *Runtime) zeroMissing(outGrads held) {
 // afterBackward.
 //
 // Split, with the stage's split programs and the current weights, it runs
-// the input-gradient program alone (split.go).
-func (r *Runtime) runBackward(ctx context.Context, ep transport.Endpoint, m int, in, outGrads held, vals []gorgonia.Value, split bool) error {
+// the input-gradient program alone (split.go); a recomputing stage runs
+// its keeping forward first, on m's inputs, unless in is what that
+// forward saved already (saved: F(m) ran it, fused.go).
+func (r *Runtime) runBackward(ctx context.Context, ep transport.Endpoint, m int, in, outGrads held, vals []gorgonia.Value, split, saved bool) error {
 	prog := r.bwd
 	if split && vals == nil && r.inputGrad != nil {
 		prog = r.inputGrad
+		if r.saving != nil && !saved && len(r.producers) == 0 {
+			if err := r.deferBackward(m, in, outGrads); err != nil {
+				return err
+			}
+			return r.afterBackward(ctx, ep, m, in, outGrads, graphsplit.Result{}, false, true)
+		}
 	}
 	if vals != nil {
 		if err := r.bind(prog, vals); err != nil {
 			return err
 		}
 	}
-	saved := bnstate.Save(r.bns) // a recomputed forward must not count m twice
-	res, err := prog.Run(in.vals, outGrads.vals)
-	saved.Restore()
+	bns := bnstate.Save(r.bns) // a recomputed forward must not count m twice
+	res, err := r.runProgram(prog, m, in, outGrads, saved)
+	bns.Restore()
 	if vals != nil {
 		if err2 := r.bind(prog, nil); err == nil {
 			err = err2
@@ -279,7 +293,7 @@ func (r *Runtime) runBackward(ctx context.Context, ep transport.Endpoint, m int,
 		return err
 	}
 	if prog == r.inputGrad {
-		if err := r.deferWeight(m, res, true, in, outGrads); err != nil {
+		if err := r.deferWeight(m, res.Kept, deferredWeight{mode: weightProgram}, in, outGrads); err != nil {
 			return err
 		}
 		return r.afterBackward(ctx, ep, m, in, outGrads, res, false, true)
@@ -295,7 +309,7 @@ func (r *Runtime) afterBackward(ctx context.Context, ep transport.Endpoint, m in
 	switch {
 	case deferred:
 	case split:
-		if err := r.deferWeight(m, res, false); err != nil {
+		if err := r.deferWeight(m, res.LearnableGrads, deferredWeight{mode: gradients}); err != nil {
 			return err
 		}
 	default:

@@ -24,6 +24,11 @@ type Config struct {
 	// them) instead of recomputing the forward in the backward, when the
 	// stage has no stateful op.
 	KeepActivations bool
+	// SplitBackward says the stage's schedules run split backwards
+	// (schedule.OpInput, then schedule.OpWeight): the stage builds the
+	// programs that compute them in two (split.go). Without it an I runs
+	// the whole backward and its W only accumulates.
+	SplitBackward bool
 	// Discrepancy measures ‖u_bkwd − u_fwd‖/‖u_fwd‖ at every stale
 	// backward, keeping a copy of the weights each forward read (a
 	// measurement, not counted in the memory report).

@@ -16,6 +16,12 @@ import (
 // weights, so the loss and the gradients are the same bits; BatchNorm's
 // running statistics count m once, at the Train program's forward,
 // instead of at the Forward program's.
+//
+// With split backwards (split.go) the stage's I(m) runs the input-gradient
+// program, which reads what the keeping forward saves: F(m) runs the
+// keeping forward instead of the Forward program — the same ops, with
+// the tensors the backward reads among its results — and keeps those, as
+// a keeping stage does, so that I(m) does not recompute.
 
 // early is what F(m) prepared for the B(m) that follows it: the weights
 // the backward reads (read at F(m), as nothing runs in between), and, when
@@ -27,6 +33,9 @@ type early struct {
 	ran   bool
 	res   graphsplit.Result
 	grads held
+	// saved: the forward ran the keeping forward, whose saved tensors it
+	// keeps for the input-gradient program.
+	saved bool
 }
 
 // canFuse reports whether forward f, followed in the same Work by next,
@@ -45,18 +54,25 @@ func (r *Runtime) canFuse(f, next schedule.Action) bool {
 // ones), it runs the Train program and reports true. It does nothing when
 // the forward cannot fuse (canFuse). If the Train program fails, the
 // forward and the backward run apart, as without fusing, so that the
-// failure is the failing pass's.
+// failure is the failing pass's. Before an I with the split programs it
+// runs nothing and marks the early backward saved: the forward runs the
+// keeping forward.
 func (r *Runtime) runFused(m int, in held, fwdVals []gorgonia.Value) (bool, error) {
 	if !r.fuse {
 		return false, nil
 	}
-	r.fuse = false
+	fuseInput := r.fuseInput
+	r.fuse, r.fuseInput = false, false
 	bwdVals, err := r.w.backward(m)
 	if err != nil {
 		return false, err
 	}
 	r.early = &early{m: m, vals: bwdVals}
 	if fwdVals != nil || bwdVals != nil {
+		return false, nil
+	}
+	if fuseInput { // the forward saves what I(m) reads
+		r.early.saved = true
 		return false, nil
 	}
 	grads := r.outputGrads()

@@ -203,6 +203,12 @@ type Stats struct {
 	PeakActivationBytes                     int64
 	PeakDeferredBytes                       int64
 	SharedDelays                            map[int]int
+	// WeightPrograms counts the W's that computed the learnables'
+	// gradients: ran the weight-gradient program (the split backward's
+	// second half), or, at a recomputing first stage, the whole backward.
+	// The other W's only added the gradients their I computed with the
+	// whole backward.
+	WeightPrograms int
 	// DiscrepancySum and DiscrepancyCount accumulate
 	// ‖u_bkwd − u_fwd‖/‖u_fwd‖ over stale backwards (Config.Discrepancy).
 	DiscrepancySum   float64

@@ -33,9 +33,11 @@ type Runtime struct {
 
 	fwd, bwd *graphsplit.Program // F runs fwd; B runs bwd (Train, or the keeping backward)
 	keeping  bool                // fwd/bwd are the keeping programs
-	// inputGrad and weightGrad are bwd split in two (graphsplit.SplitBackward),
-	// which I and W run; nil where the stage recomputes (split.go).
-	inputGrad, weightGrad *graphsplit.Program
+	// inputGrad and weightGrad are the keeping backward split in two
+	// (graphsplit.SplitBackward), which I and W run; nil without split
+	// backwards (split.go). saving is the keeping forward a recomputing
+	// stage's I runs before inputGrad; nil for a keeping stage.
+	inputGrad, weightGrad, saving *graphsplit.Program
 
 	params []gorgonia.Value     // the user's learnable tensors
 	acc    []*tensor.Dense      // gradient accumulators
@@ -60,6 +62,7 @@ type Runtime struct {
 	shared        shared
 	eval          evaluation
 	fuse          bool   // the forward about to run is followed by its backward (canFuse)
+	fuseInput     bool   // … by its I, and the stage's split programs recompute (fused.go)
 	early         *early // the backward the last forward prepared or ran
 	stats         Stats
 	log           progressLog // what the driver has not heard yet
@@ -147,7 +150,7 @@ func New(plan *graphsplit.Plan, index int, cfg Config) (*Runtime, error) {
 	if err := r.programs(); err != nil {
 		return nil, err
 	}
-	for _, p := range []*graphsplit.Program{r.fwd, r.bwd, r.inputGrad, r.weightGrad} {
+	for _, p := range []*graphsplit.Program{r.fwd, r.bwd, r.inputGrad, r.weightGrad, r.saving} {
 		if p == nil {
 			continue
 		}
@@ -198,7 +201,7 @@ func (r *Runtime) expand(vals []gorgonia.Value) []gorgonia.Value {
 // Close releases the programs the runtime compiled. Call it after Serve
 // has returned.
 func (r *Runtime) Close() {
-	for _, p := range []*graphsplit.Program{r.fwd, r.bwd, r.inputGrad, r.weightGrad, r.st.Forward, r.st.Train} {
+	for _, p := range []*graphsplit.Program{r.fwd, r.bwd, r.inputGrad, r.weightGrad, r.saving, r.st.Forward, r.st.Train} {
 		if p != nil {
 			p.Close()
 		}
@@ -399,6 +402,7 @@ func (r *Runtime) work(ctx context.Context, ep transport.Endpoint, w Work) error
 			versions = w.Shared[j]
 		}
 		r.fuse = a.Op == schedule.OpForward && j+1 < len(w.Actions) && r.canFuse(a, w.Actions[j+1])
+		r.fuseInput = r.fuse && w.Actions[j+1].Op == schedule.OpInput && r.saving != nil
 		if err := r.do(ctx, ep, a, versions); err != nil {
 			return err
 		}
