@@ -2,14 +2,12 @@ package graphsplit_test
 
 import (
 	"fmt"
-	"math/rand"
 	"slices"
 	"testing"
 
 	"github.com/pipemare/pipemare/internal/testkit/exectest"
 	"github.com/pipemare/pipemare/internal/testkit/testmodels"
 	"github.com/stretchr/testify/require"
-	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 )
 
@@ -23,15 +21,7 @@ func TestFirstStageComputesNoDataGradient(t *testing.T) {
 	m, err := testmodels.MLP(tensor.Float32, 4, 1)
 	require.NoError(t, err)
 	pipe := exectest.New(t, m.Graph, m.Cost, m.Learnables, true, 5)
-	rng := rand.New(rand.NewSource(5))
-	for range 3 {
-		batch := m.Batch(rng)
-		feeds := make(map[*gorgonia.Node]gorgonia.Value)
-		for i, in := range m.Inputs {
-			feeds[in] = batch[i]
-		}
-		pipe.Run(t, feeds) // the executor's results are the tape's
-	}
+	runBatches(t, pipe, m, 3) // the executor's results are the tape's
 	st := pipe.Plan.Stages[0]
 	x := m.Inputs[0].Shape() // (4, 16)
 	products := func(ops []string) (n int) {

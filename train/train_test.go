@@ -194,17 +194,7 @@ func TestTrainingIsBitIdentical(t *testing.T) {
 // moved across a cut is another matter
 // (TestMovingAMaxPoolAcrossACutChangesAsynchronousWeights).
 func TestCutsMovingWeightlessOpsTrainTheSameWeights(t *testing.T) {
-	if testutil.RaceEnabled {
-		t.Skip("results do not depend on the race detector; it only makes this slow")
-	}
-	m, err := zoo.CNN(16, 1)
-	require.NoError(t, err)
-	fine, err := graphsplit.Split(m.Graph, m.Cost, m.Learnables, graphsplit.FineGrained(), graphsplit.Stages(2))
-	require.NoError(t, err)
-	defer fine.Close()
-	boundary := fine.Cuts()[0]
-	train, test, err := testFashion()
-	require.NoError(t, err)
+	boundary, train, test := cnnBoundary(t)
 	var want string
 	var sent []int64
 	for _, cut := range []int{boundary, boundary + 1, boundary + 2} {
@@ -221,6 +211,25 @@ func TestCutsMovingWeightlessOpsTrainTheSameWeights(t *testing.T) {
 	require.Less(t, sent[0], sent[2]/4, "FineGrained's cut sends the pooled map, not the patches")
 }
 
+// cnnBoundary returns where FineGrained cuts the zoo CNN into 2 stages
+// (before its second convolution's im2col), and the training and test
+// data of the tests that move that cut. It skips under the race detector:
+// results do not depend on it, it only makes these runs slow.
+func cnnBoundary(t *testing.T) (int, *zoo.Dataset, *zoo.Dataset) {
+	t.Helper()
+	if testutil.RaceEnabled {
+		t.Skip("results do not depend on the race detector; it only makes this slow")
+	}
+	m, err := zoo.CNN(16, 1)
+	require.NoError(t, err)
+	fine, err := graphsplit.Split(m.Graph, m.Cost, m.Learnables, graphsplit.FineGrained(), graphsplit.Stages(2))
+	require.NoError(t, err)
+	defer fine.Close()
+	train, test, err := testFashion()
+	require.NoError(t, err)
+	return fine.Cuts()[0], train, test
+}
+
 // TestMovingAMaxPoolAcrossACutChangesAsynchronousWeights: the zoo CNN cut
 // one op before FineGrained's boundary puts the first layer's max-pool in
 // the later stage. Sequentially that trains the same weights; with
@@ -233,17 +242,7 @@ func TestCutsMovingWeightlessOpsTrainTheSameWeights(t *testing.T) {
 // of their input (im2col, reshapes) move across a cut without changing an
 // asynchronous run's weights.
 func TestMovingAMaxPoolAcrossACutChangesAsynchronousWeights(t *testing.T) {
-	if testutil.RaceEnabled {
-		t.Skip("results do not depend on the race detector; it only makes this slow")
-	}
-	m, err := zoo.CNN(16, 1)
-	require.NoError(t, err)
-	fine, err := graphsplit.Split(m.Graph, m.Cost, m.Learnables, graphsplit.FineGrained(), graphsplit.Stages(2))
-	require.NoError(t, err)
-	boundary := fine.Cuts()[0]
-	fine.Close()
-	train, test, err := testFashion()
-	require.NoError(t, err)
+	boundary, train, test := cnnBoundary(t)
 	hyper := zoo.Hyper{Microbatch: 16, Microbatches: 4, Epochs: 2, LR: 0.03, Cosine: true, Seed: 1}
 	weights := func(cfg Config, cut int) string {
 		cfg.Hyper, cfg.Cut, cfg.Stages = hyper, []int{cut}, 2
