@@ -28,18 +28,24 @@ func TestExecutorComputesWhatTheTapeComputes(t *testing.T) {
 				t.Run(fmt.Sprintf("%s/%v/stageops=%v", nb.Name, dt, subs), func(t *testing.T) {
 					m, err := nb.Build(dt, 4, 1)
 					require.NoError(t, err)
-					pipe := exectest.New(t, m.Graph, m.Cost, m.Learnables, subs, 5)
-					rng := rand.New(rand.NewSource(5))
-					for range 4 {
-						batch := m.Batch(rng)
-						feeds := make(map[*gorgonia.Node]gorgonia.Value)
-						for i, in := range m.Inputs {
-							feeds[in] = batch[i]
-						}
-						pipe.Run(t, feeds)
-					}
+					runBatches(t, exectest.New(t, m.Graph, m.Cost, m.Learnables, subs, 5), m, 4)
 				})
 			}
 		}
+	}
+}
+
+// runBatches runs n of m's batches, drawn from seed 5, through pipe: every
+// program on the executor and on the tape, the same bits required.
+func runBatches(t *testing.T, pipe *exectest.Pipeline, m *testmodels.Model, n int) {
+	t.Helper()
+	rng := rand.New(rand.NewSource(5))
+	for range n {
+		batch := m.Batch(rng)
+		feeds := make(map[*gorgonia.Node]gorgonia.Value)
+		for i, in := range m.Inputs {
+			feeds[in] = batch[i]
+		}
+		pipe.Run(t, feeds)
 	}
 }

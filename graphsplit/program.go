@@ -130,6 +130,18 @@ func (p *Program) Ops() []tape.Op {
 	return p.prog.Ops()
 }
 
+// Pruned are the ops of the compiled program that Run leaves out, in
+// program order (nil before Compile): gradients and other values that
+// nothing the program returns depends on — gorgonia's symbolic backward
+// differentiates every operand, the data's too. RunOnTape still computes
+// them.
+func (p *Program) Pruned() []tape.Op {
+	if p.prog == nil {
+		return nil
+	}
+	return p.prog.Pruned()
+}
+
 // BindLearnables makes the next runs read vals (parallel to Learnables)
 // instead of the user's tensors — a stashed or corrected copy of the weights.
 // BindLearnables(nil) goes back to the user's tensors. The values are read,

@@ -189,19 +189,12 @@ func TestTrainingIsBitIdentical(t *testing.T) {
 // or one or two ops later, right before the second layer's weights — the
 // im2col and its reshape stay in the earlier stage, which then sends the
 // patches — trains the same weights asynchronously: every learnable, and
-// with it every weight's delay, stays in its stage.
+// with it every weight's delay, stays in its stage, and the moved ops are
+// linear (their gradient reads no value of their input). A nonlinear op
+// moved across a cut is another matter
+// (TestMovingAMaxPoolAcrossACutChangesAsynchronousWeights).
 func TestCutsMovingWeightlessOpsTrainTheSameWeights(t *testing.T) {
-	if testutil.RaceEnabled {
-		t.Skip("results do not depend on the race detector; it only makes this slow")
-	}
-	m, err := zoo.CNN(16, 1)
-	require.NoError(t, err)
-	fine, err := graphsplit.Split(m.Graph, m.Cost, m.Learnables, graphsplit.FineGrained(), graphsplit.Stages(2))
-	require.NoError(t, err)
-	defer fine.Close()
-	boundary := fine.Cuts()[0]
-	train, test, err := testFashion()
-	require.NoError(t, err)
+	boundary, train, test := cnnBoundary(t)
 	var want string
 	var sent []int64
 	for _, cut := range []int{boundary, boundary + 1, boundary + 2} {
@@ -216,4 +209,50 @@ func TestCutsMovingWeightlessOpsTrainTheSameWeights(t *testing.T) {
 		sent = append(sent, res.Plan.Stages[0].Cost.OutBytes)
 	}
 	require.Less(t, sent[0], sent[2]/4, "FineGrained's cut sends the pooled map, not the patches")
+}
+
+// cnnBoundary returns where FineGrained cuts the zoo CNN into 2 stages
+// (before its second convolution's im2col), and the training and test
+// data of the tests that move that cut. It skips under the race detector:
+// results do not depend on it, it only makes these runs slow.
+func cnnBoundary(t *testing.T) (int, *zoo.Dataset, *zoo.Dataset) {
+	t.Helper()
+	if testutil.RaceEnabled {
+		t.Skip("results do not depend on the race detector; it only makes this slow")
+	}
+	m, err := zoo.CNN(16, 1)
+	require.NoError(t, err)
+	fine, err := graphsplit.Split(m.Graph, m.Cost, m.Learnables, graphsplit.FineGrained(), graphsplit.Stages(2))
+	require.NoError(t, err)
+	defer fine.Close()
+	train, test, err := testFashion()
+	require.NoError(t, err)
+	return fine.Cuts()[0], train, test
+}
+
+// TestMovingAMaxPoolAcrossACutChangesAsynchronousWeights: the zoo CNN cut
+// one op before FineGrained's boundary puts the first layer's max-pool in
+// the later stage. Sequentially that trains the same weights; with
+// PipeMare, recomputing (the recipes' default), it trains others, and
+// rightly: a stage's backward recomputes its forward from the inputs it
+// received, and a max-pool's gradient goes to the argmax of its input —
+// computed, in the earlier stage, with the weights of the backward; in the
+// later stage, from the activation the earlier stage sent, computed with
+// the older weights of the forward. Only ops whose gradient reads no value
+// of their input (im2col, reshapes) move across a cut without changing an
+// asynchronous run's weights.
+func TestMovingAMaxPoolAcrossACutChangesAsynchronousWeights(t *testing.T) {
+	boundary, train, test := cnnBoundary(t)
+	hyper := zoo.Hyper{Microbatch: 16, Microbatches: 4, Epochs: 2, LR: 0.03, Cosine: true, Seed: 1}
+	weights := func(cfg Config, cut int) string {
+		cfg.Hyper, cfg.Cut, cfg.Stages = hyper, []int{cut}, 2
+		res, err := Train(context.Background(), zoo.CNN, train.Head(192), test.Head(64), cfg)
+		require.NoError(t, err, "cut %d", cut)
+		require.Len(t, res.Plan.Stages[0].Learnables, 3, "cut %d: the first layer's learnables in stage 0", cut)
+		return res.WeightsSHA256
+	}
+	seq := Config{Schedule: schedule.Sequential()}
+	require.Equal(t, weights(seq, boundary), weights(seq, boundary-1), "sequentially the cut changes no weight")
+	async := Config{Schedule: schedule.PipeMare(), T1: 3, T2: 0.9, Warmup: 3}
+	require.NotEqual(t, weights(async, boundary), weights(async, boundary-1), "the max-pool's argmax on the forward's or the backward's activations")
 }

@@ -138,6 +138,11 @@ func (op *bnStats) InferShape(...gorgonia.DimSizer) (tensor.Shape, error) {
 	return tensor.Shape{2, op.c}, nil
 }
 func (op *bnStats) DiffWRT(int) []bool { return []bool{false} }
+
+// HasEffects says that the op runs even where nothing reads its result
+// (internal/tape.Effectful): in training mode it updates the running
+// statistics.
+func (op *bnStats) HasEffects() {}
 func (op *bnStats) SymDiff(gorgonia.Nodes, *gorgonia.Node, *gorgonia.Node) (gorgonia.Nodes, error) {
 	return nil, op.errorf("statistics are not differentiated (the normalisation's gradient includes them)")
 }

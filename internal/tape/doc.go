@@ -42,6 +42,13 @@
 //     variant that writes into a given buffer (gorgonia's sum, transpose,
 //     slice, concat), scalar results.
 //
+// An op that no gorgonia.Read target depends on is not run at all
+// (Pruned lists them): gorgonia's symbolic backward differentiates every
+// operand, the data's too, and nothing reads those gradients. Ops with an
+// effect beyond their result run anyway: gorgonia's stateful ops, and
+// Effectful ones (a BatchNorm's statistics, which update its running
+// statistics). RunTape runs every op.
+//
 // No op writes a bound value: inputs are read as they are, never copied
 // (some of gorgonia's ops transpose an input's header for the time they
 // run, so no other goroutine may use a bound tensor during Run). The

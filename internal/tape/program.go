@@ -34,6 +34,7 @@ type readStep struct {
 type step struct {
 	node  *gorgonia.Node
 	arg   bool        // a bound value (loadArg), not an op
+	dead  bool        // an op no read value depends on, and without effects: not run
 	op    gorgonia.Op // as compiled: maybe a wrapper (Unwrap)
 	inner gorgonia.Op // the op itself
 	in    []int       // the slots of the op's arguments
@@ -137,7 +138,53 @@ func (p *Program) build(g *gorgonia.ExprGraph, code []reach.Instr) error {
 		}
 	}
 	p.vals = make([]gorgonia.Value, len(p.steps))
+	p.prune()
 	return nil
+}
+
+// prune marks the ops that no gorgonia.Read target depends on, and that
+// have no effect beyond their result (Effectful), as dead: Run leaves them
+// out. Gorgonia's symbolic backward differentiates every operand of an op,
+// so a program computes gradients nothing reads (the gradient of a data
+// input, of a patch matrix of data); the values that are read come from the
+// same ops on the same inputs either way, so their bits do not change.
+func (p *Program) prune() {
+	live := make([]bool, len(p.steps))
+	for _, r := range p.reads {
+		live[r.slot] = true
+	}
+	for i := len(p.steps) - 1; i >= 0; i-- {
+		s := &p.steps[i]
+		if s.arg {
+			continue
+		}
+		if !live[i] && !effectful(s.inner) {
+			s.dead = true
+			continue
+		}
+		for _, in := range s.in {
+			live[in] = true
+		}
+	}
+}
+
+// Effectful is an op whose run does more than compute its result — it
+// updates state another run or op reads (a BatchNorm's running
+// statistics) — so the executor runs it even when no read value depends on
+// its result.
+type Effectful interface {
+	gorgonia.Op
+	HasEffects()
+}
+
+// effectful reports whether op must run even when nothing reads its
+// result: an Effectful op, or one of gorgonia's ops that keep state
+// between runs or draw random numbers.
+func effectful(op gorgonia.Op) bool {
+	if _, ok := op.(Effectful); ok {
+		return true
+	}
+	return stateful(op)
 }
 
 // Run executes the program once and delivers the values gorgonia.Read
@@ -152,6 +199,9 @@ func (p *Program) Run() error {
 	}
 	for i := range p.steps {
 		s := &p.steps[i]
+		if s.dead {
+			continue
+		}
 		if s.arg {
 			v := s.node.Value()
 			if v == nil {
@@ -375,17 +425,31 @@ func (p *Program) Executor() (bool, error) { return p.steps != nil, p.why }
 type Op struct {
 	Node *gorgonia.Node
 	Op   gorgonia.Op // the op itself (unwrapped)
-	How  string      // "prealloc", "copy+unsafe", "view", "do" or "probing"
-	Why  string      // for "view" and "do"
+	How  string      // "prealloc", "copy+unsafe", "view", "do", "probing" or "pruned"
+	Why  string      // for "view", "do" and "pruned"
 }
 
-// Ops says how each op of the program runs, in program order. An op's way
-// is known after its first two runs ("probing" before).
+// Ops says how each op of the program runs, in program order, leaving out
+// those Run does not run (Pruned). An op's way is known after its first two
+// runs ("probing" before).
 func (p *Program) Ops() []Op {
 	var out []Op
 	for _, s := range p.steps {
-		if !s.arg {
+		if !s.arg && !s.dead {
 			out = append(out, Op{Node: s.node, Op: s.inner, How: s.how.String(), Why: s.why})
+		}
+	}
+	return out
+}
+
+// Pruned are the ops Run leaves out, in program order: no value the
+// program reads (gorgonia.Read) depends on them, and they have no other
+// effect (Effectful). The tape machine (RunTape) still runs them.
+func (p *Program) Pruned() []Op {
+	var out []Op
+	for _, s := range p.steps {
+		if s.dead {
+			out = append(out, Op{Node: s.node, Op: s.inner, How: "pruned", Why: "no value the program reads depends on it"})
 		}
 	}
 	return out
