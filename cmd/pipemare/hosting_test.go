@@ -22,11 +22,11 @@ var cnnArgs = []string{"-model", "cnn", "-limit", "128", "-epochs", "1", "-test-
 // TestProcsHostSeveralStages: train -procs 2 -stages 4 starts two stage
 // processes of two stages each, as the schedule places them — zb-v in a
 // V, interleaved round robin, pipemare contiguously — and trains the
-// weights_sha256 the in-process engine trains, over gRPC and over shared
-// memory; report.json says which stages each process hosted. Started by
-// hand, two processes hosting zb-v's stages 0,3 and 1,2 at their address
-// and the next port (-stage-addrs one address per process) train the
-// same (handStartedHostsSeveralStages).
+// weights_sha256 the in-process engine trains, over shared memory (-transport
+// auto) and over gRPC; report.json says which stages each process hosted.
+// Started by hand, two processes hosting zb-v's stages 0,3 and 1,2 at their
+// loopback address and the next port (-stage-addrs one address per
+// process: shared memory) train the same (handStartedHostsSeveralStages).
 func TestProcsHostSeveralStages(t *testing.T) {
 	skipProcesses(t)
 	t.Setenv(asMainEnv, "1") // the stage processes are this test binary
@@ -38,7 +38,7 @@ func TestProcsHostSeveralStages(t *testing.T) {
 		hosts      [][]int
 	}{
 		{[]string{"-schedule", "zb-v"}, nil, [][]int{{0, 3}, {1, 2}}},
-		{[]string{"-schedule", "zb-v"}, []string{"-transport", "shm"}, [][]int{{0, 3}, {1, 2}}},
+		{[]string{"-schedule", "zb-v"}, []string{"-transport", "grpc"}, [][]int{{0, 3}, {1, 2}}},
 		{[]string{"-schedule", "interleaved"}, nil, [][]int{{0, 2}, {1, 3}}},
 		{[]string{"-schedule", "pipemare", "-warmup", "0"}, nil, [][]int{{0, 1}, {2, 3}}},
 	} {
