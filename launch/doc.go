@@ -23,8 +23,10 @@
 // train.ServeStage take: it opens the process's grpcnet endpoint once the
 // model is cut. Net.Connector does the same with the command line's
 // settings, over shared memory (shmnet, Place.OpenShm) when its Transport
-// says so (TransportShm; the default, TransportAuto, is shared memory for
-// the stage processes StartLocal starts and gRPC otherwise: Transport.For).
+// says so (TransportShm; the default, TransportAuto, is shared memory when
+// every stage address is loopback, as for the stage processes StartLocal
+// starts, and gRPC when any is not: Transport.Resolve, applied alike by
+// every process to the same addresses).
 //
 // # Several stages per process
 //

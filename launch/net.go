@@ -49,18 +49,19 @@ type Net struct {
 	// messages.
 	RecvTimeout time.Duration
 	// Transport carries the messages: gRPC, or shared memory between
-	// processes of one host (TransportShm; TransportAuto: Transport.For).
+	// processes of one host (TransportShm); TransportAuto resolves to
+	// either from the stages' addresses (Transport.Resolve).
 	Transport Transport
 }
 
 // CheckTimeout refuses a ConnectTimeout that is not positive, a
-// StallTimeout below the least of the transport that carries the run
-// (grpcnet.MinStallTimeout, gRPC's keepalive floor; shmnet.MinStallTimeout
-// over shared memory) and a negative RecvTimeout (0 is the transports'
-// default for either).
-func (n Net) CheckTimeout() error {
+// StallTimeout below the least of tr, the transport that carries the run
+// (Transport.Resolve): grpcnet.MinStallTimeout, gRPC's keepalive floor,
+// or shmnet.MinStallTimeout over shared memory; and a negative
+// RecvTimeout (0 is the transports' default for either).
+func (n Net) CheckTimeout(tr Transport) error {
 	least, why := grpcnet.MinStallTimeout, "gRPC's keepalive pings a peer at most every 10s"
-	if n.Transport == TransportShm {
+	if tr == TransportShm {
 		least, why = shmnet.MinStallTimeout, "over shared memory the peers beat four times in it"
 	}
 	switch {
@@ -90,12 +91,18 @@ func (n Net) Addrs() ([]string, error) {
 
 // CheckCredentials refuses a Net without a way to secure the links, with
 // both, or with plaintext on an address that is not loopback, naming the
-// flag. addrs are the addresses the process dials or serves on.
-func (n Net) CheckCredentials(addrs []string) error {
+// flag. addrs are the addresses the process dials or serves on; tr is the
+// transport that carries the run (Transport.Resolve). Over shared memory
+// (TransportShm) no credentials are needed: it uses no TLS (its peers are
+// on this host, and each checks the other runs as its own user), and
+// certificates or plaintext given for gRPC are not used, but both given
+// at once are still refused.
+func (n Net) CheckCredentials(tr Transport, addrs []string) error {
 	c := n.Credentials
 	switch {
 	case c.Insecure && c.Dir != "":
 		return &runspec.Error{Setting: "insecure", Value: "and {certs} " + c.Dir, Reason: "choose one"}
+	case tr == TransportShm:
 	case c.Insecure:
 		for _, a := range addrs {
 			if !grpcnet.Loopback(a) {
@@ -123,14 +130,15 @@ func (n Net) credentials(p transport.Peer) ([]grpcnet.Option, error) {
 }
 
 // Connector is Place.Connector with n's credentials and timeouts, or,
-// with TransportShm, Place.OpenShm with n's timeouts (CheckCredentials
+// when n's Transport resolves to TransportShm for pl's addresses
+// (Transport.Resolve), Place.OpenShm with n's timeouts (CheckCredentials
 // and CheckTimeout have checked them), its errors naming the setting: a
 // certificate missing names certs, a listener that cannot be had listen,
 // and a peer that did not come in time says to give more connect_timeout
 // (errors.Is and As see the errors beneath).
 // pl has one address per process of the pipeline (Place.Addrs).
 func (n Net) Connector(pl Place) ConnectFunc {
-	if n.Transport == TransportShm {
+	if n.Transport.Resolve(pl.Addrs) == TransportShm {
 		return n.shmConnector(pl)
 	}
 	return func(ctx context.Context, plan *graphsplit.Plan) (transport.Endpoint, error) {
@@ -151,7 +159,7 @@ func (n Net) Connector(pl Place) ConnectFunc {
 		}
 		ep, err := pl.Open(ctx, plan, opts...)
 		if err != nil {
-			return nil, n.connectError(err)
+			return nil, n.connectError(TransportGRPC, err)
 		}
 		return ep, nil
 	}
@@ -163,8 +171,9 @@ func (n Net) Connector(pl Place) ConnectFunc {
 // env is the launcher's environment when found (FromEnv). It refuses,
 // naming the flag, a stage or addresses that contradict the launcher's, a
 // process that does not know its stage or the stages' addresses, a stage
-// without an address, and credentials CheckCredentials refuses for the
-// addresses it dials and serves on.
+// without an address, and, for the transport its addresses resolve
+// (Transport.Resolve), timeouts CheckTimeout refuses and credentials
+// CheckCredentials refuses for the addresses it dials and serves on.
 func (n Net) StagePlace(index int, listen string, env Config, found bool) (Place, error) {
 	pl, err := n.stagePlace(index, listen, env, found)
 	if err == nil && pl.Stage >= len(pl.Addrs) {
@@ -177,9 +186,6 @@ func (n Net) StagePlace(index int, listen string, env Config, found bool) (Place
 // its stage may lie beyond the addresses, one per process.
 func (n Net) stagePlace(index int, listen string, env Config, found bool) (Place, error) {
 	pl := Place{Stage: index, Listen: listen, AddrsFrom: "{stage_addrs}"}
-	if err := n.CheckTimeout(); err != nil {
-		return pl, err
-	}
 	if found {
 		pl.Launcher = env.Launcher
 		switch {
@@ -210,9 +216,13 @@ func (n Net) stagePlace(index int, listen string, env Config, found bool) (Place
 	if found && len(pl.Addrs) != env.Stages {
 		return pl, &runspec.Error{Setting: "stage_addrs", Reason: fmt.Sprintf("%d addresses, the %s environment %d stages", len(pl.Addrs), env.Launcher, env.Stages)}
 	}
+	tr := n.Transport.Resolve(pl.Addrs)
+	if err := n.CheckTimeout(tr); err != nil {
+		return pl, err
+	}
 	served := append([]string(nil), pl.Addrs...)
 	if pl.Listen != "" && !strings.HasPrefix(pl.Listen, "fd:") {
 		served = append(served, pl.Listen)
 	}
-	return pl, n.CheckCredentials(served)
+	return pl, n.CheckCredentials(tr, served)
 }

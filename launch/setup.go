@@ -49,11 +49,23 @@ type Setup struct {
 // Net.StagePlace says; at StageAddrs (Remote); else in this process. The
 // Place is this process's (Stage -1 for the driver; the addresses where
 // they are known). It refuses, naming the flags, settings that contradict
-// each other or leave the links unsecured.
+// each other, and, for the transport that carries the run (Transport.For
+// the placement), timeouts too short for it (CheckTimeout) or links left
+// unsecured (CheckCredentials).
 func (s Setup) Decide(env Config, found bool) (Where, Place, error) {
-	if err := s.CheckTimeout(); err != nil {
-		return 0, Place{}, err
+	w, pl, err := s.decide(env, found)
+	if err == nil && w != LaunchedFirst && w != LaunchedStage { // StagePlace checked those
+		err = s.CheckTimeout(s.Transport.For(w, pl.Addrs))
+		if err == nil && w == Remote {
+			err = s.CheckCredentials(s.Transport.For(w, pl.Addrs), pl.Addrs)
+		}
 	}
+	return w, pl, err
+}
+
+// decide is Decide but for the checks of the timeouts and credentials
+// outside a launcher.
+func (s Setup) decide(env Config, found bool) (Where, Place, error) {
 	c := s.Credentials
 	switch {
 	case s.Pin && s.Procs < 1:
@@ -79,9 +91,6 @@ func (s Setup) Decide(env Config, found bool) (Where, Place, error) {
 		return LaunchedStage, pl, nil
 	case s.StageAddrs != "":
 		addrs, err := s.Addrs()
-		if err == nil {
-			err = s.CheckCredentials(addrs)
-		}
 		if err != nil {
 			return 0, Place{}, err
 		}

@@ -42,11 +42,21 @@ func TestDecide(t *testing.T) {
 	} {
 		w, pl, err := c.s.Decide(c.env, c.found)
 		require.NoError(t, err, "%+v", c)
+		if c.where != InProcess {
+			// On loopback auto shares memory: no credentials are needed.
+			c.s.Credentials.Insecure = false
+			w2, pl2, err := c.s.Decide(c.env, c.found)
+			require.NoError(t, err, "%+v without credentials", c)
+			require.Equal(t, c.where, w2)
+			require.Equal(t, c.pl, pl2)
+		}
 		require.Equal(t, c.where, w, "%+v", c)
 		require.Equal(t, c.pl, pl, "%+v", c)
 	}
 	certs := net
 	certs.Credentials.Dir = "certs"
+	grpc := net
+	grpc.Transport = TransportGRPC
 	for _, c := range []struct {
 		s     Setup
 		found bool
@@ -58,8 +68,12 @@ func TestDecide(t *testing.T) {
 		{Setup{Net: addrs, Procs: 2}, false, "-procs 2 and -stage-addrs: -procs starts the stages here"},
 		{Setup{Net: net, Procs: 2}, true, "-procs 2: the jobset environment has started the stages already"},
 		{Setup{Net: certs, Procs: 2}, false, "-procs 2 and -certs: -procs makes throw-away certificates"},
-		{Setup{Net: net}, true, "-certs DIR or -insecure"},
-		{Setup{Net: Net{StageAddrs: "127.0.0.1:7000", ConnectTimeout: time.Second}}, false, "-certs DIR or -insecure"},
+		{Setup{Net: grpc}, true, "-certs DIR or -insecure"},
+		{Setup{Net: Net{StageAddrs: "127.0.0.1:7000", ConnectTimeout: time.Second, Transport: TransportGRPC}}, false, "-certs DIR or -insecure"},
+		{Setup{Net: Net{StageAddrs: "127.0.0.1:7000,h1:7000", ConnectTimeout: time.Second}}, false, "-certs DIR or -insecure"},
+		{Setup{Net: Net{StageAddrs: "127.0.0.1:7000", ConnectTimeout: time.Second, StallTimeout: 50 * time.Millisecond}}, false, "-stall-timeout 50ms: must be at least 100ms (over shared memory"},
+		{Setup{Net: Net{StageAddrs: "h0:7000", ConnectTimeout: time.Second, StallTimeout: time.Second, Credentials: Credentials{Dir: "certs"}}}, false, "-stall-timeout 1s: must be at least 11s (gRPC's keepalive"},
+		{Setup{Net: Net{ConnectTimeout: time.Second, StallTimeout: 50 * time.Millisecond}, Procs: 2}, false, "-stall-timeout 50ms: must be at least 100ms (over shared memory"},
 		{Setup{Net: Net{StageAddrs: "h0", ConnectTimeout: time.Second}}, false, `-stage-addrs: "h0" is not host:port`},
 		{Setup{Net: certs}, false, "-certs and -insecure: they secure the links to stages in other processes: give -procs or -stage-addrs with them"},
 	} {

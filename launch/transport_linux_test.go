@@ -45,7 +45,7 @@ func TestNetConnectorShm(t *testing.T) {
 	n.ConnectTimeout = 200 * time.Millisecond
 	_, err = n.Connector(Place{Addrs: freeAddrs(t, 2), Stage: -1})(context.Background(), plan)
 	require.ErrorIs(t, err, transport.ErrConnectTimeout)
-	require.Regexp(t, `stage 0 at @pipemare-[0-9a-f]+-0 did not answer .*; connect_timeout 200ms: give more if the processes start further apart$`, err.Error())
+	require.Regexp(t, `stage 0 at @pipemare-[0-9a-f]+-0 did not answer .*; connect_timeout 200ms: give more if the processes start further apart; this process waited over shared memory \(transport shm\): give every process of the pipeline the same transport and stage_addrs$`, err.Error())
 
 	for _, tr := range []Transport{TransportAuto, TransportGRPC, TransportShm} {
 		got, err := ParseTransport(tr.String())
@@ -59,17 +59,33 @@ func TestNetConnectorShm(t *testing.T) {
 	require.Equal(t, TransportGRPC, flagValue)
 }
 
-// TestTransportFor: auto is shared memory for the stage processes this
-// host starts, gRPC (auto) for every other placement; grpc and shm are
-// as asked.
-func TestTransportFor(t *testing.T) {
+// TestTransportResolve: auto is shared memory when every process of the
+// pipeline is on loopback — the stage processes this host starts, and any
+// addresses all loopback — and gRPC when any address is not, or none is
+// known; grpc and shm are as asked.
+func TestTransportResolve(t *testing.T) {
+	for _, c := range []struct {
+		addrs []string
+		want  Transport
+	}{
+		{[]string{"127.0.0.1:7000", "127.0.0.2:7000", "[::1]:7000", "localhost:7000", "LOCALHOST:7001"}, TransportShm},
+		{[]string{"127.0.0.1:7000", "10.0.0.1:7000"}, TransportGRPC},
+		{[]string{"h0:7000"}, TransportGRPC},
+		{[]string{":7000"}, TransportGRPC},
+		{[]string{"[::2]:7000"}, TransportGRPC},
+		{nil, TransportGRPC},
+	} {
+		require.Equal(t, c.want, TransportAuto.Resolve(c.addrs), "auto at %v", c.addrs)
+		require.Equal(t, TransportGRPC, TransportGRPC.Resolve(c.addrs))
+		require.Equal(t, TransportShm, TransportShm.Resolve(c.addrs))
+	}
 	for _, w := range []Where{InProcess, LocalProcs, Remote, LaunchedFirst, LaunchedStage} {
-		want := TransportAuto
+		want := TransportGRPC
 		if w == LocalProcs {
 			want = TransportShm
 		}
-		require.Equal(t, want, TransportAuto.For(w), "auto at %v", w)
-		require.Equal(t, TransportGRPC, TransportGRPC.For(w))
-		require.Equal(t, TransportShm, TransportShm.For(w))
+		require.Equal(t, want, TransportAuto.For(w, nil), "auto at %v", w)
+		require.Equal(t, TransportShm, TransportAuto.For(w, []string{"127.0.0.1:7000"}), "auto at %v on loopback", w)
+		require.Equal(t, TransportGRPC, TransportGRPC.For(w, nil))
 	}
 }

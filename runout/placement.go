@@ -13,8 +13,8 @@ import (
 // as w and pl say (launch.Setup.Decide): in this process, in stage
 // processes of this host, or remote (at known addresses, or where a
 // launcher put them), over shared memory when n's Transport carries the
-// placement so (launch.Transport.For: stage processes of this host by
-// default), else over gRPC with plaintext
+// placement so (launch.Transport.For: by default when every process is on
+// loopback, as stage processes of this host are), else over gRPC with plaintext
 // links with n's Credentials.Insecure, else mutual TLS; driverCPUs are this process's CPUs ("": not pinned). The addresses,
 // processes and CPUs of stage processes started here are the caller's to
 // fill in once they start.
@@ -28,7 +28,7 @@ func Placement(w launch.Where, pl launch.Place, n launch.Net, driverCPUs string)
 	}
 	switch {
 	case w == launch.InProcess:
-	case n.Transport.For(w) == launch.TransportShm:
+	case n.Transport.For(w, pl.Addrs) == launch.TransportShm:
 		p.Transport = "shared memory"
 	default:
 		p.Transport = "grpc+mtls"

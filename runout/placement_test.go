@@ -28,6 +28,9 @@ func TestPlacement(t *testing.T) {
 	require.Equal(t, &rundir.Placement{Where: "processes", Transport: "shared memory"}, Placement(launch.LocalProcs, launch.Place{Stage: -1}, shm, ""), "or share memory when asked")
 	require.Equal(t, &rundir.Placement{Where: "remote", Launcher: "jobset", Addresses: pl.Addrs, Transport: "grpc+mtls"}, Placement(launch.LaunchedFirst, pl, launch.Net{}, ""))
 	require.Equal(t, &rundir.Placement{Where: "remote", Addresses: pl.Addrs, Transport: "grpc+mtls"}, Placement(launch.Remote, launch.Place{Addrs: pl.Addrs, Stage: -1}, launch.Net{}, ""))
+	loop := []string{"127.0.0.1:1", "localhost:1"}
+	require.Equal(t, &rundir.Placement{Where: "remote", Addresses: loop, Transport: byDefault}, Placement(launch.Remote, launch.Place{Addrs: loop, Stage: -1}, plain, ""), "stages at loopback addresses share memory by default")
+	require.Equal(t, &rundir.Placement{Where: "remote", Addresses: loop, Transport: "grpc (plaintext)"}, Placement(launch.Remote, launch.Place{Addrs: loop, Stage: -1}, grpc, ""))
 }
 
 // TestRunStart: a new run, a resume of a run's directory or of one of its

@@ -12,10 +12,10 @@ import (
 	"github.com/pipemare/pipemare/internal/faultpoint"
 )
 
-// The fault matrix's cases over shared memory (-transport shm): stages
-// started by hand and train -stage-addrs driving them, every process on
-// this host. A peer is named by its socket until it answered, then by its
-// pid.
+// The fault matrix's cases over shared memory (-transport auto at
+// loopback addresses): stages started by hand and train -stage-addrs
+// driving them, every process on this host. A peer is named by its socket
+// until it answered, then by its pid.
 
 // shmSocket matches the socket of stage i of a pipeline over shared memory.
 func shmSocket(i int) string { return fmt.Sprintf(`@pipemare-[0-9a-f]+-%d`, i) }
@@ -83,4 +83,22 @@ func faultShmStageStalled(t *testing.T, c faultCase) {
 	require.Equal(t, 1, code, "once it goes on, its own deadline has passed: %s", stderr)
 	require.Contains(t, stderr, "stage 1: ")
 	requireEmptyDir(t, f.tmp)
+}
+
+// faultTransportMismatch: a driver given -transport grpc and stages left
+// to auto, which share memory at loopback addresses, never meet (neither
+// reaches the other's listener; a stage's inherited TCP listener, unused
+// over shared memory, may take the driver's connection and answer
+// nothing): each names the transport it waited over and says to give
+// every process the same -transport.
+func faultTransportMismatch(t *testing.T, c faultCase) {
+	f := startFaultPipeline(t, shmLinks, faultBoth, faultNone, c.mtls(), nil)
+	codes, errs := f.endedAll(t)
+	same := regexp.QuoteMeta(": give every process of the pipeline the same -transport and -stage-addrs")
+	require.Equal(t, 1, codes[0], errs[0])
+	require.Regexp(t, "driver: "+regexp.QuoteMeta(faultNotConnected)+".*stage \\d at 127\\.0\\.0\\.1:\\d+ did not (answer|complete the connection).*this process waited over gRPC \\(-transport grpc\\)"+same, errs[0])
+	for i := range 2 {
+		require.Equal(t, 1, codes[i+1], "stage %d: %s", i, errs[i+1])
+		require.Regexp(t, fmt.Sprintf("stage %d: %s.*this process waited over shared memory \\(-transport auto\\)%s", i, regexp.QuoteMeta(faultNotConnected), same), errs[i+1])
+	}
 }

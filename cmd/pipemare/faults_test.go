@@ -47,7 +47,7 @@ type faultPipeline struct {
 }
 
 // startFaultPipeline starts stage i with faultRunArgs, the flags of its
-// links (links: -certs DIR, or -transport shm) and stage[i] (nil: stage i
+// links (links: -transport grpc -certs DIR, or none: shared memory) and stage[i] (nil: stage i
 // is not started), with stageEnv[i] in its environment, then the driver,
 // train -stage-addrs with the same flags and driver after them, with
 // driverEnv.
@@ -133,6 +133,7 @@ func TestFaultMatrix(t *testing.T) {
 		{"shm: stage dies during the handshake", faultShmStageDies},
 		{"shm: stage of another model", faultShmStageOfAnotherModel},
 		{"shm: stage stalled in the handshake", faultShmStageStalled},
+		{"driver over gRPC, stages over shared memory", faultTransportMismatch},
 	} {
 		t.Run(f.name, func(t *testing.T) { f.run(t, c) })
 	}
@@ -142,11 +143,14 @@ func TestFaultMatrix(t *testing.T) {
 // pipeline's CA, and another CA's.
 type faultCase struct{ certs, other string }
 
-// mtls are the flags of links over gRPC with mutual TLS.
-func (c faultCase) mtls() []string { return []string{"-certs", c.certs} }
+// mtls are the flags of links over gRPC with mutual TLS (on loopback,
+// -transport auto would share memory).
+func (c faultCase) mtls() []string { return []string{"-transport", "grpc", "-certs", c.certs} }
 
-// shmLinks are the flags of links over shared memory.
-var shmLinks = []string{"-transport", "shm", "-insecure"}
+// shmLinks are the flags of links over shared memory: none, -transport
+// auto sharing memory between processes at loopback addresses, without
+// credentials.
+var shmLinks []string
 
 // faultBoth starts both stages with no flags of their own
 // (startFaultPipeline's stage); faultNone gives neither an environment of

@@ -23,7 +23,8 @@ import (
 // the recipe's), and both processes exit non-zero — for every setting of
 // the spec that reaches a stage (runspec.Spec.Settings; runspec's tests
 // check that the list is whole). One short-lived process pair per
-// setting: the MLP in one stage.
+// setting: the MLP in one stage, over shared memory (the handshake
+// compares the same identity over either transport: transport.Identity).
 func TestStageWithOtherSettingsIsRefused(t *testing.T) {
 	skipProcesses(t)
 	run := []string{"-model", "mlp", "-stages", "1", "-limit", "320", "-epochs", "2", "-test-limit", "100", "-insecure", "-connect-timeout", "30s"}
@@ -67,10 +68,10 @@ func TestStageWithOtherSettingsIsRefused(t *testing.T) {
 			}
 			code, _, stderr := driver.wait(t, time.Minute)
 			require.NotEqual(t, 0, code, "the driver must fail: %s", stderr)
-			require.Regexp(t, `^pipemare train: driver: stage 0 at 127\.0\.0\.1:\d+ .*`+refused, stderr)
+			require.Regexp(t, `^pipemare train: driver: stage 0 `+peerAt+` .*`+refused, stderr)
 			code, _, stderr = ps[0].wait(t, time.Minute)
 			require.NotEqual(t, 0, code, "the stage must fail: %s", stderr)
-			require.Regexp(t, `^pipemare stage: .*driver at 127\.0\.0\.1:\d+ .*`+refused, stderr)
+			require.Regexp(t, `^pipemare stage: .*driver `+peerAt+` .*`+refused, stderr)
 		})
 	}
 	var settings []string
@@ -115,6 +116,11 @@ func resolved(t *testing.T, spec runspec.Spec) map[string]string {
 	}
 	return out
 }
+
+// peerAt is how a refusal names its peer: by its address over gRPC, by
+// its pid over shared memory (-transport auto at loopback addresses, as
+// these tests run).
+const peerAt = `(at 127\.0\.0\.1:\d+|\(pid \d+\))`
 
 // settingOf is the setting a flag as the cases write it gives.
 func settingOf(flag string) string {

@@ -67,12 +67,12 @@ func (t *trainFlags) place() (launch.Where, launch.Place, error) {
 	if err != nil {
 		return 0, launch.Place{}, err
 	}
-	if t.procs > 0 { // stage processes of this host: what carries them (launch.Transport.For)
-		t.net.Transport = t.net.Transport.For(launch.LocalProcs)
-	}
 	w, pl, err := launch.Setup{Net: t.net, Procs: t.procs, ProcsGiven: t.procsSet, Pin: t.cpu.pin}.Decide(env, found)
 	if err != nil {
 		return 0, pl, usageErr{err}
+	}
+	if w == launch.LocalProcs { // what carries them, which their driver tells them (stageArgs)
+		t.net.Transport = t.net.Transport.For(w, nil)
 	}
 	return w, pl, nil
 }
@@ -223,7 +223,7 @@ func registerNet(fs *flag.FlagSet, n *launch.Net) {
 	fs.BoolVar(&n.Credentials.Insecure, "insecure", false, "plaintext instead of mutual TLS; refused unless every address is loopback")
 	fs.DurationVar(&n.ConnectTimeout, "connect-timeout", transport.DefaultConnectTimeout, "how long a process waits for the others of the pipeline to connect and pass the handshake, and a stage then for its driver's first order (twice as long): a peer that does not come, or is refused, ends every process after it; give the processes' largest start-up gap")
 	fs.DurationVar(&n.StallTimeout, "stall-timeout", transport.DefaultStallTimeout, "how long a process of the pipeline may answer nothing, not even the transport's keepalive, before it is taken as stopped or stalled (SIGSTOP, hung, its host frozen) and every process ends naming it; at least 11s over gRPC (its keepalive's floor), 100ms over shared memory. A process that computes for long still answers")
-	fs.Var(&n.Transport, "transport", "what carries the messages between the processes of the pipeline: auto (shared memory for -procs's stage processes, which measure faster over it; gRPC for stages started elsewhere or by hand), grpc, or shm (shared memory: every process on this host, as one user; the driver of -procs passes it to its stages)")
+	fs.Var(&n.Transport, "transport", "what carries the messages between the processes of the pipeline: auto (shared memory when every address of -stage-addrs is loopback, as for -procs's stage processes, which measure faster over it; gRPC when any is not), grpc, or shm (shared memory: every process on this host, as one user; the driver of -procs passes it to its stages). Give every process of a pipeline the same -transport and -stage-addrs. Over shared memory -certs, -insecure and -listen are not used")
 	fs.DurationVar(&n.RecvTimeout, "recv-timeout", transport.DefaultRecvTimeout, "how long a process waits for the next message of a peer that is alive: give more than the longest work between two messages (a stage's slice of the schedule, an evaluation)")
 }
 

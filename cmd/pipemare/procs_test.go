@@ -85,7 +85,9 @@ func TestProcsRefusals(t *testing.T) {
 		{[]string{"-procs", "2", "-stage-addrs", "127.0.0.1:1,127.0.0.1:2"}, 2, "-procs 2 and -stage-addrs: "},
 		{[]string{"-procs", "2", "-certs", "x"}, 2, "-procs 2 and -certs: -procs makes throw-away certificates"},
 		{[]string{"-stage-addrs", "10.0.0.1:7000", "-insecure"}, 2, "-insecure: plaintext refused: 10.0.0.1:7000 is not a loopback address; give -certs DIR"},
-		{[]string{"-stage-addrs", "127.0.0.1:7000"}, 2, "-certs DIR or -insecure: the links between processes need mutual TLS"},
+		{[]string{"-stage-addrs", "127.0.0.1:7000", "-transport", "grpc"}, 2, "-certs DIR or -insecure: the links between processes need mutual TLS"},
+		{[]string{"-stage-addrs", "127.0.0.1:7000,10.0.0.1:7000"}, 2, "-certs DIR or -insecure: the links between processes need mutual TLS"}, // an address off loopback: gRPC
+		{[]string{"-stage-addrs", "127.0.0.1:7000,10.0.0.1:7000", "-stall-timeout", "1s", "-certs", "x"}, 2, "-stall-timeout 1s: must be at least 11s (gRPC's keepalive"},
 		{[]string{"-stage-addrs", "127.0.0.1"}, 2, `-stage-addrs: "127.0.0.1" is not host:port`},
 		{[]string{"-insecure"}, 2, "-certs and -insecure: they secure the links to stages in other processes: give -procs or -stage-addrs"},
 		{[]string{"-checkpoint-every", "-3"}, 2, "-checkpoint-every -3: a number of minibatches"},
@@ -130,11 +132,14 @@ func TestProcsRefusals(t *testing.T) {
 	require.Empty(t, entries, "nor filled")
 }
 
-// TestStagesStartedByHand: the walkthrough of the README — pipemare certs,
-// one pipemare stage per stage, train -stage-addrs with the driver's
-// certificate — trains as the in-process engine does; each stage exits 0,
-// saying the driver stopped it. Then the driver is killed mid-run: every
-// stage exits non-zero with an error naming its stage.
+// TestStagesStartedByHand: the walkthrough of the README — one pipemare
+// stage per stage, train -stage-addrs driving them — trains as the
+// in-process engine does, each stage exiting 0, saying the driver stopped
+// it: at loopback addresses -transport auto shares memory, without
+// credentials (report.json says so); -transport grpc with pipemare
+// certs's certificates forces gRPC with mutual TLS. Then the driver is
+// killed mid-run: every stage exits non-zero with an error naming its
+// stage.
 func TestStagesStartedByHand(t *testing.T) {
 	skipProcesses(t)
 	args := []string{"-model", "mlp", "-stages", "2", "-limit", "320", "-epochs", "3", "-test-limit", "200"}
@@ -147,27 +152,36 @@ func TestStagesStartedByHand(t *testing.T) {
 	require.Equal(t, 0, code, stderr)
 	require.Contains(t, out, "wrote a CA and certificates for the driver and 2 stages")
 	hosts := []string{"127.0.0.1", "localhost"} // the hosts the certificates name
-	stages := func(args []string) ([]*proc, string) {
-		withCerts := append([]string{"-certs", certs}, args...)
-		return handStages(t, hosts, [][]string{withCerts, withCerts}, nil)
+	stages := func(links, args []string) ([]*proc, string) {
+		a := append(slices.Clone(links), args...)
+		return handStages(t, hosts, [][]string{a, a}, nil)
 	}
-	ps, addrs := stages(args)
-	dir := t.TempDir()
-	out = pipemareRun(t, nil, append([]string{"train", "-stage-addrs", addrs, "-certs", certs, "-out", dir}, args...)...)
-	got := reportOf(t, dir)
-	require.Equal(t, want, got.Result.WeightsSHA256, "stages started by hand train like the engine")
-	require.Equal(t, "remote", got.Placement.Where)
-	require.Equal(t, strings.Split(addrs, ","), got.Placement.Addresses)
-	for i, p := range ps {
-		code, out, stderr := p.wait(t, 30*time.Second)
-		require.Equal(t, 0, code, "stage %d: %s", i, stderr)
-		require.Contains(t, out, fmt.Sprintf("stage %d of 2: connected", i))
-		require.Contains(t, out, fmt.Sprintf("stage %d: stopped by the driver", i))
+	for _, c := range []struct {
+		links     []string
+		transport string
+	}{
+		{nil, "shared memory"},
+		{[]string{"-transport", "grpc", "-certs", certs}, "grpc+mtls"},
+	} {
+		ps, addrs := stages(c.links, args)
+		dir := t.TempDir()
+		pipemareRun(t, nil, append(append([]string{"train", "-stage-addrs", addrs, "-out", dir}, c.links...), args...)...)
+		got := reportOf(t, dir)
+		require.Equal(t, want, got.Result.WeightsSHA256, "stages started by hand train like the engine, over %s", c.transport)
+		require.Equal(t, "remote", got.Placement.Where)
+		require.Equal(t, c.transport, got.Placement.Transport, "%v", c.links)
+		require.Equal(t, strings.Split(addrs, ","), got.Placement.Addresses)
+		for i, p := range ps {
+			code, out, stderr := p.wait(t, 30*time.Second)
+			require.Equal(t, 0, code, "stage %d: %s", i, stderr)
+			require.Contains(t, out, fmt.Sprintf("stage %d of 2: connected", i))
+			require.Contains(t, out, fmt.Sprintf("stage %d: stopped by the driver", i))
+		}
 	}
 
 	long := append(append([]string(nil), args...), "-epochs", "100") // still running when killed, however loaded the machine
-	ps, addrs = stages(long)
-	driver := start(t, nil, append([]string{"train", "-stage-addrs", addrs, "-certs", certs, "-out", t.TempDir()}, long...)...)
+	ps, addrs := stages(nil, long)
+	driver := start(t, nil, append([]string{"train", "-stage-addrs", addrs, "-out", t.TempDir()}, long...)...)
 	driver.until(t, regexp.MustCompile(`^epoch 1:`), time.Minute)
 	require.NoError(t, driver.cmd.Process.Kill())
 	for i, p := range ps {
