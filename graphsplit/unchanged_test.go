@@ -26,7 +26,9 @@ var update = flag.Bool("update", false, "rewrite testdata/plans.golden from the 
 // learnables, and the structure of its Forward and Train programs (every
 // node's op, shape and children, in graph order). testdata/plans.golden was
 // written by the code before learnables could be shared across stages and
-// before ops were guarded; the cuts and programs must stay exactly those.
+// before ops were guarded, and rewritten once when a convolution's layer
+// came to start at its im2col (so no stage sends patches; every stage's
+// learnables stayed the same); the cuts and programs must stay exactly those.
 // The programs are the user's ops re-applied (WithoutOpSubstitution): stage
 // ops change the programs on purpose, not the cuts
 // (TestOpSubstitutionKeepsTheCuts), nor any bit (substitute_test.go).
