@@ -59,6 +59,13 @@ func (d *Dataset) Head(n int) *Dataset {
 // binary (8,000 training and 2,000 test images); "embedded" forces the
 // subset.
 func LoadFashionMNIST(dir string) (train, test *Dataset, err error) {
+	return loadFashionMNIST(dir, 0)
+}
+
+// loadFashionMNIST is LoadFashionMNIST with only the first limit training
+// images read (all when limit ≤ 0): a run of -limit examples decompresses
+// no more, unless the embedded subset was read whole already.
+func loadFashionMNIST(dir string, limit int) (train, test *Dataset, err error) {
 	var fsys fs.FS
 	name := dir
 	switch {
@@ -74,10 +81,10 @@ func LoadFashionMNIST(dir string) (train, test *Dataset, err error) {
 	default:
 		fsys, name = embeddedFashion(), embeddedName
 	}
-	if train, err = loadSplit(fsys, name, "train"); err != nil {
+	if train, err = loadSplit(fsys, name, "train", limit); err != nil {
 		return nil, nil, err
 	}
-	if test, err = loadSplit(fsys, name, "t10k"); err != nil {
+	if test, err = loadSplit(fsys, name, "t10k", 0); err != nil {
 		return nil, nil, err
 	}
 	return train, test, nil
@@ -106,7 +113,8 @@ func exists(path string) bool {
 // them.
 var embeddedIDX sync.Map // file name → *IDX
 
-func loadSplit(fsys fs.FS, where, split string) (*Dataset, error) {
+// loadSplit loads split's first n examples from fsys (all when n ≤ 0).
+func loadSplit(fsys fs.FS, where, split string, n int) (*Dataset, error) {
 	read := func(file string) (*IDX, error) {
 		embedded := where == embeddedName
 		if idx, ok := embeddedIDX.Load(file); ok && embedded {
@@ -117,11 +125,11 @@ func loadSplit(fsys fs.FS, where, split string) (*Dataset, error) {
 			return nil, errors.Wrapf(err, "fashion-mnist (%s): %s is missing; install dataset-fashion-mnist or set %s", where, file, FashionEnv)
 		}
 		defer f.Close()
-		idx, err := ReadIDX(f.(io.Reader))
+		idx, err := ReadIDXHead(f.(io.Reader), n)
 		if err != nil {
 			return nil, errors.Wrapf(err, "fashion-mnist (%s): %s", where, file)
 		}
-		if embedded {
+		if embedded && n <= 0 { // only whole files are kept
 			embeddedIDX.Store(file, idx)
 		}
 		return idx, nil
