@@ -38,7 +38,9 @@ func (d *Dataset) Batch(m *Model, idx []int) (*tensor.Dense, *tensor.Dense) {
 	xs := make([]float32, len(idx)*px)
 	ys := make([]float32, len(idx)*d.Classes)
 	for r, i := range idx {
-		copy(xs[r*px:], d.Images[i*px:(i+1)*px])
+		for j, b := range d.Images[i*px : (i+1)*px] {
+			xs[r*px+j] = float32(b) / 255
+		}
 		ys[r*d.Classes+d.Labels[i]] = 1
 	}
 	shape := m.X.Shape().Clone()

@@ -17,7 +17,9 @@
 //
 // Data: Fashion-MNIST (LoadFashionMNIST), from the Debian package
 // dataset-fashion-mnist when it is installed, else the subset embedded in
-// the binary; CMUdict word→phoneme pairs (LoadCMUdict, G2PData) for the
+// the binary, its pixels kept as bytes until a batch reads them, and a
+// recipe's load of the first n examples decompressing no more
+// (ReadIDXHead); CMUdict word→phoneme pairs (LoadCMUdict, G2PData) for the
 // Transformer. Every data set is a Data: its length and the batches a
 // model reads.
 package zoo

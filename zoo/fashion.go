@@ -22,11 +22,14 @@ const FashionEnv = "PIPEMARE_FASHION_DIR"
 // FashionClasses are Fashion-MNIST's label names.
 var FashionClasses = []string{"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot"}
 
-// Dataset is labelled images: Images[i*Width*Height:] is image i, pixels
-// scaled to [0, 1].
+// Dataset is labelled images: Images[i*Width*Height:] is image i, one
+// byte per pixel as the IDX file has it (0 to 255); Batch scales each to
+// [0, 1] as float32(b)/255. Keeping the bytes makes a load cost only the
+// decompression, not a float32 copy four times its size of examples a run
+// may never read (a stage process reads none).
 type Dataset struct {
 	Name          string
-	Images        []float32
+	Images        []byte
 	Labels        []int
 	Width, Height int
 	Classes       int
@@ -56,6 +59,13 @@ func (d *Dataset) Head(n int) *Dataset {
 // binary (8,000 training and 2,000 test images); "embedded" forces the
 // subset.
 func LoadFashionMNIST(dir string) (train, test *Dataset, err error) {
+	return loadFashionMNIST(dir, 0)
+}
+
+// loadFashionMNIST is LoadFashionMNIST with only the first limit training
+// images read (all when limit ≤ 0): a run of -limit examples decompresses
+// no more, unless the embedded subset was read whole already.
+func loadFashionMNIST(dir string, limit int) (train, test *Dataset, err error) {
 	var fsys fs.FS
 	name := dir
 	switch {
@@ -71,10 +81,10 @@ func LoadFashionMNIST(dir string) (train, test *Dataset, err error) {
 	default:
 		fsys, name = embeddedFashion(), embeddedName
 	}
-	if train, err = loadSplit(fsys, name, "train"); err != nil {
+	if train, err = loadSplit(fsys, name, "train", limit); err != nil {
 		return nil, nil, err
 	}
-	if test, err = loadSplit(fsys, name, "t10k"); err != nil {
+	if test, err = loadSplit(fsys, name, "t10k", 0); err != nil {
 		return nil, nil, err
 	}
 	return train, test, nil
@@ -99,11 +109,12 @@ func exists(path string) bool {
 // embeddedIDX keeps the embedded subset's files decompressed once read, for
 // the process's life (7.9 MB): decompressing them is most of a load's time
 // (2 s under the race detector), and a command or a test suite loads them
-// many times. The bytes are never modified: every load builds its own
-// Dataset from them.
+// many times. The bytes are never modified: every load's Dataset shares
+// them.
 var embeddedIDX sync.Map // file name → *IDX
 
-func loadSplit(fsys fs.FS, where, split string) (*Dataset, error) {
+// loadSplit loads split's first n examples from fsys (all when n ≤ 0).
+func loadSplit(fsys fs.FS, where, split string, n int) (*Dataset, error) {
 	read := func(file string) (*IDX, error) {
 		embedded := where == embeddedName
 		if idx, ok := embeddedIDX.Load(file); ok && embedded {
@@ -114,11 +125,11 @@ func loadSplit(fsys fs.FS, where, split string) (*Dataset, error) {
 			return nil, errors.Wrapf(err, "fashion-mnist (%s): %s is missing; install dataset-fashion-mnist or set %s", where, file, FashionEnv)
 		}
 		defer f.Close()
-		idx, err := ReadIDX(f.(io.Reader))
+		idx, err := ReadIDXHead(f.(io.Reader), n)
 		if err != nil {
 			return nil, errors.Wrapf(err, "fashion-mnist (%s): %s", where, file)
 		}
-		if embedded {
+		if embedded && n <= 0 { // only whole files are kept
 			embeddedIDX.Store(file, idx)
 		}
 		return idx, nil
@@ -135,10 +146,7 @@ func loadSplit(fsys fs.FS, where, split string) (*Dataset, error) {
 		return nil, errors.Errorf("fashion-mnist (%s): %s images %v and labels %v do not match", where, split, imgs.Dims, labels.Dims)
 	}
 	d := &Dataset{Name: "fashion-mnist/" + split, Height: imgs.Dims[1], Width: imgs.Dims[2], Classes: 10}
-	d.Images = make([]float32, len(imgs.Data))
-	for i, b := range imgs.Data {
-		d.Images[i] = float32(b) / 255
-	}
+	d.Images = imgs.Data // shared with embeddedIDX: never modified
 	d.Labels = make([]int, len(labels.Data))
 	for i, b := range labels.Data {
 		if int(b) >= d.Classes {

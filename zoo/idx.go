@@ -19,7 +19,14 @@ type IDX struct {
 // ReadIDX reads an unsigned-byte IDX array, gzipped or not. It says what is
 // wrong with a file that is not one: a bad magic number, a truncated header
 // or body, trailing bytes.
-func ReadIDX(r io.Reader) (*IDX, error) {
+func ReadIDX(r io.Reader) (*IDX, error) { return ReadIDXHead(r, 0) }
+
+// ReadIDXHead reads the first n entries of an unsigned-byte IDX array's
+// first dimension (all of them when n ≤ 0 or n is beyond them): Dims[0] is
+// how many it read. It decompresses and reads only those, so it checks
+// the header and that they are there, but neither the rest of the body
+// nor what follows it; with all entries it is ReadIDX.
+func ReadIDXHead(r io.Reader, n int) (*IDX, error) {
 	br := bufio.NewReader(r)
 	if magic, err := br.Peek(2); err == nil && magic[0] == 0x1f && magic[1] == 0x8b {
 		zr, err := gzip.NewReader(br)
@@ -39,11 +46,11 @@ func ReadIDX(r io.Reader) (*IDX, error) {
 	if head[2] != 0x08 {
 		return nil, errors.Errorf("idx: element type 0x%02x is not unsigned byte (0x08)", head[2])
 	}
-	n := int(head[3])
-	if n == 0 || n > 4 {
-		return nil, errors.Errorf("idx: %d dimensions, want 1 to 4", n)
+	dims := int(head[3])
+	if dims == 0 || dims > 4 {
+		return nil, errors.Errorf("idx: %d dimensions, want 1 to 4", dims)
 	}
-	out := &IDX{Dims: make([]int, n)}
+	out := &IDX{Dims: make([]int, dims)}
 	size := 1
 	for i := range out.Dims {
 		var d [4]byte
@@ -59,9 +66,17 @@ func ReadIDX(r io.Reader) (*IDX, error) {
 			return nil, errors.New("idx: array larger than 2 GiB")
 		}
 	}
+	all := out.Dims[0]
+	if n > 0 && n < all {
+		size = size / all * n
+		out.Dims[0] = n
+	}
 	out.Data = make([]byte, size)
 	if n, err := io.ReadFull(br, out.Data); err != nil {
 		return nil, errors.Errorf("idx: truncated: %d of %d bytes (%v)", n, size, out.Dims)
+	}
+	if out.Dims[0] < all {
+		return out, nil
 	}
 	if _, err := br.ReadByte(); err != io.EOF {
 		if err != nil {

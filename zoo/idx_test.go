@@ -40,6 +40,48 @@ func TestReadIDX(t *testing.T) {
 	}
 }
 
+// TestReadIDXHead: the first n rows of the first dimension are read and
+// checked to be there; what follows them is not read, so a body truncated
+// or longer after them is not seen; n ≤ 0 or beyond the rows is ReadIDX.
+func TestReadIDXHead(t *testing.T) {
+	good := []byte{0, 0, 8, 2, 0, 0, 0, 3, 0, 0, 0, 2, 1, 2, 3, 4, 5, 6}
+	idx, err := ReadIDXHead(bytes.NewReader(good), 2)
+	require.NoError(t, err)
+	require.Equal(t, []int{2, 2}, idx.Dims)
+	require.Equal(t, []byte{1, 2, 3, 4}, idx.Data)
+	idx, err = ReadIDXHead(bytes.NewReader(good[:16]), 2)
+	require.NoError(t, err, "the third row is not read")
+	require.Equal(t, []byte{1, 2, 3, 4}, idx.Data)
+	_, err = ReadIDXHead(bytes.NewReader(good[:15]), 2)
+	require.ErrorContains(t, err, "truncated: 3 of 4 bytes")
+	for _, n := range []int{0, -1, 3, 4} {
+		idx, err = ReadIDXHead(bytes.NewReader(good), n)
+		require.NoError(t, err)
+		require.Equal(t, []int{3, 2}, idx.Dims, "n %d reads every row", n)
+		_, err = ReadIDXHead(bytes.NewReader(append(append([]byte{}, good...), 7)), n)
+		require.ErrorContains(t, err, "trailing bytes", "n %d checks the end", n)
+	}
+}
+
+// TestLoadLimitedReadsTheSameExamples: a recipe's load of the first n
+// training examples holds the bytes and labels of the whole file's first
+// n, whether the embedded subset was read whole before or not.
+func TestLoadLimitedReadsTheSameExamples(t *testing.T) {
+	embeddedIDX.Clear()
+	r, err := RecipeFor("mlp")
+	require.NoError(t, err)
+	head, _, err := r.Load("embedded", 100)
+	require.NoError(t, err)
+	_, cached := embeddedIDX.Load("train-images-idx3-ubyte.gz")
+	require.False(t, cached, "a head is not kept as the whole file")
+	whole, _, err := LoadFashionMNIST("embedded")
+	require.NoError(t, err)
+	require.Equal(t, whole.Head(100), head.(*Dataset))
+	again, _, err := r.Load("embedded", 100)
+	require.NoError(t, err)
+	require.Equal(t, head, again)
+}
+
 func TestLoadFashionMNIST(t *testing.T) {
 	train, test, err := LoadFashionMNIST("embedded")
 	require.NoError(t, err)

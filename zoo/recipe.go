@@ -54,7 +54,7 @@ func (r Recipe) Load(dir string, limit int) (train, test Data, err error) {
 }
 
 func loadFashion(dir string, limit int) (Data, Data, error) {
-	train, test, err := LoadFashionMNIST(dir)
+	train, test, err := loadFashionMNIST(dir, limit)
 	if err != nil {
 		return nil, nil, err
 	}

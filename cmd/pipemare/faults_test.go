@@ -24,9 +24,10 @@ import (
 // its address, and leaves no process and no temporary file behind.
 
 // faultDeadline is the matrix's -connect-timeout: long enough for the
-// healthy processes of a case to start and connect on a loaded machine,
-// short enough to keep the matrix fast.
-const faultDeadline = 3 * time.Second
+// healthy processes of a case to start and connect on a loaded machine
+// (a stage process is serving well within a second: docs/testing.md),
+// short enough to keep the matrix fast, as most cases wait it out.
+const faultDeadline = 2 * time.Second
 
 // faultMargin is what a process of the matrix may take beyond the
 // deadline: its start-up (building the model), the refusal grace of a
