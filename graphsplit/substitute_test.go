@@ -191,7 +191,8 @@ func TestFineGrainedStartsAConvolutionAtItsIm2col(t *testing.T) {
 // convolution reads the data, whose gradient nothing needs; its stage op
 // computes the filter's gradient only (gorgonia's GEMM computes the
 // patches' too), and training is the same bits — also where a cut between
-// its im2col and its product makes the patches a stage input.
+// its im2col and its product makes the patches a stage input (with
+// another BLAS than gonum's, to the parity tests' tolerance).
 func TestConvolutionOfDataComputesNoPatchGradient(t *testing.T) {
 	if testutil.RaceEnabled {
 		t.Skip("numerics in one goroutine, 5× slower under the race detector and nothing for it to check; go test ./... runs it")
@@ -229,6 +230,10 @@ func TestConvolutionOfDataComputesNoPatchGradient(t *testing.T) {
 	got := runPlan(t, testmodels.CNN, tensor.Float32, opts, false)
 	require.Equal(t, len(want), len(got))
 	for i := range want {
+		if !stageops.ExactBLAS() { // -tags openblas: the stage ops' GEMMs round otherwise (TestOpSubstitutionChangesNoBit)
+			require.LessOrEqual(t, testutil.RelErr(t, got[i], want[i]), tolerance(tensor.Float32), "value %d", i)
+			continue
+		}
 		require.True(t, sameBits(want[i], got[i]), "value %d", i)
 	}
 }
