@@ -15,8 +15,9 @@ import (
 // what ran and nothing else: every step that ran belongs to an epoch of
 // the result, the epoch whose steps all ran is complete (its accuracy is
 // measured: what was read finishes), the epoch that had not begun is not
-// reported, and the run is interrupted with the drained weights' hash.
-// Cancelled as the last epoch's last loss arrives, the run finishes.
+// reported, and the run is interrupted with the drained weights' hash; a
+// checkpoint at that epoch's end is written. Cancelled as the last
+// epoch's last loss arrives, the run finishes.
 func TestInterruptedAtEpochBoundary(t *testing.T) {
 	trainSet, test, err := testFashion()
 	require.NoError(t, err)
@@ -25,8 +26,9 @@ func TestInterruptedAtEpochBoundary(t *testing.T) {
 		atStep   int // cancel as this step's loss arrives (steps into the run)
 		atEpoch  int // or once this epoch's progress is reported
 		finished bool
+		every    int // checkpoints
 	}{
-		{name: "last step of epoch 1", atStep: 3},
+		{name: "last step of epoch 1", atStep: 3, every: 3},
 		{name: "after epoch 1's progress", atEpoch: 1},
 		{name: "last step of the run", atStep: 6, finished: true},
 	} {
@@ -35,6 +37,9 @@ func TestInterruptedAtEpochBoundary(t *testing.T) {
 			defer cancel()
 			steps := 0
 			cfg := Config{Hyper: zoo.Hyper{Microbatch: 16, Microbatches: 4, Epochs: 2, LR: 0.03, Seed: 1}, Schedule: schedule.PipeMare(), T1: 6, T2: 0.9, ProgressEvery: 1}
+			if c.every > 0 {
+				cfg.CheckpointEvery, cfg.CheckpointDir = c.every, t.TempDir()
+			}
 			cfg.Steps = func(int, int) {
 				if steps++; steps == c.atStep {
 					cancel()
@@ -68,6 +73,11 @@ func TestInterruptedAtEpochBoundary(t *testing.T) {
 			require.True(t, res.Interrupted)
 			require.Equal(t, res.Epochs[0].Accuracy, res.Accuracy)
 			require.Zero(t, res.ModelAccuracy)
+			if c.every > 0 {
+				_, step, err := lastCheckpoint(cfg.CheckpointDir)
+				require.NoError(t, err)
+				require.Equal(t, 3, step, "the checkpoint at epoch 1's end")
+			}
 			doc := jsonOf(t, res)
 			require.Equal(t, true, doc["interrupted"])
 			require.Contains(t, doc, "final_accuracy")
