@@ -170,8 +170,8 @@ type Result struct {
 	Schedule string `json:"schedule"`
 	// Stages is the number of stages of the plan, P.
 	Stages int `json:"stages"`
-	// Epochs are the epochs that ran, the last one marked Interrupted if
-	// the run stopped inside it.
+	// Epochs are the epochs that ran (at least one step each), the last
+	// one marked Interrupted if the run stopped inside it.
 	Epochs []EpochResult `json:"epochs"`
 	// Report is what the engine measured.
 	Report asyncvm.Report `json:"report"`
@@ -191,7 +191,8 @@ type Result struct {
 	// none completed); the accuracy of the model the run ends with is
 	// ModelAccuracy.
 	Accuracy float64 `json:"final_accuracy"`
-	// Interrupted is set when the run stopped before its last epoch ended.
+	// Interrupted is set when the run stopped before it finished: before
+	// its last epoch ended, or in its final flush and measurement.
 	Interrupted bool `json:"interrupted,omitempty"`
 	// WeightsSHA256 is graphsplit.Plan.WeightsSHA256 of the trained
 	// weights: two runs with the same hash trained bit-identical weights.
@@ -347,10 +348,14 @@ func (c Config) Method(stepsPerEpoch int) method.Method {
 
 // Train builds a fresh model with build, trains it on train for cfg.Epochs
 // with the pipeline (or with injected delays) and measures test accuracy
-// after every epoch. Once ctx is done it reads no further minibatch,
-// trains those already handed out, drains the pipeline (within
-// InterruptGrace) and returns ctx's error with the result so far: its
-// last epoch Interrupted, and the drained weights' WeightsSHA256.
+// after every epoch. Once ctx is done it reads no further minibatch and
+// finishes, within InterruptGrace, what was read: it trains the
+// minibatches already handed out, ends an epoch all of whose steps ran
+// (its accuracy, its checkpoint) and a run all of whose epochs ran (which
+// then returns no error); else it drains the pipeline and returns ctx's
+// error with the result so far — every step that ran and no other: its
+// last epoch Interrupted if the run stopped inside it, an epoch that had
+// not begun absent — and the drained weights' WeightsSHA256.
 // With cfg.MaxRestarts it restarts a pipeline that failed from its last
 // checkpoint (Restart). It computes with graphsplit.UseFastBLAS, holding
 // cfg.Kernels (graphsplit.HoldKernels) until it returns: it refuses to
