@@ -28,8 +28,8 @@ type Progress struct {
 }
 
 // Train runs train.Train with cfg's progress reported as p says, and
-// then, when an epoch trained, the summary: the epoch the run stopped in,
-// if it was interrupted; the stages, the measured utilization and bubble
+// then, when an epoch trained, the summary: if it was interrupted, the
+// epoch the run stopped in, or the last epoch it ended; the stages, the measured utilization and bubble
 // and the wall time; and a finished run's accuracy and weights. It
 // returns what train.Train returns; it is an experiment.Trainer.
 func (p Progress) Train(ctx context.Context, build zoo.Builder, trainSet, test zoo.Data, cfg train.Config) (*train.Result, error) {
@@ -62,8 +62,11 @@ func (p Progress) Train(ctx context.Context, build zoo.Builder, trainSet, test z
 	if res == nil || len(res.Epochs) == 0 {
 		return res, err
 	}
-	if last := res.Epochs[len(res.Epochs)-1]; last.Interrupted {
+	switch last := res.Epochs[len(res.Epochs)-1]; {
+	case last.Interrupted:
 		fmt.Fprintf(p.Log, "epoch %d interrupted after %d steps: loss %.4f\n", last.Epoch, len(last.Losses), last.Loss)
+	case res.Interrupted:
+		fmt.Fprintf(p.Log, "run interrupted after epoch %d, at step %d\n", last.Epoch, res.Steps())
 	}
 	fmt.Fprintf(p.Log, "%d stages, measured utilization %.3f (bubble %.3f), wall %v\n", res.Stages, res.Report.Utilization, res.Report.Bubble, res.Wall.Round(time.Millisecond))
 	switch {

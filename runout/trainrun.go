@@ -112,7 +112,8 @@ func WriteRuns(out rundir.Dir, report any, runs []Compared, trace func(Compared)
 
 // Interruption is the error of a run its context stopped (Ctrl-C,
 // SIGTERM), once Finish wrote what ran, in place of the engine's "context
-// canceled": the epoch and step it stopped at, what it wrote, and how to
+// canceled": the epoch and step it stopped at (in an epoch, or after one
+// whose steps all ran, before the next began), what it wrote, and how to
 // go on — -resume from the run's last checkpoint, or, with none, that
 // -checkpoint-every makes a run resumable. A run whose pipeline drained
 // (res has the weights' hash) wrote its weights as they were as the
@@ -121,16 +122,15 @@ func (r *TrainRun) Interruption(res *train.Result) error {
 	if res == nil || len(res.Epochs) == 0 {
 		return errors.Errorf("interrupted before the first step; nothing written to %s", r.Dir.Path)
 	}
-	steps := 0
-	for _, e := range res.Epochs {
-		steps += len(e.Losses)
-	}
 	last := res.Epochs[len(res.Epochs)-1]
 	wrote := fmt.Sprintf("report.json, trace.json and the plots written to %s (no %s: the pipeline could not drain)", r.Dir.Path, rundir.ModelFile)
 	if res.WeightsSHA256 != "" {
 		wrote = fmt.Sprintf("%s (the weights of the steps that ran), report.json, trace.json and the plots written to %s", rundir.ModelFile, r.Dir.Path)
 	}
-	msg := fmt.Sprintf("interrupted in epoch %d after step %d; %s", last.Epoch, steps, wrote)
+	msg := fmt.Sprintf("interrupted in epoch %d after step %d; %s", last.Epoch, res.Steps(), wrote)
+	if !last.Interrupted {
+		msg = fmt.Sprintf("interrupted after epoch %d, at step %d; %s", last.Epoch, res.Steps(), wrote)
+	}
 	if c, err := checkpoint.Latest(filepath.Join(r.Dir.Path, rundir.CheckpointsDir)); err == nil {
 		return runspec.Errorf("%s; resume with {resume} %s (from its checkpoint of step %d)", msg, r.Dir.Path, c.Manifest.Step)
 	}

@@ -102,7 +102,7 @@ func restarting(ctx context.Context, cfg Config, once func(*attempt) (*Result, e
 			r.At = time.Now()
 		}
 		if res != nil {
-			r.StepsRedone = stepsDone(res.Epochs)
+			r.StepsRedone = res.Steps()
 		}
 		if cfg.Disconnect != nil {
 			if derr := cfg.Disconnect(err); derr != nil {
@@ -152,15 +152,6 @@ func failedStage(err error) int {
 		}
 	}
 	return -1
-}
-
-// stepsDone is the minibatches epochs trained: one loss each.
-func stepsDone(epochs []EpochResult) int {
-	n := 0
-	for _, e := range epochs {
-		n += len(e.Losses)
-	}
-	return n
 }
 
 // lastCheckpoint is the directory and step of the last complete

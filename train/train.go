@@ -170,8 +170,8 @@ type Result struct {
 	Schedule string `json:"schedule"`
 	// Stages is the number of stages of the plan, P.
 	Stages int `json:"stages"`
-	// Epochs are the epochs that ran, the last one marked Interrupted if
-	// the run stopped inside it.
+	// Epochs are the epochs that ran (at least one step each), the last
+	// one marked Interrupted if the run stopped inside it.
 	Epochs []EpochResult `json:"epochs"`
 	// Report is what the engine measured.
 	Report asyncvm.Report `json:"report"`
@@ -191,7 +191,8 @@ type Result struct {
 	// none completed); the accuracy of the model the run ends with is
 	// ModelAccuracy.
 	Accuracy float64 `json:"final_accuracy"`
-	// Interrupted is set when the run stopped before its last epoch ended.
+	// Interrupted is set when the run stopped before it finished: before
+	// its last epoch ended, or in its final flush and measurement.
 	Interrupted bool `json:"interrupted,omitempty"`
 	// WeightsSHA256 is graphsplit.Plan.WeightsSHA256 of the trained
 	// weights: two runs with the same hash trained bit-identical weights.
@@ -227,6 +228,17 @@ func (r Result) MarshalJSON() ([]byte, error) {
 		}
 	}
 	return json.Marshal(out)
+}
+
+// Steps is the minibatches the run trained, in the epochs of r: one
+// loss each. An interrupted run's weights (WeightsSHA256) hold these
+// steps, and no other.
+func (r *Result) Steps() int {
+	n := 0
+	for _, e := range r.Epochs {
+		n += len(e.Losses)
+	}
+	return n
 }
 
 // StepsAfterWarmup is the number of asynchronous steps of a run with
@@ -336,10 +348,14 @@ func (c Config) Method(stepsPerEpoch int) method.Method {
 
 // Train builds a fresh model with build, trains it on train for cfg.Epochs
 // with the pipeline (or with injected delays) and measures test accuracy
-// after every epoch. Once ctx is done it reads no further minibatch,
-// trains those already handed out, drains the pipeline (within
-// InterruptGrace) and returns ctx's error with the result so far: its
-// last epoch Interrupted, and the drained weights' WeightsSHA256.
+// after every epoch. Once ctx is done it reads no further minibatch and
+// finishes, within InterruptGrace, what was read: it trains the
+// minibatches already handed out, ends an epoch all of whose steps ran
+// (its accuracy, its checkpoint) and a run all of whose epochs ran (which
+// then returns no error); else it drains the pipeline and returns ctx's
+// error with the result so far — every step that ran and no other: its
+// last epoch Interrupted if the run stopped inside it, an epoch that had
+// not begun absent — and the drained weights' WeightsSHA256.
 // With cfg.MaxRestarts it restarts a pipeline that failed from its last
 // checkpoint (Restart). It computes with graphsplit.UseFastBLAS, holding
 // cfg.Kernels (graphsplit.HoldKernels) until it returns: it refuses to
@@ -363,7 +379,7 @@ func Train(ctx context.Context, build zoo.Builder, train, test zoo.Data, cfg Con
 // trainOnce is one attempt of Train (cfg normalized): from cfg.Resume, or
 // from the start; it records in a when its engine was ready and when it
 // failed.
-func trainOnce(ctx context.Context, build zoo.Builder, train, test zoo.Data, cfg Config, a *attempt) (*Result, error) {
+func trainOnce(ctx context.Context, build zoo.Builder, train, test zoo.Data, cfg Config, a *attempt) (_ *Result, err error) {
 	m, plan, err := cfg.Split(build)
 	if err != nil {
 		return nil, err
@@ -380,12 +396,19 @@ func trainOnce(ctx context.Context, build zoo.Builder, train, test zoo.Data, cfg
 		return nil, err
 	}
 	defer vm.Close()
-	eval := pipelineEvaluator(ctx, m, vm)
+	// ctx stops the run between steps; what was read then finishes — the
+	// steps, the pipeline's drain, an epoch all of whose steps ran (its
+	// accuracy, its checkpoint) and, once every epoch ran, the run — under
+	// runCtx, which ctx cancels only InterruptGrace later.
+	runCtx, cancelRun := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelRun()
+	defer context.AfterFunc(ctx, func() { time.AfterFunc(InterruptGrace, cancelRun) })()
+	eval := pipelineEvaluator(runCtx, m, vm)
 
 	res := &Result{Config: cfg, Model: m.Name, Schedule: cfg.Schedule.Name, Stages: len(plan.Stages), Plan: plan}
 	start := time.Now()
 	// Whatever happens, the result holds what ran.
-	defer res.record(vm, cfg, start)
+	defer func() { res.record(vm, cfg, start, err) }()
 	rc := cfg.savedConfig(m.Name, train.Len())
 	firstEpoch, firstIndex := 1, 0
 	if cfg.Resume != "" {
@@ -393,11 +416,6 @@ func trainOnce(ctx context.Context, build zoo.Builder, train, test zoo.Data, cfg
 			return nil, err
 		}
 	}
-	// ctx stops the run between steps; the pipeline then drains under
-	// runCtx, which ctx cancels only InterruptGrace later.
-	runCtx, cancelRun := context.WithCancel(context.WithoutCancel(ctx))
-	defer cancelRun()
-	defer context.AfterFunc(ctx, func() { time.AfterFunc(InterruptGrace, cancelRun) })()
 	a.markReady()
 	t := &trainer{ctx: runCtx, stop: ctx, cfg: cfg, vm: vm, eval: eval, test: test, rc: rc, res: res}
 	rng := rand.New(rand.NewSource(cfg.Seed))
@@ -453,11 +471,13 @@ func (cfg Config) newVM(ctx context.Context, plan *graphsplit.Plan, opts []async
 	}
 }
 
-// record fills in r what ran, whatever happened, when Train returns: the
-// run's time since start, the engine's report, its events and their
-// replay (not with injected delays), the accuracy of the last complete
-// epoch, and whether the run stopped before its last epoch ended.
-func (r *Result) record(vm *asyncvm.VM, cfg Config, start time.Time) {
+// record fills in r what ran, whatever happened, when Train returns with
+// err: the run's time since start, the engine's report, its events and
+// their replay (not with injected delays), the accuracy of the last
+// complete epoch, and whether the run stopped before it finished — before
+// its last epoch ended, or, with err, before its final flush and
+// measurement did.
+func (r *Result) record(vm *asyncvm.VM, cfg Config, start time.Time, err error) {
 	r.Wall = time.Since(start)
 	r.Report = vm.Report()
 	if cfg.Delays == nil {
@@ -469,7 +489,7 @@ func (r *Result) record(vm *asyncvm.VM, cfg Config, start time.Time) {
 			r.Accuracy = e.Accuracy
 		}
 	}
-	r.Interrupted = len(r.Epochs) < cfg.Epochs || r.Epochs[len(r.Epochs)-1].Interrupted
+	r.Interrupted = err != nil || len(r.Epochs) < cfg.Epochs || r.Epochs[len(r.Epochs)-1].Interrupted
 }
 
 // resume restores vm from the checkpoint at (or that LATEST points to in)
@@ -505,8 +525,11 @@ type trainer struct {
 // epoch trains epoch on its minibatches batches, from minibatch from on:
 // a run resumed from a checkpoint inside the epoch (from > 0) goes on
 // with the epoch's result so far, the last of res.Epochs, which the
-// epoch's result replaces. It appends the epoch's result to res.Epochs,
-// complete or, on an error while streaming, interrupted.
+// epoch's result replaces. It appends the epoch's result to res.Epochs:
+// complete once its accuracy is measured; interrupted, without accuracy,
+// if it failed or was stopped before — its steps that ran, all of them
+// possibly; not at all if none of its steps ran (an epoch that had not
+// begun).
 func (t *trainer) epoch(epoch int, batches []map[*gorgonia.Node]gorgonia.Value, from int) error {
 	er := EpochResult{Epoch: epoch}
 	if from > 0 { // a checkpoint inside this epoch
@@ -515,18 +538,24 @@ func (t *trainer) epoch(epoch int, batches []map[*gorgonia.Node]gorgonia.Value, 
 		er.Interrupted = false
 	}
 	began := time.Now().Add(-er.Wall)
-	if err := t.stream(epoch, batches, from, &er, began); err != nil {
-		return err
+	err := t.stream(epoch, batches, from, &er, began)
+	if err == nil {
+		err = t.endEpoch(epoch, len(batches), &er, began)
 	}
-	return t.endEpoch(epoch, len(batches), &er, began)
+	ended := len(t.res.Epochs) > 0 && t.res.Epochs[len(t.res.Epochs)-1].Epoch == epoch
+	if err != nil && !ended && len(er.Losses) > 0 { // keep what ran of the epoch, without accuracy
+		er.measure(time.Since(began), t.cfg)
+		er.Accuracy, er.Clock, er.Interrupted = 0, 0, true
+		t.res.Epochs = append(t.res.Epochs, er)
+	}
+	return err
 }
 
 // stream runs batches[done:] through the pipeline, adding their losses
 // to er and calling cfg.Steps as it goes, in streams that end at the
 // checkpoints inside the epoch: at each it measures er (the epoch began
 // at began) and writes a checkpoint whose last epoch is er marked
-// Interrupted. On a failed stream it measures er, marks it Interrupted
-// and appends it to res.Epochs.
+// Interrupted.
 func (t *trainer) stream(epoch int, batches []map[*gorgonia.Node]gorgonia.Value, done int, er *EpochResult, began time.Time) error {
 	cfg := t.cfg
 	every := max(cfg.ProgressEvery, 1)
@@ -543,10 +572,7 @@ func (t *trainer) stream(epoch int, batches []map[*gorgonia.Node]gorgonia.Value,
 				cfg.Steps(done, len(batches))
 			}
 		})
-		if err != nil { // keep what ran of the epoch, without accuracy
-			er.measure(time.Since(began), cfg)
-			er.Interrupted = true
-			t.res.Epochs = append(t.res.Epochs, *er)
+		if err != nil {
 			return err
 		}
 		if k, step := cfg.CheckpointEvery, (epoch-1)*len(batches)+done; k > 0 && step%k == 0 && done < len(batches) {
@@ -564,7 +590,8 @@ func (t *trainer) stream(epoch int, batches []map[*gorgonia.Node]gorgonia.Value,
 // endEpoch ends epoch, of n minibatches, once they all ran: it measures
 // er (the epoch began at began), its utilization so far (not with
 // injected delays) and its test accuracy, with the weights pulled from
-// the stages; appends it to res.Epochs; and calls cfg.Progress. When a
+// the stages; appends it to res.Epochs (once all that succeeded); and
+// calls cfg.Progress. When a
 // checkpoint falls at the epoch's end, it drains the pipeline first and
 // writes the checkpoint after the accuracy is measured, so that it holds
 // it.

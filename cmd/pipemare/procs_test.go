@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"os"
@@ -309,7 +310,12 @@ func freePorts(t *testing.T, n int) int {
 
 // TestProcsInterrupted: train -procs 3 stopped by SIGTERM (or Ctrl-C)
 // mid-run stops its stage processes, removes its certificates and still
-// writes the report of what ran, its last epoch marked interrupted.
+// writes the report of what ran. Where the signal lands decides which of
+// two the run says — inside an epoch (that epoch marked interrupted after
+// the steps that ran) or between two (the last ended whole, the next never
+// began; train's and runout's TestInterruptedAtEpochBoundary send it
+// exactly there) — and in both the report holds the steps the message
+// and the progress name.
 func TestProcsInterrupted(t *testing.T) {
 	skipProcesses(t)
 	tmp, dir := t.TempDir(), t.TempDir()
@@ -319,11 +325,38 @@ func TestProcsInterrupted(t *testing.T) {
 	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
 	code, out, stderr := p.wait(t, time.Minute)
 	require.Equal(t, 1, code, "%s\n%s", out, stderr)
-	require.Regexp(t, `(?m)^pipemare train: interrupted in epoch \d+ after step \d+; (model.safetensors \(the weights of the steps that ran\), )?report.json, trace.json and the plots written to .*; no checkpoint to resume from \(-checkpoint-every K makes a run resumable\)$`, stderr)
-	require.Regexp(t, `(?m)^epoch \d+ interrupted after \d+ steps`, out)
+	said := regexp.MustCompile(`(?m)^pipemare train: interrupted (?:in epoch (\d+) after step (\d+)|after epoch (\d+), at step (\d+)); (model.safetensors \(the weights of the steps that ran\), )?report.json, trace.json and the plots written to .*; no checkpoint to resume from \(-checkpoint-every K makes a run resumable\)$`).FindStringSubmatch(stderr)
+	require.NotNil(t, said, stderr)
 	b, err := os.ReadFile(filepath.Join(dir, "report.json"))
 	require.NoError(t, err, "the report of what ran")
-	require.Contains(t, string(b), `"interrupted": true`)
+	var rep struct {
+		Result struct {
+			Interrupted bool `json:"interrupted"`
+			Epochs      []struct {
+				Epoch       int       `json:"epoch"`
+				Losses      []float64 `json:"losses"`
+				Interrupted bool      `json:"interrupted"`
+			} `json:"epochs"`
+		} `json:"result"`
+	}
+	require.NoError(t, json.Unmarshal(b, &rep))
+	require.True(t, rep.Result.Interrupted)
+	epochs := rep.Result.Epochs
+	require.NotEmpty(t, epochs)
+	steps := 0
+	for i, e := range epochs {
+		require.Equal(t, i+1, e.Epoch)
+		require.Equal(t, i == len(epochs)-1 && said[1] != "", e.Interrupted, "only the epoch it stopped in is interrupted")
+		steps += len(e.Losses)
+	}
+	last := epochs[len(epochs)-1]
+	if said[1] != "" { // inside an epoch
+		require.Equal(t, []string{fmt.Sprint(last.Epoch), fmt.Sprint(steps)}, said[1:3])
+		require.Regexp(t, fmt.Sprintf(`(?m)^epoch %d interrupted after %d steps`, last.Epoch, len(last.Losses)), out)
+	} else { // between two
+		require.Equal(t, []string{fmt.Sprint(last.Epoch), fmt.Sprint(steps)}, said[3:5])
+		require.Contains(t, out, fmt.Sprintf("\nrun interrupted after epoch %d, at step %d\n", last.Epoch, steps))
+	}
 	requireCleanedUp(t, m[1:], tmp)
 }
 
