@@ -207,7 +207,11 @@ func (m *matcher) match(n *gorgonia.Node) *substitution {
 	case *gorgonia.BatchNormOp:
 		return m.batchNorm(n, op)
 	}
-	switch opTypeName(n.Op()) {
+	name := opTypeName(n.Op())
+	if m.a.statelessOnly && name != "maxPoolOp" {
+		return nil
+	}
+	switch name {
 	case "maxPoolOp":
 		mp, err := stageops.NewMaxPool(n.Op())
 		if err != nil {
@@ -364,7 +368,7 @@ func (m *matcher) batchNorm(n *gorgonia.Node, op *gorgonia.BatchNormOp) *substit
 		return y, gorgonia.Nodes{stats}, err
 	}}
 	mul := m.only(n)
-	if mul == nil || !isBinOp(mul, "⊙ false") {
+	if m.a.statelessOnly || mul == nil || !isBinOp(mul, "⊙ false") {
 		return plain
 	}
 	scale, sAxes, sChain, ok := m.broadcastOf(other(m.a.children(mul), n), x.Shape())
