@@ -38,6 +38,8 @@ type analysis struct {
 	// substitute lets stages compute some ops with stage ops
 	// (substitute.go).
 	substitute bool
+	// statelessOnly limits substitution to plain BatchNorm and MaxPool.
+	statelessOnly bool
 }
 
 func (a *analysis) children(n *gorgonia.Node) gorgonia.Nodes {

@@ -21,6 +21,10 @@ type config struct {
 	// noSubstitution: stages re-apply the user's ops as they are
 	// (substitute.go).
 	noSubstitution bool
+	// statelessOnly: stages compute only BatchNorm and MaxPool with stage
+	// ops (plain: no fused scale, bias or Rectify), as keeping needs, and
+	// re-apply every other op of the user's (tests compare).
+	statelessOnly bool
 }
 
 // Stages asks for p stages, balanced by the cost model so that the most

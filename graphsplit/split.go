@@ -59,6 +59,7 @@ func Split(g *gorgonia.ExprGraph, cost *gorgonia.Node, learnables gorgonia.Nodes
 	}
 	a.unguarded = cfg.unguarded
 	a.substitute = !cfg.noSubstitution
+	a.statelessOnly = cfg.statelessOnly
 	model := cfg.model
 	if model == nil {
 		model = EstimatedCost{}

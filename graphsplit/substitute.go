@@ -108,17 +108,19 @@ func (b *builder) substitute(n *gorgonia.Node) (*gorgonia.Node, bool, error) {
 // nodes: root's value, from the leaves, with the absorbed nodes computed
 // along the way (so never built). build gets the leaves' nodes in the stage
 // and returns root's, and the extra nodes it made that a backward may read
-// (a BatchNorm's statistics, a MaxPool's argmax).
+// (a BatchNorm's statistics, a MaxPool's argmax). smaller, if not nil, is
+// what to compute of root's pattern when this does not fit the stage.
 type substitution struct {
 	root     *gorgonia.Node
 	absorbed gorgonia.Nodes
 	leaves   gorgonia.Nodes
 	build    func(leaves gorgonia.Nodes) (*gorgonia.Node, gorgonia.Nodes, error)
+	smaller  *substitution
 }
 
 // findSubstitutions matches the stage's nodes in order, each claimed by the
-// first (largest) substitution that covers it, and returns every claimed
-// node's substitution.
+// first (largest) substitution that covers it and fits the stage, and
+// returns every claimed node's substitution.
 func findSubstitutions(a *analysis, st *Stage) map[*gorgonia.Node]*substitution {
 	m := &matcher{a: a, st: st, users: make(map[*gorgonia.Node]gorgonia.Nodes)}
 	for n := range a.needed {
@@ -132,10 +134,10 @@ func findSubstitutions(a *analysis, st *Stage) map[*gorgonia.Node]*substitution 
 			continue
 		}
 		s := m.match(n)
-		if s == nil {
-			continue
+		for s != nil && !m.fits(s, out) {
+			s = s.smaller
 		}
-		if !m.fits(s, out) {
+		if s == nil {
 			continue
 		}
 		for _, x := range append(gorgonia.Nodes{s.root}, s.absorbed...) {
@@ -207,7 +209,11 @@ func (m *matcher) match(n *gorgonia.Node) *substitution {
 	case *gorgonia.BatchNormOp:
 		return m.batchNorm(n, op)
 	}
-	switch opTypeName(n.Op()) {
+	name := opTypeName(n.Op())
+	if m.a.statelessOnly && name != "maxPoolOp" {
+		return nil
+	}
+	switch name {
 	case "maxPoolOp":
 		mp, err := stageops.NewMaxPool(n.Op())
 		if err != nil {
@@ -356,7 +362,9 @@ func isZero(n *gorgonia.Node) bool {
 
 // batchNorm matches a BatchNorm, with the broadcast scale and bias
 // gorgonia.BatchNorm adds after it and a Rectify after those when they are
-// there.
+// there — each smaller than the one before, for when a cut leaves the
+// Rectify, or the scale and bias, to the next stage: every BatchNorm is a
+// stage op, without state, whose stage keeps (CanKeep).
 func (m *matcher) batchNorm(n *gorgonia.Node, op *gorgonia.BatchNormOp) *substitution {
 	x := m.a.children(n)[0]
 	plain := &substitution{root: n, leaves: gorgonia.Nodes{x}, build: func(k gorgonia.Nodes) (*gorgonia.Node, gorgonia.Nodes, error) {
@@ -364,7 +372,7 @@ func (m *matcher) batchNorm(n *gorgonia.Node, op *gorgonia.BatchNormOp) *substit
 		return y, gorgonia.Nodes{stats}, err
 	}}
 	mul := m.only(n)
-	if mul == nil || !isBinOp(mul, "⊙ false") {
+	if m.a.statelessOnly || mul == nil || !isBinOp(mul, "⊙ false") {
 		return plain
 	}
 	scale, sAxes, sChain, ok := m.broadcastOf(other(m.a.children(mul), n), x.Shape())
@@ -379,21 +387,22 @@ func (m *matcher) batchNorm(n *gorgonia.Node, op *gorgonia.BatchNormOp) *substit
 	if !ok {
 		return plain
 	}
-	s := &substitution{root: add, absorbed: append(append(gorgonia.Nodes{n, mul}, sChain...), bChain...), leaves: gorgonia.Nodes{x, scale, bias}}
-	relu := false
-	for _, g := range m.users[add] {
-		if _, z, ok := m.rectify(g); ok && len(m.users[add]) == 2 {
-			s.absorbed = append(s.absorbed, add, g)
-			s.root, relu = z, true
-			break
+	fused := func(relu bool) func(k gorgonia.Nodes) (*gorgonia.Node, gorgonia.Nodes, error) {
+		return func(k gorgonia.Nodes) (*gorgonia.Node, gorgonia.Nodes, error) {
+			bn := stageops.BatchNorm{Op: op, Scale: k[1], Bias: k[2], ScaleAxes: sAxes, BiasAxes: bAxes, ReLU: relu}
+			y, stats, err := bn.Apply(k[0])
+			return y, gorgonia.Nodes{stats}, err
 		}
 	}
-	s.build = func(k gorgonia.Nodes) (*gorgonia.Node, gorgonia.Nodes, error) {
-		bn := stageops.BatchNorm{Op: op, Scale: k[1], Bias: k[2], ScaleAxes: sAxes, BiasAxes: bAxes, ReLU: relu}
-		y, stats, err := bn.Apply(k[0])
-		return y, gorgonia.Nodes{stats}, err
+	leaves := gorgonia.Nodes{x, scale, bias}
+	affine := &substitution{root: add, absorbed: append(append(gorgonia.Nodes{n, mul}, sChain...), bChain...), leaves: leaves, build: fused(false), smaller: plain}
+	for _, g := range m.users[add] {
+		if _, z, ok := m.rectify(g); ok && len(m.users[add]) == 2 {
+			absorbed := append(append(gorgonia.Nodes{}, affine.absorbed...), add, g)
+			return &substitution{root: z, absorbed: absorbed, leaves: leaves, build: fused(true), smaller: affine}
+		}
 	}
-	return s
+	return affine
 }
 
 // other returns the child of a binary node that is not n (nil if both or

@@ -63,6 +63,28 @@ func TestStageOpsTrainTheZooBitForBit(t *testing.T) {
 	}
 }
 
+// TestStageOpsKeepTheForwardsReLUMask trains the zoo's CNN under PipeMare
+// keeping activations, where a microbatch's backward reads newer weights
+// than its forward did, with the stage ops and with the user's ops wherever
+// keeping allows them (graphsplit.StatelessOnly: BatchNorm a stage op
+// alone, its scale, bias and Rectify gorgonia's), and requires every trained
+// weight, every BatchNorm running statistic and the evaluation loss to be
+// bit-identical. Gorgonia's backward reads what the forward kept: the
+// Rectify's mask and the broadcast scale the forward multiplied by, not the
+// current scale and bias.
+func TestStageOpsKeepTheForwardsReLUMask(t *testing.T) {
+	if testutil.RaceEnabled {
+		t.Skip("numerics in one goroutine, 5× slower under the race detector and nothing for it to check; go test ./... runs it")
+	}
+	if !stageops.ExactBLAS() {
+		t.Skip("with another BLAS than gonum's the stage ops' GEMMs round differently from gorgonia's")
+	}
+	r, err := zoo.RecipeFor("cnn")
+	require.NoError(t, err)
+	want := trainZoo(t, r, schedule.PipeMare(), asyncvm.Keep, graphsplit.StatelessOnly())
+	requireAllBits(t, want, trainZoo(t, r, schedule.PipeMare(), asyncvm.Keep), "stage ops keeping under PipeMare")
+}
+
 func requireAllBits(t *testing.T, want, got []gorgonia.Value, what string) {
 	t.Helper()
 	require.Equal(t, len(want), len(got))

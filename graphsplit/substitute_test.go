@@ -57,6 +57,57 @@ func TestOpSubstitutionChangesNoBit(t *testing.T) {
 	}
 }
 
+// TestEveryCutComputesBatchNormWithAStageOp cuts the test CNN in two at
+// every op, inside its BatchNorm, scale, bias and Rectify too, and requires
+// every BatchNorm computed by a stage op and the same gradients, keeping,
+// as the user's ops recomputing. A cut inside the pattern used to leave the
+// BatchNorm to gorgonia's op, whose state a keeping stage read from
+// whichever microbatch ran last.
+func TestEveryCutComputesBatchNormWithAStageOp(t *testing.T) {
+	if testutil.RaceEnabled {
+		t.Skip("numerics in one goroutine, 5× slower under the race detector and nothing for it to check; go test ./... runs it")
+	}
+	dt := tensor.Float32
+	m, err := testmodels.CNN(dt, 4, 1)
+	require.NoError(t, err)
+	feeds := make(map[*gorgonia.Node]gorgonia.Value)
+	for i, v := range m.Batch(rand.New(rand.NewSource(2))) {
+		feeds[m.Inputs[i]] = v
+	}
+	one, err := Split(m.Graph, m.Cost, m.Learnables, WithoutOpSubstitution())
+	require.NoError(t, err)
+	defer one.Close()
+	_, want, err := stagewise(one, feeds)
+	require.NoError(t, err)
+	for cut := 1; cut < len(one.a.seq); cut++ {
+		plan, err := Split(m.Graph, m.Cost, m.Learnables, CutAtOps(cut))
+		require.NoError(t, err)
+		if len(plan.Stages[0].Learnables) == 0 {
+			// The data's im2col alone: its keeping backward computes nothing.
+			require.NoError(t, plan.Close())
+			continue
+		}
+		keepings := make([]*Keeping, len(plan.Stages))
+		for s, st := range plan.Stages {
+			keepings[s], err = plan.NewKeeping(s)
+			require.NoError(t, err, "cut at %d", cut)
+			for _, prog := range []*Program{st.Forward, st.Train, keepings[s].Forward, keepings[s].Backward} {
+				for _, n := range prog.Graph.AllNodes() {
+					if g, ok := n.Op().(guardedOp); ok && opTypeName(g.Op) == "BatchNormOp" {
+						t.Fatalf("cut at %d: stage %d program %s holds gorgonia's BatchNorm", cut, s, prog.kind)
+					}
+				}
+			}
+		}
+		_, got, err := stagewiseWith(plan, feeds, keepings)
+		require.NoError(t, err)
+		for i := range want {
+			require.True(t, sameBits(want[i], got[i]), "cut at %d: gradient %d", cut, i)
+		}
+		require.NoError(t, plan.Close())
+	}
+}
+
 // runPlan builds a fresh model, splits it and runs one microbatch stage by
 // stage; it returns the cost, the gradients and every BatchNorm's running
 // statistics. With subst it also checks that no stage program holds a

@@ -256,3 +256,27 @@ func TestMovingAMaxPoolAcrossACutChangesAsynchronousWeights(t *testing.T) {
 	async := Config{Schedule: schedule.PipeMare(), T1: 3, T2: 0.9, Warmup: 3}
 	require.NotEqual(t, weights(async, boundary), weights(async, boundary-1), "the max-pool's argmax on the forward's or the backward's activations")
 }
+
+// TestMovingAReLUAcrossACutChangesNoWeightKeeping: the zoo CNN cut before
+// its first layer's Rectify, so that the Rectify and the max-pool run in the
+// later stage, trains under PipeMare keeping activations the same weights
+// as cut at FineGrained's boundary. Keeping, every gradient reads what the
+// forward computed: the ReLU's mask and the max-pool's argmax are the
+// forward's on either side of the cut, and so is the scale the BatchNorm's
+// gradient multiplies by. (The BatchNorm remains a stage op whose stage
+// keeps, with its scale and bias but without the Rectify.)
+func TestMovingAReLUAcrossACutChangesNoWeightKeeping(t *testing.T) {
+	boundary, train, test := cnnBoundary(t)
+	hyper := zoo.Hyper{Microbatch: 16, Microbatches: 4, Epochs: 2, LR: 0.03, Cosine: true, Seed: 1, KeepActivations: true}
+	weights := func(cut int) string {
+		cfg := Config{Schedule: schedule.PipeMare(), T1: 3, T2: 0.9, Warmup: 3, Hyper: hyper, Cut: []int{cut}, Stages: 2}
+		res, err := Train(context.Background(), zoo.CNN, train.Head(192), test.Head(64), cfg)
+		require.NoError(t, err, "cut %d", cut)
+		require.Len(t, res.Plan.Stages[0].Learnables, 3, "cut %d: the first layer's learnables in stage 0", cut)
+		require.True(t, res.Plan.CanKeep(0), "cut %d: stage 0 keeps", cut)
+		return res.WeightsSHA256
+	}
+	// The layer ends bias +, Rectify's ≥ and ⊙, max-pool: 3 ops before the
+	// boundary is the Rectify's first.
+	require.Equal(t, weights(boundary), weights(boundary-3), "the Rectify and the max-pool in stage 1")
+}

@@ -30,11 +30,19 @@ type BatchNorm struct {
 // Apply builds the stage's BatchNorm on x: a statistics node (the batch
 // mean and inverse standard deviation per channel in training mode, the
 // running ones in inference mode; it updates the running statistics of
-// bn.Op as gorgonia's op does) and the normalised output, whose gradient
-// reads x, the statistics and the output gradient. It replaces gorgonia's
-// BatchNormOp node — and, with Scale and Bias, the broadcast ⊙ and + that
-// follow it; with ReLU, the Rectify after them — with results bit-identical
-// to gorgonia's.
+// bn.Op as gorgonia's op does; with Scale and Bias, rows 2 and 3 are a copy
+// of their values) and the normalised output, whose gradient reads x, the
+// statistics and the output gradient — not Scale and Bias. It replaces
+// gorgonia's BatchNormOp node — and, with Scale and Bias, the broadcast ⊙
+// and + that follow it; with ReLU, the Rectify after them — with results
+// bit-identical to gorgonia's.
+//
+// The statistics are everything the forward applied, so a backward that
+// reads them where the forward left them (a stage keeping activations) gets
+// gorgonia's gradient even when the weights changed in between: gorgonia's
+// backward multiplies by the broadcast scale its forward computed, and
+// passes the gradient through the Rectify mask its forward computed, where
+// the current Scale and Bias could give another mask.
 func (bn BatchNorm) Apply(x *gorgonia.Node) (y, stats *gorgonia.Node, err error) {
 	p, err := newBNParams(bn.Op, x.Shape())
 	if err != nil {
@@ -55,15 +63,17 @@ func (bn BatchNorm) Apply(x *gorgonia.Node) (y, stats *gorgonia.Node, err error)
 			}
 		}
 	}
-	if stats, err = gorgonia.ApplyOp(&bnStats{named: named{fmt.Sprintf("bnstats-%p", bn.Op)}, bnParams: p}, x); err != nil {
+	p.affine = bn.Scale != nil
+	affine := gorgonia.Nodes{}
+	if p.affine {
+		affine = gorgonia.Nodes{bn.Scale, bn.Bias}
+	}
+	st := &bnStats{named: named{fmt.Sprintf("bnstats-%p-%v", bn.Op, p.affine)}, bnParams: p, fused: bn}
+	if stats, err = gorgonia.ApplyOp(st, append(gorgonia.Nodes{x}, affine...)...); err != nil {
 		return nil, nil, err
 	}
-	ap := &bnApply{named: named{fmt.Sprintf("bnapply-%p-%v-%v", bn.Op, bn.Scale != nil, bn.ReLU)}, bnParams: p, fused: bn}
-	in := gorgonia.Nodes{x, stats}
-	if bn.Scale != nil {
-		in = append(in, bn.Scale, bn.Bias)
-	}
-	if y, err = gorgonia.ApplyOp(ap, in...); err != nil {
+	ap := &bnApply{named: named{fmt.Sprintf("bnapply-%p-%v-%v", bn.Op, p.affine, bn.ReLU)}, bnParams: p, fused: bn}
+	if y, err = gorgonia.ApplyOp(ap, append(gorgonia.Nodes{x, stats}, affine...)...); err != nil {
 		return nil, nil, err
 	}
 	return y, stats, nil
@@ -85,6 +95,16 @@ type bnParams struct {
 	momentum, eps float64
 	shape         tensor.Shape // x's
 	b, c, s       int          // batch, channels, spatial size (1 for a matrix)
+	affine        bool         // with scale and bias: the statistics copy them
+}
+
+// statsShape is the statistics' shape: (2, C), or (4, C) with scale and
+// bias.
+func (p bnParams) statsShape() tensor.Shape {
+	if p.affine {
+		return tensor.Shape{4, p.c}
+	}
+	return tensor.Shape{2, p.c}
 }
 
 func newBNParams(op *gorgonia.BatchNormOp, shape tensor.Shape) (bnParams, error) {
@@ -123,21 +143,34 @@ func (p bnParams) training() bool {
 
 // bnStats computes what gorgonia's BatchNormOp keeps in saveMean and
 // saveVariance: stats (2, C), row 0 the mean, row 1 the inverse standard
-// deviation its normalisation multiplies by. In training mode it updates
-// the op's running statistics exactly as gorgonia does, with one
+// deviation its normalisation multiplies by; with scale and bias (inputs x,
+// scale, bias), stats (4, C), rows 2 and 3 their values — every constant
+// the forward applies, which the gradient reads from here. In training mode
+// it updates the op's running statistics exactly as gorgonia does, with one
 // accumulator per channel in a register (gorgonia's per-channel goroutines
 // accumulate in adjacent memory and share cache lines).
 type bnStats struct {
 	named
 	bnParams
+	fused BatchNorm
 }
 
-func (op *bnStats) Arity() int    { return 1 }
-func (op *bnStats) Type() hm.Type { return fnType(2, op.shape.Dims()) }
-func (op *bnStats) InferShape(...gorgonia.DimSizer) (tensor.Shape, error) {
-	return tensor.Shape{2, op.c}, nil
+func (op *bnStats) Arity() int {
+	if op.affine {
+		return 3
+	}
+	return 1
 }
-func (op *bnStats) DiffWRT(int) []bool { return []bool{false} }
+func (op *bnStats) Type() hm.Type {
+	if op.affine {
+		return fnType(2, op.shape.Dims(), op.fused.Scale.Dims(), op.fused.Bias.Dims())
+	}
+	return fnType(2, op.shape.Dims())
+}
+func (op *bnStats) InferShape(...gorgonia.DimSizer) (tensor.Shape, error) {
+	return op.statsShape(), nil
+}
+func (op *bnStats) DiffWRT(n int) []bool { return make([]bool, n) }
 
 // HasEffects says that the op runs even where nothing reads its result
 // (internal/tape.Effectful): in training mode it updates the running
@@ -167,21 +200,23 @@ func (op *bnStats) Do(vals ...gorgonia.Value) (gorgonia.Value, error) {
 // (output).
 func (op *bnStats) UsePreallocDo(prealloc gorgonia.Value, vals ...gorgonia.Value) (gorgonia.Value, error) {
 	return op.safely(func() (gorgonia.Value, error) {
-		if len(vals) != 1 {
-			return nil, op.errorf("takes 1 input, got %d", len(vals))
+		want := []tensor.Shape{op.shape}
+		if op.affine {
+			want = append(want, tensor.Shape{op.c}, tensor.Shape{op.c})
 		}
-		x, err := dense(op.desc, vals[0], op.shape)
+		ts, err := op.denseInputs(vals, want...)
 		if err != nil {
 			return nil, err
 		}
+		x := ts[0]
 		rm, rv := op.op.Stats()
-		out := output(prealloc, x, tensor.Shape{2, op.c}, false)
+		out := output(prealloc, x, op.statsShape(), false)
 		training := op.training()
 		switch x.Dtype() {
 		case tensor.Float32:
-			bnStatsKernel(x.Float32s(), out.Float32s(), rm.Data().([]float32), rv.Data().([]float32), op.bnParams, training)
+			bnStatsKernel(floats[float32](ts), out.Float32s(), rm.Data().([]float32), rv.Data().([]float32), op.bnParams, training)
 		default:
-			bnStatsKernel(x.Float64s(), out.Float64s(), rm.Data().([]float64), rv.Data().([]float64), op.bnParams, training)
+			bnStatsKernel(floats[float64](ts), out.Float64s(), rm.Data().([]float64), rv.Data().([]float64), op.bnParams, training)
 		}
 		return out, nil
 	})
@@ -190,9 +225,15 @@ func (op *bnStats) UsePreallocDo(prealloc gorgonia.Value, vals ...gorgonia.Value
 func sqrt[T float](x T) T { return T(math.Sqrt(float64(x))) }
 
 // bnStatsKernel is gorgonia's updateStats and calculateAlphaAndBeta
-// (op_nn.go), per channel in the same order.
-func bnStatsKernel[T float](x, out, rm, rv []T, p bnParams, training bool) {
-	mean, inv := out[:p.c], out[p.c:]
+// (op_nn.go), per channel in the same order, on in = x[, scale, bias]; it
+// copies scale and bias into rows 2 and 3.
+func bnStatsKernel[T float](in [][]T, out, rm, rv []T, p bnParams, training bool) {
+	x := in[0]
+	mean, inv := out[:p.c], out[p.c:2*p.c]
+	if p.affine {
+		copy(out[2*p.c:3*p.c], in[1])
+		copy(out[3*p.c:], in[2])
+	}
 	eps := T(p.eps)
 	if !training {
 		for c := range mean {
@@ -306,9 +347,11 @@ func (op *bnApply) DiffWRT(n int) []bool {
 }
 
 // SymDiff returns the gradients of x (the whole BatchNorm gradient: the
-// statistics depend on x) and of scale and bias.
+// statistics depend on x) and of scale and bias. They read x, the
+// statistics and grad: the scale and bias the forward applied are in the
+// statistics.
 func (op *bnApply) SymDiff(inputs gorgonia.Nodes, _, grad *gorgonia.Node) (gorgonia.Nodes, error) {
-	in := append(gorgonia.Nodes{inputs[0], inputs[1], grad}, inputs[2:]...)
+	in := gorgonia.Nodes{inputs[0], inputs[1], grad}
 	g := &bnGrad{named: named{"bngrad-x-" + op.desc}, bnApply: op, what: gradX}
 	dx, err := gorgonia.ApplyOp(g, in...)
 	if err != nil {
@@ -352,13 +395,13 @@ func (op *bnApply) UsePreallocDo(prealloc gorgonia.Value, vals ...gorgonia.Value
 	})
 }
 
-// inputs checks x, stats[, dy][, scale, bias].
+// inputs checks x, stats and then dy (withGrad) or [scale, bias].
 func (op *bnApply) inputs(vals []gorgonia.Value, withGrad bool) ([]*tensor.Dense, error) {
-	want := []tensor.Shape{op.shape, {2, op.c}}
-	if withGrad {
+	want := []tensor.Shape{op.shape, op.statsShape()}
+	switch {
+	case withGrad:
 		want = append(want, op.shape)
-	}
-	if op.fused.Scale != nil {
+	case op.affine:
 		want = append(want, tensor.Shape{op.c}, tensor.Shape{op.c})
 	}
 	return op.named.denseInputs(vals, want...)
@@ -382,25 +425,24 @@ const (
 )
 
 // bnGrad is the gradient of a bnApply with respect to x, scale or bias.
-// Inputs: x, stats, dy[, scale, bias]. The gradient of x is gorgonia's
-// batchnormDiffOp applied to the gradient of the normalised values (dy
-// through the Rectify mask and times scale, each rounded as gorgonia's ops
-// round); those of scale and bias are the sums, along the broadcast axes in
-// the order gorgonia's Repeat gradients sum, of dy·x̂ and dy (through the
-// mask).
+// Inputs: x, stats, dy; the scale and bias are those the forward applied,
+// rows 2 and 3 of stats. The gradient of x is gorgonia's batchnormDiffOp
+// applied to the gradient of the normalised values (dy through the Rectify
+// mask and times scale, each rounded as gorgonia's ops round); those of
+// scale and bias are the sums, along the broadcast axes in the order
+// gorgonia's Repeat gradients sum, of dy·x̂ and dy (through the mask). The
+// mask is recomputed from x and stats with the forward's own arithmetic:
+// the forward's mask, bit for bit.
 type bnGrad struct {
 	named
 	*bnApply
 	what gradOf
 }
 
-func (op *bnGrad) Arity() int { return op.bnApply.Arity() + 1 }
+func (op *bnGrad) Arity() int { return 3 }
 func (op *bnGrad) Type() hm.Type {
 	d := op.shape.Dims()
 	in := []int{d, 2, d}
-	if s := op.fused.Scale; s != nil {
-		in = append(in, s.Dims(), op.fused.Bias.Dims())
-	}
 	out := d
 	switch op.what {
 	case gradScale:

@@ -16,13 +16,13 @@ type bnChannel[T float] struct {
 	affine, relu             bool
 }
 
-// channel reads channel c's constants from in = x, stats[, scale, bias].
-func channel[T float](in [][]T, op *bnApply, c int) bnChannel[T] {
-	stats := in[1]
+// channel reads channel c's constants from the statistics (bnStats):
+// those the forward applied.
+func channel[T float](stats []T, op *bnApply, c int) bnChannel[T] {
 	alpha := stats[op.c+c]
-	ch := bnChannel[T]{alpha: alpha, beta: -stats[c] * alpha, affine: op.fused.Scale != nil, relu: op.fused.ReLU}
+	ch := bnChannel[T]{alpha: alpha, beta: -stats[c] * alpha, affine: op.affine, relu: op.fused.ReLU}
 	if ch.affine {
-		ch.scale, ch.bias = in[len(in)-2][c], in[len(in)-1][c]
+		ch.scale, ch.bias = stats[2*op.c+c], stats[3*op.c+c]
 	}
 	return ch
 }
@@ -48,8 +48,8 @@ func (ch bnChannel[T]) forward(y, x []T) {
 }
 
 // upstream writes into g, for one plane, the gradient that reaches the
-// normalised values: dy through the Rectify mask (recomputed from x) and
-// times scale.
+// normalised values: dy through the Rectify mask (recomputed from x as
+// forward computed it) and times scale.
 func (ch bnChannel[T]) upstream(g, x, dy []T) {
 	a, b, s, c := ch.alpha, ch.beta, ch.scale, ch.bias
 	switch {
@@ -115,7 +115,7 @@ func bnApplyKernel[T float](y []T, in [][]T, op *bnApply) {
 	x := in[0]
 	parallel(op.c, op.b*op.s, func(lo, hi int) {
 		for c := lo; c < hi; c++ {
-			ch := channel(in, op, c)
+			ch := channel(in[1], op, c)
 			for b := 0; b < op.b; b++ {
 				at := (b*op.c + c) * op.s
 				ch.forward(y[at:at+op.s], x[at:at+op.s])
@@ -126,15 +126,14 @@ func bnApplyKernel[T float](y []T, in [][]T, op *bnApply) {
 
 func bnGradKernel[T float](out []T, in [][]T, op *bnGrad, training bool) {
 	x, stats, dy := in[0], in[1], in[2]
-	fwd := append([][]T{x, stats}, in[3:]...) // as channel reads them
 	if op.what != gradX {
-		bnSumKernel(out, x, dy, fwd, op)
+		bnSumKernel(out, x, dy, stats, op)
 		return
 	}
 	n := op.b * op.s
 	parallel(op.c, n, func(lo, hi int) {
 		for c := lo; c < hi; c++ {
-			ch := channel(fwd, op.bnApply, c)
+			ch := channel(stats, op.bnApply, c)
 			mean, invstd := stats[c], stats[op.c+c]
 			// gorgonia's batchnormDiffOp on g, the gradient of x̂.
 			var sum, dotp T
@@ -183,7 +182,7 @@ func bnGradKernel[T float](out []T, in [][]T, op *bnGrad, training bool) {
 // over (B, C, H, W) — Repeats along 0, 2 and 3, so sums along 3 and 2 from
 // 0 and along 0 from the first image — channel by channel without a
 // temporary; any other broadcast through sumAlong.
-func bnSumKernel[T float](out, x, dy []T, fwd [][]T, op *bnGrad) {
+func bnSumKernel[T float](out, x, dy, stats []T, op *bnGrad) {
 	timesXhat := op.what == gradScale
 	axes := op.fused.ScaleAxes
 	if !timesXhat {
@@ -193,7 +192,7 @@ func bnSumKernel[T float](out, x, dy []T, fwd [][]T, op *bnGrad) {
 		w := op.shape[3]
 		parallel(op.c, op.b*op.s, func(lo, hi int) {
 			for c := lo; c < hi; c++ {
-				ch := channel(fwd, op.bnApply, c)
+				ch := channel(stats, op.bnApply, c)
 				var total T
 				for b := 0; b < op.b; b++ {
 					var acc T
@@ -213,7 +212,7 @@ func bnSumKernel[T float](out, x, dy []T, fwd [][]T, op *bnGrad) {
 	}
 	g := make([]T, len(x))
 	for c := 0; c < op.c; c++ {
-		ch := channel(fwd, op.bnApply, c)
+		ch := channel(stats, op.bnApply, c)
 		for b := 0; b < op.b; b++ {
 			for at := (b*op.c + c) * op.s; at < (b*op.c+c+1)*op.s; at++ {
 				g[at] = ch.elem(x[at], dy[at], timesXhat)

@@ -2,11 +2,14 @@
 // Gorgonia's own: the same arithmetic, in the same order, so the results are
 // bit-identical with Gorgonia's default (pure Go) BLAS, but
 //
-//   - stateless: BatchNorm's batch statistics and MaxPool's argmax are
-//     outputs of the forward that the backward reads as inputs, instead of
-//     state kept in the op object between its Do and the backward. A stage
-//     made of them can keep what its backward needs per microbatch and skip
-//     the second forward pass (graphsplit's keeping programs);
+//   - stateless: BatchNorm's batch statistics (with the scale and bias its
+//     forward applied, so that its gradient reads the forward's ReLU mask
+//     and scale when the weights changed in between, as gorgonia's kept
+//     tensors do) and MaxPool's argmax are outputs of the forward that the
+//     backward reads as inputs, instead of state kept in the op object
+//     between its Do and the backward. A stage made of them can keep what
+//     its backward needs per microbatch and skip the second forward pass
+//     (graphsplit's keeping programs);
 //   - fused: a BatchNorm with its broadcast scale and bias (and the ReLU that
 //     follows) is one pass over the tensor instead of six; a convolution's
 //     GEMM writes its output straight in NCHW instead of NHWC followed by a

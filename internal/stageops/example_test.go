@@ -12,7 +12,8 @@ import (
 // A stage computes the user's BatchNorm (the op object gorgonia.BatchNorm
 // returned, whose running statistics it updates) with its broadcast scale
 // and bias and a Rectify in one op; the statistics are a node of their own,
-// which a backward reads instead of state in the op. (Rectify gives −0 for
+// which a backward reads instead of state in the op: the mean and 1/σ per
+// channel, and the scale and bias the forward applied. (Rectify gives −0 for
 // negative values, as gorgonia's v·0 does.)
 func ExampleBatchNorm_Apply() {
 	// The user's model: only its BatchNorm op is used here.
@@ -43,12 +44,12 @@ func ExampleBatchNorm_Apply() {
 	if err := vm.RunAll(); err != nil {
 		log.Fatal(err)
 	}
-	fmt.Printf("mean, 1/σ: %.3f\n", sv.Data())
+	fmt.Printf("mean, 1/σ, scale, bias: %.3f\n", sv.Data())
 	fmt.Printf("y: %.3f\n", yv.Data())
 	mean, _ := op.Stats()
 	fmt.Printf("running mean: %.3f\n", mean.Data())
 	// Output:
-	// mean, 1/σ: [2.500 -2.500 0.894 0.894]
+	// mean, 1/σ, scale, bias: [2.500 -2.500 0.894 0.894 1.000 2.000 0.000 0.500]
 	// y: [-0.000 3.183 -0.000 1.394 0.447 -0.000 1.342 -0.000]
 	// running mean: [0.250 -0.250]
 }
