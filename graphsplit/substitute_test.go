@@ -60,7 +60,8 @@ func TestOpSubstitutionChangesNoBit(t *testing.T) {
 // TestEveryCutComputesBatchNormWithAStageOp cuts the test CNN in two at
 // every op, inside its BatchNorm, scale, bias and Rectify too, and requires
 // every BatchNorm computed by a stage op and the same gradients, keeping,
-// as the user's ops recomputing. A cut inside the pattern used to leave the
+// as the user's ops recomputing (with another BLAS than gonum's, to the
+// parity tests' tolerance). A cut inside the pattern used to leave the
 // BatchNorm to gorgonia's op, whose state a keeping stage read from
 // whichever microbatch ran last.
 func TestEveryCutComputesBatchNormWithAStageOp(t *testing.T) {
@@ -102,6 +103,10 @@ func TestEveryCutComputesBatchNormWithAStageOp(t *testing.T) {
 		_, got, err := stagewiseWith(plan, feeds, keepings)
 		require.NoError(t, err)
 		for i := range want {
+			if !stageops.ExactBLAS() { // -tags openblas: the stage ops' GEMMs round otherwise
+				require.LessOrEqual(t, testutil.RelErr(t, got[i], want[i]), tolerance(dt), "cut at %d: gradient %d", cut, i)
+				continue
+			}
 			require.True(t, sameBits(want[i], got[i]), "cut at %d: gradient %d", cut, i)
 		}
 		require.NoError(t, plan.Close())
