@@ -61,13 +61,7 @@ func (n Net) StagesPlaces(stages []int, listens []string, env Config, found bool
 }
 
 // StageList is stages as a command line lists them: "0,2".
-func StageList(stages []int) string {
-	s := make([]string, len(stages))
-	for k, i := range stages {
-		s[k] = strconv.Itoa(i)
-	}
-	return strings.Join(s, ",")
-}
+func StageList(stages []int) string { return runspec.FormatCut(stages) } // the same comma-separated form as a cut
 
 // ParseStageList reads a StageList; an element that is not a stage index
 // (0 or more) is an error quoting it.
