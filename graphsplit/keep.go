@@ -40,6 +40,9 @@ func (p *Plan) NewKeeping(s int) (k *Keeping, err error) {
 		return nil, errors.Errorf("graphsplit: NewKeeping(%d): the plan has %d stages", s, len(p.Stages))
 	}
 	st := p.Stages[s]
+	if !hasGradients(st) {
+		return nil, errors.Errorf("graphsplit: stage %d has no gradient to compute (no learnable, only data inputs): it has no keeping backward; it recomputes (Plan.Programs)", s)
+	}
 	if !p.CanKeep(s) {
 		return nil, errors.Errorf("graphsplit: stage %d has stateful ops (%s): only recomputation gives exact gradients there", s, statefulKinds(st))
 	}

@@ -37,9 +37,16 @@ func WithoutOpSubstitution() Option { return func(c *config) { c.noSubstitution 
 // CanKeep reports whether stage s has keeping programs (NewKeeping): false
 // when it re-applies an op of the user's that keeps state between its
 // forward and its backward (GroupNorm, AvgPool, or BatchNorm and MaxPool
-// with WithoutOpSubstitution), for which only recomputation is exact.
+// with WithoutOpSubstitution), for which only recomputation is exact, and
+// when it has no gradient to compute (no learnable and only data inputs,
+// as a stage of the data's im2col alone): a keeping backward would be an
+// empty program, which gorgonia cannot compile, and recomputing costs it
+// nothing.
 func (p *Plan) CanKeep(s int) bool {
 	if s < 0 || s >= len(p.Stages) {
+		return false
+	}
+	if !hasGradients(p.Stages[s]) {
 		return false
 	}
 	for _, n := range p.Stages[s].Stateful {
@@ -48,6 +55,20 @@ func (p *Plan) CanKeep(s int) bool {
 		}
 	}
 	return true
+}
+
+// hasGradients reports whether st's backward computes anything: the
+// gradient of a learnable, or of an activation an earlier stage sent.
+func hasGradients(st *Stage) bool {
+	if len(st.Learnables) > 0 {
+		return true
+	}
+	for _, in := range st.Inputs {
+		if in.Kind != Data {
+			return true
+		}
+	}
+	return false
 }
 
 // statelessInStages reports whether stages compute stateful node n with

@@ -84,7 +84,7 @@ func TestEveryCutComputesBatchNormWithAStageOp(t *testing.T) {
 		plan, err := Split(m.Graph, m.Cost, m.Learnables, CutAtOps(cut))
 		require.NoError(t, err)
 		if len(plan.Stages[0].Learnables) == 0 {
-			// The data's im2col alone: its keeping backward computes nothing.
+			// The data's im2col alone has no keeping backward (TestAStageWithNoGradientRecomputes).
 			require.NoError(t, plan.Close())
 			continue
 		}
@@ -292,4 +292,26 @@ func TestConvolutionOfDataComputesNoPatchGradient(t *testing.T) {
 		}
 		require.True(t, sameBits(want[i], got[i]), "value %d", i)
 	}
+}
+
+// TestAStageWithNoGradientRecomputes: a stage that reads only data and no
+// learnable (the test CNN cut after its first im2col) has no keeping
+// backward — it would be an empty program, which gorgonia cannot compile
+// — so it recomputes even where keeping is asked (before, `pipemare train
+// -model cnn -cut 1 -stash` failed at start: "Cannot compile an empty
+// graph").
+func TestAStageWithNoGradientRecomputes(t *testing.T) {
+	m, err := testmodels.CNN(tensor.Float32, 4, 1)
+	require.NoError(t, err)
+	plan, err := Split(m.Graph, m.Cost, m.Learnables, CutAtOps(1))
+	require.NoError(t, err)
+	defer plan.Close()
+	require.Empty(t, plan.Stages[0].Learnables, "the cut leaves the data's im2col alone in stage 0")
+	require.False(t, plan.CanKeep(0))
+	require.True(t, plan.CanKeep(1))
+	_, _, kept, err := plan.Programs(0, true)
+	require.NoError(t, err)
+	require.False(t, kept)
+	_, err = plan.NewKeeping(0)
+	require.ErrorContains(t, err, "no gradient to compute")
 }
