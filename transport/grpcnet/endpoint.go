@@ -512,15 +512,8 @@ func (e *Endpoint) Self() transport.Peer { return e.self }
 // a received Activation's or Gradient's are taken from the pools, for the
 // receiver to return when done.
 func (e *Endpoint) Send(ctx context.Context, m transport.Message) error {
-	if err := ctx.Err(); err != nil {
+	if done, err := e.calls.Begin(ctx, e.box, &m); done {
 		return err
-	}
-	if err := e.calls.Closed(); err != nil {
-		return err
-	}
-	m.From = e.self
-	if m.To == e.self {
-		return e.box.Put(m)
 	}
 	e.mu.Lock()
 	l := e.peers[m.To]

@@ -386,9 +386,11 @@ func (e *Endpoint) refuse(c *net.UnixConn, why error) error {
 // Self is the peer this endpoint belongs to.
 func (e *Endpoint) Self() transport.Peer { return e.self }
 
-// Send queues m for its destination (m.To, a peer linked to this one) and
-// returns; a writer goroutine per link copies it into the ring, so the
-// caller's compute overlaps the transfer. The queue is not bounded. It
+// Send gives m to its destination (m.To, a peer linked to this one) and
+// returns without waiting: it copies m into the ring itself when nothing
+// is queued ahead of it and the ring has room, else queues it for the
+// link's writer goroutine, so FIFO holds and the caller's compute overlaps
+// the transfer. The queue is not bounded. It
 // fails at once for a body gob cannot encode, a value that is neither a
 // *tensor.Dense nor a gorgonia scalar of a supported dtype, or a
 // destination with no link; after Close (ErrClosed); and when the
@@ -398,15 +400,8 @@ func (e *Endpoint) Self() transport.Peer { return e.self }
 // marked Own go back to the process's pools once copied into the ring; a
 // received Activation's or Gradient's come from the pools.
 func (e *Endpoint) Send(ctx context.Context, m transport.Message) error {
-	if err := ctx.Err(); err != nil {
+	if done, err := e.calls.Begin(ctx, e.box, &m); done {
 		return err
-	}
-	if err := e.calls.Closed(); err != nil {
-		return err
-	}
-	m.From = e.self
-	if m.To == e.self {
-		return e.box.Put(m)
 	}
 	e.mu.Lock()
 	l := e.peers[m.To]

@@ -80,6 +80,24 @@ func (e *Endpoint) Fail(le *transport.LinkError) {
 // Stop releases AnyBroken at teardown.
 func (e *Endpoint) Stop() { e.breakAny(nil) }
 
+// Begin is how a network endpoint's Send begins: it refuses a done ctx
+// and a closed endpoint, stamps m as sent by this endpoint, and puts a
+// message to this endpoint itself in box as it is. done says Send has
+// nothing left to do (it returns err); otherwise m goes to a link.
+func (e *Endpoint) Begin(ctx context.Context, box *transport.Mailbox, m *transport.Message) (done bool, err error) {
+	if err := ctx.Err(); err != nil {
+		return true, err
+	}
+	if err := e.Closed(); err != nil {
+		return true, err
+	}
+	m.From = e.self
+	if m.To == e.self {
+		return true, box.Put(*m)
+	}
+	return false, nil
+}
+
 // NoLink is the error of a call of kind k between from and to, one of
 // them this endpoint, when it has no link to the other.
 func (e *Endpoint) NoLink(from, to transport.Peer, k transport.Kind) error {
