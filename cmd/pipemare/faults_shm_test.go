@@ -51,7 +51,8 @@ func faultShmStageDies(t *testing.T, c faultCase) {
 
 // faultShmStageOfAnotherModel: a stage of another model refuses the
 // first peer that dials it, saying why (the plans' fingerprints differ:
-// transport.Identity.Check); the others were refused or found it gone.
+// transport.Identity.Check); the others were refused, were told by stage
+// 0 that it gave up for that refusal, or found it gone.
 func faultShmStageOfAnotherModel(t *testing.T, c faultCase) {
 	f := startFaultPipeline(t, shmLinks, [][]string{{}, {"-model", "cnn"}}, faultNone, nil, nil)
 	codes, errs := f.endedAll(t)

@@ -18,7 +18,11 @@
 // the dialer runs as its own user, compares the hellos (wire version,
 // identity with transport.Identity.Check, stages, links), maps the memory
 // and answers with its own hello, or refuses, saying why; the dialer
-// checks the answer. A difference fails Open on both sides.
+// checks the answer. A difference fails Open on both sides. A peer that
+// gives up opening its links (another refused it, its connect timeout
+// passed) answers every peer still in its handshake or in line with why,
+// so the cause reaches the process that dialed it rather than a
+// connection reset.
 //
 // # Rings
 //

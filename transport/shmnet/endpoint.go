@@ -69,7 +69,11 @@ func Open(ctx context.Context, self transport.Peer, n Network, opts ...Option) (
 	}
 	e.calls = linkstate.NewEndpoint(self, n.Stages, links)
 	deadline := time.Now().Add(s.connectTimeout)
-	octx, cancel := context.WithDeadlineCause(ctx, deadline, errConnectDeadline)
+	// A refusal cancels octx with itself as the cause, so that a peer still
+	// in its handshake with this one is told why this one gives up.
+	cctx, giveUp := context.WithCancelCause(ctx)
+	defer giveUp(nil)
+	octx, cancel := context.WithDeadlineCause(cctx, deadline, errConnectDeadline)
 	defer cancel()
 	var ln *net.UnixListener
 	if len(accepts) > 0 {
@@ -96,7 +100,7 @@ func Open(ctx context.Context, self transport.Peer, n Network, opts ...Option) (
 			silent = append(silent, err)
 		case err != nil:
 			errs = append(errs, err)
-			cancel() // a refusal ends the others' waits
+			giveUp(err) // a refusal ends the others' waits
 		}
 	}
 	switch {
@@ -178,12 +182,16 @@ func (e *Endpoint) handshake(octx context.Context, c *net.UnixConn, p transport.
 	}
 	err = sendHello(c, e.hello(), fds, deadline)
 	closeFDs(fds[:1]) // the memfd: the mapping keeps the memory; the eventfds are h's
-	var reply hello
 	if err == nil {
 		faultpoint.Reach(faultpoint.Point{Name: faultpoint.HelloSent, Stage: int(p)})
-		var got []int
-		reply, got, err = recvHello(c, deadline)
-		closeFDs(got)
+	}
+	// A peer that refused this one before reading its hello stopped
+	// reading, failing the send, but its refusal is there to read
+	// (answerNo).
+	reply, got, rerr := recvHello(c, deadline)
+	closeFDs(got)
+	if err == nil || rerr == nil && reply.Refused != "" {
+		err = rerr
 	}
 	switch {
 	case err == nil && reply.Refused != "":
@@ -222,19 +230,26 @@ func (e *Endpoint) add(l *peerLink) {
 }
 
 // acceptAll takes the links of the peers that dial this stage until every
-// one has come; a refusal ends it at once.
-func (e *Endpoint) acceptAll(octx context.Context, ln *net.UnixListener, deadline time.Time) error {
+// one has come; a refusal ends it at once. When it returns it stops
+// listening and answers every peer still in line with why (turnAway), so
+// a peer that dialed in just then learns the cause instead of finding its
+// connection reset.
+func (e *Endpoint) acceptAll(octx context.Context, ln *net.UnixListener, deadline time.Time) (err error) {
 	conns := make(chan *net.UnixConn)
 	done := make(chan struct{})
+	var why error // why a peer still in line is turned away; set before done closes
 	var wg sync.WaitGroup
 	defer func() {
+		why = e.whyTurnedAway(octx, err)
+		shutListener(ln) // no new connection from here on
 		close(done)
+		for _, c := range queuedConns(ln) {
+			wg.Go(func() { e.turnAway(c, why) })
+		}
 		_ = ln.Close()
 		wg.Wait()
 	}()
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
+	wg.Go(func() {
 		for {
 			c, err := ln.AcceptUnix()
 			if err != nil {
@@ -243,13 +258,10 @@ func (e *Endpoint) acceptAll(octx context.Context, ln *net.UnixListener, deadlin
 			select {
 			case conns <- c:
 			case <-done:
-				c.Close()
-				return
+				e.turnAway(c, why)
 			}
 		}
-	}()
-	stopAccepting := context.AfterFunc(octx, func() { _ = ln.Close() })
-	defer stopAccepting()
+	})
 	handled := make(chan error)
 	pending := 0
 	var firstErr error
@@ -260,17 +272,17 @@ func (e *Endpoint) acceptAll(octx context.Context, ln *net.UnixListener, deadlin
 		}
 		select {
 		case c := <-conns:
+			if firstErr != nil {
+				wg.Go(func() { e.turnAway(c, firstErr) })
+				break
+			}
 			pending++
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				handled <- e.accept(octx, c, deadline)
-			}()
+			wg.Go(func() { handled <- e.accept(octx, c, deadline) })
 		case err := <-handled:
 			pending--
 			if err != nil && firstErr == nil {
 				firstErr = err
-				_ = ln.Close()
+				shutListener(ln)
 			}
 		case <-octx.Done():
 			for ; pending > 0; pending-- {
@@ -317,10 +329,11 @@ func (e *Endpoint) accept(octx context.Context, c *net.UnixConn, deadline time.T
 	h, fds, err := recvHello(c, deadline)
 	if err != nil {
 		closeFDs(fds)
-		c.Close()
-		if octx.Err() != nil || timedOut(err) { // it stalled: the missing peer is named
+		if octx.Err() != nil || timedOut(err) { // it stalled, or this one gives up: the missing peer is named
+			e.turnAway(c, e.whyTurnedAway(octx, nil))
 			return nil
 		}
+		c.Close()
 		return errors.Wrapf(err, "the handshake of a peer (pid %d)", pid)
 	}
 	claimed := transport.Peer(h.Peer)
@@ -378,9 +391,28 @@ func (e *Endpoint) unclaim(p transport.Peer) {
 // refuse answers a peer that failed the handshake with why, and closes
 // its connection; the error fails Open.
 func (e *Endpoint) refuse(c *net.UnixConn, why error) error {
-	_ = sendHello(c, hello{Wire: wireVersion, Refused: why.Error()}, nil, time.Now().Add(time.Second))
-	c.Close()
+	answerNo(c, why.Error())
 	return errors.Wrap(why, "refused a peer")
+}
+
+// turnAway answers a peer that dialed in while this one gives up opening
+// its links with why, and closes its connection.
+func (e *Endpoint) turnAway(c *net.UnixConn, why error) {
+	answerNo(c, fmt.Sprintf("%v gave up opening its links: %v", e.self, why))
+}
+
+// whyTurnedAway is why a peer that dials in once acceptAll returned err
+// is turned away: err, else the cause this endpoint gives up for (a
+// refusal, the connect timeout, its caller's cancel), else its having
+// every peer it takes links from already.
+func (e *Endpoint) whyTurnedAway(octx context.Context, err error) error {
+	switch {
+	case err != nil:
+		return err
+	case context.Cause(octx) != nil:
+		return context.Cause(octx)
+	}
+	return errors.Errorf("every peer that dials %v is connected already (two processes run the same stage?)", e.self)
 }
 
 // Self is the peer this endpoint belongs to.

@@ -120,17 +120,9 @@ func recvHello(c *net.UnixConn, deadline time.Time) (hello, []int, error) {
 	_ = c.SetReadDeadline(deadline)
 	defer c.SetReadDeadline(time.Time{})
 	n, oobn, flags, _, err := c.ReadMsgUnix(b, oob)
-	var fds []int
-	if oobn > 0 {
-		msgs, perr := unix.ParseSocketControlMessage(oob[:oobn])
-		for _, m := range msgs {
-			if got, err := unix.ParseUnixRights(&m); err == nil {
-				fds = append(fds, got...)
-			}
-		}
-		if err == nil && perr != nil {
-			err = perr
-		}
+	fds, perr := rights(oob[:oobn])
+	if err == nil && perr != nil {
+		err = perr
 	}
 	switch {
 	case err != nil:
@@ -144,6 +136,77 @@ func recvHello(c *net.UnixConn, deadline time.Time) (hello, []int, error) {
 		return h, fds, errors.Wrap(err, "a handshake that is not a pipemare hello")
 	}
 	return h, fds, nil
+}
+
+// rights returns the fds a packet's control message carried.
+func rights(oob []byte) ([]int, error) {
+	if len(oob) == 0 {
+		return nil, nil
+	}
+	msgs, err := unix.ParseSocketControlMessage(oob)
+	var fds []int
+	for _, m := range msgs {
+		if got, err := unix.ParseUnixRights(&m); err == nil {
+			fds = append(fds, got...)
+		}
+	}
+	return fds, err
+}
+
+// answerNo refuses the peer at the other end of c, saying why, and closes
+// c. It stops reading first, then reads what had arrived: a Unix socket
+// closed with packets unread resets its peer, which would lose the
+// refusal. A hello the peer sends later fails (EPIPE), and the peer reads
+// the refusal (handshake).
+func answerNo(c *net.UnixConn, why string) {
+	_ = sendHello(c, hello{Wire: wireVersion, Refused: why}, nil, time.Now().Add(time.Second))
+	_ = c.CloseRead()
+	_ = c.SetReadDeadline(time.Now().Add(time.Second))
+	b := make([]byte, helloPacket)
+	oob := make([]byte, unix.CmsgSpace(4*handedFDs))
+	for {
+		n, oobn, _, _, err := c.ReadMsgUnix(b, oob)
+		fds, _ := rights(oob[:oobn])
+		closeFDs(fds)
+		if err != nil || n == 0 {
+			break
+		}
+	}
+	c.Close()
+}
+
+// shutListener makes ln refuse new connections (ECONNREFUSED, as if
+// closed) while those already in line can still be taken (queuedConns).
+func shutListener(ln *net.UnixListener) {
+	if raw, err := ln.SyscallConn(); err == nil {
+		_ = raw.Control(func(fd uintptr) { _ = unix.Shutdown(int(fd), unix.SHUT_RD) })
+	}
+}
+
+// queuedConns takes the connections in ln's line without waiting.
+func queuedConns(ln *net.UnixListener) []*net.UnixConn {
+	raw, err := ln.SyscallConn()
+	if err != nil {
+		return nil
+	}
+	var out []*net.UnixConn
+	_ = raw.Control(func(fd uintptr) {
+		for {
+			nfd, _, err := unix.Accept4(int(fd), unix.SOCK_CLOEXEC|unix.SOCK_NONBLOCK)
+			if err != nil {
+				return // EAGAIN: no one else in line
+			}
+			f := os.NewFile(uintptr(nfd), "unix")
+			c, err := net.FileConn(f)
+			f.Close()
+			if uc, ok := c.(*net.UnixConn); err == nil && ok {
+				out = append(out, uc)
+			} else if err == nil {
+				c.Close()
+			}
+		}
+	})
+	return out
 }
 
 func closeFDs(fds []int) {
