@@ -91,11 +91,7 @@ func Hosts(spec runspec.Spec, p, w int, setting string) ([][]int, error) {
 	case p%w != 0 && placement != schedule.Contiguous:
 		return nil, &runspec.Error{Setting: setting, Value: strconv.Itoa(w), Reason: fmt.Sprintf("placed %v, every process hosts as many of the plan's %d stages: give {stages} a multiple of %d, or processes that divide %d", placement, p, w, p)}
 	}
-	hosts := make([][]int, w)
-	for j := range hosts {
-		hosts[j] = placement.Hosted(j, p, w)
-	}
-	return hosts, nil
+	return placement.Hosts(make([]float64, p), w), nil
 }
 
 // Layout is what the peer's network transport is given for plan: each
