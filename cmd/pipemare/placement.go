@@ -276,35 +276,36 @@ func (c *cpuFlags) stageCPUs(i int) string {
 }
 
 // fitPlan refuses, before anything trains, a run cfg whose plan
-// (planStages) the places cannot host, each process as many stages:
+// (planCosts) the places cannot host, each process as many stages:
 // procs stage processes, or pl's addresses (launch.Setup.Fit); it
-// returns the plan's number of stages. Errors of the command line are
-// usageErr.
-func fitPlan(r zoo.Recipe, cfg train.Config, stages string, procs int, pl launch.Place) (int, error) {
-	n, err := planStages(r, cfg, stages)
+// returns the plan's stages' costs, one per stage. Errors of the command
+// line are usageErr.
+func fitPlan(r zoo.Recipe, cfg train.Config, stages string, procs int, pl launch.Place) ([]float64, error) {
+	costs, err := planCosts(r, cfg, stages)
 	if err == nil {
-		if err = (launch.Setup{Procs: procs}).Fit(n, pl); err != nil {
+		if err = (launch.Setup{Procs: procs}).Fit(costs, pl); err != nil {
 			err = usageErr{err}
 		}
 	}
-	return n, err
+	return costs, err
 }
 
-// planStages is train.PlanStages, a cut the model cannot have a usageErr.
-func planStages(r zoo.Recipe, cfg train.Config, stages string) (int, error) {
-	n, err := train.PlanStages(r, cfg, stages)
+// planCosts is train.PlanCosts, a cut the model cannot have a usageErr.
+func planCosts(r zoo.Recipe, cfg train.Config, stages string) ([]float64, error) {
+	costs, err := train.PlanCosts(r, cfg, stages)
 	var ce *runspec.Error
 	if errors.As(err, &ce) {
-		return 0, usageErr{err}
+		return nil, usageErr{err}
 	}
-	return n, err
+	return costs, err
 }
 
-// stageCount is planStages for r's recipe's run with -stages stages
-// ("fine" or a number options.check has checked): what compare and sweep
-// check their schedules against.
+// stageCount is the number of stages of planCosts for r's recipe's run
+// with -stages stages ("fine" or a number options.check has checked):
+// what compare and sweep check their schedules against.
 func stageCount(r zoo.Recipe, stages string) (int, error) {
 	cfg := train.Config{Hyper: r.Run}
 	cfg.Stages, _ = strconv.Atoi(stages) // 0 for fine
-	return planStages(r, cfg, stages)
+	costs, err := planCosts(r, cfg, stages)
+	return len(costs), err
 }
