@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pipemare/pipemare/runspec"
+	"github.com/pipemare/pipemare/schedule"
 	"github.com/pipemare/pipemare/train"
 	"github.com/pipemare/pipemare/zoo"
 )
@@ -36,4 +37,42 @@ func TestPlanCosts(t *testing.T) {
 	_, err = train.PlanCosts(r, train.Config{Hyper: r.Run, Cut: []int{100000}, Stages: 2}, "fine")
 	require.True(t, errors.As(err, &ce), "%v", err)
 	require.Regexp(t, `^cut 100000: `, err.Error())
+}
+
+// TestBalancedPlacementHalvesTheResNetsCost: the ResNet's 15 fine stages
+// on 2 processes are split where the plan's own estimated costs halve —
+// the cut is one of the two stage boundaries around half the total, the
+// heavier process carrying less than half plus the stage at the cut — and
+// no contiguous split has a lighter heavier process; contiguous by count
+// (8 and 7 stages) puts the stem's heavy stages on one process, carrying
+// more.
+func TestBalancedPlacementHalvesTheResNetsCost(t *testing.T) {
+	r, err := zoo.RecipeFor("resnet")
+	require.NoError(t, err)
+	costs, err := train.PlanCosts(r, train.Config{Hyper: r.Run}, "fine")
+	require.NoError(t, err)
+	require.Len(t, costs, 15)
+	hosts := schedule.Balanced.Hosts(costs, 2)
+	require.Len(t, hosts, 2)
+	cut := len(hosts[0])
+	sum := func(from, to int) (s float64) {
+		for _, c := range costs[from:to] {
+			s += c
+		}
+		return s
+	}
+	total := sum(0, len(costs))
+	// the boundary k at which the running sum crosses half the total
+	k := 0
+	for sum(0, k+1) < total/2 {
+		k++
+	}
+	require.Contains(t, []int{k, k + 1}, cut, "the cut is at a boundary around half the cost: before stage %d or %d (costs %v)", k, k+1, costs)
+	heavier := max(sum(0, cut), sum(cut, len(costs)))
+	require.LessOrEqual(t, heavier, total/2+max(costs[cut-1], costs[cut]))
+	for e := 1; e < len(costs); e++ {
+		require.LessOrEqual(t, heavier, max(sum(0, e), sum(e, len(costs))), "no cut before stage %d is more even", e)
+	}
+	byCount := schedule.Contiguous.Hosts(costs, 2)
+	require.Greater(t, max(sum(0, len(byCount[0])), sum(len(byCount[0]), len(costs))), heavier, "by count is less even")
 }

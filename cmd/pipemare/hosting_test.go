@@ -40,14 +40,15 @@ func TestProcsHostSeveralStages(t *testing.T) {
 	var alone runReportJSON // the last run in this process
 	for _, c := range []struct {
 		run, extra []string
+		placed     string
 		hosts      [][]int // nil: balanced, as the plan's costs split it
 	}{
-		{[]string{"-schedule", "zb-v"}, nil, [][]int{{0, 3}, {1, 2}}},
-		{[]string{"-schedule", "zb-v"}, []string{"-transport", "grpc"}, [][]int{{0, 3}, {1, 2}}},
-		{[]string{"-schedule", "interleaved"}, nil, [][]int{{0, 2}, {1, 3}}},
-		{[]string{"-schedule", "pipemare", "-warmup", "0"}, nil, nil},
-		{[]string{"-schedule", "pipemare", "-warmup", "0"}, []string{"-placement", "contiguous"}, [][]int{{0, 1}, {2, 3}}},
-		{[]string{"-schedule", "1f1b"}, nil, nil},
+		{[]string{"-schedule", "zb-v"}, nil, "v", [][]int{{0, 3}, {1, 2}}},
+		{[]string{"-schedule", "zb-v"}, []string{"-transport", "grpc"}, "v", [][]int{{0, 3}, {1, 2}}},
+		{[]string{"-schedule", "interleaved"}, nil, "round-robin", [][]int{{0, 2}, {1, 3}}},
+		{[]string{"-schedule", "pipemare", "-warmup", "0"}, nil, "balanced", nil},
+		{[]string{"-schedule", "pipemare", "-warmup", "0"}, []string{"-placement", "contiguous"}, "contiguous", [][]int{{0, 1}, {2, 3}}},
+		{[]string{"-schedule", "1f1b"}, nil, "balanced", nil},
 	} {
 		run := append(append([]string{}, cnnArgs...), c.run...)
 		if c.extra == nil {
@@ -68,10 +69,11 @@ func TestProcsHostSeveralStages(t *testing.T) {
 		require.Equal(t, 0, code, "%v\n%s\n%s", args, out, stderr)
 		require.Empty(t, stderr, "the stages said nothing")
 		require.Regexp(t, `started 2 stage processes on 127\.0\.0\.1:\d+, 127\.0\.0\.1:\d+ \(pids \d+ \d+, hosting stages `, out)
-		require.Contains(t, out, "hosting stages "+launch.StageList(hosts[0])+" and "+launch.StageList(hosts[1])+")\n")
+		require.Contains(t, out, "hosting stages "+launch.StageList(hosts[0])+" and "+launch.StageList(hosts[1])+", placed "+c.placed+")\n")
 		got := reportOf(t, dir)
 		require.Equal(t, want, got.Result.WeightsSHA256, "%v: two processes of several stages train exactly like the in-process engine", args)
 		require.Equal(t, hosts, got.Placement.Hosts)
+		require.Equal(t, c.placed, got.Placement.PlacedBy)
 		require.Len(t, got.Placement.Addresses, 2, "one per process")
 		var pids []string
 		for _, pid := range got.Placement.PIDs {
@@ -137,7 +139,10 @@ func handStartedHostsSeveralStages(t *testing.T, want runReportJSON) {
 		require.Equal(t, 0, code, "process %d:\n%s\n%s", i, out, stderr)
 		require.Contains(t, out, []string{"stages 0,3: stopped by the driver", "stages 1,2: stopped by the driver"}[i])
 	}
-	require.Equal(t, want.Result.WeightsSHA256, reportOf(t, dir).Result.WeightsSHA256)
+	got := reportOf(t, dir)
+	require.Equal(t, want.Result.WeightsSHA256, got.Result.WeightsSHA256)
+	require.Equal(t, [][]int{{0, 3}, {1, 2}}, got.Placement.Hosts, "the driver says which stages each process at -stage-addrs hosted")
+	require.Equal(t, "v", got.Placement.PlacedBy)
 
 	code, _, stderr = runCLI(context.Background(), append([]string{"stage", "-stage", "0,1", "-stage-addrs", addrs, "-insecure"}, run...)...)
 	require.Equal(t, 2, code, stderr)
@@ -153,7 +158,7 @@ func handStartedHostsSeveralStages(t *testing.T, want runReportJSON) {
 func TestMaxRestartsHostingSeveralStages(t *testing.T) {
 	skipProcesses(t)
 	want, p, tmp, dir := restarting(t, "3", 2, 1)
-	started := regexp.MustCompile(`^started 2 stage processes on .* \(pids (\d+) (\d+), hosting stages 0 and 1,2\)`)
+	started := regexp.MustCompile(`^started 2 stage processes on .* \(pids (\d+) (\d+), hosting stages 0 and 1,2, placed balanced\)`)
 	m := p.until(t, started, time.Minute)
 	pids := m[1:]
 	p.until(t, checkpointLine, time.Minute)

@@ -103,7 +103,13 @@ func grace(err error) time.Duration {
 func (t *trainFlags) connect(ctx context.Context, cfg *train.Config, o *options, w launch.Where, pl launch.Place, rep *rundir.Placement, r zoo.Recipe, trainSet zoo.Data, stdout, stderr io.Writer) (stop func(error) error) {
 	switch w {
 	case launch.Remote:
-		cfg.Connect = t.net.Connector(pl)
+		connect := t.net.Connector(pl)
+		cfg.Connect = func(ctx context.Context, plan *graphsplit.Plan) (transport.Endpoint, error) {
+			if hosts, err := pl.Hosts(plan.Costs()); err == nil && len(hosts) < len(plan.Stages) { // else Connect says what is wrong
+				rep.Hosts, rep.PlacedBy = hosts, pl.Spec.Placement
+			}
+			return connect(ctx, plan)
+		}
 	case launch.LaunchedFirst: // stage 0 as a stage process would serve it
 		first, scfg := pl, *cfg
 		stop = launch.ServeBeside(ctx, func(ctx context.Context) error {
@@ -140,12 +146,12 @@ func (t *trainFlags) startLocal(cfg *train.Config, o *options, resolved runspec.
 			}
 			hosting := ""
 			if len(l.PIDs) < len(slices.Concat(l.Hosts...)) {
-				rep.Hosts = l.Hosts
+				rep.Hosts, rep.PlacedBy = l.Hosts, resolved.Placement
 				var lists []string
 				for _, h := range l.Hosts {
 					lists = append(lists, launch.StageList(h))
 				}
-				hosting = ", hosting stages " + strings.Join(lists, " and ")
+				hosting = ", hosting stages " + strings.Join(lists, " and ") + ", placed " + resolved.Placement
 			}
 			fmt.Fprintf(stdout, "started %d stage processes on %s (pids %s%s)\n", t.procs, strings.Join(l.Addrs, ", "), strings.Trim(fmt.Sprint(l.PIDs), "[]"), hosting)
 		},
