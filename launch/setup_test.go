@@ -83,14 +83,15 @@ func TestDecide(t *testing.T) {
 }
 
 // TestFit: stage processes, or addresses (one per process), no more
-// than the plan's stages, and dividing them unless placed contiguously;
+// than the plan's stages, and dividing them unless placed in blocks
+// (balanced, the default here, or contiguous);
 // otherwise an error naming the flags and the way out.
 func TestFit(t *testing.T) {
 	addrs := Place{Addrs: []string{"h0:1", "h1:1"}, AddrsFrom: "{stage_addrs}"}
 	zbv := Place{Stage: -1, Spec: runspec.Spec{Model: "cnn", Schedule: "zb-v"}}
 	require.NoError(t, Setup{Procs: 2}.Fit(make([]float64, 2), Place{Stage: -1}))
 	require.NoError(t, Setup{Procs: 2}.Fit(make([]float64, 4), zbv), "two stages per process")
-	require.NoError(t, Setup{Procs: 2}.Fit(make([]float64, 15), Place{Stage: -1}), "8 and 7 stages, contiguous")
+	require.NoError(t, Setup{Procs: 2}.Fit(make([]float64, 15), Place{Stage: -1}), "15 stages in two blocks")
 	require.NoError(t, Setup{}.Fit(make([]float64, 2), addrs))
 	require.NoError(t, Setup{}.Fit(make([]float64, 6), addrs), "an address per process of three stages")
 	require.NoError(t, Setup{}.Fit(make([]float64, 5), Place{Stage: -1}), "in this process, any number")
