@@ -107,3 +107,17 @@ func EstimateFLOPs(n *gorgonia.Node) int64 {
 	}
 	return out
 }
+
+// Costs are the stages' estimated costs in stage order, each its
+// StageCost's FLOPs plus Bytes (EstimatedCost's sum over its ops, in
+// integers): what a placement of the stages on processes balances
+// (schedule.Balanced). They depend on the graph and the cut alone, never
+// on a measurement nor on the cost model Split balanced by, so every
+// process of a run, on any host, computes the same.
+func (p *Plan) Costs() []float64 {
+	out := make([]float64, len(p.Stages))
+	for i, s := range p.Stages {
+		out[i] = float64(s.Cost.FLOPs + s.Cost.Bytes)
+	}
+	return out
+}

@@ -256,6 +256,11 @@ func TestProfiledBalancesByMeasuredTime(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, plan.Fingerprint(), again.Fingerprint(), "CutAtOps(Cuts()) cuts differently")
 		require.Nil(t, again.Balance, "a plan cut without measuring has no measured balance")
+		require.Equal(t, again.Costs(), plan.Costs(), "the costs a placement balances are estimated, whatever the cut was balanced by")
+		require.Len(t, plan.Costs(), 3)
+		for s, c := range plan.Costs() {
+			require.Equal(t, float64(plan.Stages[s].Cost.FLOPs+plan.Stages[s].Cost.Bytes), c, "stage %d", s)
+		}
 	}
 	mean, vari = m.BatchNorms[0].Stats()
 	require.Equal(t, meanBefore.Data(), mean.Data(), "profiling must not move BatchNorm's running mean")

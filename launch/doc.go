@@ -31,10 +31,11 @@
 // # Several stages per process
 //
 // Fewer processes than stages, one address each, host the stages the
-// run's placement gives them (runspec.Placed: contiguous, round robin or
-// a V, by default the schedule's), a process's k-th stage at its
-// address's port+k; Place.Hosts lists them, Hosts for a number of
-// processes. Place.Layout is what every peer's
+// run's placement gives them (runspec.Placed: balanced by the plan's
+// estimated costs, graphsplit.Plan.Costs — the same on every process —
+// contiguous by count, round robin or a V; by default the schedule's), a
+// process's k-th stage at its address's port+k; Place.Hosts lists them,
+// Hosts for a number of processes. Place.Layout is what every peer's
 // transport is given — each stage's address and the links between
 // processes, a link between two stages of one process left off the
 // network — and the handshake compares the links. A process hosting

@@ -62,40 +62,45 @@ func (pl Place) Identity(plan *graphsplit.Plan) transport.Identity {
 	return pl.Spec.Identity(plan.Fingerprint())
 }
 
-// Hosts lists, for a plan of p stages, the stages each of the processes
-// at Addrs hosts, in stage order, as the run's placement (Spec; Hosts
-// below) gives them.
-func (pl Place) Hosts(p int) ([][]int, error) {
-	return Hosts(pl.Spec, p, len(pl.Addrs), "stage_addrs")
+// Hosts lists, for a plan whose stages have these costs
+// (graphsplit.Plan.Costs), the stages each of the processes at Addrs
+// hosts, in stage order, as the run's placement (Spec; Hosts below) gives
+// them.
+func (pl Place) Hosts(costs []float64) ([][]int, error) {
+	return Hosts(pl.Spec, costs, len(pl.Addrs), "stage_addrs")
 }
 
-// Hosts lists the stages each of w processes hosts of a plan of p
-// stages, in stage order, as spec's placement (runspec.Placed) gives
-// them: contiguous blocks (whose sizes differ by one at most when w does
-// not divide p), round robin or a V (w must divide p). It refuses, with a
+// Hosts lists the stages each of w processes hosts of a plan whose
+// stages have these costs (graphsplit.Plan.Costs, one per stage), in
+// stage order, as spec's placement (runspec.Placed) gives them: blocks
+// split where the costs divide evenly (balanced), contiguous blocks
+// (whose sizes differ by one at most when w does not divide the stages),
+// round robin or a V (w must divide the stages). It refuses, with a
 // *runspec.Error of setting (the processes' number: procs, stage_addrs),
 // more processes than stages and a w the placement cannot share the
 // stages among.
-func Hosts(spec runspec.Spec, p, w int, setting string) ([][]int, error) {
-	sch, err := spec.ScheduleNamed()
+func Hosts(spec runspec.Spec, costs []float64, w int, setting string) ([][]int, error) {
+	placement, err := placementOf(spec)
 	if err != nil {
 		return nil, err
 	}
-	placement, err := runspec.Placed(spec.Placement, sch)
-	if err != nil {
-		return nil, err
-	}
+	p := len(costs)
 	switch {
 	case w < 1 || w > p:
 		return nil, &runspec.Error{Setting: setting, Value: strconv.Itoa(w), Reason: fmt.Sprintf("%d processes for the plan's %d stages: give at most %d", w, p, p)}
-	case p%w != 0 && placement != schedule.Contiguous:
+	case p%w != 0 && (placement == schedule.RoundRobin || placement == schedule.VShape):
 		return nil, &runspec.Error{Setting: setting, Value: strconv.Itoa(w), Reason: fmt.Sprintf("placed %v, every process hosts as many of the plan's %d stages: give {stages} a multiple of %d, or processes that divide %d", placement, p, w, p)}
 	}
-	hosts := make([][]int, w)
-	for j := range hosts {
-		hosts[j] = placement.Hosted(j, p, w)
+	return placement.Hosts(costs, w), nil
+}
+
+// placementOf is spec's placement (runspec.Placed for its schedule).
+func placementOf(spec runspec.Spec) (schedule.Placement, error) {
+	sch, err := spec.ScheduleNamed()
+	if err != nil {
+		return 0, err
 	}
-	return hosts, nil
+	return runspec.Placed(spec.Placement, sch)
 }
 
 // Layout is what the peer's network transport is given for plan: each
@@ -107,7 +112,7 @@ func Hosts(spec runspec.Spec, p, w int, setting string) ([][]int, error) {
 // Hosts'.
 func (pl Place) Layout(plan *graphsplit.Plan) ([]string, []transport.Link, error) {
 	p := len(plan.Stages)
-	hosts, err := pl.Hosts(p)
+	hosts, err := pl.Hosts(plan.Costs())
 	if err != nil {
 		return nil, nil, err
 	}

@@ -101,18 +101,19 @@ func (s Setup) decide(env Config, found bool) (Where, Place, error) {
 	return InProcess, Place{Stage: -1}, nil
 }
 
-// Fit refuses a plan of n stages that the
-// places cannot host as the run's placement (pl.Spec) shares the stages
-// among them (Hosts): s.Procs stage processes (0: none), or the
-// addresses in pl, this process's Place (none: in this process), one per
-// process. The error names the flags and the way out.
-func (s Setup) Fit(n int, pl Place) error {
+// Fit refuses a plan whose stages have these costs
+// (graphsplit.Plan.Costs) that the places cannot host as the run's
+// placement (pl.Spec) shares the stages among them (Hosts): s.Procs stage
+// processes (0: none), or the addresses in pl, this process's Place
+// (none: in this process), one per process. The error names the flags
+// and the way out.
+func (s Setup) Fit(costs []float64, pl Place) error {
 	var err error
 	switch {
 	case s.Procs > 0:
-		_, err = Hosts(pl.Spec, n, s.Procs, "procs")
+		_, err = Hosts(pl.Spec, costs, s.Procs, "procs")
 	case len(pl.Addrs) > 0:
-		_, err = Hosts(pl.Spec, n, len(pl.Addrs), "stage_addrs")
+		_, err = Hosts(pl.Spec, costs, len(pl.Addrs), "stage_addrs")
 	}
 	return err
 }
@@ -162,7 +163,7 @@ func (d *LocalDriver) Connect(ctx context.Context, plan *graphsplit.Plan) (trans
 	defer cancel(nil)
 	c := d.Config
 	if d.Procs > 0 && plan != nil {
-		hosts, err := Hosts(d.Spec, len(plan.Stages), d.Procs, "procs")
+		hosts, err := Hosts(d.Spec, plan.Costs(), d.Procs, "procs")
 		if err != nil {
 			return nil, err
 		}

@@ -83,20 +83,21 @@ func TestDecide(t *testing.T) {
 }
 
 // TestFit: stage processes, or addresses (one per process), no more
-// than the plan's stages, and dividing them unless placed contiguously;
+// than the plan's stages, and dividing them unless placed in blocks
+// (balanced, the default here, or contiguous);
 // otherwise an error naming the flags and the way out.
 func TestFit(t *testing.T) {
 	addrs := Place{Addrs: []string{"h0:1", "h1:1"}, AddrsFrom: "{stage_addrs}"}
 	zbv := Place{Stage: -1, Spec: runspec.Spec{Model: "cnn", Schedule: "zb-v"}}
-	require.NoError(t, Setup{Procs: 2}.Fit(2, Place{Stage: -1}))
-	require.NoError(t, Setup{Procs: 2}.Fit(4, zbv), "two stages per process")
-	require.NoError(t, Setup{Procs: 2}.Fit(15, Place{Stage: -1}), "8 and 7 stages, contiguous")
-	require.NoError(t, Setup{}.Fit(2, addrs))
-	require.NoError(t, Setup{}.Fit(6, addrs), "an address per process of three stages")
-	require.NoError(t, Setup{}.Fit(5, Place{Stage: -1}), "in this process, any number")
-	requireFlags(t, Setup{Procs: 3}.Fit(2, Place{Stage: -1}), "-procs 3: 3 processes for the plan's 2 stages: give at most 2")
-	requireFlags(t, Setup{Procs: 3}.Fit(4, zbv), "-procs 3: placed v, every process hosts as many of the plan's 4 stages: give -stages a multiple of 3, or processes that divide 4")
-	requireFlags(t, Setup{}.Fit(1, addrs), "-stage-addrs 2: 2 processes for the plan's 1 stages: give at most 1")
+	require.NoError(t, Setup{Procs: 2}.Fit(make([]float64, 2), Place{Stage: -1}))
+	require.NoError(t, Setup{Procs: 2}.Fit(make([]float64, 4), zbv), "two stages per process")
+	require.NoError(t, Setup{Procs: 2}.Fit(make([]float64, 15), Place{Stage: -1}), "15 stages in two blocks")
+	require.NoError(t, Setup{}.Fit(make([]float64, 2), addrs))
+	require.NoError(t, Setup{}.Fit(make([]float64, 6), addrs), "an address per process of three stages")
+	require.NoError(t, Setup{}.Fit(make([]float64, 5), Place{Stage: -1}), "in this process, any number")
+	requireFlags(t, Setup{Procs: 3}.Fit(make([]float64, 2), Place{Stage: -1}), "-procs 3: 3 processes for the plan's 2 stages: give at most 2")
+	requireFlags(t, Setup{Procs: 3}.Fit(make([]float64, 4), zbv), "-procs 3: placed v, every process hosts as many of the plan's 4 stages: give -stages a multiple of 3, or processes that divide 4")
+	requireFlags(t, Setup{}.Fit(make([]float64, 1), addrs), "-stage-addrs 2: 2 processes for the plan's 1 stages: give at most 1")
 }
 
 // TestServeBeside: after a driver that succeeded, stop waits for the

@@ -86,7 +86,7 @@ func ParseStageList(list string) ([]int, error) {
 // an error nothing is left open.
 func (n Net) StagesConnector(pls []Place) func(ctx context.Context, plan *graphsplit.Plan) ([]transport.Endpoint, error) {
 	return func(ctx context.Context, plan *graphsplit.Plan) ([]transport.Endpoint, error) {
-		if err := CheckHosted(pls, len(plan.Stages)); err != nil {
+		if err := CheckHosted(pls, plan.Costs()); err != nil {
 			return nil, err
 		}
 		ctx, cancel := context.WithCancel(ctx)
@@ -124,9 +124,11 @@ func (n Net) StagesConnector(pls []Place) func(ctx context.Context, plan *graphs
 // the places of a process (one per stage, alike but for Stage and
 // Listen; StagesPlaces) whose stages are not those the run's placement
 // gives one of the processes at their addresses (Place.Hosts), for a plan
-// of p stages: so that a command can say so before anything connects.
-// StagesConnector checks it too.
-func CheckHosted(pls []Place, p int) error {
+// whose stages have these costs (graphsplit.Plan.Costs): so that a
+// command can say so before anything connects, naming the lists the
+// placement makes. StagesConnector checks it too.
+func CheckHosted(pls []Place, costs []float64) error {
+	p := len(costs)
 	if len(pls) == 0 {
 		return &runspec.Error{Setting: "stage", Reason: "which stages this process serves"}
 	}
@@ -134,7 +136,7 @@ func CheckHosted(pls []Place, p int) error {
 	for k, pl := range pls {
 		stages[k] = pl.Stage
 	}
-	hosts, err := pls[0].Hosts(p)
+	hosts, err := pls[0].Hosts(costs)
 	if err != nil {
 		return err
 	}
@@ -147,7 +149,8 @@ func CheckHosted(pls []Place, p int) error {
 			for _, h := range hosts {
 				lists = append(lists, StageList(h))
 			}
-			return &runspec.Error{Setting: "stage", Value: StageList(stages), Reason: fmt.Sprintf("placed %s, the %d stages on %d processes make processes of stages %s: give one of those", pls[0].Spec.Placement, p, len(hosts), strings.Join(lists, " or "))}
+			placement, _ := placementOf(pls[0].Spec) // Hosts has placed by it
+			return &runspec.Error{Setting: "stage", Value: StageList(stages), Reason: fmt.Sprintf("placed %v, the %d stages on %d processes make processes of stages %s: give one of those", placement, p, len(hosts), strings.Join(lists, " or "))}
 		}
 	}
 	return &runspec.Error{Setting: "stage", Value: StageList(stages), Reason: fmt.Sprintf("the plan has stages 0..%d", p-1)}

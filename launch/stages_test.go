@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -15,6 +17,7 @@ import (
 	"github.com/pipemare/pipemare/graphsplit"
 	"github.com/pipemare/pipemare/internal/testkit/testmodels"
 	"github.com/pipemare/pipemare/runspec"
+	"github.com/pipemare/pipemare/schedule"
 	"github.com/pipemare/pipemare/transport"
 )
 
@@ -32,23 +35,25 @@ func chainPlan(t *testing.T) *graphsplit.Plan {
 
 // TestLayout: each process's k-th stage is at port+k of its address,
 // the processes hosting the stages the run's placement gives them (zb-v:
-// a V, 0 and 3 beside each other; pipemare: contiguous blocks, the first
-// larger when the processes do not divide the stages); a link between
-// two stages of one process is not on the network. More processes than
+// a V, 0 and 3 beside each other; contiguous: blocks, the first larger
+// when the processes do not divide the stages; pipemare by default:
+// blocks split by the plan's costs); a link between two stages of one
+// process is not on the network. More processes than
 // stages, processes that do not divide them under any other placement,
 // and a placement the schedule refuses are errors naming the settings.
 func TestLayout(t *testing.T) {
 	plan := chainPlan(t)
 	zbv := runspec.Spec{Model: "mlp", Schedule: "zb-v"}
 	pipemare := runspec.Spec{Model: "mlp", Schedule: "pipemare"}
+	contiguous := runspec.Spec{Model: "mlp", Schedule: "pipemare", Placement: "contiguous"}
 	for _, c := range []struct {
 		spec        runspec.Spec
 		addrs, want []string
 		links       []transport.Link
 	}{
 		{zbv, []string{"h0:7000", "h1:7000"}, []string{"h0:7000", "h1:7000", "h1:7001", "h0:7001"}, []transport.Link{{A: 0, B: 1}, {A: 2, B: 3}}},
-		{pipemare, []string{"h0:7000", "h1:7000"}, []string{"h0:7000", "h0:7001", "h1:7000", "h1:7001"}, []transport.Link{{A: 1, B: 2}}},
-		{pipemare, []string{"a:1", "b:1", "c:1"}, []string{"a:1", "a:2", "b:1", "c:1"}, []transport.Link{{A: 1, B: 2}, {A: 2, B: 3}}},
+		{contiguous, []string{"h0:7000", "h1:7000"}, []string{"h0:7000", "h0:7001", "h1:7000", "h1:7001"}, []transport.Link{{A: 1, B: 2}}},
+		{contiguous, []string{"a:1", "b:1", "c:1"}, []string{"a:1", "a:2", "b:1", "c:1"}, []transport.Link{{A: 1, B: 2}, {A: 2, B: 3}}},
 		{zbv, []string{"a:1", "b:1", "c:1", "d:http"}, []string{"a:1", "b:1", "c:1", "d:http"}, []transport.Link{{A: 0, B: 1}, {A: 1, B: 2}, {A: 2, B: 3}}},
 	} {
 		addrs, links, err := Place{Addrs: c.addrs, Stage: -1, Spec: c.spec}.Layout(plan)
@@ -56,6 +61,23 @@ func TestLayout(t *testing.T) {
 		require.Equal(t, c.want, addrs, "%s on %v", c.spec.Schedule, c.addrs)
 		require.Equal(t, c.links, links, "%s on %v", c.spec.Schedule, c.addrs)
 	}
+	// Balanced: the plan's costs split the stages, which on 3 processes
+	// is not by count; each process's stages at its port, port+1, ….
+	addrs3 := []string{"a:1", "b:1", "c:1"}
+	hosts := schedule.Balance(plan.Costs(), 3)
+	require.NotEqual(t, schedule.Contiguous.Assign(plan.Costs(), 3), hosts, "the MLP's stages cost unlike")
+	addrs, links, err := Place{Addrs: addrs3, Stage: -1, Spec: pipemare}.Layout(plan)
+	require.NoError(t, err)
+	var want []string
+	var wantLinks []transport.Link
+	for i, j := range hosts {
+		want = append(want, addrs3[j][:2]+strconv.Itoa(1+i-slices.Index(hosts, j)))
+		if i > 0 && hosts[i-1] != j {
+			wantLinks = append(wantLinks, transport.Link{A: transport.Peer(i - 1), B: transport.Peer(i)})
+		}
+	}
+	require.Equal(t, want, addrs)
+	require.Equal(t, wantLinks, links)
 	for _, c := range []struct {
 		spec  runspec.Spec
 		addrs []string
@@ -143,3 +165,36 @@ func TestStagesConnector(t *testing.T) {
 }
 
 func typeName(v any) string { return fmt.Sprintf("%T", v) }
+
+// TestCheckHostedFollowsTheBalancedPlacement: a process given the stages
+// the balanced placement puts together (by the plan's costs) passes; one
+// given others — the contiguous blocks by count among them — is refused,
+// the error naming the placement and the lists it makes.
+func TestCheckHostedFollowsTheBalancedPlacement(t *testing.T) {
+	plan := chainPlan(t)
+	costs := plan.Costs()
+	places := func(spec runspec.Spec, stages []int) []Place {
+		var pls []Place
+		for _, i := range stages {
+			pls = append(pls, Place{Addrs: []string{"a:1", "b:1", "c:1"}, Stage: i, Spec: spec})
+		}
+		return pls
+	}
+	pipemare := runspec.Spec{Model: "mlp", Schedule: "pipemare"}
+	hosts := schedule.Balanced.Hosts(costs, 3)
+	for _, h := range hosts {
+		require.NoError(t, CheckHosted(places(pipemare, h), costs), "%v", h)
+	}
+	var lists []string
+	for _, h := range hosts {
+		lists = append(lists, StageList(h))
+	}
+	for _, h := range schedule.Contiguous.Hosts(costs, 3) {
+		if slices.ContainsFunc(hosts, func(b []int) bool { return slices.Equal(b, h) }) {
+			continue
+		}
+		err := CheckHosted(places(pipemare, h), costs)
+		require.EqualError(t, err, "stage "+StageList(h)+": placed balanced, the 4 stages on 3 processes make processes of stages "+strings.Join(lists, " or ")+": give one of those")
+		require.NoError(t, CheckHosted(places(runspec.Spec{Model: "mlp", Schedule: "pipemare", Placement: "contiguous"}, h), costs), "placed contiguous, %v is a process's", h)
+	}
+}

@@ -51,9 +51,13 @@ type Placement struct {
 	// its port+k); PIDs the processes train -procs started.
 	Addresses []string `json:"addresses,omitempty"`
 	PIDs      []int    `json:"pids,omitempty"`
-	// Hosts are the stages each of PIDs hosts, when a process hosts
-	// several (train -procs fewer than the stages).
-	Hosts [][]int `json:"hosts,omitempty"`
+	// Hosts are the stages each process (of PIDs, or at Addresses)
+	// hosts, when a process hosts several (train -procs, or -stage-addrs,
+	// fewer than the stages), as the run's placement PlacedBy
+	// (runspec.Placed's name: balanced, contiguous, round-robin, v) gave
+	// them.
+	Hosts    [][]int `json:"hosts,omitempty"`
+	PlacedBy string  `json:"placed_by,omitempty"`
 	// CPUs are the CPUs each stage process was pinned to (-pin), and
 	// DriverCPUs this process's (-cpus); absent when not pinned.
 	CPUs       []string `json:"cpus,omitempty"`

@@ -32,8 +32,8 @@ type Spec struct {
 	Stages string `json:"stages,omitempty"`
 	Cut    string `json:"cut,omitempty"`
 	// Placement is how the stages map to the processes that host several
-	// each (schedule.Placement's names: contiguous, round-robin, v);
-	// "" follows the schedule (Placed).
+	// each (schedule.Placement's names: contiguous, round-robin, v,
+	// balanced); "" follows the schedule (Placed).
 	Placement string `json:"placement,omitempty"`
 	// Microbatch (rows), Microbatches (N), Epochs and LR replace the
 	// recipe's when positive.
@@ -145,12 +145,14 @@ func ScheduleNamed(name string) (schedule.Schedule, error) {
 
 // Placed is the placement named name (schedule.PlacementNamed) for a run
 // of schedule sch: "" is sch's own when its workers host several stages
-// each (interleaved: round-robin, zb-v: v), else contiguous. It refuses,
+// each (interleaved: round-robin, zb-v: v), else balanced (contiguous
+// blocks split by the stages' estimated costs; where the stages run never
+// changes what a schedule of one stage per worker computes). It refuses,
 // with an *Error of the placement setting, a name it does not know and a
 // placement other than the one such a schedule places its stages by (a
 // process would then host parts of its workers).
 func Placed(name string, sch schedule.Schedule) (schedule.Placement, error) {
-	own := schedule.Contiguous
+	own := schedule.Balanced
 	if sch.Virtual() > 1 {
 		own = sch.Place
 	}

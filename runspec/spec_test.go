@@ -150,15 +150,16 @@ func TestDecodeRenamed(t *testing.T) {
 
 // TestPlacedFollowsTheSchedule: with no placement given, the stages are
 // placed as the schedule places them on its workers (interleaved round
-// robin, zb-v in a V), contiguously for a schedule of one stage per
+// robin, zb-v in a V), balanced by cost for a schedule of one stage per
 // worker; any placement suits the latter, only its own the former; an
 // unknown name lists the names. Check refuses what Placed refuses.
 func TestPlacedFollowsTheSchedule(t *testing.T) {
 	for _, c := range []struct {
 		name, schedule string
 		want           schedule.Placement
-	}{{"", "interleaved", schedule.RoundRobin}, {"", "zb-v", schedule.VShape}, {"", "pipemare", schedule.Contiguous}, {"", "", schedule.Contiguous},
-		{"round-robin", "pipemare", schedule.RoundRobin}, {"v", "1f1b", schedule.VShape}, {"v", "zb-v", schedule.VShape}} {
+	}{{"", "interleaved", schedule.RoundRobin}, {"", "zb-v", schedule.VShape}, {"", "pipemare", schedule.Balanced}, {"", "", schedule.Balanced},
+		{"round-robin", "pipemare", schedule.RoundRobin}, {"v", "1f1b", schedule.VShape}, {"v", "zb-v", schedule.VShape},
+		{"contiguous", "pipemare", schedule.Contiguous}, {"balanced", "1f1b", schedule.Balanced}} {
 		sch, err := runspec.ScheduleNamed(c.schedule)
 		if c.schedule == "" {
 			sch, err = schedule.Schedule{}, nil
@@ -170,7 +171,9 @@ func TestPlacedFollowsTheSchedule(t *testing.T) {
 	}
 	_, err := runspec.Placed("contiguous", schedule.ZBV())
 	require.EqualError(t, err, "placement contiguous: schedule zb-v places its stages v: give placement v, or leave it to the schedule")
+	_, err = runspec.Placed("balanced", schedule.Interleaved(2))
+	require.EqualError(t, err, "placement balanced: schedule interleaved places its stages round-robin: give placement round-robin, or leave it to the schedule")
 	err = runspec.Spec{Model: "mlp", Schedule: "interleaved", Placement: "zigzag"}.Check()
-	require.EqualError(t, err, `placement "zigzag": one of contiguous, round-robin, v (default: the schedule's)`)
+	require.EqualError(t, err, `placement "zigzag": one of contiguous, round-robin, v, balanced (default: the schedule's)`)
 	require.NoError(t, runspec.Spec{Model: "mlp", Schedule: "interleaved", Placement: "round-robin"}.Check())
 }

@@ -21,7 +21,9 @@
 // the critical path, and later OpWeight, the gradient of its weights.
 // Interleaved, ZBV and PipeMareVirtual place v stages on each worker
 // (PerWorker, Placement): their order is per worker (Slot lists,
-// WorkerLists), and Actions is each stage's share of it.
+// WorkerLists), and Actions is each stage's share of it. Balance splits
+// stages into contiguous blocks by their costs (the Balanced placement,
+// which places a run's stages on its processes).
 //
 // Measured replays them with equal F, I and W times and reads each
 // schedule's bubble, activations and weight versions; Formula gives the

@@ -14,7 +14,7 @@ type Slot struct {
 func (s Slot) String() string { return fmt.Sprintf("%v@%d", s.Action, s.Stage) }
 
 // Placement says which worker hosts each of P stages when W workers host
-// v = P/W stages each (contiguously, W need not divide P).
+// v = P/W stages each (contiguously or balanced, W need not divide P).
 type Placement uint8
 
 const (
@@ -29,10 +29,15 @@ const (
 	// up the stages (ZB-V's placement: a worker's two stages are the first
 	// and last ones a microbatch meets on it).
 	VShape
+	// Balanced: contiguous blocks split where the stages' costs divide
+	// evenly (Balance), not by count: the only placement that reads the
+	// costs (Assign). Placed by position alone (Worker), every stage costs
+	// the same.
+	Balanced
 )
 
 // Placements lists every placement.
-func Placements() []Placement { return []Placement{Contiguous, RoundRobin, VShape} }
+func Placements() []Placement { return []Placement{Contiguous, RoundRobin, VShape, Balanced} }
 
 func (pl Placement) String() string {
 	switch pl {
@@ -42,6 +47,8 @@ func (pl Placement) String() string {
 		return "round-robin"
 	case VShape:
 		return "v"
+	case Balanced:
+		return "balanced"
 	}
 	return fmt.Sprintf("Placement(%d)", uint8(pl))
 }
@@ -57,7 +64,8 @@ func PlacementNamed(name string) (Placement, bool) {
 }
 
 // Worker is the worker hosting stage i of p on w workers (w divides p,
-// or the placement is Contiguous).
+// or the placement is Contiguous or Balanced, which Worker places as if
+// every stage cost the same: Assign places by the costs).
 func (pl Placement) Worker(i, p, w int) int {
 	switch pl {
 	case RoundRobin:
@@ -68,17 +76,41 @@ func (pl Placement) Worker(i, p, w int) int {
 		} else {
 			return o
 		}
+	case Balanced:
+		return pl.Assign(make([]float64, p), w)[i]
 	}
 	return i * w / p // i / v when w divides p
 }
 
-// Hosted lists the stages worker j hosts, in stage order.
-func (pl Placement) Hosted(j, p, w int) []int {
-	var out []int
-	for i := 0; i < p; i++ {
-		if pl.Worker(i, p, w) == j {
-			out = append(out, i)
-		}
+// Assign is the worker of each stage of the given costs on w workers,
+// nil unless 1 ≤ w ≤ the stages (and w must divide them for RoundRobin
+// and VShape): Balance's for Balanced, Worker's for the others, which
+// ignore the costs.
+func (pl Placement) Assign(costs []float64, w int) []int {
+	p := len(costs)
+	switch {
+	case w < 1 || w > p:
+		return nil
+	case pl == Balanced:
+		return Balance(costs, w)
+	}
+	out := make([]int, p)
+	for i := range out {
+		out[i] = pl.Worker(i, p, w)
+	}
+	return out
+}
+
+// Hosts lists the stages each of w workers hosts, in stage order, for
+// stages of the given costs (Assign); nil where Assign is.
+func (pl Placement) Hosts(costs []float64, w int) [][]int {
+	workers := pl.Assign(costs, w)
+	if workers == nil {
+		return nil
+	}
+	out := make([][]int, w)
+	for i, j := range workers {
+		out[j] = append(out[j], i)
 	}
 	return out
 }

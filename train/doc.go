@@ -27,8 +27,9 @@
 // checkpoint, recording each Restart in Result.Restarts; the run ends with
 // the weights of a run never interrupted.
 //
-// Before anything trains, PlanStages counts the stages a Config cuts a
-// model into, naming the setting of a cut it cannot have; MeasurePlan cuts a
+// Before anything trains, PlanCosts estimates the costs of the stages a
+// Config cuts a model into (what the balanced placement splits by), naming
+// the setting of a cut it cannot have; MeasurePlan cuts a
 // model and times its stages, and its PlanReport (with WriteMemory, the
 // stages' memory besides activations) is what pipemare plan shows.
 // SavedEval evaluates a trained model file.

@@ -12,7 +12,7 @@ import (
 
 // TestResolvedIdentity: peers compare resolved settings. A spec that gives
 // the recipe's own values (rate, seed, method, N, the method's T1 and
-// momentum, the exact kernels) has the identity of one that leaves them alone; one that
+// momentum, the exact kernels, the balanced placement) has the identity of one that leaves them alone; one that
 // gives another value is refused naming the setting and both resolved
 // values; another run length is refused naming the length, not the T1 and
 // warm-up that follow from it.
@@ -27,7 +27,7 @@ func TestResolvedIdentity(t *testing.T) {
 	alone := runspec.Spec{Model: "mlp", Data: "embedded"}
 	steps := 8000 / (r.Run.Microbatch * r.Run.Microbatches)
 	lr, seed, t1, beta := r.Run.LR, r.Run.Seed, r.Run.Epochs*steps-r.Warmup*steps, 0.9 // T1: every step after the one-epoch warm-up
-	same := runspec.Spec{Model: "mlp", Data: "/elsewhere", Method: r.Method, LR: lr, Seed: &seed, Microbatches: r.Run.Microbatches, T1: &t1, Momentum: &beta, Epochs: r.Run.Epochs, Placement: "contiguous", Kernels: "exact"}
+	same := runspec.Spec{Model: "mlp", Data: "/elsewhere", Method: r.Method, LR: lr, Seed: &seed, Microbatches: r.Run.Microbatches, T1: &t1, Momentum: &beta, Epochs: r.Run.Epochs, Placement: "balanced", Kernels: "exact"}
 	require.NoError(t, identity(alone).Check(identity(same), "stage 1"))
 
 	for _, c := range []struct {
@@ -36,7 +36,8 @@ func TestResolvedIdentity(t *testing.T) {
 		mine, theirs string
 	}{
 		{func(s *runspec.Spec) { s.LR = 0.1 }, "lr", "0.03", "0.1"},
-		{func(s *runspec.Spec) { s.Placement = "v" }, "placement", "contiguous", "v"},
+		{func(s *runspec.Spec) { s.Placement = "v" }, "placement", "balanced", "v"},
+		{func(s *runspec.Spec) { s.Placement = "contiguous" }, "placement", "balanced", "contiguous"},
 		{func(s *runspec.Spec) { seed := int64(9); s.Seed = &seed }, "seed", "1", "9"},
 		{func(s *runspec.Spec) { s.Method = "naive" }, "method", "pipemare", "naive"},
 		{func(s *runspec.Spec) { s.Epochs = 3 }, "epochs", "4", "3"},

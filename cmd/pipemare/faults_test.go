@@ -255,7 +255,7 @@ func faultStageOfAnotherStages(t *testing.T, c faultCase) {
 	f := startFaultPipeline(t, c.mtls(), [][]string{{}, {"-stages", "3"}}, faultNone, nil, nil)
 	codes, errs := f.endedAll(t)
 	require.Equal(t, 2, codes[2], "a command line that does not fit the plan: %s", errs[2])
-	require.Contains(t, errs[2], "-stage 1: placed contiguous, the 3 stages on 2 processes make processes of stages 0,1 or 2: give one of those")
+	require.Contains(t, errs[2], "-stage 1: placed balanced, the 3 stages on 2 processes make processes of stages 0 or 1,2: give one of those")
 	for i, who := range []string{"driver", "stage 0"} { // it was gone, or still building its model
 		require.Equal(t, 1, codes[i], errs[i])
 		require.Regexp(t, who+": "+regexp.QuoteMeta(faultNotConnected)+".*stage 1 at "+regexp.QuoteMeta(f.addrs[1])+" (did not answer|did not complete the connection)", errs[i])

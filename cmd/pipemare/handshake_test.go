@@ -47,7 +47,7 @@ func TestStageWithOtherSettingsIsRefused(t *testing.T) {
 		{"-stash", "", "true"},
 		{"-limit", "256", "256"},
 		{"-kernels", "fast", "fast"},
-		{"-placement", "round-robin", "round-robin"},
+		{"-placement", "contiguous", "contiguous"},
 	}
 	for _, c := range cases {
 		t.Run(c.flag, func(t *testing.T) {

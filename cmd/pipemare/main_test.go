@@ -68,7 +68,7 @@ func TestBadValues(t *testing.T) {
 		{[]string{"train", "-model", "mlp", "-stages", "10000"}, "-stages 10000: the mlp model cuts into at most 3 stages, one per layer (-stages fine)"},
 		{[]string{"compare", "-model", "mlp", "-stages", "4"}, "-stages 4: the mlp model cuts into at most 3 stages"},
 		{[]string{"stage", "-stage", "0", "-stage-addrs", "127.0.0.1:1", "-insecure", "-model", "mlp", "-stages", "4"}, "-stages 4: the mlp model cuts into at most 3 stages"},
-		{[]string{"stage", "-stage", "0", "-stage-addrs", "127.0.0.1:1", "-insecure", "-model", "mlp"}, "-stage 0: placed contiguous, the 3 stages on 1 processes make processes of stages 0,1,2: give one of those"},
+		{[]string{"stage", "-stage", "0", "-stage-addrs", "127.0.0.1:1", "-insecure", "-model", "mlp"}, "-stage 0: placed balanced, the 3 stages on 1 processes make processes of stages 0,1,2: give one of those"},
 		{[]string{"stage", "-stage", "0", "-stage-addrs", "127.0.0.1:1", "-insecure", "-connect-timeout", "-1s"}, "-connect-timeout -1s: must be positive"},
 		{[]string{"train", "-trace-steps", "-1"}, "-trace-steps -1: must be positive"},
 		{[]string{"train", "-model", "mlp", "-epochs", "100000000"}, "-epochs 100000000: 100000000 epochs of 125 steps are more than the 10000000 steps a run can train (the engine keeps every action's timing for its report); give at most 80000"},
@@ -402,6 +402,9 @@ func TestSchedule(t *testing.T) {
 	code, _, errOut := runCLI(context.Background(), "schedule", "-schedule", "zb-v", "-placement", "contiguous")
 	require.Equal(t, 2, code)
 	require.Contains(t, errOut, "-placement contiguous: only pipemare-v's placement can be chosen; zb-v's is v")
+	code, _, errOut = runCLI(context.Background(), "schedule", "-schedule", "pipemare-v", "-placement", "balanced")
+	require.Equal(t, 2, code)
+	require.Contains(t, errOut, "-placement balanced: places a run's stages on its processes by their costs, which a schedule does not know")
 
 	code, out, _ = runCLI(context.Background(), "schedule", "-table")
 	require.Equal(t, 0, code)

@@ -103,7 +103,13 @@ func grace(err error) time.Duration {
 func (t *trainFlags) connect(ctx context.Context, cfg *train.Config, o *options, w launch.Where, pl launch.Place, rep *rundir.Placement, r zoo.Recipe, trainSet zoo.Data, stdout, stderr io.Writer) (stop func(error) error) {
 	switch w {
 	case launch.Remote:
-		cfg.Connect = t.net.Connector(pl)
+		connect := t.net.Connector(pl)
+		cfg.Connect = func(ctx context.Context, plan *graphsplit.Plan) (transport.Endpoint, error) {
+			if hosts, err := pl.Hosts(plan.Costs()); err == nil && len(hosts) < len(plan.Stages) { // else Connect says what is wrong
+				rep.Hosts, rep.PlacedBy = hosts, pl.Spec.Placement
+			}
+			return connect(ctx, plan)
+		}
 	case launch.LaunchedFirst: // stage 0 as a stage process would serve it
 		first, scfg := pl, *cfg
 		stop = launch.ServeBeside(ctx, func(ctx context.Context) error {
@@ -140,12 +146,12 @@ func (t *trainFlags) startLocal(cfg *train.Config, o *options, resolved runspec.
 			}
 			hosting := ""
 			if len(l.PIDs) < len(slices.Concat(l.Hosts...)) {
-				rep.Hosts = l.Hosts
+				rep.Hosts, rep.PlacedBy = l.Hosts, resolved.Placement
 				var lists []string
 				for _, h := range l.Hosts {
 					lists = append(lists, launch.StageList(h))
 				}
-				hosting = ", hosting stages " + strings.Join(lists, " and ")
+				hosting = ", hosting stages " + strings.Join(lists, " and ") + ", placed " + resolved.Placement
 			}
 			fmt.Fprintf(stdout, "started %d stage processes on %s (pids %s%s)\n", t.procs, strings.Join(l.Addrs, ", "), strings.Trim(fmt.Sprint(l.PIDs), "[]"), hosting)
 		},
@@ -276,35 +282,36 @@ func (c *cpuFlags) stageCPUs(i int) string {
 }
 
 // fitPlan refuses, before anything trains, a run cfg whose plan
-// (planStages) the places cannot host, each process as many stages:
+// (planCosts) the places cannot host, each process as many stages:
 // procs stage processes, or pl's addresses (launch.Setup.Fit); it
-// returns the plan's number of stages. Errors of the command line are
-// usageErr.
-func fitPlan(r zoo.Recipe, cfg train.Config, stages string, procs int, pl launch.Place) (int, error) {
-	n, err := planStages(r, cfg, stages)
+// returns the plan's stages' costs, one per stage. Errors of the command
+// line are usageErr.
+func fitPlan(r zoo.Recipe, cfg train.Config, stages string, procs int, pl launch.Place) ([]float64, error) {
+	costs, err := planCosts(r, cfg, stages)
 	if err == nil {
-		if err = (launch.Setup{Procs: procs}).Fit(n, pl); err != nil {
+		if err = (launch.Setup{Procs: procs}).Fit(costs, pl); err != nil {
 			err = usageErr{err}
 		}
 	}
-	return n, err
+	return costs, err
 }
 
-// planStages is train.PlanStages, a cut the model cannot have a usageErr.
-func planStages(r zoo.Recipe, cfg train.Config, stages string) (int, error) {
-	n, err := train.PlanStages(r, cfg, stages)
+// planCosts is train.PlanCosts, a cut the model cannot have a usageErr.
+func planCosts(r zoo.Recipe, cfg train.Config, stages string) ([]float64, error) {
+	costs, err := train.PlanCosts(r, cfg, stages)
 	var ce *runspec.Error
 	if errors.As(err, &ce) {
-		return 0, usageErr{err}
+		return nil, usageErr{err}
 	}
-	return n, err
+	return costs, err
 }
 
-// stageCount is planStages for r's recipe's run with -stages stages
-// ("fine" or a number options.check has checked): what compare and sweep
-// check their schedules against.
+// stageCount is the number of stages of planCosts for r's recipe's run
+// with -stages stages ("fine" or a number options.check has checked):
+// what compare and sweep check their schedules against.
 func stageCount(r zoo.Recipe, stages string) (int, error) {
 	cfg := train.Config{Hyper: r.Run}
 	cfg.Stages, _ = strconv.Atoi(stages) // 0 for fine
-	return planStages(r, cfg, stages)
+	costs, err := planCosts(r, cfg, stages)
+	return len(costs), err
 }

@@ -221,6 +221,7 @@ type runReportJSON struct {
 		Addresses  []string `json:"addresses"`
 		PIDs       []int    `json:"pids"`
 		Hosts      [][]int  `json:"hosts"`
+		PlacedBy   string   `json:"placed_by"`
 		CPUs       []string `json:"cpus"`
 		DriverCPUs string   `json:"driver_cpus"`
 	} `json:"placement"`

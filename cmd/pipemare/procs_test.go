@@ -96,7 +96,7 @@ func TestProcsRefusals(t *testing.T) {
 		{[]string{"-out", "a", "-resume", "b"}, 2, "-resume b: a resumed run writes to the directory it resumes (b), not -out a"},
 		{[]string{"-procs", "4", "-test-limit", "64"}, 2, "-procs 4: 4 processes for the plan's 3 stages: give at most 3"},
 		{[]string{"-procs", "2", "-stages", "3", "-placement", "round-robin"}, 2, "-procs 2: placed round-robin, every process hosts as many of the plan's 3 stages: give -stages a multiple of 2, or processes that divide 3"},
-		{[]string{"-procs", "2", "-placement", "zigzag"}, 2, `-placement "zigzag": one of contiguous, round-robin, v (default: the schedule's)`},
+		{[]string{"-procs", "2", "-placement", "zigzag"}, 2, `-placement "zigzag": one of contiguous, round-robin, v, balanced (default: the schedule's)`},
 		{[]string{"-stages", "10000"}, 2, "-stages 10000: the mlp model cuts into at most 3 stages, one per layer (-stages fine)"},
 		{[]string{"-stage-addrs", "127.0.0.1:1,127.0.0.1:2,127.0.0.1:3,127.0.0.1:4", "-insecure"}, 2, "-stage-addrs 4: 4 processes for the plan's 3 stages: give at most 3"},
 		{[]string{"-procs", "3", "-connect-timeout", "0s"}, 2, "-connect-timeout 0s: must be positive"},

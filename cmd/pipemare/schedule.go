@@ -23,7 +23,7 @@ func scheduleCmd(_ context.Context, args []string, stdout, stderr io.Writer) err
 	n := fs.Int("microbatches", 4, "microbatches per minibatch N")
 	steps := fs.Int("minibatches", 2, "minibatches")
 	grid := fs.Bool("grid", true, fmt.Sprintf("print the grid, at most %d cells (clocks × stages); off: only the utilization and delays", runout.MaxGridCells))
-	placement := fs.String("placement", "", "with -schedule pipemare-v: how its stages map to its workers, contiguous, round-robin or v (interleaved is round-robin, zb-v v)")
+	placement := fs.String("placement", "", "with -schedule pipemare-v: how its stages map to its workers, contiguous, round-robin or v (interleaved is round-robin, zb-v v; balanced places a run's stages on processes by their costs: pipemare train -placement)")
 	table := fs.Bool("table", false, "print the replay table instead: every schedule's bubble, activations and weight versions beside its formula, over P 2…32 and N 1…32 (docs/schedules.md)")
 	if err := parse(fs, args, stdout, stderr); err != nil {
 		return err
@@ -56,6 +56,9 @@ func placed(s schedule.Schedule, name string) (schedule.Schedule, error) {
 	}
 	if s.Name != schedule.PipeMareVirtual(2, schedule.Contiguous).Name {
 		return s, errors.Errorf("-placement %s: only pipemare-v's placement can be chosen; %s's is %v", name, s.Name, s.Place)
+	}
+	if pl == schedule.Balanced {
+		return s, errors.Errorf("-placement balanced: places a run's stages on its processes by their costs, which a schedule does not know; give contiguous, round-robin or v")
 	}
 	return schedule.PipeMareVirtual(s.Virtual(), pl), nil
 }

@@ -65,9 +65,9 @@ func stageCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	for k := range pls {
 		pls[k].Spec = resolved
 	}
-	p, err := fitPlan(r, cfg, stagesOf(resolved), 0, pls[0])
+	costs, err := fitPlan(r, cfg, stagesOf(resolved), 0, pls[0])
 	if err == nil {
-		if err = launch.CheckHosted(pls, p); err != nil {
+		if err = launch.CheckHosted(pls, costs); err != nil {
 			err = usageErr{err}
 		}
 	}
