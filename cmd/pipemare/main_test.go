@@ -405,6 +405,9 @@ func TestSchedule(t *testing.T) {
 	code, _, errOut = runCLI(context.Background(), "schedule", "-schedule", "pipemare-v", "-placement", "balanced")
 	require.Equal(t, 2, code)
 	require.Contains(t, errOut, "-placement balanced: places a run's stages on its processes by their costs, which a schedule does not know")
+	code, _, errOut = runCLI(context.Background(), "schedule", "-schedule", "pipemare-v", "-placement", "zigzag")
+	require.Equal(t, 2, code)
+	require.Contains(t, errOut, `-placement "zigzag": one of contiguous, round-robin, v`+"\n", "the names it takes, not balanced")
 
 	code, out, _ = runCLI(context.Background(), "schedule", "-table")
 	require.Equal(t, 0, code)

@@ -50,7 +50,9 @@ func placed(s schedule.Schedule, name string) (schedule.Schedule, error) {
 	if !ok {
 		var names []string
 		for _, p := range schedule.Placements() {
-			names = append(names, p.String())
+			if p != schedule.Balanced { // a schedule alone has no costs
+				names = append(names, p.String())
+			}
 		}
 		return s, errors.Errorf("-placement %q: one of %s", name, strings.Join(names, ", "))
 	}
