@@ -36,10 +36,12 @@
 // its own (from the process's pools for activations and gradients) and
 // puts the message in the mailbox. A message larger than the ring
 // streams through it. A side that finds the ring empty (or full) sleeps
-// on an eventfd, which the other side signals only when it sleeps, once
-// per part of a message; a reader in the middle of a message first spins
-// for up to 50 µs, since the writer is copying the rest in (it moves the
-// head every 64 KiB).
+// on an eventfd, which the other side signals only when it sleeps: the
+// writer once a whole message is in (not per part: a reader between
+// messages wakes once per message), and earlier only as each 64 KiB of a
+// large part is in (it moves the head every 64 KiB) and before it waits for
+// room; a reader in the middle of a message first spins for up to 50 µs,
+// since the writer is copying the rest in.
 //
 // # Failure
 //

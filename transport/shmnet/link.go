@@ -189,15 +189,7 @@ func (l *peerLink) writeFrame(frame []byte, parts ...[]byte) error {
 	if l.stop.Load() {
 		return errStopped
 	}
-	if err := l.out.write(frame); err != nil {
-		return err
-	}
-	for _, p := range parts {
-		if err := l.out.write(p); err != nil {
-			return err
-		}
-	}
-	return nil
+	return l.out.writeMessage(frame, parts...)
 }
 
 // read puts the messages that arrive into the mailbox until the link
