@@ -33,8 +33,9 @@
 // still to be written and the ring has room for the whole message (it
 // never waits); else the link's writer goroutine copies them in, in
 // order. The receiver's reader goroutine copies them out into tensors of
-// its own (from the process's pools for activations and gradients) and
-// puts the message in the mailbox. A message larger than the ring
+// its own (from the process's pools) and puts the message in the mailbox,
+// marked Own (transport.Message.Own): the receiver returns them to the
+// pools once done. A message larger than the ring
 // streams through it. A side that finds the ring empty (or full) sleeps
 // on an eventfd, which the other side signals only when it sleeps: the
 // writer once a whole message is in (not per part: a reader between

@@ -241,19 +241,18 @@ func (l *peerLink) read() *transport.LinkError {
 }
 
 // readMessage reads the payload h announces: one copy out of the ring
-// into the message's own memory.
+// into tensors the message owns (Own), from the process's pools.
 func (l *peerLink) readMessage(h header) (transport.Message, error) {
-	m := transport.Message{Kind: h.kind, From: h.from, To: h.to, Micro: int(h.micro), Version: int(h.version)}
+	m := transport.Message{Kind: h.kind, From: h.from, To: h.to, Micro: int(h.micro), Version: int(h.version), Own: true}
 	body := make([]byte, h.bodyLen)
 	if err := l.in.read(body, true); err != nil {
 		return m, err
 	}
-	recycled := h.kind == transport.Activation || h.kind == transport.Gradient
 	if len(h.values) > 0 {
 		m.Values = make([]gorgonia.Value, len(h.values))
 	}
 	for i, d := range h.values {
-		v, raw, err := alloc(d, recycled)
+		v, raw, err := alloc(d)
 		if err == nil {
 			err = l.in.read(raw, true)
 		}
