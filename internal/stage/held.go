@@ -82,18 +82,13 @@ func copies(vals []gorgonia.Value) ([]gorgonia.Value, error) {
 // tensor, which stage i must copy before its program runs on it (an op may
 // transpose an input's header for the time it runs).
 func sharedData(plan *graphsplit.Plan, i int) []bool {
-	readers := make(map[int]int) // feed → stages reading it
-	for s := range plan.Stages {
-		for _, f := range DataInputs(plan, s) {
-			readers[f]++
-		}
-	}
+	shared := SharedFeeds(plan)
 	mine := DataInputs(plan, i)
 	out := make([]bool, len(plan.Stages[i].Inputs))
 	d := 0
 	for k, in := range plan.Stages[i].Inputs {
 		if in.Kind == graphsplit.Data {
-			out[k] = readers[mine[d]] > 1
+			out[k] = shared[mine[d]]
 			d++
 		}
 	}
