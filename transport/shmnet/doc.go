@@ -28,8 +28,12 @@
 //
 // A ring is a byte stream with one writer and one reader: a message is a
 // small header (kind, peers, microbatch, version, and per tensor its form,
-// dtype and shape), the gob-encoded body, then each tensor's bytes as they
-// lie in memory. Send copies them in itself when nothing sent before is
+// dtype and shape), the body, then each tensor's bytes as they lie in
+// memory. The bodies one side sends are one gob stream, in the ring's
+// order, so a type is described (and its decoder compiled) once per link,
+// not per message; a header flag says a body begins a new stream (the
+// first, and the next after a message not sent once its body was
+// encoded). Send copies a message in itself when nothing sent before is
 // still to be written and the ring has room for the whole message (it
 // never waits); else the link's writer goroutine copies them in, in
 // order. The receiver's reader goroutine copies them out into tensors of
