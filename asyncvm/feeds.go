@@ -6,6 +6,7 @@ import (
 	"math/rand"
 
 	"github.com/pipemare/pipemare/graphsplit"
+	"github.com/pipemare/pipemare/internal/recycle"
 	"github.com/pipemare/pipemare/internal/tensorutil"
 	"github.com/pkg/errors"
 	"gorgonia.org/gorgonia"
@@ -17,11 +18,16 @@ type feeder struct {
 	plan *graphsplit.Plan
 	n    int
 	cfg  *config
+	// shared says, per feed, that several stages read it
+	// (stage.SharedFeeds): they all get the same tensor.
+	shared []bool
 }
 
 // sliceFeeds checks a minibatch's feeds and cuts them into N microbatches,
-// each a list of fresh tensors in plan.Feeds order. Dropout masks are drawn
-// here, not fed.
+// each a list of tensors in plan.Feeds order that the VM owns: copies of
+// the caller's rows, into tensors from the process's pools
+// (internal/recycle), which the stage or the transport that ends up
+// owning them returns (sendData). Dropout masks are drawn here, not fed.
 func (vm *feeder) sliceFeeds(feeds map[*gorgonia.Node]gorgonia.Value, step int) ([][]gorgonia.Value, error) {
 	out := make([][]gorgonia.Value, vm.n)
 	for j := range out {
@@ -56,8 +62,8 @@ func (vm *feeder) sliceFeeds(feeds map[*gorgonia.Node]gorgonia.Value, step int) 
 		}
 		rows := f.Shape[0]
 		for j := range out {
-			r, err := tensorutil.Rows(t, j*rows, rows)
-			if err != nil {
+			r := recycle.Get(f.Dtype, f.Shape)
+			if err := tensorutil.RowsInto(r, t, j*rows); err != nil {
 				return nil, errors.Wrapf(err, "data input %q", f.Name)
 			}
 			out[j][fi] = r

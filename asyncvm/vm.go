@@ -98,7 +98,7 @@ func start(plan *graphsplit.Plan, cfg config) (_ *VM, err error) {
 	for i := range plan.Stages {
 		vm.owners[i] = plan.Owners(i)
 	}
-	vm.feeder = feeder{plan: plan, n: cfg.n, cfg: &vm.cfg}
+	vm.feeder = feeder{plan: plan, n: cfg.n, cfg: &vm.cfg, shared: stage.SharedFeeds(plan)}
 	vm.delay = cfg.announce
 	if vm.delay == nil {
 		vm.delay = func(i int, s schedule.Schedule) float64 {
@@ -336,7 +336,9 @@ func (vm *VM) lossOf(k int) (float64, bool) {
 }
 
 // sendData gives every stage that reads data its share of microbatch m's
-// values (in plan.Feeds order).
+// values (in plan.Feeds order), which the VM owns. A message none of whose
+// values goes to another stage is marked Own: the stage (in one process)
+// or the transport (once it copied them out) returns them to the pools.
 func (vm *VM) sendData(ctx context.Context, m int, vals []gorgonia.Value, eval bool) error {
 	for i := range vm.plan.Stages {
 		idx := stage.DataInputs(vm.plan, i)
@@ -344,10 +346,12 @@ func (vm *VM) sendData(ctx context.Context, m int, vals []gorgonia.Value, eval b
 			continue
 		}
 		mine := make([]gorgonia.Value, len(idx))
+		own := true
 		for q, fi := range idx {
 			mine[q] = vals[fi]
+			own = own && !vm.shared[fi]
 		}
-		msg := transport.Message{Kind: transport.Control, To: transport.Peer(i), Micro: m, Values: mine, Body: stage.Data{Micro: m, Eval: eval}}
+		msg := transport.Message{Kind: transport.Control, To: transport.Peer(i), Micro: m, Values: mine, Body: stage.Data{Micro: m, Eval: eval}, Own: own}
 		if err := vm.ep.Send(ctx, msg); err != nil {
 			return vm.failWith(sendFailure(err, i, fmt.Sprintf("sending it the data of microbatch %d", m)))
 		}

@@ -90,8 +90,11 @@ type Message struct {
 	// Own says the Values are the message's own — no other message, and
 	// nothing the sender keeps, holds them — so that a network transport
 	// may return them to the process's pools once it has written them
-	// (internal/recycle), as a stage's activations and gradients are. It
-	// does not travel: a receiver owns what it receives in any case.
+	// (internal/recycle), as a stage's activations and gradients are. On
+	// a received message it says the receiver owns the Values alone and
+	// may return them to the pools once done: the in-process transports
+	// deliver it as sent; shmnet sets it on every message, whose values
+	// are its own copies, taken from the pools.
 	Own bool
 }
 

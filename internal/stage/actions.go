@@ -115,9 +115,12 @@ func (r *Runtime) forward(ctx context.Context, ep transport.Endpoint, m int, ver
 }
 
 // inputValues gathers a forward's inputs: the producers' activations (by
-// key), owned, and the data inputs, of which those other stages read too
-// are copied (sharedData).
-func (r *Runtime) inputValues(byKey map[int64]gorgonia.Value, data []gorgonia.Value, m int) (held, error) {
+// key), owned, and the data inputs, moved out of data (owned when their
+// message was); of the data inputs other stages read too, those the stage
+// does not own are copied (sharedData). What the inputs leave of data goes
+// back to the pools.
+func (r *Runtime) inputValues(byKey map[int64]gorgonia.Value, data held, m int) (held, error) {
+	defer data.release()
 	in := newHeld(len(r.inputs))
 	for i, src := range r.inputs {
 		if src.data < 0 {
@@ -125,13 +128,13 @@ func (r *Runtime) inputValues(byKey map[int64]gorgonia.Value, data []gorgonia.Va
 			in.own[i] = true
 			continue
 		}
-		if src.data >= len(data) {
+		if src.data >= len(data.vals) {
 			in.release()
 			return in, errors.Errorf("internal: no data for microbatch %d", m)
 		}
-		in.vals[i] = data[src.data]
-		if src.shared {
-			c, err := recycle.Copy(data[src.data])
+		in.vals[i], in.own[i] = data.take(src.data)
+		if src.shared && !in.own[i] {
+			c, err := recycle.Copy(in.vals[i])
 			if err != nil {
 				in.release()
 				return in, err

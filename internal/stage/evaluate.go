@@ -16,7 +16,7 @@ import (
 // evaluation is what the stage keeps for evaluations: their data until the
 // Evaluate order, and the probe programs it built, by probe set.
 type evaluation struct {
-	data   map[int][]gorgonia.Value
+	data   map[int]held
 	probes map[string]*graphsplit.Program
 }
 

@@ -3,15 +3,18 @@ package stage
 import (
 	"github.com/pipemare/pipemare/graphsplit"
 	"github.com/pipemare/pipemare/internal/recycle"
+	"github.com/pipemare/pipemare/transport"
 	"gorgonia.org/gorgonia"
 )
 
 // held are tensors a stage holds, each marked with whether the stage owns
-// it (internal/recycle): it took it from the pools, or received it in an
-// Activation or Gradient message, whose tensors are their receiver's. The
-// others — the driver's data tensors, which the driver sends every stage
-// that reads them, the cost's gradient — are only read. Each owned tensor
-// is returned to the pools once, by release, when nothing reads it any more.
+// it (internal/recycle): it took it from the pools, or received it in a
+// message marked Own (transport.Message.Own: an Activation or Gradient, or
+// over a network transport any message, whose tensors are the transport's
+// copies). The others — the driver's data tensors in one process, which
+// the driver sends every stage that reads them, the cost's gradient — are
+// only read. Each owned tensor is returned to the pools once, by release,
+// when nothing reads it any more.
 type held struct {
 	vals []gorgonia.Value
 	own  []bool
@@ -28,6 +31,16 @@ func (o held) release() {
 			recycle.Put(v)
 		}
 	}
+}
+
+// received holds a message's values, owned when the message is.
+func received(m transport.Message) held {
+	h := newHeld(len(m.Values))
+	copy(h.vals, m.Values)
+	for i := range h.own {
+		h.own[i] = m.Own
+	}
+	return h
 }
 
 // take moves the value at i out of o: o no longer releases it.
@@ -69,18 +82,13 @@ func copies(vals []gorgonia.Value) ([]gorgonia.Value, error) {
 // tensor, which stage i must copy before its program runs on it (an op may
 // transpose an input's header for the time it runs).
 func sharedData(plan *graphsplit.Plan, i int) []bool {
-	readers := make(map[int]int) // feed → stages reading it
-	for s := range plan.Stages {
-		for _, f := range DataInputs(plan, s) {
-			readers[f]++
-		}
-	}
+	shared := SharedFeeds(plan)
 	mine := DataInputs(plan, i)
 	out := make([]bool, len(plan.Stages[i].Inputs))
 	d := 0
 	for k, in := range plan.Stages[i].Inputs {
 		if in.Kind == graphsplit.Data {
-			out[k] = readers[mine[d]] > 1
+			out[k] = shared[mine[d]]
 			d++
 		}
 	}

@@ -23,6 +23,22 @@ func runtimeLinks(ls []graphsplit.Link) []link {
 	return out
 }
 
+// SharedFeeds reports, for each of plan.Feeds, whether more than one
+// stage reads it: the driver then sends them all the same tensor.
+func SharedFeeds(plan *graphsplit.Plan) []bool {
+	readers := make([]int, len(plan.Feeds))
+	for s := range plan.Stages {
+		for _, f := range DataInputs(plan, s) {
+			readers[f]++
+		}
+	}
+	out := make([]bool, len(readers))
+	for f, n := range readers {
+		out[f] = n > 1
+	}
+	return out
+}
+
 // DataInputs is the position in plan.Feeds of each of stage i's data
 // inputs, in the order of its Inputs: the order of a Data message's Values.
 func DataInputs(plan *graphsplit.Plan, i int) []int {

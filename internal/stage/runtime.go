@@ -52,8 +52,8 @@ type Runtime struct {
 	version int
 	seg     Segment // the segment whose delay the solver was told
 	told    bool
-	data    map[int][]gorgonia.Value // microbatch → its data inputs
-	kept    map[int]held             // microbatch → what its backward reads
+	data    map[int]held // microbatch → its data inputs, owned when their message was (transport.Message.Own)
+	kept    map[int]held // microbatch → what its backward reads
 	// deferred holds, for a microbatch whose I ran and whose W has not,
 	// what its W reads (split.go).
 	deferred      map[int]deferredWeight
@@ -93,10 +93,10 @@ func New(plan *graphsplit.Plan, index int, cfg Config) (*Runtime, error) {
 	r := &Runtime{
 		cfg: cfg, st: st, plan: plan, index: index, last: st.Last(),
 		outIndex: make(map[int64]int),
-		data:     make(map[int][]gorgonia.Value),
+		data:     make(map[int]held),
 		kept:     make(map[int]held),
 		deferred: make(map[int]deferredWeight),
-		eval:     evaluation{data: map[int][]gorgonia.Value{}, probes: map[string]*graphsplit.Program{}},
+		eval:     evaluation{data: map[int]held{}, probes: map[string]*graphsplit.Program{}},
 	}
 	r.stats.Delays, r.stats.BackwardLag, r.stats.SharedDelays = map[int]int{}, map[int]int{}, map[int]int{}
 	for i, l := range st.Learnables {
@@ -275,9 +275,9 @@ func (r *Runtime) Serve(parent context.Context, ep transport.Endpoint) error {
 		switch b := m.Body.(type) {
 		case Data:
 			if b.Eval {
-				r.eval.data[b.Micro] = m.Values
+				r.eval.data[b.Micro] = received(m)
 			} else {
-				r.data[b.Micro] = m.Values
+				r.data[b.Micro] = received(m)
 			}
 		case Work:
 			if err := r.work(ctx, ep, b); err != nil {

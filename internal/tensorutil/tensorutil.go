@@ -240,17 +240,32 @@ func Bytes(v gorgonia.Value) int64 {
 // shape (n, rest...).
 func Rows(t tensor.Tensor, from, n int) (*tensor.Dense, error) {
 	shape := t.Shape()
-	if len(shape) == 0 || from < 0 || from+n > shape[0] {
+	if len(shape) == 0 || n <= 0 {
 		return nil, errors.Errorf("rows %d..%d of shape %v", from, from+n, shape)
 	}
-	row := shape.TotalSize() / shape[0]
-	outShape := append(tensor.Shape{n}, shape[1:]...)
-	out := Zeros(t.Dtype(), outShape)
-	s, err := flat(t)
-	if err != nil {
+	out := Zeros(t.Dtype(), append(tensor.Shape{n}, shape[1:]...))
+	if err := RowsInto(out, t, from); err != nil {
 		return nil, err
 	}
-	switch d := out.Data().(type) {
+	return out, nil
+}
+
+// RowsInto copies rows [from, from+n) along axis 0 of t into dst, a
+// contiguous tensor of t's dtype with n rows of t's.
+func RowsInto(dst tensor.Tensor, t tensor.Tensor, from int) error {
+	shape, n := t.Shape(), 0
+	if len(dst.Shape()) > 0 {
+		n = dst.Shape()[0]
+	}
+	if len(shape) == 0 || from < 0 || from+n > shape[0] || dst.Dtype() != t.Dtype() || !dst.Shape()[1:].Eq(shape[1:]) {
+		return errors.Errorf("rows %d..%d of shape %v into shape %v", from, from+n, shape, dst.Shape())
+	}
+	row := shape.TotalSize() / shape[0]
+	s, err := flat(t)
+	if err != nil {
+		return err
+	}
+	switch d := dst.Data().(type) {
 	case []float64:
 		copy(d, s.([]float64)[from*row:(from+n)*row])
 	case []float32:
@@ -258,9 +273,9 @@ func Rows(t tensor.Tensor, from, n int) (*tensor.Dense, error) {
 	case []int:
 		copy(d, s.([]int)[from*row:(from+n)*row])
 	default:
-		return nil, errors.Errorf("dtype %v is not supported", t.Dtype())
+		return errors.Errorf("dtype %v is not supported", t.Dtype())
 	}
-	return out, nil
+	return nil
 }
 
 // Concat joins values of one dtype along axis 0 into a fresh tensor: n

@@ -41,6 +41,11 @@ func TestRows(t *testing.T) {
 	require.Equal(t, float32(2), m.Data().([]float32)[2], "Rows copies")
 	_, err = Rows(m, 3, 2)
 	require.Error(t, err)
+	require.Error(t, RowsInto(Zeros(tensor.Float32, tensor.Shape{2, 3}), m, 0), "rows of another width")
+	require.Error(t, RowsInto(Zeros(tensor.Float64, tensor.Shape{2, 2}), m, 0), "rows of another dtype")
+	into := Zeros(tensor.Float32, tensor.Shape{1, 2})
+	require.NoError(t, RowsInto(into, m, 3))
+	require.Equal(t, []float32{6, 7}, into.Data())
 }
 
 // TestZeroDimensional: a 0-d dense tensor's Data is its element, not a

@@ -28,18 +28,25 @@
 //
 // A ring is a byte stream with one writer and one reader: a message is a
 // small header (kind, peers, microbatch, version, and per tensor its form,
-// dtype and shape), the gob-encoded body, then each tensor's bytes as they
-// lie in memory. Send copies them in itself when nothing sent before is
+// dtype and shape), the body, then each tensor's bytes as they lie in
+// memory. The bodies one side sends are one gob stream, in the ring's
+// order, so a type is described (and its decoder compiled) once per link,
+// not per message; a header flag says a body begins a new stream (the
+// first, and the next after a message not sent once its body was
+// encoded). Send copies a message in itself when nothing sent before is
 // still to be written and the ring has room for the whole message (it
 // never waits); else the link's writer goroutine copies them in, in
 // order. The receiver's reader goroutine copies them out into tensors of
-// its own (from the process's pools for activations and gradients) and
-// puts the message in the mailbox. A message larger than the ring
+// its own (from the process's pools) and puts the message in the mailbox,
+// marked Own (transport.Message.Own): the receiver returns them to the
+// pools once done. A message larger than the ring
 // streams through it. A side that finds the ring empty (or full) sleeps
-// on an eventfd, which the other side signals only when it sleeps, once
-// per part of a message; a reader in the middle of a message first spins
-// for up to 50 µs, since the writer is copying the rest in (it moves the
-// head every 64 KiB).
+// on an eventfd, which the other side signals only when it sleeps: the
+// writer once a whole message is in (not per part: a reader between
+// messages wakes once per message), and earlier only as each 64 KiB of a
+// large part is in (it moves the head every 64 KiB) and before it waits for
+// room; a reader in the middle of a message first spins for up to 50 µs,
+// since the writer is copying the rest in.
 //
 // # Failure
 //

@@ -441,11 +441,7 @@ func (e *Endpoint) Send(ctx context.Context, m transport.Message) error {
 	if l == nil {
 		return e.calls.NoLink(e.self, m.To, m.Kind)
 	}
-	o, err := encode(m)
-	if err != nil {
-		return errors.Wrapf(err, "%v", m)
-	}
-	return l.enqueue(o)
+	return l.send(m)
 }
 
 // Recv returns the next message of kind k from peer from (AnyPeer: the

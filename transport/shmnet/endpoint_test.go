@@ -81,6 +81,7 @@ func TestMessagesArriveWhole(t *testing.T) {
 	g, err := p.stages[1].Recv(ctx, 0, transport.Gradient)
 	require.NoError(t, err)
 	require.Equal(t, 99, g.Micro)
+	require.True(t, g.Own, "a received message's values are the receiver's own")
 	require.Equal(t, note{"hello"}, g.Body)
 	require.Len(t, g.Values, len(vals))
 	for i, v := range vals {

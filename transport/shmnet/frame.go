@@ -9,12 +9,13 @@ import (
 )
 
 // A frame in a ring is a 4-byte length, a header of that length, then the
-// payload the header announces: the gob-encoded body, then each tensor's
-// bytes as they lie in memory (both ends are on one host). The header is
-// little-endian:
+// payload the header announces: the body (the next in the sender's gob
+// stream, body.go), then each tensor's bytes as they lie in memory (both
+// ends are on one host). The header is little-endian:
 //
 //	type u8 (message, bye, bye ack)
-//	message only: kind u8, from i32, to i32, micro i64, version i64,
+//	message only: kind u8, flags u8 (1: the body begins a new gob stream),
+//	  from i32, to i32, micro i64, version i64,
 //	  body length u32, values u32, then per value:
 //	  form u8 (nil, dense, scalar), dtype u8, dims u8, dims × i64
 const (
@@ -22,6 +23,10 @@ const (
 	frameBye     = 2
 	frameByeAck  = 3
 )
+
+// flagFresh, in a message's flags, says that its body begins a new gob
+// stream.
+const flagFresh = 1
 
 // Forms of a value.
 const (
@@ -47,6 +52,7 @@ type header struct {
 	from, to       transport.Peer
 	micro, version int64
 	bodyLen        uint32
+	fresh          bool // the body begins a new gob stream
 	values         []valueDesc
 }
 
@@ -64,6 +70,11 @@ func appendHeader(b []byte, h header) []byte {
 	}
 	le := binary.LittleEndian
 	b = append(b, byte(h.kind))
+	var flags byte
+	if h.fresh {
+		flags = flagFresh
+	}
+	b = append(b, flags)
 	b = le.AppendUint32(b, uint32(int32(h.from)))
 	b = le.AppendUint32(b, uint32(int32(h.to)))
 	b = le.AppendUint64(b, uint64(h.micro))
@@ -92,6 +103,8 @@ func decodeHeader(b []byte) (header, error) {
 		return h, errors.Errorf("unknown frame type %d", h.typ)
 	}
 	h.kind = transport.Kind(d.u8())
+	flags := d.u8()
+	h.fresh = flags&flagFresh != 0
 	h.from = transport.Peer(int32(d.u32()))
 	h.to = transport.Peer(int32(d.u32()))
 	h.micro = int64(d.u64())
@@ -103,6 +116,9 @@ func decodeHeader(b []byte) (header, error) {
 	}
 	if n > maxValues {
 		return h, errors.Errorf("%d values, at most %d", n, maxValues)
+	}
+	if flags&^flagFresh != 0 {
+		return h, errors.Errorf("unknown flags %#x", flags)
 	}
 	if h.bodyLen > maxBody {
 		return h, errors.Errorf("a body of %d bytes, at most %d", h.bodyLen, maxBody)

@@ -13,7 +13,7 @@ import (
 // encodes back to the same bytes; it never panics nor allocates beyond
 // the bounds. CI runs the seeds.
 func FuzzDecodeHeader(f *testing.F) {
-	msg := header{typ: frameMessage, kind: transport.Gradient, from: 1, to: transport.Driver, micro: 7, version: -3, bodyLen: 12,
+	msg := header{typ: frameMessage, kind: transport.Gradient, fresh: true, from: 1, to: transport.Driver, micro: 7, version: -3, bodyLen: 12,
 		values: []valueDesc{{form: formDense, dtype: 2, shape: []int64{2, 3}}, {form: formNil}, {form: formScalar, dtype: 1}}}
 	for _, h := range []header{msg, {typ: frameBye}, {typ: frameByeAck}, {typ: frameMessage, kind: transport.Control}} {
 		f.Add(appendHeader(nil, h))
@@ -65,4 +65,8 @@ func TestDecodeHeaderRefuses(t *testing.T) {
 	require.ErrorContains(t, err, "the header ends early")
 	_, err = decodeHeader(append(appendHeader(nil, msg), 1, 2))
 	require.ErrorContains(t, err, "2 bytes after the header")
+	b := appendHeader(nil, msg)
+	b[2] = 6 // the flags
+	_, err = decodeHeader(b)
+	require.ErrorContains(t, err, "unknown flags 0x6")
 }

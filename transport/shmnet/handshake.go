@@ -18,7 +18,7 @@ import (
 
 // wireVersion is the version of the handshake and the frames; a peer
 // speaking another is refused.
-const wireVersion = 1
+const wireVersion = 2
 
 // hello is what a peer says about itself when a link opens, as a packet on
 // the Unix socket: the dialer's carries the link's shared memory and

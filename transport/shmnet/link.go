@@ -5,6 +5,7 @@ package shmnet
 import (
 	"encoding/binary"
 	"net"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -36,6 +37,12 @@ type peerLink struct {
 	why  atomic.Pointer[error]
 
 	st *linkstate.State[outgoing] // the queue, the Byes, how the link ended
+
+	// encMu keeps the bodies' stream in the ring's order: it is held from
+	// encoding a message to queueing it.
+	encMu    sync.Mutex
+	bodies   bodyEncoder
+	unbodies bodyDecoder // the reader's
 }
 
 // outgoing is a message queued for writing: its header and the bytes
@@ -78,19 +85,37 @@ func (l *peerLink) start() {
 	}()
 }
 
-// encode lays out m's frame: everything Send can refuse, it refuses here.
-func encode(m transport.Message) (outgoing, error) {
+// send encodes m and hands it to the link, its body next in the link's
+// stream; a message it does not send ends the stream.
+func (l *peerLink) send(m transport.Message) error {
+	l.encMu.Lock()
+	defer l.encMu.Unlock()
+	o, err := encode(m, &l.bodies)
+	if err == nil {
+		err = l.enqueue(o)
+	} else {
+		err = errors.Wrapf(err, "%v", m)
+	}
+	if err != nil {
+		l.bodies.reset()
+	}
+	return err
+}
+
+// encode lays out m's frame, its body the next in bodies: everything Send
+// can refuse, it refuses here.
+func encode(m transport.Message, bodies *bodyEncoder) (outgoing, error) {
 	if len(m.Values) > maxValues {
 		return outgoing{}, errors.Errorf("%d values in one message, at most %d", len(m.Values), maxValues)
 	}
-	body, err := transport.EncodeBody(m.Body)
+	body, fresh, err := bodies.encode(m.Body)
 	if err != nil {
 		return outgoing{}, err
 	}
 	if len(body) > maxBody {
 		return outgoing{}, errors.Errorf("a body of %d bytes, at most %d", len(body), maxBody)
 	}
-	h := header{typ: frameMessage, kind: m.Kind, from: m.From, to: m.To, micro: int64(m.Micro), version: int64(m.Version), bodyLen: uint32(len(body))}
+	h := header{typ: frameMessage, kind: m.Kind, fresh: fresh, from: m.From, to: m.To, micro: int64(m.Micro), version: int64(m.Version), bodyLen: uint32(len(body))}
 	o := outgoing{m: m, parts: [][]byte{body}}
 	for i, v := range m.Values {
 		d, raw, err := describe(v)
@@ -189,15 +214,7 @@ func (l *peerLink) writeFrame(frame []byte, parts ...[]byte) error {
 	if l.stop.Load() {
 		return errStopped
 	}
-	if err := l.out.write(frame); err != nil {
-		return err
-	}
-	for _, p := range parts {
-		if err := l.out.write(p); err != nil {
-			return err
-		}
-	}
-	return nil
+	return l.out.writeMessage(frame, parts...)
 }
 
 // read puts the messages that arrive into the mailbox until the link
@@ -249,19 +266,18 @@ func (l *peerLink) read() *transport.LinkError {
 }
 
 // readMessage reads the payload h announces: one copy out of the ring
-// into the message's own memory.
+// into tensors the message owns (Own), from the process's pools.
 func (l *peerLink) readMessage(h header) (transport.Message, error) {
-	m := transport.Message{Kind: h.kind, From: h.from, To: h.to, Micro: int(h.micro), Version: int(h.version)}
+	m := transport.Message{Kind: h.kind, From: h.from, To: h.to, Micro: int(h.micro), Version: int(h.version), Own: true}
 	body := make([]byte, h.bodyLen)
 	if err := l.in.read(body, true); err != nil {
 		return m, err
 	}
-	recycled := h.kind == transport.Activation || h.kind == transport.Gradient
 	if len(h.values) > 0 {
 		m.Values = make([]gorgonia.Value, len(h.values))
 	}
 	for i, d := range h.values {
-		v, raw, err := alloc(d, recycled)
+		v, raw, err := alloc(d)
 		if err == nil {
 			err = l.in.read(raw, true)
 		}
@@ -272,7 +288,7 @@ func (l *peerLink) readMessage(h header) (transport.Message, error) {
 	}
 	finish(m.Values)
 	var err error
-	m.Body, err = transport.DecodeBody(body)
+	m.Body, err = l.unbodies.decode(body, h.fresh)
 	return m, err
 }
 

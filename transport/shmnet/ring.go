@@ -72,8 +72,31 @@ func (r *ring) free() int {
 	return len(r.data) - int(atomic.LoadUint64(r.word(offHead))-atomic.LoadUint64(r.word(offTail)))
 }
 
-// write copies p into the ring, waiting for room as long as it takes.
-func (r *ring) write(p []byte) error {
+// writeMessage copies a message's frame and parts into the ring, in order, waiting
+// for room as long as it takes. It wakes a sleeping reader once the whole
+// message is in, not per part: a reader between messages wakes once per
+// message. It wakes it earlier only where the reader can start copying out
+// while the rest goes in: as each publishEvery bytes of a large part are
+// in, and before the writer waits for room.
+func (r *ring) writeMessage(frame []byte, parts ...[]byte) error {
+	end := len(parts) - 1 // the last part with bytes (an empty one writes nothing, so wakes no one)
+	for end >= 0 && len(parts[end]) == 0 {
+		end--
+	}
+	if err := r.write(frame, end < 0); err != nil {
+		return err
+	}
+	for i, p := range parts[:end+1] {
+		if err := r.write(p, i == end); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// write copies p into the ring, waiting for room as long as it takes; last
+// says that p ends a message (writeMessage).
+func (r *ring) write(p []byte, last bool) error {
 	size := uint64(len(r.data))
 	head := atomic.LoadUint64(r.word(offHead))
 	for len(p) > 0 {
@@ -93,7 +116,7 @@ func (r *ring) write(p []byte) error {
 		head += n
 		atomic.StoreUint64(r.word(offHead), head)
 		p = p[n:]
-		if len(p) == 0 || used+n == size { // the part is in, or the writer waits for room next
+		if len(p) == 0 && last || n == publishEvery || used+n == size { // the message is in, a large part is under way, or the writer waits for room next
 			if err := r.wake(offReaderAsleep, r.data1); err != nil {
 				return err
 			}

@@ -13,8 +13,8 @@ import (
 
 // Tensors cross the ring as the bytes of their memory: the sender copies
 // them in, the receiver copies them out into a tensor of its own (from
-// the process's pools for a stage's activations and gradients), one copy
-// each way and no conversion, both ends being on one host.
+// the process's pools), one copy each way and no conversion, both ends
+// being on one host.
 
 // dtypes are the element types a value may have, by their code in a
 // header.
@@ -126,9 +126,9 @@ func view[T any](s []T) []byte {
 }
 
 // alloc makes the value d describes and returns the bytes its data is to
-// be read into. With recycled, a dense float tensor comes from the
-// process's pools (recycle.Get), for the receiver to return.
-func alloc(d valueDesc, recycled bool) (gorgonia.Value, []byte, error) {
+// be read into. A dense float tensor comes from the process's pools
+// (recycle.Get), for the receiver to return.
+func alloc(d valueDesc) (gorgonia.Value, []byte, error) {
 	if _, err := d.bytes(); err != nil {
 		return nil, nil, err
 	}
@@ -142,7 +142,7 @@ func alloc(d valueDesc, recycled bool) (gorgonia.Value, []byte, error) {
 		shape[i] = int(s)
 		n *= int(s)
 	}
-	if recycled && d.form == formDense && len(shape) > 0 && (dt == tensor.Float32 || dt == tensor.Float64) {
+	if d.form == formDense && len(shape) > 0 && (dt == tensor.Float32 || dt == tensor.Float64) {
 		t := recycle.Get(dt, shape)
 		return t, memory(t.Data()), nil
 	}
