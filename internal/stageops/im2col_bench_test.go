@@ -5,6 +5,7 @@ import (
 	"math/rand"
 	"testing"
 
+	"github.com/pipemare/pipemare/internal/testkit/testutil"
 	"github.com/stretchr/testify/require"
 	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -41,6 +42,7 @@ func BenchmarkIm2Col(b *testing.B) {
 				if back {
 					in, out = dp, tensor.New(tensor.Of(tensor.Float32), tensor.WithShape(shape...))
 				}
+				cpu := testutil.StartCPU()
 				for range b.N {
 					if back {
 						out.Zero()
@@ -51,6 +53,7 @@ func BenchmarkIm2Col(b *testing.B) {
 						patches(in.Float32s(), out.Float32s(), ic, false)
 					}
 				}
+				cpu.ReportPerOp(b)
 			})
 		}
 	}
