@@ -152,11 +152,11 @@ func (op *col2im) UsePreallocDo(prealloc gorgonia.Value, vals ...gorgonia.Value)
 // the same order). Windows that lie on the image skip the bounds checks.
 //
 // A 3-wide kernel row at dilation 1 copies (adds) its interior columns
-// three values at a time (kernelRows3); a 3×3 kernel at dilation 1 (every
-// zoo convolution), where all three kernel rows lie on the image, the
-// whole 3×3 window of a channel at once (kernelBlocks3): kernel row and
-// output column swap, which keeps each image element's order, its rows
-// being distinct.
+// three values at a time (kernelRows3) and its edge columns with edge3; a
+// 3×3 kernel at dilation 1 (every zoo convolution), where all three kernel
+// rows lie on the image, the whole 3×3 window of a channel at once
+// (kernelBlocks3): kernel row and output column swap, which keeps each
+// image element's order, its rows being distinct.
 func patches[T float](im, col []T, ic Im2Col, back bool) {
 	imSize := ic.c * ic.h * ic.w
 	k := ic.kh * ic.kw
@@ -189,9 +189,9 @@ func patches[T float](im, col []T, ic Im2Col, back bool) {
 								ow = in1 - 1
 								continue
 							}
+							c0 := ow*ic.strideW - ic.padW
 							for kr := range 3 {
-								at := ow*patch + ch*k + kr*3
-								window(rows[at:at+3], plane[(r0+kr)*ic.w:(r0+kr+1)*ic.w], ow, ic, back)
+								edge3((*[3]T)(rows[ow*patch+ch*k+kr*3:]), plane[(r0+kr)*ic.w:(r0+kr+1)*ic.w], c0, back)
 							}
 						}
 						continue
@@ -212,6 +212,10 @@ func patches[T float](im, col []T, ic Im2Col, back bool) {
 							if ow == in0 && in0 < in1 {
 								kernelRows3(rows[ow*patch+at:], src[ow*ic.strideW-ic.padW:], ic.strideW, patch, in1-in0, back)
 								ow = in1 - 1
+								continue
+							}
+							if rows3 {
+								edge3((*[3]T)(rows[ow*patch+at:]), src, ow*ic.strideW-ic.padW, back)
 								continue
 							}
 							window(rows[ow*patch+at:ow*patch+at+ic.kw], src, ow, ic, back)
@@ -456,6 +460,26 @@ func convKernel[T float](g gemm[T], a, b, out []T, op *convGEMM) {
 				beta = 0
 			}
 			g(blas.NoTrans, blas.NoTrans, op.cout, op.k, hw, 1, dy, hw, p, op.k, beta, out, op.k)
+		}
+	}
+}
+
+// edge3 copies into dst the 3-wide kernel row at columns c0, c0+1, c0+2 of
+// src, one image row, with zeros off the image, or (back) adds dst into
+// src: window for a 3-wide kernel row at dilation 1, small enough to
+// inline (the image's edge columns are 2 of 7 in the ResNet's blocks).
+func edge3[T float](dst *[3]T, src []T, c0 int, back bool) {
+	for kc := range 3 {
+		cc := c0 + kc
+		switch {
+		case uint(cc) >= uint(len(src)):
+			if !back {
+				dst[kc] = 0
+			}
+		case back:
+			src[cc] += dst[kc]
+		default:
+			dst[kc] = src[cc]
 		}
 	}
 }
