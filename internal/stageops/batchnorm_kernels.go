@@ -55,7 +55,8 @@ func (ch bnChannel[T]) forward(y, x []T) {
 
 // upstream writes into g, for one plane, the gradient that reaches the
 // normalised values: dy through the Rectify mask (recomputed from x as
-// forward computed it) and times scale.
+// forward computed it) and times scale; with Rectify, in float32, eight at
+// a time where the CPU can (bnReLUGradWide).
 func (ch bnChannel[T]) upstream(g, x, dy []T) {
 	a, b, s, c := ch.alpha, ch.beta, ch.scale, ch.bias
 	switch {
@@ -66,6 +67,10 @@ func (ch bnChannel[T]) upstream(g, x, dy []T) {
 			g[i] = d * s
 		}
 	default:
+		if g32, ok := any(g).([]float32); ok {
+			done := bnReLUGradWide(g32, any(x).([]float32), any(dy).([]float32), float32(a), float32(b), float32(s), float32(c))
+			g, x, dy = g[done:], x[done:], dy[done:]
+		}
 		for i, v := range x {
 			g[i] = T(dy[i]*mask(T(s*(v*a+b))+c)) * s
 		}

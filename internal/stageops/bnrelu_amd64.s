@@ -2,6 +2,29 @@
 
 #include "textflag.h"
 
+// CONSTANTS broadcasts k (at AX) — α, β, scale, bias, 1 — into Y1, Y2,
+// Y3, Y4 and Y6, and 0 into Y5.
+#define CONSTANTS \
+	VBROADCASTSS 0(AX), Y1  \
+	VBROADCASTSS 4(AX), Y2  \
+	VBROADCASTSS 8(AX), Y3  \
+	VBROADCASTSS 12(AX), Y4 \
+	VBROADCASTSS 16(AX), Y6 \
+	VXORPS       Y5, Y5, Y5
+
+// MASK8 computes, for the 8 floats x at SI, t = (x·α + β)·scale + bias
+// into Y0 and mask(t) into Y7: 1 where t ≥ 0 (ordered: 0 for NaN), else 0.
+// Each operation's first source is the running value, as in the compiled
+// scalar code.
+#define MASK8 \
+	VMOVUPS (SI), Y0          \
+	VMULPS  Y1, Y0, Y0        \
+	VADDPS  Y2, Y0, Y0        \
+	VMULPS  Y3, Y0, Y0        \
+	VADDPS  Y4, Y0, Y0        \
+	VCMPPS  $0x1d, Y5, Y0, Y7 \
+	VANDPS  Y6, Y7, Y7
+
 // func bnReLU8(y, x *float32, n int, k *[5]float32)
 //
 // y[i] = t·mask(t), t = (x[i]·α + β)·scale + bias, for i < n, n a positive
@@ -11,30 +34,45 @@
 // running value: NaN payloads propagate the same); the mask is 1 where
 // t ≥ 0 (ordered: 0 for NaN), else 0, as mask's.
 TEXT ·bnReLU8(SB), NOSPLIT, $0-32
-	MOVQ         y+0(FP), DI
-	MOVQ         x+8(FP), SI
-	MOVQ         n+16(FP), CX
-	MOVQ         k+24(FP), AX
-	VBROADCASTSS 0(AX), Y1
-	VBROADCASTSS 4(AX), Y2
-	VBROADCASTSS 8(AX), Y3
-	VBROADCASTSS 12(AX), Y4
-	VBROADCASTSS 16(AX), Y6
-	VXORPS       Y5, Y5, Y5
+	MOVQ y+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ n+16(FP), CX
+	MOVQ k+24(FP), AX
+	CONSTANTS
 
 loop:
-	VMOVUPS (SI), Y0
-	VMULPS  Y1, Y0, Y0     // x·α
-	VADDPS  Y2, Y0, Y0     // + β: x̂
-	VMULPS  Y3, Y0, Y0     // x̂·scale
-	VADDPS  Y4, Y0, Y0     // + bias: t
-	VCMPPS  $0x1d, Y5, Y0, Y7 // t ≥ 0, ordered
-	VANDPS  Y6, Y7, Y7     // mask: 1 or 0
-	VMULPS  Y7, Y0, Y0     // t·mask
+	MASK8
+	VMULPS  Y7, Y0, Y0 // t·mask
 	VMOVUPS Y0, (DI)
 	ADDQ    $32, SI
 	ADDQ    $32, DI
 	SUBQ    $8, CX
 	JNZ     loop
+	VZEROUPPER
+	RET
+
+// func bnReLUGrad8(out, x, dy *float32, n int, k *[5]float32)
+//
+// out[i] = (mask(t)·dy[i])·scale, t as in bnReLU8, for i < n, n a positive
+// multiple of 8: bnChannel.upstream's Rectify case, in its compiled
+// operand order.
+TEXT ·bnReLUGrad8(SB), NOSPLIT, $0-40
+	MOVQ out+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ dy+16(FP), DX
+	MOVQ n+24(FP), CX
+	MOVQ k+32(FP), AX
+	CONSTANTS
+
+gloop:
+	MASK8
+	VMULPS  (DX), Y7, Y7 // mask·dy
+	VMULPS  Y3, Y7, Y7   // ·scale
+	VMOVUPS Y7, (DI)
+	ADDQ    $32, SI
+	ADDQ    $32, DX
+	ADDQ    $32, DI
+	SUBQ    $8, CX
+	JNZ     gloop
 	VZEROUPPER
 	RET

@@ -7,5 +7,8 @@ package stageops
 // every element.
 func bnReLUWide(y, x []float32, alpha, beta, scale, bias float32) int { return 0 }
 
+// bnReLUGradWide: no vector kernel on this architecture.
+func bnReLUGradWide(g, x, dy []float32, alpha, beta, scale, bias float32) int { return 0 }
+
 // wideBN: no vector kernel here.
 var wideBN = false

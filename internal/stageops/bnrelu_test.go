@@ -8,14 +8,15 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestBNReLUWideIsForwards: the vector kernel gives the scalar loop's bits
-// for every length to 40 and inputs and constants that include NaNs of
-// several payloads, infinities, ±0, subnormals and values whose t lands on
-// either side of 0.
-func TestBNReLUWideIsForwards(t *testing.T) {
+// TestBNReLUWideIsScalar: the vector kernels give the scalar loops' bits,
+// forward's and upstream's, for every length to 40 and inputs, gradients
+// and constants that include NaNs of several payloads, infinities, ±0,
+// subnormals and values whose t lands on either side of 0.
+func TestBNReLUWideIsScalar(t *testing.T) {
 	if !wideBN {
 		t.Skip("no AVX: forward computes every element in Go")
 	}
+	defer func() { wideBN = true }()
 	rng := rand.New(rand.NewSource(4))
 	specials := []float32{
 		float32(math.NaN()), math.Float32frombits(0x7fc01234), math.Float32frombits(0xffc00abc), math.Float32frombits(0x7f800001),
@@ -35,17 +36,26 @@ func TestBNReLUWideIsForwards(t *testing.T) {
 			ch = bnChannel[float32]{alpha: 1, beta: 0, scale: 1, bias: 0, affine: true, relu: true}
 		}
 		for n := 0; n <= 40; n++ {
-			x := make([]float32, n)
+			x, dy := make([]float32, n), make([]float32, n)
 			for i := range x {
-				x[i] = draw(special || round == 0)
+				x[i], dy[i] = draw(special || round == 0), draw(special)
 			}
-			want, got := make([]float32, n), make([]float32, n)
-			wideBN = false
-			ch.forward(want, x)
-			wideBN = true
-			ch.forward(got, x)
-			for i := range want {
-				require.Equal(t, math.Float32bits(want[i]), math.Float32bits(got[i]), "round %d, n %d, element %d: x %v, channel %+v", round, n, i, x[i], ch)
+			for _, up := range []bool{false, true} {
+				want, got := make([]float32, n), make([]float32, n)
+				for _, wide := range []bool{false, true} {
+					out := want
+					if wideBN = wide; wide {
+						out = got
+					}
+					if up {
+						ch.upstream(out, x, dy)
+					} else {
+						ch.forward(out, x)
+					}
+				}
+				for i := range want {
+					require.Equal(t, math.Float32bits(want[i]), math.Float32bits(got[i]), "round %d, upstream %v, n %d, element %d: x %v, dy %v, channel %+v", round, up, n, i, x[i], dy[i], ch)
+				}
 			}
 		}
 	}
