@@ -110,6 +110,57 @@ func (ch bnChannel[T]) rowSum(x, dy []T, timesXhat bool) T {
 	return acc
 }
 
+// terms writes into *buf (grown to fit) elem's values for one plane,
+// where a vector kernel computes them (Rectify, float32, a CPU with AVX),
+// and returns them; else nil: rowSum computes them as it adds them up.
+func (ch bnChannel[T]) terms(buf *[]T, x, dy []T, timesXhat bool) []T {
+	x32, ok := any(x).([]float32)
+	if !ok || !ch.relu || !wideBN || len(x) < 8 {
+		return nil
+	}
+	if cap(*buf) < len(x) {
+		*buf = make([]T, len(x))
+	}
+	t := (*buf)[:len(x)]
+	done := bnReLUTermsWide(any(t).([]float32), x32, any(dy).([]float32), float32(ch.alpha), float32(ch.beta), float32(ch.scale), float32(ch.bias), timesXhat)
+	for i := done; i < len(x); i++ {
+		t[i] = ch.elem(x[i], dy[i], timesXhat)
+	}
+	return t
+}
+
+// rowSums is what bnSumKernel adds up for one plane of terms t in rows of
+// w: each row's sum from 0 in index order (rowSum's), the rows' sums added
+// in order to 0. Four rows are summed side by side, each in its own order,
+// so that one addition need not wait for the one before.
+func rowSums[T float](t []T, w int) T {
+	var acc T
+	r := 0
+	for ; r+4*w <= len(t); r += 4 * w {
+		r0 := t[r : r+w]
+		r1, r2, r3 := t[r+w:][:len(r0)], t[r+2*w:][:len(r0)], t[r+3*w:][:len(r0)]
+		var a0, a1, a2, a3 T
+		for i, v := range r0 {
+			a0 += v
+			a1 += r1[i]
+			a2 += r2[i]
+			a3 += r3[i]
+		}
+		acc += a0
+		acc += a1
+		acc += a2
+		acc += a3
+	}
+	for ; r < len(t); r += w {
+		var a T
+		for _, v := range t[r : r+w] {
+			a += v
+		}
+		acc += a
+	}
+	return acc
+}
+
 // elem is one element of what rowSum adds up.
 func (ch bnChannel[T]) elem(x, dy T, timesXhat bool) T {
 	xhat := x*ch.alpha + ch.beta
@@ -202,13 +253,19 @@ func bnSumKernel[T float](out, x, dy, stats []T, op *bnGrad) {
 	if op.shape.Dims() == 4 && len(axes) == 3 && axes[0] == 0 && axes[1] == 2 && axes[2] == 3 {
 		w := op.shape[3]
 		parallel(op.c, op.b*op.s, func(lo, hi int) {
+			var terms []T
 			for c := lo; c < hi; c++ {
 				ch := channel(stats, op.bnApply, c)
 				var total T
 				for b := 0; b < op.b; b++ {
 					var acc T
-					for at := (b*op.c + c) * op.s; at < (b*op.c+c+1)*op.s; at += w {
-						acc += ch.rowSum(x[at:at+w], dy[at:at+w], timesXhat)
+					from := (b*op.c + c) * op.s
+					if t := ch.terms(&terms, x[from:from+op.s], dy[from:from+op.s], timesXhat); t != nil {
+						acc = rowSums(t, w)
+					} else {
+						for at := from; at < from+op.s; at += w {
+							acc += ch.rowSum(x[at:at+w], dy[at:at+w], timesXhat)
+						}
 					}
 					if b == 0 {
 						total = acc

@@ -76,3 +76,40 @@ gloop:
 	JNZ     gloop
 	VZEROUPPER
 	RET
+
+// func bnReLUTerms8(out, x, dy *float32, n int, k *[5]float32, timesXhat bool)
+//
+// out[i] = mask(t)·dy[i], or (timesXhat) that times x̂ = x·α + β, t as in
+// bnReLU8, for i < n, n a positive multiple of 8: the terms that
+// bnChannel.rowSum adds up, in its compiled operand order.
+TEXT ·bnReLUTerms8(SB), NOSPLIT, $0-41
+	MOVQ  out+0(FP), DI
+	MOVQ  x+8(FP), SI
+	MOVQ  dy+16(FP), DX
+	MOVQ  n+24(FP), CX
+	MOVQ  k+32(FP), AX
+	MOVBQZX timesXhat+40(FP), BX
+	CONSTANTS
+
+tloop:
+	VMOVUPS (SI), Y0
+	VMULPS  Y1, Y0, Y0        // x·α
+	VADDPS  Y2, Y0, Y0        // + β: x̂
+	VMULPS  Y3, Y0, Y8        // x̂·scale
+	VADDPS  Y4, Y8, Y8        // + bias: t
+	VCMPPS  $0x1d, Y5, Y8, Y7 // t ≥ 0, ordered
+	VANDPS  Y6, Y7, Y7        // mask
+	VMULPS  (DX), Y7, Y7      // mask·dy
+	TESTQ   BX, BX
+	JEQ     tstore
+	VMULPS  Y0, Y7, Y7        // ·x̂
+
+tstore:
+	VMOVUPS Y7, (DI)
+	ADDQ    $32, SI
+	ADDQ    $32, DX
+	ADDQ    $32, DI
+	SUBQ    $8, CX
+	JNZ     tloop
+	VZEROUPPER
+	RET

@@ -10,5 +10,10 @@ func bnReLUWide(y, x []float32, alpha, beta, scale, bias float32) int { return 0
 // bnReLUGradWide: no vector kernel on this architecture.
 func bnReLUGradWide(g, x, dy []float32, alpha, beta, scale, bias float32) int { return 0 }
 
+// bnReLUTermsWide: no vector kernel on this architecture.
+func bnReLUTermsWide(out, x, dy []float32, alpha, beta, scale, bias float32, timesXhat bool) int {
+	return 0
+}
+
 // wideBN: no vector kernel here.
 var wideBN = false

@@ -9,7 +9,7 @@ import (
 )
 
 // TestBNReLUWideIsScalar: the vector kernels give the scalar loops' bits,
-// forward's and upstream's, for every length to 40 and inputs, gradients
+// forward's, upstream's and the terms of the scale's and bias's sums, for every length to 40 and inputs, gradients
 // and constants that include NaNs of several payloads, infinities, ±0,
 // subnormals and values whose t lands on either side of 0.
 func TestBNReLUWideIsScalar(t *testing.T) {
@@ -39,6 +39,21 @@ func TestBNReLUWideIsScalar(t *testing.T) {
 			x, dy := make([]float32, n), make([]float32, n)
 			for i := range x {
 				x[i], dy[i] = draw(special || round == 0), draw(special)
+			}
+			for _, timesXhat := range []bool{false, true} { // the scale's and bias's terms
+				want := make([]float32, n)
+				for i := range want {
+					want[i] = ch.elem(x[i], dy[i], timesXhat)
+				}
+				var buf []float32
+				got := ch.terms(&buf, x, dy, timesXhat)
+				if n < 8 {
+					require.Nil(t, got)
+					continue
+				}
+				for i := range want {
+					require.Equal(t, math.Float32bits(want[i]), math.Float32bits(got[i]), "round %d, terms timesXhat %v, n %d, element %d: x %v, dy %v, channel %+v", round, timesXhat, n, i, x[i], dy[i], ch)
+				}
 			}
 			for _, up := range []bool{false, true} {
 				want, got := make([]float32, n), make([]float32, n)
