@@ -110,18 +110,16 @@ func (ch bnChannel[T]) rowSum(x, dy []T, timesXhat bool) T {
 	return acc
 }
 
-// terms writes into *buf (grown to fit) elem's values for one plane,
-// where a vector kernel computes them (Rectify, float32, a CPU with AVX),
-// and returns them; else nil: rowSum computes them as it adds them up.
-func (ch bnChannel[T]) terms(buf *[]T, x, dy []T, timesXhat bool) []T {
+// terms writes into t, as long as x, elem's values for one plane, where a
+// vector kernel computes them (Rectify, float32, a CPU with AVX, 8 values
+// or more), and returns t; else nil: rowSum computes them as it adds them
+// up.
+func (ch bnChannel[T]) terms(t, x, dy []T, timesXhat bool) []T {
 	x32, ok := any(x).([]float32)
 	if !ok || !ch.relu || !wideBN || len(x) < 8 {
 		return nil
 	}
-	if cap(*buf) < len(x) {
-		*buf = make([]T, len(x))
-	}
-	t := (*buf)[:len(x)]
+	t = t[:len(x)]
 	done := bnReLUTermsWide(any(t).([]float32), x32, any(dy).([]float32), float32(ch.alpha), float32(ch.beta), float32(ch.scale), float32(ch.bias), timesXhat)
 	for i := done; i < len(x); i++ {
 		t[i] = ch.elem(x[i], dy[i], timesXhat)
@@ -252,15 +250,22 @@ func bnSumKernel[T float](out, x, dy, stats []T, op *bnGrad) {
 	}
 	if op.shape.Dims() == 4 && len(axes) == 3 && axes[0] == 0 && axes[1] == 2 && axes[2] == 3 {
 		w := op.shape[3]
+		var buf []T
+		if op.fused.ReLU && op.s >= 8 {
+			buf = scratch[T](&op.terms, op.c*op.s)
+		}
 		parallel(op.c, op.b*op.s, func(lo, hi int) {
-			var terms []T
 			for c := lo; c < hi; c++ {
 				ch := channel(stats, op.bnApply, c)
 				var total T
 				for b := 0; b < op.b; b++ {
 					var acc T
 					from := (b*op.c + c) * op.s
-					if t := ch.terms(&terms, x[from:from+op.s], dy[from:from+op.s], timesXhat); t != nil {
+					var t []T
+					if buf != nil {
+						t = ch.terms(buf[c*op.s:(c+1)*op.s], x[from:from+op.s], dy[from:from+op.s], timesXhat)
+					}
+					if t != nil {
 						acc = rowSums(t, w)
 					} else {
 						for at := from; at < from+op.s; at += w {

@@ -415,13 +415,15 @@ func (op *convGEMM) UsePreallocDo(prealloc gorgonia.Value, vals ...gorgonia.Valu
 // gemm is one dtype's GEMM: C = αAB + βC over row-major slices.
 type gemm[T float] func(tA, tB blas.Transpose, m, n, k int, alpha T, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int)
 
-// scratch returns op's NHWC buffer of n elements of T, allocated once.
-func scratch[T float](op *convGEMM, n int) []T {
-	if buf, ok := op.nhwc.([]T); ok && len(buf) == n {
+// scratch returns the buffer of n elements of T an op keeps in slot (a
+// convGEMM's NHWC result, a bnGrad's terms), allocated once: a program's
+// ops run in one goroutine at a time.
+func scratch[T float](slot *any, n int) []T {
+	if buf, ok := (*slot).([]T); ok && len(buf) == n {
 		return buf
 	}
 	buf := make([]T, n)
-	op.nhwc = buf
+	*slot = buf
 	return buf
 }
 
@@ -431,7 +433,7 @@ func convKernel[T float](g gemm[T], a, b, out []T, op *convGEMM) {
 	case convOut:
 		// gorgonia's call: P·Fᵀ (NT), m = B·H'·W', n = C', k = K, into
 		// NHWC; then each image's (H'·W', C') block is copied transposed.
-		nhwc := scratch[T](op, len(out))
+		nhwc := scratch[T](&op.nhwc, len(out))
 		g(blas.NoTrans, blas.Trans, op.b*hw, op.cout, op.k, 1, a, op.k, b, op.k, 0, nhwc, op.cout)
 		for img := 0; img < op.b; img++ {
 			src, dst := nhwc[img*hw*op.cout:(img+1)*hw*op.cout], out[img*op.cout*hw:(img+1)*op.cout*hw]
