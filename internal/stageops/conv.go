@@ -152,7 +152,7 @@ func (op *col2im) UsePreallocDo(prealloc gorgonia.Value, vals ...gorgonia.Value)
 // the same order). Windows that lie on the image skip the bounds checks.
 //
 // A 3-wide kernel row at dilation 1 copies (adds) its interior columns
-// three values at a time (kernelRows3) and its edge columns with edge3; a
+// three values at a time (kernelRows3) and its edge columns with edge; a
 // 3×3 kernel at dilation 1 (every zoo convolution), where all three kernel
 // rows lie on the image, the whole 3×3 window of a channel at once
 // (kernelBlocks3): kernel row and output column swap, which keeps each
@@ -191,7 +191,8 @@ func patches[T float](im, col []T, ic Im2Col, back bool) {
 							}
 							c0 := ow*ic.strideW - ic.padW
 							for kr := range 3 {
-								edge3((*[3]T)(rows[ow*patch+ch*k+kr*3:]), plane[(r0+kr)*ic.w:(r0+kr+1)*ic.w], c0, back)
+								at := ow*patch + ch*k + kr*3
+								edge(rows[at:at+3], plane[(r0+kr)*ic.w:(r0+kr+1)*ic.w], c0, 1, back)
 							}
 						}
 						continue
@@ -215,7 +216,7 @@ func patches[T float](im, col []T, ic Im2Col, back bool) {
 								continue
 							}
 							if rows3 {
-								edge3((*[3]T)(rows[ow*patch+at:]), src, ow*ic.strideW-ic.padW, back)
+								edge(rows[ow*patch+at:ow*patch+at+3], src, ow*ic.strideW-ic.padW, 1, back)
 								continue
 							}
 							window(rows[ow*patch+at:ow*patch+at+ic.kw], src, ow, ic, back)
@@ -254,19 +255,7 @@ func window[T float](dst, src []T, ow int, ic Im2Col, back bool) {
 		}
 		return
 	}
-	for kc := range dst {
-		cc := c0 + kc*ic.dilW
-		switch {
-		case cc < 0 || cc >= ic.w:
-			if !back {
-				dst[kc] = 0
-			}
-		case back:
-			src[cc] += dst[kc]
-		default:
-			dst[kc] = src[cc]
-		}
-	}
+	edge(dst, src, c0, ic.dilW, back)
 }
 
 // ConvGEMM is the rest of gorgonia.Conv2d: the GEMM of the patch matrix P
@@ -466,13 +455,14 @@ func convKernel[T float](g gemm[T], a, b, out []T, op *convGEMM) {
 	}
 }
 
-// edge3 copies into dst the 3-wide kernel row at columns c0, c0+1, c0+2 of
-// src, one image row, with zeros off the image, or (back) adds dst into
-// src: window for a 3-wide kernel row at dilation 1, small enough to
-// inline (the image's edge columns are 2 of 7 in the ResNet's blocks).
-func edge3[T float](dst *[3]T, src []T, c0 int, back bool) {
-	for kc := range 3 {
-		cc := c0 + kc
+// edge copies into dst the kernel row whose columns in src, one image
+// row, are c0, c0+dil, …, with zeros off the image, or (back) adds dst
+// into src. Small enough to inline: patches calls it for a 3-wide kernel
+// row's edge columns (2 of 7 columns in the ResNet's blocks), where a call
+// of window, passing the whole Im2Col, cost more than the copies.
+func edge[T float](dst, src []T, c0, dil int, back bool) {
+	for kc := range dst {
+		cc := c0 + kc*dil
 		switch {
 		case uint(cc) >= uint(len(src)):
 			if !back {
