@@ -178,6 +178,16 @@ func TestBatchNormIsGorgonias(t *testing.T) {
 	}
 }
 
+// TestBatchNormOnWorkersIsGorgonias: a tensor large enough for parallel to
+// share the channels out among goroutines (with GOMAXPROCS ≥ 2), where the
+// scale's and bias's gradients write their terms into one buffer of the op
+// (a plane per channel): the same bits, and, under the race detector (2 s
+// there: the smallest tensor parallel splits), no two goroutines on one
+// plane.
+func TestBatchNormOnWorkersIsGorgonias(t *testing.T) {
+	testBatchNorm(t, tensor.Float32, tensor.Shape{2, 4, 64, 64}, true, true)
+}
+
 func testBatchNorm(t *testing.T, dt tensor.Dtype, shape tensor.Shape, affine, relu bool) {
 	rng := rand.New(rand.NewSource(1))
 	c := shape[1]
