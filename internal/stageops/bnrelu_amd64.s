@@ -51,47 +51,23 @@ loop:
 	VZEROUPPER
 	RET
 
-// func bnReLUGrad8(out, x, dy *float32, n int, k *[5]float32)
+// func bnReLUDy8(out, x, dy *float32, n int, k *[5]float32, then int)
 //
-// out[i] = (mask(t)·dy[i])·scale, t as in bnReLU8, for i < n, n a positive
-// multiple of 8: bnChannel.upstream's Rectify case, in its compiled
-// operand order.
-TEXT ·bnReLUGrad8(SB), NOSPLIT, $0-40
+// out[i] = mask(t)·dy[i], t as in bnReLU8, then (then 1) times scale or
+// (then 2) times x̂ = x·α + β, for i < n, n a positive multiple of 8:
+// bnChannel.upstream's Rectify case (then 1) and the terms that
+// bnChannel.rowSum adds up (0: the bias's, 2: the scale's), in the scalar
+// code's operand order.
+TEXT ·bnReLUDy8(SB), NOSPLIT, $0-48
 	MOVQ out+0(FP), DI
 	MOVQ x+8(FP), SI
 	MOVQ dy+16(FP), DX
 	MOVQ n+24(FP), CX
 	MOVQ k+32(FP), AX
+	MOVQ then+40(FP), BX
 	CONSTANTS
 
-gloop:
-	MASK8
-	VMULPS  (DX), Y7, Y7 // mask·dy
-	VMULPS  Y3, Y7, Y7   // ·scale
-	VMOVUPS Y7, (DI)
-	ADDQ    $32, SI
-	ADDQ    $32, DX
-	ADDQ    $32, DI
-	SUBQ    $8, CX
-	JNZ     gloop
-	VZEROUPPER
-	RET
-
-// func bnReLUTerms8(out, x, dy *float32, n int, k *[5]float32, timesXhat bool)
-//
-// out[i] = mask(t)·dy[i], or (timesXhat) that times x̂ = x·α + β, t as in
-// bnReLU8, for i < n, n a positive multiple of 8: the terms that
-// bnChannel.rowSum adds up, in its compiled operand order.
-TEXT ·bnReLUTerms8(SB), NOSPLIT, $0-41
-	MOVQ  out+0(FP), DI
-	MOVQ  x+8(FP), SI
-	MOVQ  dy+16(FP), DX
-	MOVQ  n+24(FP), CX
-	MOVQ  k+32(FP), AX
-	MOVBQZX timesXhat+40(FP), BX
-	CONSTANTS
-
-tloop:
+dloop:
 	VMOVUPS (SI), Y0
 	VMULPS  Y1, Y0, Y0        // x·α
 	VADDPS  Y2, Y0, Y0        // + β: x̂
@@ -100,16 +76,21 @@ tloop:
 	VCMPPS  $0x1d, Y5, Y8, Y7 // t ≥ 0, ordered
 	VANDPS  Y6, Y7, Y7        // mask
 	VMULPS  (DX), Y7, Y7      // mask·dy
-	TESTQ   BX, BX
-	JEQ     tstore
-	VMULPS  Y0, Y7, Y7        // ·x̂
+	CMPQ    BX, $1
+	JLT     dstore
+	JGT     dxhat
+	VMULPS  Y3, Y7, Y7        // ·scale
+	JMP     dstore
 
-tstore:
+dxhat:
+	VMULPS Y0, Y7, Y7 // ·x̂
+
+dstore:
 	VMOVUPS Y7, (DI)
 	ADDQ    $32, SI
 	ADDQ    $32, DX
 	ADDQ    $32, DI
 	SUBQ    $8, CX
-	JNZ     tloop
+	JNZ     dloop
 	VZEROUPPER
 	RET
