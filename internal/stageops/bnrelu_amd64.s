@@ -12,17 +12,17 @@
 	VBROADCASTSS 16(AX), Y6 \
 	VXORPS       Y5, Y5, Y5
 
-// MASK8 computes, for the 8 floats x at SI, t = (x·α + β)·scale + bias
-// into Y0 and mask(t) into Y7: 1 where t ≥ 0 (ordered: 0 for NaN), else 0.
-// Each operation's first source is the running value, as in the compiled
-// scalar code.
+// MASK8 computes, for the 8 floats x at SI, x̂ = x·α + β into Y0, t =
+// x̂·scale + bias into Y8 and mask(t) into Y7: 1 where t ≥ 0 (ordered: 0
+// for NaN), else 0. Each operation's first source is the running value, as
+// in the compiled scalar code.
 #define MASK8 \
 	VMOVUPS (SI), Y0          \
 	VMULPS  Y1, Y0, Y0        \
 	VADDPS  Y2, Y0, Y0        \
-	VMULPS  Y3, Y0, Y0        \
-	VADDPS  Y4, Y0, Y0        \
-	VCMPPS  $0x1d, Y5, Y0, Y7 \
+	VMULPS  Y3, Y0, Y8        \
+	VADDPS  Y4, Y8, Y8        \
+	VCMPPS  $0x1d, Y5, Y8, Y7 \
 	VANDPS  Y6, Y7, Y7
 
 // func bnReLU8(y, x *float32, n int, k *[5]float32)
@@ -42,8 +42,8 @@ TEXT ·bnReLU8(SB), NOSPLIT, $0-32
 
 loop:
 	MASK8
-	VMULPS  Y7, Y0, Y0 // t·mask
-	VMOVUPS Y0, (DI)
+	VMULPS  Y7, Y8, Y8 // t·mask
+	VMOVUPS Y8, (DI)
 	ADDQ    $32, SI
 	ADDQ    $32, DI
 	SUBQ    $8, CX
@@ -68,13 +68,7 @@ TEXT ·bnReLUDy8(SB), NOSPLIT, $0-48
 	CONSTANTS
 
 dloop:
-	VMOVUPS (SI), Y0
-	VMULPS  Y1, Y0, Y0        // x·α
-	VADDPS  Y2, Y0, Y0        // + β: x̂
-	VMULPS  Y3, Y0, Y8        // x̂·scale
-	VADDPS  Y4, Y8, Y8        // + bias: t
-	VCMPPS  $0x1d, Y5, Y8, Y7 // t ≥ 0, ordered
-	VANDPS  Y6, Y7, Y7        // mask
+	MASK8
 	VMULPS  (DX), Y7, Y7      // mask·dy
 	CMPQ    BX, $1
 	JLT     dstore
