@@ -437,6 +437,9 @@ type bnGrad struct {
 	named
 	*bnApply
 	what gradOf
+	// terms is the scale's or bias's gradient's terms, one plane per
+	// channel (bnChannel.terms), kept between runs (scratch).
+	terms any
 }
 
 func (op *bnGrad) Arity() int { return 3 }

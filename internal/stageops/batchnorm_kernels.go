@@ -27,7 +27,9 @@ func channel[T float](stats []T, op *bnApply, c int) bnChannel[T] {
 	return ch
 }
 
-// forward writes the outputs of one image's plane x of the channel into y.
+// forward writes the outputs of one image's plane x of the channel into y;
+// with Rectify, in float32, eight at a time where the CPU can
+// (bnReLUWide).
 func (ch bnChannel[T]) forward(y, x []T) {
 	a, b, s, c := ch.alpha, ch.beta, ch.scale, ch.bias
 	switch {
@@ -40,6 +42,10 @@ func (ch bnChannel[T]) forward(y, x []T) {
 			y[i] = T(s*(v*a+b)) + c
 		}
 	default:
+		if y32, ok := any(y).([]float32); ok {
+			done := bnReLUWide(y32, any(x).([]float32), float32(a), float32(b), float32(s), float32(c))
+			y, x = y[done:], x[done:]
+		}
 		for i, v := range x {
 			t := T(s*(v*a+b)) + c
 			y[i] = t * mask(t) // gorgonia's t·mask(t): t·0 is −0, or NaN
@@ -49,7 +55,8 @@ func (ch bnChannel[T]) forward(y, x []T) {
 
 // upstream writes into g, for one plane, the gradient that reaches the
 // normalised values: dy through the Rectify mask (recomputed from x as
-// forward computed it) and times scale.
+// forward computed it) and times scale; with Rectify, in float32, eight at
+// a time where the CPU can (bnReLUGradWide).
 func (ch bnChannel[T]) upstream(g, x, dy []T) {
 	a, b, s, c := ch.alpha, ch.beta, ch.scale, ch.bias
 	switch {
@@ -60,6 +67,10 @@ func (ch bnChannel[T]) upstream(g, x, dy []T) {
 			g[i] = d * s
 		}
 	default:
+		if g32, ok := any(g).([]float32); ok {
+			done := bnReLUGradWide(g32, any(x).([]float32), any(dy).([]float32), float32(a), float32(b), float32(s), float32(c))
+			g, x, dy = g[done:], x[done:], dy[done:]
+		}
 		for i, v := range x {
 			g[i] = T(dy[i]*mask(T(s*(v*a+b))+c)) * s
 		}
@@ -95,6 +106,55 @@ func (ch bnChannel[T]) rowSum(x, dy []T, timesXhat bool) T {
 			d := dy[i] * mask(T(s*xhat)+c)
 			acc += T(d * xhat)
 		}
+	}
+	return acc
+}
+
+// terms writes into t, as long as x, elem's values for one plane, where a
+// vector kernel computes them (Rectify, float32, a CPU with AVX, 8 values
+// or more), and returns t; else nil: rowSum computes them as it adds them
+// up.
+func (ch bnChannel[T]) terms(t, x, dy []T, timesXhat bool) []T {
+	x32, ok := any(x).([]float32)
+	if !ok || !ch.relu || !wideBN || len(x) < 8 {
+		return nil
+	}
+	t = t[:len(x)]
+	done := bnReLUTermsWide(any(t).([]float32), x32, any(dy).([]float32), float32(ch.alpha), float32(ch.beta), float32(ch.scale), float32(ch.bias), timesXhat)
+	for i := done; i < len(x); i++ {
+		t[i] = ch.elem(x[i], dy[i], timesXhat)
+	}
+	return t
+}
+
+// rowSums is what bnSumKernel adds up for one plane of terms t in rows of
+// w: each row's sum from 0 in index order (rowSum's), the rows' sums added
+// in order to 0. Four rows are summed side by side, each in its own order,
+// so that one addition need not wait for the one before.
+func rowSums[T float](t []T, w int) T {
+	var acc T
+	r := 0
+	for ; r+4*w <= len(t); r += 4 * w {
+		r0 := t[r : r+w]
+		r1, r2, r3 := t[r+w:][:len(r0)], t[r+2*w:][:len(r0)], t[r+3*w:][:len(r0)]
+		var a0, a1, a2, a3 T
+		for i, v := range r0 {
+			a0 += v
+			a1 += r1[i]
+			a2 += r2[i]
+			a3 += r3[i]
+		}
+		acc += a0
+		acc += a1
+		acc += a2
+		acc += a3
+	}
+	for ; r < len(t); r += w {
+		var a T
+		for _, v := range t[r : r+w] {
+			a += v
+		}
+		acc += a
 	}
 	return acc
 }
@@ -190,14 +250,27 @@ func bnSumKernel[T float](out, x, dy, stats []T, op *bnGrad) {
 	}
 	if op.shape.Dims() == 4 && len(axes) == 3 && axes[0] == 0 && axes[1] == 2 && axes[2] == 3 {
 		w := op.shape[3]
+		var buf []T
+		if op.fused.ReLU && op.s >= 8 {
+			buf = scratch[T](&op.terms, op.c*op.s)
+		}
 		parallel(op.c, op.b*op.s, func(lo, hi int) {
 			for c := lo; c < hi; c++ {
 				ch := channel(stats, op.bnApply, c)
 				var total T
 				for b := 0; b < op.b; b++ {
 					var acc T
-					for at := (b*op.c + c) * op.s; at < (b*op.c+c+1)*op.s; at += w {
-						acc += ch.rowSum(x[at:at+w], dy[at:at+w], timesXhat)
+					from := (b*op.c + c) * op.s
+					var t []T
+					if buf != nil {
+						t = ch.terms(buf[c*op.s:(c+1)*op.s], x[from:from+op.s], dy[from:from+op.s], timesXhat)
+					}
+					if t != nil {
+						acc = rowSums(t, w)
+					} else {
+						for at := from; at < from+op.s; at += w {
+							acc += ch.rowSum(x[at:at+w], dy[at:at+w], timesXhat)
+						}
 					}
 					if b == 0 {
 						total = acc

@@ -150,28 +150,55 @@ func (op *col2im) UsePreallocDo(prealloc gorgonia.Value, vals ...gorgonia.Value)
 // gorgonia's order (for one output row and channel, a given image row is
 // kernel row at most one, so only the output and kernel columns vary, in
 // the same order). Windows that lie on the image skip the bounds checks.
+//
+// A 3-wide kernel row at dilation 1 copies (adds) its interior columns
+// three values at a time (kernelRows3) and its edge columns with edge; a
+// 3×3 kernel at dilation 1 (every zoo convolution), where all three kernel
+// rows lie on the image, the whole 3×3 window of a channel at once
+// (kernelBlocks3): kernel row and output column swap, which keeps each
+// image element's order, its rows being distinct.
 func patches[T float](im, col []T, ic Im2Col, back bool) {
 	imSize := ic.c * ic.h * ic.w
 	k := ic.kh * ic.kw
 	patch := ic.c * k // one patch: a row of the matrix
 	colSize := ic.outH * ic.outW * patch
-	span := (ic.kw-1)*ic.dilW + 1 // columns a kernel row covers
-	// A 3-wide kernel row at stride and dilation 1 (every zoo convolution)
-	// copies its interior columns [in0, in1) three values at a time.
+	// The output columns [in0, in1) whose 3-wide windows lie on the image.
 	in0, in1 := 0, 0
-	if ic.kw == 3 && ic.dilW == 1 && ic.strideW == 1 {
-		in0 = min(ic.padW, ic.outW)
-		in1 = max(in0, min(ic.outW, ic.w-3+ic.padW+1))
+	rows3 := ic.kw == 3 && ic.dilW == 1
+	block := rows3 && ic.kh == 3 && ic.dilH == 1
+	if rows3 {
+		in0 = min((ic.padW+ic.strideW-1)/ic.strideW, ic.outW)
+		if last := ic.w - 3 + ic.padW; last >= 0 {
+			in1 = max(in0, min(ic.outW, last/ic.strideW+1))
+		} else {
+			in1 = in0
+		}
 	}
 	parallel(ic.b, colSize, func(lo, hi int) {
 		for b := lo; b < hi; b++ {
 			img, cl := im[b*imSize:(b+1)*imSize], col[b*colSize:(b+1)*colSize]
 			for oh := 0; oh < ic.outH; oh++ {
 				rows := cl[oh*ic.outW*patch : (oh+1)*ic.outW*patch]
+				r0 := -ic.padH + oh*ic.strideH // kernel row 0's image row
 				for ch := 0; ch < ic.c; ch++ {
 					plane := img[ch*ic.h*ic.w : (ch+1)*ic.h*ic.w]
+					if block && in0 < in1 && r0 >= 0 && r0+3 <= ic.h {
+						for ow := 0; ow < ic.outW; ow++ {
+							if ow == in0 {
+								kernelBlocks3(rows[ow*patch+ch*k:], plane[r0*ic.w+ow*ic.strideW-ic.padW:], ic.w, ic.strideW, patch, in1-in0, back)
+								ow = in1 - 1
+								continue
+							}
+							c0 := ow*ic.strideW - ic.padW
+							for kr := range 3 {
+								at := ow*patch + ch*k + kr*3
+								edge(rows[at:at+3], plane[(r0+kr)*ic.w:(r0+kr+1)*ic.w], c0, 1, back)
+							}
+						}
+						continue
+					}
 					for kr := 0; kr < ic.kh; kr++ {
-						r := -ic.padH + kr*ic.dilH + oh*ic.strideH
+						r := r0 + kr*ic.dilH
 						at := ch*k + kr*ic.kw // in each patch
 						if r < 0 || r >= ic.h {
 							if !back {
@@ -184,53 +211,51 @@ func patches[T float](im, col []T, ic Im2Col, back bool) {
 						src := plane[r*ic.w : (r+1)*ic.w]
 						for ow := 0; ow < ic.outW; ow++ {
 							if ow == in0 && in0 < in1 {
-								kernelRows3(rows[ow*patch+at:], src[ow-ic.padW:], patch, in1-in0, back)
+								kernelRows3(rows[ow*patch+at:], src[ow*ic.strideW-ic.padW:], ic.strideW, patch, in1-in0, back)
 								ow = in1 - 1
 								continue
 							}
-							dst := rows[ow*patch+at : ow*patch+at+ic.kw]
-							c0 := ow*ic.strideW - ic.padW
-							if c0 >= 0 && c0+span <= ic.w { // on the image
-								win := src[c0 : c0+span]
-								switch {
-								case back && ic.dilW == 1:
-									for kc, v := range dst {
-										win[kc] += v
-									}
-								case back:
-									for kc, v := range dst {
-										win[kc*ic.dilW] += v
-									}
-								case ic.dilW == 1:
-									for kc, v := range win { // a kernel row is a few values: a copy's call costs more
-										dst[kc] = v
-									}
-								default:
-									for kc := range dst {
-										dst[kc] = win[kc*ic.dilW]
-									}
-								}
+							if rows3 {
+								edge(rows[ow*patch+at:ow*patch+at+3], src, ow*ic.strideW-ic.padW, 1, back)
 								continue
 							}
-							for kc := range dst {
-								cc := c0 + kc*ic.dilW
-								switch {
-								case cc < 0 || cc >= ic.w:
-									if !back {
-										dst[kc] = 0
-									}
-								case back:
-									src[cc] += dst[kc]
-								default:
-									dst[kc] = src[cc]
-								}
-							}
+							window(rows[ow*patch+at:ow*patch+at+ic.kw], src, ow, ic, back)
 						}
 					}
 				}
 			}
 		}
 	})
+}
+
+// window copies into dst the kernel row of output column ow from src, one
+// image row (zeros off the image), or (back) adds dst into src.
+func window[T float](dst, src []T, ow int, ic Im2Col, back bool) {
+	span := (ic.kw-1)*ic.dilW + 1 // columns a kernel row covers
+	c0 := ow*ic.strideW - ic.padW
+	if c0 >= 0 && c0+span <= ic.w { // on the image
+		win := src[c0 : c0+span]
+		switch {
+		case back && ic.dilW == 1:
+			for kc, v := range dst {
+				win[kc] += v
+			}
+		case back:
+			for kc, v := range dst {
+				win[kc*ic.dilW] += v
+			}
+		case ic.dilW == 1:
+			for kc, v := range win { // a kernel row is a few values: a copy's call costs more
+				dst[kc] = v
+			}
+		default:
+			for kc := range dst {
+				dst[kc] = win[kc*ic.dilW]
+			}
+		}
+		return
+	}
+	edge(dst, src, c0, ic.dilW, back)
 }
 
 // ConvGEMM is the rest of gorgonia.Conv2d: the GEMM of the patch matrix P
@@ -379,13 +404,15 @@ func (op *convGEMM) UsePreallocDo(prealloc gorgonia.Value, vals ...gorgonia.Valu
 // gemm is one dtype's GEMM: C = αAB + βC over row-major slices.
 type gemm[T float] func(tA, tB blas.Transpose, m, n, k int, alpha T, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int)
 
-// scratch returns op's NHWC buffer of n elements of T, allocated once.
-func scratch[T float](op *convGEMM, n int) []T {
-	if buf, ok := op.nhwc.([]T); ok && len(buf) == n {
+// scratch returns the buffer of n elements of T an op keeps in slot (a
+// convGEMM's NHWC result, a bnGrad's terms), allocated once: a program's
+// ops run in one goroutine at a time.
+func scratch[T float](slot *any, n int) []T {
+	if buf, ok := (*slot).([]T); ok && len(buf) == n {
 		return buf
 	}
 	buf := make([]T, n)
-	op.nhwc = buf
+	*slot = buf
 	return buf
 }
 
@@ -395,7 +422,7 @@ func convKernel[T float](g gemm[T], a, b, out []T, op *convGEMM) {
 	case convOut:
 		// gorgonia's call: P·Fᵀ (NT), m = B·H'·W', n = C', k = K, into
 		// NHWC; then each image's (H'·W', C') block is copied transposed.
-		nhwc := scratch[T](op, len(out))
+		nhwc := scratch[T](&op.nhwc, len(out))
 		g(blas.NoTrans, blas.Trans, op.b*hw, op.cout, op.k, 1, a, op.k, b, op.k, 0, nhwc, op.cout)
 		for img := 0; img < op.b; img++ {
 			src, dst := nhwc[img*hw*op.cout:(img+1)*hw*op.cout], out[img*op.cout*hw:(img+1)*op.cout*hw]
@@ -428,14 +455,36 @@ func convKernel[T float](g gemm[T], a, b, out []T, op *convGEMM) {
 	}
 }
 
+// edge copies into dst the kernel row whose columns in src, one image
+// row, are c0, c0+dil, …, with zeros off the image, or (back) adds dst
+// into src. Small enough to inline: patches calls it for a 3-wide kernel
+// row's edge columns (2 of 7 columns in the ResNet's blocks), where a call
+// of window, passing the whole Im2Col, cost more than the copies.
+func edge[T float](dst, src []T, c0, dil int, back bool) {
+	for kc := range dst {
+		cc := c0 + kc*dil
+		switch {
+		case uint(cc) >= uint(len(src)):
+			if !back {
+				dst[kc] = 0
+			}
+		case back:
+			src[cc] += dst[kc]
+		default:
+			dst[kc] = src[cc]
+		}
+	}
+}
+
 // kernelRows3 is patches' inner loop for n consecutive output columns of a
-// 3-wide kernel row at stride and dilation 1, each window on the image:
-// column i's three values are src[i:i+3] and dst[i·patch:i·patch+3]. It
-// copies src into dst, or (back) adds dst into src, in patches' order.
-func kernelRows3[T float](dst, src []T, patch, n int, back bool) {
+// 3-wide kernel row at dilation 1 and the given stride, each window on the
+// image: column i's three values are src[i·stride:i·stride+3] and
+// dst[i·patch:i·patch+3]. It copies src into dst, or (back) adds dst into
+// src, in patches' order.
+func kernelRows3[T float](dst, src []T, stride, patch, n int, back bool) {
 	if back {
 		for i := range n {
-			d, s := (*[3]T)(dst[i*patch:]), (*[3]T)(src[i:])
+			d, s := (*[3]T)(dst[i*patch:]), (*[3]T)(src[i*stride:])
 			s[0] += d[0]
 			s[1] += d[1]
 			s[2] += d[2]
@@ -443,6 +492,36 @@ func kernelRows3[T float](dst, src []T, patch, n int, back bool) {
 		return
 	}
 	for i := range n {
-		*(*[3]T)(dst[i*patch:]) = *(*[3]T)(src[i:])
+		*(*[3]T)(dst[i*patch:]) = *(*[3]T)(src[i*stride:])
+	}
+}
+
+// kernelBlocks3 is kernelRows3 for the three kernel rows of a 3×3 window at
+// once, image rows w apart from src: column i's nine values are
+// dst[i·patch:i·patch+9]. Each image element's additions (back) come in
+// output column order, as in kernelRows3: the three rows are distinct
+// image rows.
+func kernelBlocks3[T float](dst, src []T, w, stride, patch, n int, back bool) {
+	if back {
+		for i := range n {
+			d := (*[9]T)(dst[i*patch:])
+			s0, s1, s2 := (*[3]T)(src[i*stride:]), (*[3]T)(src[w+i*stride:]), (*[3]T)(src[2*w+i*stride:])
+			s0[0] += d[0]
+			s0[1] += d[1]
+			s0[2] += d[2]
+			s1[0] += d[3]
+			s1[1] += d[4]
+			s1[2] += d[5]
+			s2[0] += d[6]
+			s2[1] += d[7]
+			s2[2] += d[8]
+		}
+		return
+	}
+	for i := range n {
+		d := (*[9]T)(dst[i*patch:])
+		*(*[3]T)(d[0:]) = *(*[3]T)(src[i*stride:])
+		*(*[3]T)(d[3:]) = *(*[3]T)(src[w+i*stride:])
+		*(*[3]T)(d[6:]) = *(*[3]T)(src[2*w+i*stride:])
 	}
 }

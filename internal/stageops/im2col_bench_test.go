@@ -5,6 +5,7 @@ import (
 	"math/rand"
 	"testing"
 
+	"github.com/pipemare/pipemare/internal/testkit/testutil"
 	"github.com/stretchr/testify/require"
 	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -12,14 +13,15 @@ import (
 
 // BenchmarkIm2Col times building the patch matrix (im2col) and adding its
 // gradient back into the image's (col2im) for the zoo CNN's two
-// convolutions at batch 16, float32, on one goroutine:
+// convolutions at batch 16 and the ResNet's blocks' at batch 4, float32,
+// on one goroutine:
 //
 //	go test -c -o stageops.test ./internal/stageops/
 //	GOMAXPROCS=1 taskset -c 1 ./stageops.test -test.run '^$' -test.bench Im2Col -test.count 8
 func BenchmarkIm2Col(b *testing.B) {
 	defer SetWorkers(0)
 	SetWorkers(1)
-	for _, shape := range []tensor.Shape{{16, 1, 28, 28}, {16, 8, 14, 14}} {
+	for _, shape := range []tensor.Shape{{16, 1, 28, 28}, {16, 8, 14, 14}, {4, 16, 7, 7}} {
 		rng := rand.New(rand.NewSource(1))
 		x := randTensor(rng, tensor.Float32, shape, false)
 		g := gorgonia.NewGraph()
@@ -41,6 +43,7 @@ func BenchmarkIm2Col(b *testing.B) {
 				if back {
 					in, out = dp, tensor.New(tensor.Of(tensor.Float32), tensor.WithShape(shape...))
 				}
+				cpu := testutil.StartCPU()
 				for range b.N {
 					if back {
 						out.Zero()
@@ -51,6 +54,7 @@ func BenchmarkIm2Col(b *testing.B) {
 						patches(in.Float32s(), out.Float32s(), ic, false)
 					}
 				}
+				cpu.ReportPerOp(b)
 			})
 		}
 	}

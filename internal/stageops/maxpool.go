@@ -172,13 +172,17 @@ func argmaxKernel[T float](x, idx []T, mp MaxPool, lowest T) {
 
 // argmax2x2 is argmaxKernel's loop for one plane of 2×2 windows at stride
 // 2 on the image: the same comparisons in the same order (row by row,
-// strictly above the running maximum, selected by arithmetic).
+// strictly above the running maximum, selected by arithmetic); in float32,
+// a row of windows eight at a time where the CPU can (argmax2x2Wide).
 func argmax2x2[T float](plane, res []T, mp MaxPool, lowest T) {
 	w := mp.w
 	for ph := range mp.outH {
 		top := 2 * ph * w
 		r0, r1 := plane[top:top+w], plane[top+w:top+2*w]
 		out := res[ph*mp.outW : (ph+1)*mp.outW]
+		if o32, ok := any(out).([]float32); ok && argmax2x2Wide(o32, any(r0).([]float32), any(r1).([]float32), top, w, float32(lowest)) {
+			continue
+		}
 		for pw := range out {
 			c := 2 * pw
 			a, b := (*[2]T)(r0[c:]), (*[2]T)(r1[c:])

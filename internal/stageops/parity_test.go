@@ -178,6 +178,16 @@ func TestBatchNormIsGorgonias(t *testing.T) {
 	}
 }
 
+// TestBatchNormOnWorkersIsGorgonias: a tensor large enough for parallel to
+// share the channels out among goroutines (with GOMAXPROCS ≥ 2), where the
+// scale's and bias's gradients write their terms into one buffer of the op
+// (a plane per channel): the same bits, and, under the race detector (2 s
+// there: the smallest tensor parallel splits), no two goroutines on one
+// plane.
+func TestBatchNormOnWorkersIsGorgonias(t *testing.T) {
+	testBatchNorm(t, tensor.Float32, tensor.Shape{2, 4, 64, 64}, true, true)
+}
+
 func testBatchNorm(t *testing.T, dt tensor.Dtype, shape tensor.Shape, affine, relu bool) {
 	rng := rand.New(rand.NewSource(1))
 	c := shape[1]
@@ -276,6 +286,9 @@ func TestMaxPoolIsGorgonias(t *testing.T) {
 			{tensor.Shape{1, 2, 6, 6}, tensor.Shape{3, 2}, []int{0, 1}, []int{1, 2}, "", "3x2-stride1"},
 			{tensor.Shape{2, 3, 8, 8}, tensor.Shape{2, 2}, []int{0, 0}, []int{2, 2}, "specials", "2x2-specials"},
 			{tensor.Shape{2, 2, 9, 7}, tensor.Shape{2, 2}, []int{0, 0}, []int{2, 2}, "ties", "2x2-odd"}, // a last row and column no window reads
+			// 17 windows a row: two groups of 8 in AVX2, one in Go.
+			{tensor.Shape{1, 2, 20, 34}, tensor.Shape{2, 2}, []int{0, 0}, []int{2, 2}, "ties", "2x2-wide-ties"},
+			{tensor.Shape{1, 1, 6, 35}, tensor.Shape{2, 2}, []int{0, 0}, []int{2, 2}, "specials", "2x2-wide-specials"}, // few windows: gorgonia's gradient panics on one with nothing above the lowest value
 		} {
 			t.Run(fmt.Sprintf("%v/%s", dt, c.name), func(t *testing.T) {
 				rng := rand.New(rand.NewSource(2))

@@ -25,3 +25,12 @@ func (m CPUMeter) Report(b *testing.B, bytes int64) {
 	}
 	b.ReportMetric(float64(spent)/float64(time.Millisecond)/(float64(bytes)/(1<<20)), "cpu-ms/MiB")
 }
+
+// ReportPerOp adds the CPU time spent since StartCPU per iteration of b's
+// loop to b's metrics, as cpu-ns/op: on a shared machine, less noisy than
+// the wall time of ns/op.
+func (m CPUMeter) ReportPerOp(b *testing.B) {
+	if spent := processCPU() - m.start; spent > 0 && b.N > 0 {
+		b.ReportMetric(float64(spent)/float64(b.N), "cpu-ns/op")
+	}
+}
