@@ -38,6 +38,12 @@ type StageCost struct {
 	FLOPs int64
 	// Bytes is the estimated memory traffic of one forward pass.
 	Bytes int64
+	// BackwardFLOPs is the estimated floating-point operations of one
+	// backward pass: for each op, its forward FLOPs once per input that
+	// needs a gradient (an input that depends on a learnable). A matrix
+	// product of an activation and a weight counts twice, that of data
+	// and a weight once (the data's gradient is never computed).
+	BackwardFLOPs int64
 	// Model is the stage's cost under the cost model used to balance.
 	Model float64
 	// InBytes and OutBytes are the sizes of the activations the stage
@@ -109,15 +115,15 @@ func EstimateFLOPs(n *gorgonia.Node) int64 {
 }
 
 // Costs are the stages' estimated costs in stage order, each its
-// StageCost's FLOPs plus Bytes (EstimatedCost's sum over its ops, in
-// integers): what a placement of the stages on processes balances
+// StageCost's FLOPs, BackwardFLOPs and Bytes (one training pass: forward
+// and backward, in integers): what a placement of the stages on processes balances
 // (schedule.Balanced). They depend on the graph and the cut alone, never
 // on a measurement nor on the cost model Split balanced by, so every
 // process of a run, on any host, computes the same.
 func (p *Plan) Costs() []float64 {
 	out := make([]float64, len(p.Stages))
 	for i, s := range p.Stages {
-		out[i] = float64(s.Cost.FLOPs + s.Cost.Bytes)
+		out[i] = float64(s.Cost.FLOPs + s.Cost.BackwardFLOPs + s.Cost.Bytes)
 	}
 	return out
 }

@@ -259,7 +259,7 @@ func TestProfiledBalancesByMeasuredTime(t *testing.T) {
 		require.Equal(t, again.Costs(), plan.Costs(), "the costs a placement balances are estimated, whatever the cut was balanced by")
 		require.Len(t, plan.Costs(), 3)
 		for s, c := range plan.Costs() {
-			require.Equal(t, float64(plan.Stages[s].Cost.FLOPs+plan.Stages[s].Cost.Bytes), c, "stage %d", s)
+			require.Equal(t, float64(plan.Stages[s].Cost.FLOPs+plan.Stages[s].Cost.BackwardFLOPs+plan.Stages[s].Cost.Bytes), c, "stage %d", s)
 		}
 	}
 	mean, vari = m.BatchNorms[0].Stats()

@@ -247,19 +247,28 @@ func assemble(a *analysis, costs []float64) (*Plan, error) {
 }
 
 // newStages returns the assignment's stages, each with its op nodes in
-// laid-out order, its stateful ops, and its Model, FLOPs and Bytes costs
-// (summed in that order).
+// laid-out order, its stateful ops, and its Model, FLOPs, BackwardFLOPs
+// and Bytes costs (summed in that order; seq is topological, so an op's
+// inputs are known to depend on a learnable before it is reached).
 func (a *analysis) newStages(costs []float64) []*Stage {
 	stages := make([]*Stage, a.nStages)
 	for s := range stages {
 		stages[s] = &Stage{Index: s}
 	}
+	learnDep := make(map[*gorgonia.Node]bool) // ops that depend on a learnable
 	for p, n := range a.seq {
 		st := stages[a.stageAt[p]]
 		st.Nodes = append(st.Nodes, n)
 		st.Cost.Model += costs[p]
-		st.Cost.FLOPs += EstimateFLOPs(n)
+		flops := EstimateFLOPs(n)
+		st.Cost.FLOPs += flops
 		st.Cost.Bytes += EstimateBytes(n)
+		for _, c := range a.children(n) {
+			if _, ok := a.learn[c]; ok || learnDep[c] {
+				learnDep[n] = true
+				st.Cost.BackwardFLOPs += flops
+			}
+		}
 		if isStateful(n) {
 			st.Stateful = append(st.Stateful, n)
 		}
