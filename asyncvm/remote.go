@@ -2,11 +2,13 @@ package asyncvm
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/pipemare/pipemare/internal/bnstate"
 	"github.com/pipemare/pipemare/internal/stage"
 	"github.com/pipemare/pipemare/internal/tensorutil"
+	"github.com/pipemare/pipemare/schedule"
 	"github.com/pipemare/pipemare/transport"
 	"github.com/pkg/errors"
 	"gorgonia.org/tensor"
@@ -26,14 +28,20 @@ func (vm *VM) linkFailure(err error) error {
 	var le *transport.LinkError
 	if errors.As(err, &le) && le.From >= 0 && int(le.From) < vm.p {
 		i := int(le.From)
-		a := vm.running[i]
-		step := a.Step
-		if a.PerMicro() {
-			step = a.Micro / vm.n
-		}
-		return errors.Wrapf(err, "asyncvm: stage %d is unreachable while running its work from %v (step %d); every stage is stopped, restart the pipeline from its last checkpoint", i, a, step)
+		return errors.Wrapf(err, "asyncvm: stage %d is unreachable while running %s; every stage is stopped, restart the pipeline from its last checkpoint", i, vm.work(vm.running[i]))
 	}
 	return errors.Wrap(err, "asyncvm: waiting for the stages")
+}
+
+// work names an order's work by its first action and that action's step,
+// as the errors of a stage that failed while running it (or before it
+// received it) say: "its work from B12 (step 3)".
+func (vm *VM) work(a schedule.Action) string {
+	step := a.Step
+	if a.PerMicro() {
+		step = a.Micro / vm.n
+	}
+	return fmt.Sprintf("its work from %v (step %d)", a, step)
 }
 
 // sendFailure is the error of a send to stage i that failed while the

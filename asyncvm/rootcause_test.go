@@ -58,3 +58,33 @@ func TestCauseOfALinkFailureIsAnyStageGone(t *testing.T) {
 	require.Equal(t, transport.Peer(0), le.From)
 	require.ErrorContains(t, err, "asyncvm: stage 0 is unreachable")
 }
+
+// unreachableStage is a driver's endpoint whose link to stage 1 broke
+// before the driver's first work order to it: every send to stage 1 fails.
+type unreachableStage struct{}
+
+func (unreachableStage) Self() transport.Peer { return transport.Driver }
+func (unreachableStage) Close() error         { return nil }
+func (unreachableStage) Send(_ context.Context, m transport.Message) error {
+	if m.To == 1 {
+		return &transport.LinkError{From: transport.Driver, To: 1, Kind: m.Kind, Err: errors.New("the stream broke")}
+	}
+	return nil
+}
+func (unreachableStage) Recv(ctx context.Context, _ transport.Peer, _ transport.Kind) (transport.Message, error) {
+	<-ctx.Done()
+	return transport.Message{}, ctx.Err()
+}
+
+// TestAnUnreachableStageNamesTheWorkOrdered: a stage whose link breaks as
+// the driver orders its work (a stage process killed between two orders)
+// is named with the work it was being ordered, as it is named with the
+// work it was running when the break shows on its reply link.
+func TestAnUnreachableStageNamesTheWorkOrdered(t *testing.T) {
+	m, plan := remotePlan(t)
+	vm, err := asyncvm.New(plan, append(runOptions(t, "pipemare"), asyncvm.WithEndpoint(unreachableStage{}))...)
+	require.NoError(t, err)
+	defer vm.Close()
+	_, err = vm.Step(context.Background(), makeRemoteData(m, 1)[0])
+	require.EqualError(t, err, "asyncvm: stage 1 is unreachable: ordering its work from F0 (step 0); every stage is stopped, restart the pipeline from its last checkpoint: transport: link driver → stage 1 (control): the stream broke")
+}

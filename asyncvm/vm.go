@@ -536,7 +536,7 @@ func (vm *VM) handOut(ctx context.Context, seg *segment, lists [][]schedule.Acti
 		vm.running[i] = acts[0]
 		w := stage.Work{Segment: vm.segmentInfo(i, seg.sched), Actions: acts, Shared: shared}
 		if err := vm.ep.Send(ctx, transport.Message{Kind: transport.Control, To: transport.Peer(i), Body: w}); err != nil {
-			return vm.failWith(sendFailure(err, i, "ordering it"))
+			return vm.failWith(sendFailure(err, i, "ordering "+vm.work(acts[0])))
 		}
 		vm.outstanding++
 	}
