@@ -93,8 +93,8 @@ type Message struct {
 	// (internal/recycle), as a stage's activations and gradients are. On
 	// a received message it says the receiver owns the Values alone and
 	// may return them to the pools once done: the in-process transports
-	// deliver it as sent; shmnet sets it on every message, whose values
-	// are its own copies, taken from the pools.
+	// deliver it as sent; shmnet and grpcnet set it on every message, whose
+	// values are their own copies, the dense ones taken from the pools.
 	Own bool
 }
 

@@ -231,6 +231,7 @@ func (in *incoming) message() (transport.Message, error) {
 	m := transport.Message{
 		Kind: transport.Kind(in.h.Kind), From: transport.Peer(in.h.From), To: transport.Peer(in.h.To),
 		Micro: int(in.h.Micro), Version: int(in.h.Version), Body: body,
+		Own: true, // decoded into tensors of this process alone
 	}
 	if len(in.values) > 0 {
 		m.Values = in.values
@@ -240,5 +241,8 @@ func (in *incoming) message() (transport.Message, error) {
 
 // recycles reports whether the tensors of a message of kind k are decoded
 // into tensors of the process's pools: a stage's activations and
-// gradients, which the receiving stage returns once it is done with them.
-func recycles(k transport.Kind) bool { return k == transport.Activation || k == transport.Gradient }
+// gradients, and the driver's orders (whose tensors are a microbatch's
+// data), which the receiving stage returns once it is done with them.
+func recycles(k transport.Kind) bool {
+	return k == transport.Activation || k == transport.Gradient || k == transport.Control
+}

@@ -509,8 +509,9 @@ func (e *Endpoint) Self() transport.Peer { return e.self }
 // A message's tensors belong to its receiver once sent (package
 // transport): here the dense tensors of a message marked Own go back to
 // the process's pools (internal/recycle) once their frames are written, and
-// a received Activation's or Gradient's are taken from the pools, for the
-// receiver to return when done.
+// a received Activation's, Gradient's or Control's (the driver's data) are
+// taken from the pools; every received message is marked Own, for the
+// receiver to return its tensors when done.
 func (e *Endpoint) Send(ctx context.Context, m transport.Message) error {
 	if done, err := e.calls.Begin(ctx, e.box, &m); done {
 		return err

@@ -233,7 +233,8 @@ func TestFIFOPerSenderAndKindUnderConcurrentSenders(t *testing.T) {
 // TestActivationsAreRecycled: the dense tensors of an activation marked
 // Own go back to the sender's pools once written (recycle.Debug poisons
 // what is put back), and the receiver's come from its pools, for it to
-// return; a message not marked Own, and the driver's data, keep theirs.
+// return; so do the driver's data the receiver gets, in a message marked
+// Own; a message not marked Own, and the driver's data it sent, keep theirs.
 func TestActivationsAreRecycled(t *testing.T) {
 	recycle.Debug(true)
 	defer recycle.Debug(false)
@@ -243,7 +244,9 @@ func TestActivationsAreRecycled(t *testing.T) {
 	spare := tensor.New(tensor.WithShape(32), tensor.Of(tensor.Float32))
 	recycle.Put(spare) // in the pools, for the receiver (the same process here)
 	act := tensor.New(tensor.WithShape(4, 8), tensor.WithBacking(make([]float32, 32)))
-	data := tensor.New(tensor.WithShape(4, 8), tensor.WithBacking(make([]float32, 32)))
+	data := tensor.New(tensor.WithShape(2, 8), tensor.WithBacking(make([]float32, 16)))
+	spareData := tensor.New(tensor.WithShape(16), tensor.Of(tensor.Float32))
+	recycle.Put(spareData) // the only pooled tensor of the data's size
 	require.NoError(t, p.stages[0].Send(ctx, transport.Message{Kind: transport.Activation, To: 1, Micro: 0, Values: []gorgonia.Value{act}, Own: true}))
 	kept := tensor.New(tensor.WithShape(4, 8), tensor.WithBacking(make([]float32, 32)))
 	require.NoError(t, p.stages[0].Send(ctx, transport.Message{Kind: transport.Activation, To: 1, Micro: 1, Values: []gorgonia.Value{kept}}))
@@ -253,14 +256,19 @@ func TestActivationsAreRecycled(t *testing.T) {
 	require.Equal(t, make([]float32, 32), got.Values[0].Data(), "the activation arrived intact")
 	second, err := p.stages[1].Recv(ctx, 0, transport.Activation)
 	require.NoError(t, err)
-	_, err = p.stages[1].Recv(ctx, transport.Driver, transport.Control)
+	order, err := p.stages[1].Recv(ctx, transport.Driver, transport.Control)
 	require.NoError(t, err)
+	require.True(t, order.Own, "a received message's values are the receiver's own")
+	require.Same(t, spareData, order.Values[0], "the receiver's data came from the pools")
+	require.Equal(t, tensor.Shape{2, 8}, order.Values[0].Shape())
+	require.Equal(t, make([]float32, 16), order.Values[0].Data(), "the data arrived intact")
 	in := got.Values[0].(*tensor.Dense)
 	require.True(t, in == spare || in == act, "the receiver's tensor came from the pools")
 	// Sender and receiver share a process here: the receiver may have
 	// taken the very tensor the sender put back.
 	require.Eventually(t, func() bool { return in == act || math.IsNaN(float64(act.Float32s()[0])) }, 10*time.Second, time.Millisecond, "the sent activation went back to the pools")
-	require.Equal(t, make([]float32, 32), data.Data(), "the driver's data is its own")
+	require.Equal(t, make([]float32, 16), data.Data(), "the driver's data is its own")
+	recycle.Put(order.Values[0])
 	require.Equal(t, make([]float32, 32), kept.Data(), "a message not marked Own leaves its tensors to the sender")
 	recycle.Put(second.Values[0])
 	recycle.Put(got.Values[0]) // the receiver owns it: Debug refuses a tensor put back twice
