@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"time"
 
 	"github.com/pkg/errors"
 )
@@ -26,6 +27,11 @@ type Bench struct {
 	// SameWeights says whether every run trained the same weights, as
 	// they must: placement changes timing, never results.
 	SameWeights bool `json:"same_weights"`
+	// ProbeSpread is the slowest Probe before a run over the fastest: 1
+	// on a machine whose speed held (see probeMoved).
+	ProbeSpread float64 `json:"probe_spread"`
+
+	probe func() time.Duration // Probe, unless a test sets it
 }
 
 // BenchRun is one training of a Bench.
@@ -35,26 +41,34 @@ type BenchRun struct {
 	SamplesPerSec float64 `json:"samples_per_sec"`
 	WeightsSHA256 string  `json:"weights_sha256"`
 	Dir           string  `json:"dir"`
+	// ProbeNs is how long Probe took just before this run.
+	ProbeNs int64 `json:"probe_ns"`
 }
 
 // RunBench trains rounds rounds of the placed training and the other,
 // in the order A B B A A B … so that a drift of the machine falls on both,
-// each by calling train with its kind ("placed" or "one-cpu") and round;
-// it logs each run to log, and fills b's runs, medians and speed-up. It
-// stops at the first failure, naming the run.
+// each by calling train with its kind ("placed" or "one-cpu") and round,
+// after timing Probe; it logs each run to log, and fills b's runs, medians,
+// speed-up and the probes' spread. It stops at the first failure, naming
+// the run.
 func (b *Bench) RunBench(ctx context.Context, rounds int, train func(ctx context.Context, kind string, round int) (BenchRun, error), log io.Writer) error {
+	probe := b.probe
+	if probe == nil {
+		probe = Probe
+	}
 	for k := 0; k < 2*rounds; k++ {
 		kind := "one-cpu"
 		if k%4 == 0 || k%4 == 3 { // A B B A
 			kind = "placed"
 		}
+		took := probe()
 		r, err := train(ctx, kind, k/2)
 		if err != nil {
 			return errors.Wrapf(err, "%s run %d", kind, k/2)
 		}
-		r.Kind, r.Round = kind, k/2
+		r.Kind, r.Round, r.ProbeNs = kind, k/2, took.Nanoseconds()
 		b.Runs = append(b.Runs, r)
-		fmt.Fprintf(log, "  round %d %-8s %8.1f samples/s\n", r.Round, kind, r.SamplesPerSec)
+		fmt.Fprintf(log, "  round %d %-8s %8.1f samples/s (probe %.1f ms)\n", r.Round, kind, r.SamplesPerSec, float64(took)/1e6)
 	}
 	b.summarise()
 	return nil
@@ -62,10 +76,13 @@ func (b *Bench) RunBench(ctx context.Context, rounds int, train func(ctx context
 
 // summarise computes the medians and the speed-up from the runs.
 func (b *Bench) summarise() {
-	var placed, against, ratios []float64
+	var placed, against, ratios, probes []float64
 	perRound := map[int][2]float64{}
 	b.SameWeights = true
 	for _, r := range b.Runs {
+		if r.ProbeNs > 0 {
+			probes = append(probes, float64(r.ProbeNs))
+		}
 		pr := perRound[r.Round]
 		if r.Kind == "placed" {
 			placed, pr[0] = append(placed, r.SamplesPerSec), r.SamplesPerSec
@@ -84,6 +101,9 @@ func (b *Bench) summarise() {
 	b.Speedup = median(ratios)
 	if len(ratios) > 0 {
 		b.SpeedupMin, b.SpeedupMax = slices.Min(ratios), slices.Max(ratios)
+	}
+	if len(probes) > 0 {
+		b.ProbeSpread = slices.Max(probes) / slices.Min(probes)
 	}
 }
 

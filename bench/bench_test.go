@@ -2,11 +2,18 @@ package bench
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/pipemare/pipemare/rundir"
 )
 
 // TestRunBenchInterleaves: the rounds run A B B A A B …, each run gets its
@@ -16,7 +23,8 @@ import (
 func TestRunBenchInterleaves(t *testing.T) {
 	speed := map[string][]float64{"placed": {300, 330, 310}, "one-cpu": {100, 150, 100}}
 	var order []string
-	b := Bench{Placed: "p", Against: "a"}
+	probes := []time.Duration{10, 11, 10, 12, 10, 10}
+	b := Bench{Placed: "p", Against: "a", probe: func() time.Duration { p := probes[len(order)]; return p * time.Millisecond }}
 	err := b.RunBench(context.Background(), 3, func(_ context.Context, kind string, round int) (BenchRun, error) {
 		order = append(order, kind)
 		return BenchRun{SamplesPerSec: speed[kind][round], WeightsSHA256: "w"}, nil
@@ -30,6 +38,10 @@ func TestRunBenchInterleaves(t *testing.T) {
 	require.Equal(t, 310.0, b.PlacedSamplesPerSec)
 	require.Equal(t, 100.0, b.AgainstSamplesPerSec)
 	require.True(t, b.SameWeights)
+	for i, r := range b.Runs {
+		require.Equal(t, (probes[i] * time.Millisecond).Nanoseconds(), r.ProbeNs, "run %d: the probe just before it", i)
+	}
+	require.InDelta(t, 1.2, b.ProbeSpread, 1e-12, "the slowest probe over the fastest")
 
 	b = Bench{}
 	err = b.RunBench(context.Background(), 1, func(_ context.Context, kind string, _ int) (BenchRun, error) {
@@ -45,4 +57,31 @@ func TestRunBenchInterleaves(t *testing.T) {
 		return BenchRun{}, nil
 	}, io.Discard)
 	require.EqualError(t, err, "one-cpu run 1: boom")
+}
+
+// TestWriteSaysTheMachineMoved: a bench whose probes spread by more than
+// probeMoved says that the machine's speed moved, and bench.json keeps the
+// spread; one whose probes agree says nothing of it.
+func TestWriteSaysTheMachineMoved(t *testing.T) {
+	for _, c := range []struct {
+		spread float64
+		said   bool
+	}{{1.25, true}, {1.05, false}} {
+		b := Bench{Placed: "p", Against: "a", Speedup: 1.5, SameWeights: true, ProbeSpread: c.spread}
+		var log strings.Builder
+		dir := rundir.Dir{Path: t.TempDir(), Files: []string{"bench.json", "report.json"}}
+		require.NoError(t, b.Write(dir, []byte(`{}`), &log))
+		require.Equal(t, c.said, strings.Contains(log.String(), "the machine's speed moved during this bench: a fixed loop took up to 1.25× its fastest"), "spread %g: %s", c.spread, log.String())
+		raw, err := os.ReadFile(filepath.Join(dir.Path, "bench.json"))
+		require.NoError(t, err)
+		var back Bench
+		require.NoError(t, json.Unmarshal(raw, &back))
+		require.Equal(t, c.spread, back.ProbeSpread)
+	}
+}
+
+// TestProbeTakesTime: the probe runs its loop (a compiler that dropped it
+// would return at once) and says how long it took.
+func TestProbeTakesTime(t *testing.T) {
+	require.Greater(t, Probe(), 100*time.Microsecond)
 }

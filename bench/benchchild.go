@@ -102,8 +102,9 @@ func (b *Bench) RunChildren(ctx context.Context, exe string, placed, against Chi
 }
 
 // Write says on log what b measured — the speed-up, its range over the
-// rounds and both samples/s, and whether the runs trained different
-// weights — and writes into out bench.json (b) and report.json: the last
+// rounds and both samples/s, whether the runs trained different weights,
+// and whether the machine's speed moved under them (ProbeSpread above
+// probeMoved) — and writes into out bench.json (b) and report.json: the last
 // placed run's report (placedReport, as RunChildren returns it) with b
 // beside its keys under "speedup". Runs that trained different weights
 // are an error once everything is written: a placement changes timing,
@@ -112,6 +113,9 @@ func (b *Bench) Write(out rundir.Dir, placedReport []byte, log io.Writer) error 
 	fmt.Fprintf(log, "speed-up %.2f× (%.2f–%.2f over the rounds): %.1f samples/s %s, %.1f %s\n", b.Speedup, b.SpeedupMin, b.SpeedupMax, b.PlacedSamplesPerSec, b.Placed, b.AgainstSamplesPerSec, b.Against)
 	if !b.SameWeights {
 		fmt.Fprintln(log, "the runs trained different weights: the placement changed the arithmetic (a bug)")
+	}
+	if b.ProbeSpread > probeMoved {
+		fmt.Fprintf(log, "the machine's speed moved during this bench: a fixed loop took up to %.2f× its fastest before a run (bench.json's probe_ns); compare a round's two runs where their probes agree, not samples/s across rounds\n", b.ProbeSpread)
 	}
 	if err := out.WriteJSON("bench.json", b); err != nil {
 		return err

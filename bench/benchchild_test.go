@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -55,7 +56,7 @@ func TestTrainChild(t *testing.T) {
 // and an error once written.
 func TestRunChildren(t *testing.T) {
 	dir := t.TempDir()
-	b := Bench{Placed: "p", Against: "a"}
+	b := Bench{Placed: "p", Against: "a", probe: func() time.Duration { return 2 * time.Millisecond }} // a machine whose speed holds
 	// "-out=DIR" is appended: the script's $0, then $1 and $2 are empty;
 	// the placed script sets them.
 	script := func(args ...string) ChildArgs {
