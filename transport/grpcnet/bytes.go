@@ -107,10 +107,11 @@ var elemSize = map[pb.Dtype]int{
 // value's little-endian data goes into and a function that, once they are
 // all in, checks their checksum and sets *out.
 //
-// With recycled, a dense float tensor comes from the process's pools
-// (recycle.Get): the receiver owns it and returns it once it is done, as a
-// stage does with the activations and gradients it receives.
-func allocTensor(t *pb.Tensor, out *gorgonia.Value, le, recycled bool) ([]byte, func() error, error) {
+// A dense float tensor comes from the process's pools (recycle.Get), as
+// shmnet's do: the receiver owns it (the message is marked Own) and
+// returns it once it is done, as a stage does with the activations,
+// gradients and data it receives.
+func allocTensor(t *pb.Tensor, out *gorgonia.Value, le bool) ([]byte, func() error, error) {
 	if t.Form == pb.Form_NIL {
 		return nil, nil, nil
 	}
@@ -136,7 +137,7 @@ func allocTensor(t *pb.Tensor, out *gorgonia.Value, le, recycled bool) ([]byte, 
 	var data any
 	var raw []byte
 	fast := le && (t.Dtype != pb.Dtype_INT || strconv.IntSize == 64)
-	if recycled && fast && t.Form == pb.Form_DENSE && (t.Dtype == pb.Dtype_FLOAT32 || t.Dtype == pb.Dtype_FLOAT64) {
+	if fast && t.Form == pb.Form_DENSE && (t.Dtype == pb.Dtype_FLOAT32 || t.Dtype == pb.Dtype_FLOAT64) {
 		dense := recycle.Get(map[pb.Dtype]tensor.Dtype{pb.Dtype_FLOAT32: tensor.Float32, pb.Dtype_FLOAT64: tensor.Float64}[t.Dtype], shape)
 		if t.Dtype == pb.Dtype_FLOAT32 {
 			raw = view(dense.Float32s())

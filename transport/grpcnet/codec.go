@@ -151,7 +151,7 @@ func newIncoming(h *pb.Header) (*incoming, error) {
 		return nil, errors.Wrap(err, "body")
 	}
 	for i, t := range h.Tensors {
-		raw, fill, err := allocTensor(t, &in.values[i], hostLittleEndian, recycles(transport.Kind(h.Kind)))
+		raw, fill, err := allocTensor(t, &in.values[i], hostLittleEndian)
 		if err != nil {
 			return nil, errors.Wrapf(err, "tensor %d", i)
 		}
@@ -237,12 +237,4 @@ func (in *incoming) message() (transport.Message, error) {
 		m.Values = in.values
 	}
 	return m, nil
-}
-
-// recycles reports whether the tensors of a message of kind k are decoded
-// into tensors of the process's pools: a stage's activations and
-// gradients, and the driver's orders (whose tensors are a microbatch's
-// data), which the receiving stage returns once it is done with them.
-func recycles(k transport.Kind) bool {
-	return k == transport.Activation || k == transport.Gradient || k == transport.Control
 }

@@ -509,9 +509,8 @@ func (e *Endpoint) Self() transport.Peer { return e.self }
 // A message's tensors belong to its receiver once sent (package
 // transport): here the dense tensors of a message marked Own go back to
 // the process's pools (internal/recycle) once their frames are written, and
-// a received Activation's, Gradient's or Control's (the driver's data) are
-// taken from the pools; every received message is marked Own, for the
-// receiver to return its tensors when done.
+// a received message's are taken from the pools and the message is marked
+// Own, for the receiver to return its tensors when done.
 func (e *Endpoint) Send(ctx context.Context, m transport.Message) error {
 	if done, err := e.calls.Begin(ctx, e.box, &m); done {
 		return err
