@@ -27,7 +27,7 @@ var floors = []struct {
 	packages []string
 }{
 	{"leaves", []string{".", "schedule", "transport", "internal/affinity", "internal/bnstate", "internal/faultpoint",
-		"internal/jsonkeys", "internal/reach", "internal/tensorutil", "transport/grpcnet/internal/framepb",
+		"internal/jsonkeys", "internal/reach", "internal/tensorutil", "internal/update", "transport/grpcnet/internal/framepb",
 		"internal/testkit/testutil", "internal/testkit/testmodels"}},
 	{"engine internals, formats", []string{"checkpoint", "delay", "runspec", "transport/internal/linkstate", "transport/pki", "internal/recycle", "internal/slots",
 		"internal/stageops", "internal/tape"}},

@@ -5,6 +5,7 @@ import (
 
 	"github.com/pipemare/pipemare/internal/slots"
 	"github.com/pipemare/pipemare/internal/tensorutil"
+	"github.com/pipemare/pipemare/internal/update"
 	"github.com/pkg/errors"
 	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -177,16 +178,9 @@ func (s *Solver) CorrectionBytes() int64 {
 func velocity(delta, old tensor.Tensor, w gorgonia.Value, gamma float64) error {
 	switch d := delta.Data().(type) {
 	case []float64:
-		o, n := old.Data().([]float64), w.Data().([]float64)
-		for i := range d {
-			d[i] = gamma*d[i] + (1-gamma)*(n[i]-o[i])
-		}
+		update.Velocity(d, w.Data().([]float64), old.Data().([]float64), gamma)
 	case []float32:
-		o, n := old.Data().([]float32), w.Data().([]float32)
-		g := float32(gamma)
-		for i := range d {
-			d[i] = g*d[i] + (1-g)*(n[i]-o[i])
-		}
+		update.Velocity(d, w.Data().([]float32), old.Data().([]float32), float32(gamma))
 	default:
 		return errors.Errorf("dtype %v is not supported", delta.Dtype())
 	}
@@ -197,16 +191,9 @@ func velocity(delta, old tensor.Tensor, w gorgonia.Value, gamma float64) error {
 func extrapolate(dst tensor.Tensor, w gorgonia.Value, delta tensor.Tensor, k float64) error {
 	switch d := dst.Data().(type) {
 	case []float64:
-		x, v := w.Data().([]float64), delta.Data().([]float64)
-		for i := range d {
-			d[i] = x[i] - k*v[i]
-		}
+		update.Shift(d, w.Data().([]float64), delta.Data().([]float64), k)
 	case []float32:
-		x, v := w.Data().([]float32), delta.Data().([]float32)
-		kk := float32(k)
-		for i := range d {
-			d[i] = x[i] - kk*v[i]
-		}
+		update.Shift(d, w.Data().([]float32), delta.Data().([]float32), float32(k))
 	default:
 		return errors.Errorf("dtype %v is not supported", dst.Dtype())
 	}

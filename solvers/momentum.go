@@ -2,6 +2,7 @@ package solvers
 
 import (
 	"github.com/pipemare/pipemare/internal/slots"
+	"github.com/pipemare/pipemare/internal/update"
 	"github.com/pkg/errors"
 	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -75,12 +76,7 @@ func momentum[T float](w, g, v []T, p params[T], beta T, scalar bool) {
 		return
 	}
 	p.prep(g, v)
-	eta := p.negEta
-	for i := range w {
-		c := T(v[i]*beta) + T(g[i]*eta)
-		v[i] = c
-		w[i] = w[i] + c
-	}
+	update.Momentum(w, g, v, beta, p.negEta)
 }
 
 // LearnRate is η.
