@@ -22,6 +22,7 @@ type Solver struct {
 	buf   []*tensor.Dense // w_old during Step, u_bkwd between steps
 	live  []gorgonia.Value
 	steps int
+	held  shift // what buf holds between steps
 	tau   float64
 	kind  string // its State's Kind: "correction.Solver", or the Predictor's
 }
@@ -66,6 +67,7 @@ func (s *Solver) Step(model []gorgonia.ValueGrad) error {
 	if err := s.Bind(model); err != nil {
 		return err
 	}
+	s.held = shift{}
 	for i, vg := range model {
 		if err := tensorutil.CopyInto(s.buf[i], vg.Value()); err != nil {
 			return errors.Wrapf(err, "correction: learnable %d", i)
@@ -108,12 +110,16 @@ func (s *Solver) Bind(model []gorgonia.ValueGrad) error {
 		}
 	}
 	s.live = live
+	s.held = shift{}
 	return nil
 }
 
 // BackwardWeights returns u_bkwd = w − delay·δ, in a buffer the solver owns
 // until its next call or step; nil (use the current weights) before the
-// first step or for a zero delay.
+// first step or for a zero delay. The caller only reads it. Asked again
+// for the same delay with no step between (the microbatches of one step
+// that share a delay), it returns the buffer as it is, without computing
+// it again: the weights and δ change only in Step, Bind and LoadState.
 func (s *Solver) BackwardWeights(delay int) ([]gorgonia.Value, error) {
 	return s.shifted(delay, float64(delay))
 }
@@ -128,13 +134,28 @@ func (s *Solver) shifted(delay int, k float64) ([]gorgonia.Value, error) {
 		return nil, errors.New("correction: a state was loaded but the Solver has no weights to extrapolate from; call solvers.Bind(solver, model) after loading")
 	}
 	out := make([]gorgonia.Value, len(s.live))
+	for i := range s.live {
+		out[i] = s.buf[i]
+	}
+	if s.held == (shift{k: k, step: s.steps, ok: true}) {
+		return out, nil
+	}
+	s.held = shift{}
 	for i, w := range s.live {
 		if err := extrapolate(s.buf[i], w, s.delta.Slot(0, i), k); err != nil {
 			return nil, errors.Wrapf(err, "correction: learnable %d", i)
 		}
-		out[i] = s.buf[i]
 	}
+	s.held = shift{k: k, step: s.steps, ok: true}
 	return out, nil
+}
+
+// shift says what the scratch buffer holds between steps: w − k·δ after
+// step, when ok.
+type shift struct {
+	k    float64
+	step int
+	ok   bool
 }
 
 // SetDelay takes the stage's delay from the engine; with WithGammaFromD it

@@ -70,3 +70,47 @@ func TestFloat32AndModelChanges(t *testing.T) {
 	require.Equal(t, []float32{-0.25, 0.5}, s.Velocity()[0].Data(), "γ=0: δ is the last step")
 	require.ErrorContains(t, s.Step([]gorgonia.ValueGrad{vg{w, g}, vg{w, g}}), "always pass the same list")
 }
+
+// TestBackwardWeightsFollowEveryChange asks for the backward weights the way
+// a stage does — several microbatches of one step at the same delay, then
+// another delay, a step, a state loaded — and checks each answer against
+// w − delay·δ computed afresh, so an answer kept from before a change
+// (the buffer is reused while nothing changed) fails it.
+func TestBackwardWeightsFollowEveryChange(t *testing.T) {
+	s, err := New(gorgonia.NewVanillaSolver(gorgonia.WithLearnRate(0.1)), WithGamma(0.5))
+	require.NoError(t, err)
+	w := tensor.New(tensor.WithShape(3), tensor.WithBacking([]float64{1, 2, 3}))
+	g := tensor.New(tensor.WithShape(3), tensor.Of(tensor.Float64))
+	step := func(grad ...float64) {
+		copy(g.Data().([]float64), grad)
+		require.NoError(t, s.Step([]gorgonia.ValueGrad{vg{w, g}}))
+	}
+	check := func(delay int, what string) {
+		bw, err := s.BackwardWeights(delay)
+		require.NoError(t, err)
+		wd, dd := w.Data().([]float64), s.Velocity()[0].Data().([]float64)
+		want := make([]float64, len(wd))
+		for i := range wd {
+			want[i] = wd[i] - float64(delay)*dd[i]
+		}
+		require.Equal(t, want, bw[0].Data(), what)
+	}
+	step(0.5, -1, 2)
+	check(1, "the first ask")
+	check(1, "again at the same delay")
+	check(2, "another delay")
+	check(1, "the first delay again")
+	step(1, 1, -3)
+	check(1, "after a step")
+	check(1, "after a step, again")
+	saved, err := s.SaveState()
+	require.NoError(t, err)
+	require.NoError(t, s.LoadState(saved))
+	copy(w.Data().([]float64), []float64{4, 5, 6}) // the weights restored with it
+	check(1, "after a state was loaded")
+	step(-2, 0.5, 0.25)
+	check(1, "after another step")
+	w = tensor.New(tensor.WithShape(3), tensor.WithBacking([]float64{-1, 0, 1}))
+	require.NoError(t, s.Bind([]gorgonia.ValueGrad{vg{w, g}}))
+	check(1, "after Bind to other weights")
+}

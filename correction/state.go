@@ -61,5 +61,6 @@ func (s *Solver) LoadState(st solvers.State) error {
 		return errors.Wrap(err, "correction: state") // unreachable: checked
 	}
 	s.steps, s.tau, s.gamma = int(steps), st.Floats["delay"], st.Floats["gamma"]
+	s.held = shift{}
 	return nil
 }
