@@ -112,6 +112,15 @@ func (op *biasAdd) UsePreallocDo(prealloc gorgonia.Value, vals ...gorgonia.Value
 func biasKernel[T float](y, x, bias []T, shape tensor.Shape) {
 	n := shape[1]
 	inner := shape.TotalSize() / (shape[0] * n)
+	if inner == 1 { // rows of a dense layer: one pass per row
+		for o := 0; o < shape[0]; o++ {
+			yr, xr := y[o*n:(o+1)*n], x[o*n:(o+1)*n]
+			for c, b := range bias[:n] {
+				yr[c] = xr[c] + b
+			}
+		}
+		return
+	}
 	for o := 0; o < shape[0]; o++ {
 		for c, b := range bias {
 			at := (o*n + c) * inner
