@@ -55,8 +55,11 @@ func (g gonumBLAS) Sgemm(tA, tB blas.Transpose, m, n, k int, alpha float32, a []
 		prepare()
 		sgemmFast(tA != blas.NoTrans, tB != blas.NoTrans, m, n, k, alpha, a, lda, b, ldb, c, ldc)
 	case tiledGemm && tB == blas.NoTrans && (tA == blas.NoTrans || tA == blas.Trans) && m >= 4 && n > 0 && k > 0 && alpha != 0:
-		prepare()
-		sgemmTiled(tA == blas.Trans, m, n, k, alpha, a, lda, b, ldb, c, ldc)
+		g.Implementation.Sgemm(tA, tB, m, n, k, 0, a, lda, b, ldb, 1, c, ldc) // prepare's checks
+		if beta != 0 {
+			scale(m, n, beta, c, ldc)
+		}
+		sgemmTiled(tA == blas.Trans, beta == 0, m, n, k, alpha, a, lda, b, ldb, c, ldc)
 	case tiledGemm && tA == blas.NoTrans && tB == blas.Trans && k > 0 && alpha != 0 && dotsFit(m, n, k):
 		prepare()
 		sgemmDots(m, n, k, alpha, a, lda, b, ldb, c, ldc)

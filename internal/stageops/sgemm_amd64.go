@@ -27,6 +27,16 @@ func sgemmTile4x8(k int, alpha float32, a *float32, aRow, aStep uintptr, b *floa
 //go:noescape
 func sgemmTile4x32(k int, alpha float32, a *float32, aRow, aStep uintptr, b *float32, ldb uintptr, c *float32, ldc uintptr)
 
+// sgemmTile4x16z and sgemmTile4x32z are sgemmTile4x16 and sgemmTile4x32
+// on a tile of C that starts at zero (beta 0): they do not read C, and
+// write what the others write into a cleared C (sgemm_amd64.s).
+//
+//go:noescape
+func sgemmTile4x16z(k int, alpha float32, a *float32, aRow, aStep uintptr, b *float32, ldb uintptr, c *float32, ldc uintptr)
+
+//go:noescape
+func sgemmTile4x32z(k int, alpha float32, a *float32, aRow, aStep uintptr, b *float32, ldb uintptr, c *float32, ldc uintptr)
+
 // tiledGemm says whether this CPU runs sgemmTile4x16 (AVX); wideTiles
 // whether it runs sgemmTile4x32 (AVX-512) too. Tests switch them off to
 // compare the paths.
@@ -47,11 +57,23 @@ var (
 // and then the last 1 to 7, and the rows past a multiple of 4 in gonum's
 // axpy.
 // The caller checked the arguments (gonum's Sgemm with alpha 0 and beta
-// 1) and scaled C by beta; alpha is not 0. Column tiles of 16 are shared
-// out among the kernels' workers (SetWorkers).
-func sgemmTiled(aT bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, c []float32, ldc int) {
+// 1) and scaled C by beta, or, with fresh, left C as it was for a beta of
+// 0: the full tiles then start their sums from zero without reading C
+// (the same bits as from a cleared C, one pass over C fewer), and the
+// columns and rows past them are cleared here. alpha is not 0. Column
+// tiles of 16 are shared out among the kernels' workers (SetWorkers).
+func sgemmTiled(aT, fresh bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, c []float32, ldc int) {
 	rows, tiles := m&^3, n/16
-	t := tiling{aT: aT, rows: rows, k: k, alpha: alpha, a: a, lda: lda, b: b, ldb: ldb, c: c, ldc: ldc}
+	t := tiling{aT: aT, fresh: fresh, rows: rows, k: k, alpha: alpha, a: a, lda: lda, b: b, ldb: ldb, c: c, ldc: ldc}
+	if fresh {
+		for i := 0; i < m; i++ {
+			from := 16 * tiles
+			if i >= rows {
+				from = 0
+			}
+			clear(c[i*ldc+from : i*ldc+n])
+		}
+	}
 	switch {
 	case rows == 0 || tiles == 0:
 	case workers() <= 1:
@@ -69,7 +91,7 @@ func sgemmTiled(aT bool, m, n, k int, alpha float32, a []float32, lda int, b []f
 
 // tiling is one product of sgemmTiled.
 type tiling struct {
-	aT            bool
+	aT, fresh     bool
 	rows, k       int
 	alpha         float32
 	a, b, c       []float32
@@ -93,8 +115,13 @@ func (t tiling) columns(lo, hi int) {
 	aRow, aStep, rowStride := t.steps()
 	for j := lo; j < hi; {
 		tile, width := sgemmTile4x16, 1
-		if wideTiles && j+1 < hi {
+		switch wide := wideTiles && j+1 < hi; {
+		case wide && t.fresh:
+			tile, width = sgemmTile4x32z, 2
+		case wide:
 			tile, width = sgemmTile4x32, 2
+		case t.fresh:
+			tile = sgemmTile4x16z
 		}
 		for i := 0; i < t.rows; i += 4 {
 			tile(t.k, t.alpha, &t.a[i*rowStride], aRow, aStep, &t.b[16*j], uintptr(t.ldb*4), &t.c[i*t.ldc+16*j], uintptr(t.ldc*4))

@@ -48,6 +48,52 @@
 // ROW32K is ROW32 with the mask in K1, for STEP4.
 #define ROW32K(A, C0, C1) ROW32(A, C0, C1, K1)
 
+// TILE16(INIT, STORE, LOOP) is the body of a 4×16 tile: INIT puts the
+// tile's starting sums in Y0–Y7 (C's, or zeros), then every l adds its
+// products, then the sums are stored; STORE and LOOP name its labels.
+#define TILE16(INIT, STORE, LOOP) \
+	TILE_ARGS                                              \
+	VBROADCASTSS alpha+8(FP), Y14                          \
+	VXORPS       Y15, Y15, Y15                             \
+	INIT                                                   \
+	TESTQ        CX, CX                                    \
+	JEQ          STORE                                     \
+LOOP:                                                      \
+	STEP4(LOADB16, ROW16, Y0, Y1, Y2, Y3, Y4, Y5, Y6, Y7) \
+	JNE          LOOP                                      \
+STORE:                                                     \
+	ROWS4(STORE16, Y0, Y1, Y2, Y3, Y4, Y5, Y6, Y7)         \
+	VZEROUPPER                                             \
+	RET
+
+// TILE32(INIT, STORE, LOOP) is TILE16 for a 4×32 tile in AVX-512, the
+// sums in Z0–Z7.
+#define TILE32(INIT, STORE, LOOP) \
+	TILE_ARGS                                              \
+	VBROADCASTSS alpha+8(FP), Z14                          \
+	VXORPS       Z15, Z15, Z15                             \
+	INIT                                                   \
+	TESTQ        CX, CX                                    \
+	JEQ          STORE                                     \
+LOOP:                                                      \
+	STEP4(LOADB32, ROW32K, Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7) \
+	JNE          LOOP                                      \
+STORE:                                                     \
+	ROWS4(STORE32, Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7)         \
+	VZEROUPPER                                             \
+	RET
+
+// ZERO8Z zeroes eight AVX-512 registers (AVX512F's VPXORD).
+#define ZERO8Z(R0, R1, R2, R3, R4, R5, R6, R7) \
+	VPXORD R0, R0, R0 \
+	VPXORD R1, R1, R1 \
+	VPXORD R2, R2, R2 \
+	VPXORD R3, R3, R3 \
+	VPXORD R4, R4, R4 \
+	VPXORD R5, R5, R5 \
+	VPXORD R6, R6, R6 \
+	VPXORD R7, R7, R7
+
 // func sgemmTile4x16(k int, alpha float32, a *float32, aRow, aStep uintptr, b *float32, ldb uintptr, c *float32, ldc uintptr)
 //
 // C[r][0:16] += (alpha·a(r, l))·B[l][0:16] for l = 0 … k−1 in turn and
@@ -57,22 +103,15 @@
 // product and each sum is rounded as gonum's AxpyUnitary rounds it
 // (VMULPS, then VADDPS with the product as the first operand: no FMA).
 TEXT ·sgemmTile4x16(SB), NOSPLIT, $0-72
-	TILE_ARGS
-	VBROADCASTSS alpha+8(FP), Y14
-	VXORPS       Y15, Y15, Y15
-	ROWS4(LOAD16, Y0, Y1, Y2, Y3, Y4, Y5, Y6, Y7)
+	TILE16(ROWS4(LOAD16, Y0, Y1, Y2, Y3, Y4, Y5, Y6, Y7), store, loop)
 
-	TESTQ CX, CX
-	JEQ   store
-
-loop:
-	STEP4(LOADB16, ROW16, Y0, Y1, Y2, Y3, Y4, Y5, Y6, Y7)
-	JNE loop
-
-store:
-	ROWS4(STORE16, Y0, Y1, Y2, Y3, Y4, Y5, Y6, Y7)
-	VZEROUPPER
-	RET
+// func sgemmTile4x16z(k int, alpha float32, a *float32, aRow, aStep uintptr, b *float32, ldb uintptr, c *float32, ldc uintptr)
+//
+// sgemmTile4x16 on a tile of C that starts at zero (gonum's beta 0): the
+// sums start from +0 in registers, as they would from a cleared C, and C
+// is only written.
+TEXT ·sgemmTile4x16z(SB), NOSPLIT, $0-72
+	TILE16(ZERO8(Y0, Y1, Y2, Y3, Y4, Y5, Y6, Y7), storez, loopz)
 
 // func sgemmTile4x8(k int, alpha float32, a *float32, aRow, aStep uintptr, b *float32, ldb uintptr, c *float32, ldc uintptr, cols *[8]int32)
 //
@@ -131,19 +170,10 @@ store8:
 // zero alpha·a(r, l) masks its row's additions (merge-masking keeps C's
 // lanes as they were, which is skipping them).
 TEXT ·sgemmTile4x32(SB), NOSPLIT, $0-72
-	TILE_ARGS
-	VBROADCASTSS alpha+8(FP), Z14
-	VXORPS       Z15, Z15, Z15
-	ROWS4(LOAD32, Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7)
+	TILE32(ROWS4(LOAD32, Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7), store512, loop512)
 
-	TESTQ CX, CX
-	JEQ   store512
-
-loop512:
-	STEP4(LOADB32, ROW32K, Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7)
-	JNE loop512
-
-store512:
-	ROWS4(STORE32, Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7)
-	VZEROUPPER
-	RET
+// func sgemmTile4x32z(k int, alpha float32, a *float32, aRow, aStep uintptr, b *float32, ldb uintptr, c *float32, ldc uintptr)
+//
+// sgemmTile4x32 on a tile of C that starts at zero, as sgemmTile4x16z.
+TEXT ·sgemmTile4x32z(SB), NOSPLIT, $0-72
+	TILE32(ZERO8Z(Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7), store512z, loop512z)

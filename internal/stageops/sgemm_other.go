@@ -6,7 +6,7 @@ package stageops
 // computes every product.
 var tiledGemm, wideTiles = false, false
 
-func sgemmTiled(aT bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, c []float32, ldc int) {
+func sgemmTiled(aT, fresh bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, c []float32, ldc int) {
 	panic("stageops: sgemmTiled without a tiled kernel")
 }
 
