@@ -48,40 +48,30 @@
 // ROW32K is ROW32 with the mask in K1, for STEP4.
 #define ROW32K(A, C0, C1) ROW32(A, C0, C1, K1)
 
-// TILE16(INIT, STORE, LOOP) is the body of a 4×16 tile: INIT puts the
-// tile's starting sums in Y0–Y7 (C's, or zeros), then every l adds its
-// products, then the sums are stored; STORE and LOOP name its labels.
-#define TILE16(INIT, STORE, LOOP) \
-	TILE_ARGS                                              \
-	VBROADCASTSS alpha+8(FP), Y14                          \
-	VXORPS       Y15, Y15, Y15                             \
-	INIT                                                   \
-	TESTQ        CX, CX                                    \
-	JEQ          STORE                                     \
-LOOP:                                                      \
-	STEP4(LOADB16, ROW16, Y0, Y1, Y2, Y3, Y4, Y5, Y6, Y7) \
-	JNE          LOOP                                      \
-STORE:                                                     \
-	ROWS4(STORE16, Y0, Y1, Y2, Y3, Y4, Y5, Y6, Y7)         \
-	VZEROUPPER                                             \
+// TILE(ALPHA, ZEROS, INIT, LOADB, ROW, STOREC, S0, …, S7, STORE, LOOP)
+// is the body of a tile kernel: alpha in every lane of ALPHA, zeros in
+// ZEROS, INIT puts the tile's starting sums in S0–S7 (C's, or zeros),
+// then every l adds its products (LOADB, ROW: STEP4), then STOREC stores
+// the sums; STORE and LOOP name its labels.
+#define TILE(ALPHA, ZEROS, INIT, LOADB, ROW, STOREC, S0, S1, S2, S3, S4, S5, S6, S7, STORE, LOOP) \
+	TILE_ARGS                                           \
+	VBROADCASTSS alpha+8(FP), ALPHA                     \
+	VXORPS       ZEROS, ZEROS, ZEROS                    \
+	INIT                                                \
+	TESTQ        CX, CX                                 \
+	JEQ          STORE                                  \
+LOOP:                                                   \
+	STEP4(LOADB, ROW, S0, S1, S2, S3, S4, S5, S6, S7)   \
+	JNE          LOOP                                   \
+STORE:                                                  \
+	ROWS4(STOREC, S0, S1, S2, S3, S4, S5, S6, S7)       \
+	VZEROUPPER                                          \
 	RET
 
-// TILE32(INIT, STORE, LOOP) is TILE16 for a 4×32 tile in AVX-512, the
-// sums in Z0–Z7.
-#define TILE32(INIT, STORE, LOOP) \
-	TILE_ARGS                                              \
-	VBROADCASTSS alpha+8(FP), Z14                          \
-	VXORPS       Z15, Z15, Z15                             \
-	INIT                                                   \
-	TESTQ        CX, CX                                    \
-	JEQ          STORE                                     \
-LOOP:                                                      \
-	STEP4(LOADB32, ROW32K, Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7) \
-	JNE          LOOP                                      \
-STORE:                                                     \
-	ROWS4(STORE32, Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7)         \
-	VZEROUPPER                                             \
-	RET
+// TILE16 and TILE32 are TILE for a 4×16 tile in AVX (sums in Y0–Y7) and
+// a 4×32 tile in AVX-512 (sums in Z0–Z7).
+#define TILE16(INIT, STORE, LOOP) TILE(Y14, Y15, INIT, LOADB16, ROW16, STORE16, Y0, Y1, Y2, Y3, Y4, Y5, Y6, Y7, STORE, LOOP)
+#define TILE32(INIT, STORE, LOOP) TILE(Z14, Z15, INIT, LOADB32, ROW32K, STORE32, Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7, STORE, LOOP)
 
 // ZERO8Z zeroes eight AVX-512 registers (AVX512F's VPXORD).
 #define ZERO8Z(R0, R1, R2, R3, R4, R5, R6, R7) \
