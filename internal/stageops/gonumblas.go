@@ -45,28 +45,28 @@ const (
 func (g gonumBLAS) Sgemm(tA, tB blas.Transpose, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
 	// prepare runs gonum's checks of the arguments (its Sgemm with alpha
 	// 0 and beta 1, which returns once they pass) and scales C by beta, as
-	// gonum does before a product.
-	prepare := func() {
+	// gonum does before a product, unless fresh: a beta of 0 that the
+	// kernel applies itself (sgemmTiled starts its sums from zero).
+	prepare := func(fresh bool) {
 		g.Implementation.Sgemm(tA, tB, m, n, k, 0, a, lda, b, ldb, 1, c, ldc)
-		scale(m, n, beta, c, ldc)
+		if !fresh {
+			scale(m, n, beta, c, ldc)
+		}
 	}
 	switch {
 	case fastNow.Load() && m > 0 && n > 0 && k > 0 && alpha != 0:
-		prepare()
+		prepare(false)
 		sgemmFast(tA != blas.NoTrans, tB != blas.NoTrans, m, n, k, alpha, a, lda, b, ldb, c, ldc)
 	case tiledGemm && tB == blas.NoTrans && (tA == blas.NoTrans || tA == blas.Trans) && m >= 4 && n > 0 && k > 0 && alpha != 0:
-		g.Implementation.Sgemm(tA, tB, m, n, k, 0, a, lda, b, ldb, 1, c, ldc) // prepare's checks
-		if beta != 0 {
-			scale(m, n, beta, c, ldc)
-		}
+		prepare(beta == 0)
 		sgemmTiled(tA == blas.Trans, beta == 0, m, n, k, alpha, a, lda, b, ldb, c, ldc)
 	case tiledGemm && tA == blas.NoTrans && tB == blas.Trans && k > 0 && alpha != 0 && dotsFit(m, n, k):
-		prepare()
+		prepare(false)
 		sgemmDots(m, n, k, alpha, a, lda, b, ldb, c, ldc)
 	case workers() > 1 || !blockedGemm(m, n, k, alpha == 0):
 		g.Implementation.Sgemm(tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 	default:
-		prepare()
+		prepare(false)
 		serialBlocks(tA, tB, m, n, k, a, lda, b, ldb, c, ldc, func(m, n, k int, a []float32, b []float32, c []float32) {
 			g.Implementation.Sgemm(tA, tB, m, n, k, alpha, a, lda, b, ldb, 1, c, ldc)
 		})
