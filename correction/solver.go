@@ -137,7 +137,7 @@ func (s *Solver) shifted(delay int, k float64) ([]gorgonia.Value, error) {
 	for i := range s.live {
 		out[i] = s.buf[i]
 	}
-	if s.held == (shift{k: k, step: s.steps, ok: true}) {
+	if s.held == (shift{k: k, step: s.steps}) {
 		return out, nil
 	}
 	s.held = shift{}
@@ -146,16 +146,16 @@ func (s *Solver) shifted(delay int, k float64) ([]gorgonia.Value, error) {
 			return nil, errors.Wrapf(err, "correction: learnable %d", i)
 		}
 	}
-	s.held = shift{k: k, step: s.steps, ok: true}
+	s.held = shift{k: k, step: s.steps}
 	return out, nil
 }
 
 // shift says what the scratch buffer holds between steps: w − k·δ after
-// step, when ok.
+// step. Its zero value holds nothing: nothing is extrapolated before the
+// first step.
 type shift struct {
 	k    float64
 	step int
-	ok   bool
 }
 
 // SetDelay takes the stage's delay from the engine; with WithGammaFromD it
