@@ -30,8 +30,12 @@ func (t StageTime) Total() time.Duration { return t.Forward + t.Backward }
 // the programs and sizes their buffers), and returns each stage's median
 // forward and backward times. With keep, a stage that can keep its
 // activations (CanKeep) runs its keeping programs, as a runtime keeping
-// them does; otherwise it runs Forward and Train. The times are what this
-// machine takes in this process, with the GOMAXPROCS it has.
+// them does; otherwise it runs Forward and Train. A last stage that runs
+// Forward and Train is timed as a runtime runs it, its Train program
+// alone, whose forward gives the cost (internal/stage's fused last
+// stage): its forward time is that program's, both passes, and its
+// backward 0. The times are what this machine takes in this process, with
+// the GOMAXPROCS it has.
 //
 // Time leaves the learnables and BatchNorm's running statistics as they
 // were. Like any Run of the plan's programs, it must not run concurrently
@@ -48,11 +52,13 @@ func (p *Plan) Time(feeds map[*gorgonia.Node]gorgonia.Value, keep bool, runs int
 		return nil, errors.Wrap(err, "graphsplit: Time")
 	}
 	progs := make([][2]*Program, len(p.Stages))
+	fused := false // the last stage runs its Train program alone
 	for s := range p.Stages {
 		fwd, bwd, kept, err := p.Programs(s, keep)
 		if err != nil {
 			return nil, err
 		}
+		fused = !kept
 		if kept {
 			defer fwd.Close()
 			defer bwd.Close()
@@ -83,6 +89,9 @@ func (p *Plan) Time(feeds map[*gorgonia.Node]gorgonia.Value, keep bool, runs int
 	out := make([]StageTime, len(p.Stages))
 	for s := range out {
 		out[s] = StageTime{Forward: median(fwd[s]), Backward: median(bwd[s])}
+	}
+	if last := len(out) - 1; fused {
+		out[last] = StageTime{Forward: out[last].Backward}
 	}
 	return out, nil
 }
