@@ -54,7 +54,9 @@
 // Where to cut is chosen by options: P stages balanced by a cost model
 // (estimated FLOPs and bytes, or measured time per op), one stage per
 // learnable-bearing layer (FineGrained, the PipeMare paper's setting), or
-// explicit cut points by node name.
+// explicit cut points by node name. OnWorkers balances the workers that
+// will host several stages each (ZB-V's V, interleaving's round robin)
+// instead of the stages.
 //
 // A stage is run through its Programs. Program.Run binds the inputs and
 // runs the program on the stage programs' executor (internal/tape): the

@@ -18,10 +18,11 @@ const lightenSlack = 1.05
 // weight's delay, stays in its stage): a convolution's im2col, a ReLU, a
 // max-pool sit between two layers' weights, and the cut before the
 // second layer's weights sends the im2col's patches, 9 times the pooled
-// map for 3×3 filters. It times the plan with each move and keeps the
-// move unless the slowest stage became slower than lightenSlack times the
-// slowest before it.
-func lighten(a *analysis, costs []float64, cuts []int, bal *Balance, measure func(*Plan) ([]StageTime, error)) ([]int, *Balance, error) {
+// map for 3×3 filters. It times the plan with each move, in turn with
+// the plan before it (compare), and keeps the move unless the slowest
+// stage (the busiest worker, OnWorkers) became slower than lightenSlack
+// times the slowest before it.
+func lighten(a *analysis, cfg *config, costs []float64, cuts []int, bal *Balance, measure func(*Plan) ([]StageTime, error)) ([]int, *Balance, error) {
 	for i := range cuts {
 		lo, hi := 1, len(a.seq)-1 // the positions cut i may take
 		if i > 0 {
@@ -46,13 +47,13 @@ func lighten(a *analysis, costs []float64, cuts []int, bal *Balance, measure fun
 		}
 		next := slices.Clone(cuts)
 		next[i] = to
-		a.assign(next)
-		times, err := timeCut(a, costs, measure)
+		was, now, err := compare(a, cfg, costs, cuts, next, measure)
 		if err != nil {
 			return nil, nil, err
 		}
-		if most(times).Seconds() <= lightenSlack*most(bal.Times).Seconds() {
-			cuts, bal = next, &Balance{Times: times, Spread: spread(times)}
+		bal = was
+		if cfg.heaviest(now.Times) <= lightenSlack*cfg.heaviest(was.Times) {
+			cuts, bal = next, now
 		}
 	}
 	return cuts, bal, nil

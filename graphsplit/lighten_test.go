@@ -58,7 +58,8 @@ func TestLightenSendsTheFewestBytes(t *testing.T) {
 			a.assign([]int{boundary})
 			times, err := measure(&Plan{Stages: make([]*Stage, 2)})
 			require.NoError(t, err)
-			cuts, bal, err := lighten(a, costs, []int{boundary}, &Balance{Times: times, Spread: spread(times)}, measure)
+			var cfg config
+			cuts, bal, err := lighten(a, &cfg, costs, []int{boundary}, cfg.measured(times), measure)
 			require.NoError(t, err)
 			if !c.moves {
 				require.Equal(t, []int{boundary}, cuts)

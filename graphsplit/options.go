@@ -1,6 +1,9 @@
 package graphsplit
 
-import "gorgonia.org/gorgonia"
+import (
+	"github.com/pipemare/pipemare/schedule"
+	"gorgonia.org/gorgonia"
+)
 
 // Option configures Split.
 type Option func(*config)
@@ -25,6 +28,10 @@ type config struct {
 	// ops (plain: no fused scale, bias or Rectify), as keeping needs, and
 	// re-apply every other op of the user's (tests compare).
 	statelessOnly bool
+	// place and workers: the workers the stages run on (OnWorkers;
+	// workers.go), 0 workers when not said.
+	place   schedule.Placement
+	workers int
 }
 
 // Stages asks for p stages, balanced by the cost model so that the most

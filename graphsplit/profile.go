@@ -1,6 +1,7 @@
 package graphsplit
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"time"
@@ -16,7 +17,12 @@ type Balance struct {
 	Times []StageTime `json:"stage_times"`
 	// Spread is the slowest stage's total time over the mean: 1 when
 	// every stage takes as long, 2 when the slowest takes twice the mean.
+	// When the stages share workers (OnWorkers), it is the busiest
+	// worker's time, its stages' together, over the workers' mean.
 	Spread float64 `json:"spread"`
+	// Workers is the worker of each stage when the stages share workers
+	// (OnWorkers), else nil.
+	Workers []int `json:"stage_workers,omitempty"`
 	// Heaviest names the layer (FineGrained's unit: an op that applies a
 	// weight and the ops after it up to the next one, named by its first
 	// op) with the largest share of the measured time, and Share is that
@@ -40,7 +46,11 @@ func (b *Balance) String() string {
 	for _, t := range b.Times {
 		total += t.Total()
 	}
-	s := fmt.Sprintf("measured %v per microbatch in all, the slowest stage %.2f× the mean", total.Round(10*time.Microsecond), b.Spread)
+	slowest := "the slowest stage"
+	if b.Workers != nil {
+		slowest = fmt.Sprintf("the busiest of %d workers", slices.Max(b.Workers)+1)
+	}
+	s := fmt.Sprintf("measured %v per microbatch in all, %s %.2f× the mean", total.Round(10*time.Microsecond), slowest, b.Spread)
 	if p := len(b.Times); b.Spread > maxSpread && b.Share > 1/float64(p) {
 		s += fmt.Sprintf("; %s alone takes %.0f%% of the time, more than a fair share (%.0f%% of %d stages), so no cut can balance it", b.Heaviest, 100*b.Share, 100/float64(p), p)
 	}
@@ -66,9 +76,10 @@ const (
 // costs, times the plan, rescales each stage's ops by how much its measured
 // time differs from its modelled one, and cuts again, until no stage is
 // more than maxSpread above the mean or the rounds run out, nudges the
-// boundaries of the slowest stage of the most even cut measured, and moves
-// each cut to where it sends the fewest bytes (lighten). It returns that
-// cut and its balance.
+// boundaries of the slowest stage of the most even cut measured (always,
+// when the stages share workers: OnWorkers; its workers then take
+// maxSpread's place), and moves each cut to where it sends the fewest
+// bytes (lighten). It returns that cut and its balance.
 func profiled(a *analysis, cfg *config, costs []float64, measure func(*Plan) ([]StageTime, error)) ([]int, *Balance, error) {
 	layers := a.fineCuts()
 	a.assign(layers)
@@ -88,7 +99,7 @@ func profiled(a *analysis, cfg *config, costs []float64, measure func(*Plan) ([]
 		if err != nil {
 			return nil, nil, err
 		}
-		bal := &Balance{Times: times, Spread: spread(times)}
+		bal := cfg.measured(times)
 		if bestBal == nil || bal.Spread < bestBal.Spread {
 			best, bestBal = cuts, bal
 		}
@@ -97,12 +108,12 @@ func profiled(a *analysis, cfg *config, costs []float64, measure func(*Plan) ([]
 		}
 		rescale(a, costs, times)
 	}
-	if bestBal.Spread > maxSpread {
+	if bestBal.Spread > maxSpread || cfg.grouped() {
 		if best, bestBal, err = nudge(a, cfg, costs, best, bestBal, measure); err != nil {
 			return nil, nil, err
 		}
 	}
-	if best, bestBal, err = lighten(a, costs, best, bestBal, measure); err != nil {
+	if best, bestBal, err = lighten(a, cfg, costs, best, bestBal, measure); err != nil {
 		return nil, nil, err
 	}
 	bestBal.Heaviest, bestBal.Share = heavy, share
@@ -162,27 +173,26 @@ func rescale(a *analysis, costs []float64, times []StageTime) {
 }
 
 // nudge improves a measured cut by local search: it moves a boundary of
-// the slowest stage by one candidate position towards a neighbour, times
-// the result, and keeps it if the slowest stage got faster, until no move
+// the slowest stage (of a stage of the busiest worker, OnWorkers) by one
+// candidate position towards a neighbour, times the result, and keeps it
+// if the slowest stage (the busiest worker) got faster, until no move
 // helps or 2P moves have been tried. Rescaling costs by stage cannot tell
 // which op of a stage is heavy; this finds the boundary next to it.
 func nudge(a *analysis, cfg *config, costs []float64, cuts []int, bal *Balance, measure func(*Plan) ([]StageTime, error)) ([]int, *Balance, error) {
-	candidates := a.fineCuts()
-	if !cfg.fine {
-		candidates = candidates[:0]
+	var candidates []int
+	switch {
+	case cfg.grouped():
+		candidates = a.placedCuts(cfg)
+	case cfg.fine:
+		candidates = a.fineCuts()
+	default:
 		for q := 1; q < len(a.seq); q++ {
 			candidates = append(candidates, q)
 		}
 	}
 	for tries := 0; tries < 2*len(bal.Times); {
-		slow := 0
-		for s, t := range bal.Times {
-			if t.Total() > bal.Times[slow].Total() {
-				slow = s
-			}
-		}
 		improved := false
-		for _, move := range []struct{ cut, dir int }{{slow - 1, +1}, {slow, -1}} { // its start later, its end earlier
+		for _, move := range slowMoves(cfg, bal.Times) {
 			if move.cut < 0 || move.cut >= len(cuts) {
 				continue
 			}
@@ -191,13 +201,13 @@ func nudge(a *analysis, cfg *config, costs []float64, cuts []int, bal *Balance, 
 				continue
 			}
 			tries++
-			a.assign(next)
-			times, err := timeCut(a, costs, measure)
+			was, now, err := compare(a, cfg, costs, cuts, next, measure)
 			if err != nil {
 				return nil, nil, err
 			}
-			if most(times) < most(bal.Times) {
-				cuts, bal, improved = next, &Balance{Times: times, Spread: spread(times)}, true
+			bal = was
+			if cfg.heaviest(now.Times) < cfg.heaviest(was.Times) {
+				cuts, bal, improved = next, now, true
 				break
 			}
 		}
@@ -206,6 +216,66 @@ func nudge(a *analysis, cfg *config, costs []float64, cuts []int, bal *Balance, 
 		}
 	}
 	return cuts, bal, nil
+}
+
+// compareRuns is how many times compare measures each of the two cuts.
+const compareRuns = 3
+
+// compare measures the plans cut at x and at y in turn, compareRuns times
+// each (x y x y …, so that a machine whose speed drifts under the
+// measurement slows both alike), and returns the balance of each one's
+// run whose busiest worker (slowest stage) is the median of its runs.
+func compare(a *analysis, cfg *config, costs []float64, x, y []int, measure func(*Plan) ([]StageTime, error)) (*Balance, *Balance, error) {
+	runs := [2][][]StageTime{}
+	for range compareRuns {
+		for k, cuts := range [2][]int{x, y} {
+			a.assign(cuts)
+			times, err := timeCut(a, costs, measure)
+			if err != nil {
+				return nil, nil, err
+			}
+			runs[k] = append(runs[k], times)
+		}
+	}
+	median := func(rs [][]StageTime) *Balance {
+		slices.SortStableFunc(rs, func(p, q []StageTime) int { return cmp.Compare(cfg.heaviest(p), cfg.heaviest(q)) })
+		return cfg.measured(rs[len(rs)/2])
+	}
+	return median(runs[0]), median(runs[1]), nil
+}
+
+// move shifts cut number cut by one candidate position in direction dir.
+type move struct{ cut, dir int }
+
+// slowMoves are the moves that make the slowest stage, or each stage of
+// the busiest worker (OnWorkers), lighter: its start later, its end
+// earlier.
+func slowMoves(cfg *config, times []StageTime) []move {
+	t := totals(times)
+	var slow []int
+	if cfg.grouped() {
+		workers := cfg.place.Assign(t, cfg.workers)
+		loads := cfg.loads(t)
+		busiest := slices.Index(loads, slices.Max(loads))
+		for s, w := range workers {
+			if w == busiest {
+				slow = append(slow, s)
+			}
+		}
+	} else {
+		slow = []int{slices.Index(t, slices.Max(t))}
+	}
+	var out []move
+	for _, s := range slow {
+		out = append(out, move{s - 1, +1}, move{s, -1})
+	}
+	if cfg.grouped() { // a boundary between two stages of one worker moves no work off it
+		workers := cfg.place.Assign(t, cfg.workers)
+		out = slices.DeleteFunc(out, func(m move) bool {
+			return m.cut >= 0 && m.cut+1 < len(workers) && workers[m.cut] == workers[m.cut+1]
+		})
+	}
+	return out
 }
 
 // shift moves cut i to the neighbouring candidate position in direction dir
@@ -222,28 +292,6 @@ func shift(cuts []int, i, dir int, candidates []int) []int {
 	next := slices.Clone(cuts)
 	next[i] = to
 	return next
-}
-
-// most is the slowest stage's total.
-func most(times []StageTime) time.Duration {
-	var m time.Duration
-	for _, t := range times {
-		m = max(m, t.Total())
-	}
-	return m
-}
-
-// spread is the slowest stage's total over the mean.
-func spread(times []StageTime) float64 {
-	sum, most := 0.0, 0.0
-	for _, t := range times {
-		sum += t.Total().Seconds()
-		most = max(most, t.Total().Seconds())
-	}
-	if sum == 0 {
-		return 1
-	}
-	return most / (sum / float64(len(times)))
 }
 
 // describeOp names an op node for a message: its name and op.

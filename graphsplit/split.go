@@ -50,6 +50,9 @@ func Split(g *gorgonia.ExprGraph, cost *gorgonia.Node, learnables gorgonia.Nodes
 	if (len(cfg.cuts) > 0 || cfg.cutOpsSet) && (cfg.fine || cfg.stages > 0 || cfg.profiled) {
 		return nil, errors.New("graphsplit: CutAt and CutAtOps cannot be combined with Stages, FineGrained or Profiled; cut points already fix the stages")
 	}
+	if err := cfg.checkWorkers(); err != nil {
+		return nil, err
+	}
 	if len(cfg.cuts) > 0 && cfg.cutOpsSet {
 		return nil, errors.New("graphsplit: CutAt and CutAtOps both give cut points; choose one")
 	}
@@ -121,15 +124,28 @@ func chooseCuts(a *analysis, cfg *config, costs []float64) ([]int, error) {
 		if err != nil {
 			return nil, err
 		}
-		return a.atIm2col(cuts), nil
+		return a.onWorkers(cfg, costs, a.atIm2col(cuts)), nil
 	case cfg.stages > 1:
 		anywhere := make([]int, 0, len(a.seq))
 		for p := 1; p < len(a.seq); p++ {
 			anywhere = append(anywhere, p)
 		}
-		return balanceAt(anywhere, costs, cfg.stages, "places to cut (one op per stage)")
+		cuts, err := balanceAt(anywhere, costs, cfg.stages, "places to cut (one op per stage)")
+		if err != nil {
+			return nil, err
+		}
+		return a.onWorkers(cfg, costs, cuts), nil
 	}
 	return nil, nil
+}
+
+// onWorkers is cuts balanced for the workers of OnWorkers
+// (balanceWorkers) when the stages share them, else cuts.
+func (a *analysis) onWorkers(cfg *config, costs []float64, cuts []int) []int {
+	if !cfg.grouped() {
+		return cuts
+	}
+	return a.balanceWorkers(cfg, costs, cuts)
 }
 
 // TooManyStagesError is Split's error when Stages asks for more stages

@@ -61,7 +61,10 @@ func (cfg Config) Split(build zoo.Builder) (*zoo.Model, *graphsplit.Plan, error)
 }
 
 // cutOptions is how cfg cuts a model: at Cut, or at layer boundaries into
-// Stages balanced stages (every layer its own stage when Stages is 0).
+// Stages balanced stages (every layer its own stage when Stages is 0) —
+// for a schedule whose workers host several stages each (interleaved,
+// zb-v), balanced workers (graphsplit.OnWorkers, as the schedule places
+// its stages).
 func (cfg Config) cutOptions() []graphsplit.Option {
 	if cfg.Cut != nil {
 		return []graphsplit.Option{graphsplit.CutAtOps(cfg.Cut...)}
@@ -69,12 +72,16 @@ func (cfg Config) cutOptions() []graphsplit.Option {
 	opts := []graphsplit.Option{graphsplit.FineGrained()}
 	if cfg.Stages > 0 {
 		opts = append(opts, graphsplit.Stages(cfg.Stages))
+		if v := cfg.Schedule.Virtual(); v > 1 && cfg.Stages%v == 0 {
+			opts = append(opts, graphsplit.OnWorkers(cfg.Schedule.Place, cfg.Stages/v))
+		}
 	}
 	return opts
 }
 
 // Balanced cuts the model build makes for cfg into cfg.Stages stages at
-// layer boundaries, balanced by the time each stage takes on this machine
+// layer boundaries (its workers' stages, for a schedule that hosts several
+// on each: cutOptions), balanced by the time each stage takes on this machine
 // (graphsplit.Profiled, on the first microbatch of train, with the
 // programs cfg.KeepActivations runs), and returns the cut, for Config.Cut,
 // with its measured balance. The cut depends on the machine and on what
@@ -94,7 +101,8 @@ func Balanced(build zoo.Builder, train zoo.Data, cfg Config) ([]int, *graphsplit
 		return nil, nil, err
 	}
 	feeds := zoo.FirstMicrobatch(train, m)
-	plan, err := graphsplit.Split(m.Graph, m.Cost, m.Learnables, graphsplit.FineGrained(), graphsplit.Stages(cfg.Stages), graphsplit.Profiled(feeds, cfg.KeepActivations))
+	cfg.Cut = nil // what it chooses
+	plan, err := graphsplit.Split(m.Graph, m.Cost, m.Learnables, append(cfg.cutOptions(), graphsplit.Profiled(feeds, cfg.KeepActivations))...)
 	if err != nil {
 		return nil, nil, errors.Wrap(err, "train: Balanced")
 	}

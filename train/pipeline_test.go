@@ -142,3 +142,35 @@ func TestBalancedCutIsReproduced(t *testing.T) {
 	_, _, err = Balanced(r.Build, train, cfg)
 	require.ErrorContains(t, err, "give a number of stages")
 }
+
+// TestZBVCutBalancesItsWorkers: a schedule whose workers host several
+// stages (zb-v: stages 0 and 3 on one worker, 1 and 2 on the other) is cut
+// so that the busier worker is as light as it can be, by the estimate
+// (every host cuts alike) and measured (Balanced, which says which worker
+// runs each stage); a schedule of a stage per worker is cut as before.
+func TestZBVCutBalancesItsWorkers(t *testing.T) {
+	r, err := zoo.RecipeFor("cnn")
+	require.NoError(t, err)
+	busier := func(cfg Config) (float64, []int) {
+		_, plan, err := cfg.Split(r.Build)
+		require.NoError(t, err)
+		defer plan.Close()
+		c := plan.Costs()
+		return max(c[0]+c[3], c[1]+c[2]), plan.Cuts()
+	}
+	cfg := Config{Hyper: r.Run}
+	cfg.Stages, cfg.Schedule = 4, schedule.OneFOneB()
+	byStage, stageCut := busier(cfg)
+	cfg.Schedule = schedule.ZBV()
+	byWorker, workerCut := busier(cfg)
+	require.Less(t, byWorker, byStage, "the V's busier worker: cut %v against %v", workerCut, stageCut)
+
+	train, _, err := r.Load("embedded", 64)
+	require.NoError(t, err)
+	cut, bal, err := Balanced(r.Build, train, cfg)
+	require.NoError(t, err)
+	require.Len(t, cut, 3)
+	require.Equal(t, []int{0, 1, 1, 0}, bal.Workers)
+	w := []float64{(bal.Times[0].Total() + bal.Times[3].Total()).Seconds(), (bal.Times[1].Total() + bal.Times[2].Total()).Seconds()}
+	require.InDelta(t, max(w[0], w[1])/((w[0]+w[1])/2), bal.Spread, 1e-9, "the spread is the busier worker's")
+}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/pipemare/pipemare/footprint"
 	"github.com/pipemare/pipemare/graphsplit"
+	"github.com/pipemare/pipemare/schedule"
 	"github.com/pipemare/pipemare/zoo"
 )
 
@@ -29,9 +30,12 @@ type PlanReport struct {
 // (graphsplit.Profiled on the first microbatch of r's default data, with
 // the programs r.Run.KeepActivations runs), on one thread, as each stage
 // of a pipeline gets about one core; a cut at every layer is timed on
-// that microbatch (graphsplit.Plan.Time, the median of 5 runs). Models
-// are built one at a time.
-func MeasurePlan(r zoo.Recipe, microbatch, stages int) (*PlanReport, error) {
+// that microbatch (graphsplit.Plan.Time, the median of 5 runs). For a
+// schedule whose workers host several stages each (zb-v's V,
+// interleaved's round robin), the cut balances the workers, each its
+// stages together (graphsplit.OnWorkers), as Train cuts for it; the zero
+// Schedule runs a stage per worker. Models are built one at a time.
+func MeasurePlan(r zoo.Recipe, microbatch, stages int, sch schedule.Schedule) (*PlanReport, error) {
 	building.Lock()
 	defer building.Unlock()
 	m, err := r.Build(microbatch, 1)
@@ -44,9 +48,9 @@ func MeasurePlan(r zoo.Recipe, microbatch, stages int) (*PlanReport, error) {
 	}
 	feeds := zoo.FirstMicrobatch(trainSet, m)
 	keep := r.Run.KeepActivations
-	opts := []graphsplit.Option{graphsplit.FineGrained()}
+	opts := Config{Stages: stages, Schedule: sch}.cutOptions()
 	if stages > 0 {
-		opts = append(opts, graphsplit.Stages(stages), graphsplit.Profiled(feeds, keep))
+		opts = append(opts, graphsplit.Profiled(feeds, keep))
 	}
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	plan, err := graphsplit.Split(m.Graph, m.Cost, m.Learnables, opts...)

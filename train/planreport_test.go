@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pipemare/pipemare/graphsplit"
+	"github.com/pipemare/pipemare/schedule"
 	"github.com/pipemare/pipemare/train"
 	"github.com/pipemare/pipemare/zoo"
 )
@@ -40,7 +41,7 @@ func TestWriteMemory(t *testing.T) {
 func TestMeasurePlan(t *testing.T) {
 	r, err := zoo.RecipeFor("mlp")
 	require.NoError(t, err)
-	p, err := train.MeasurePlan(r, 8, 0)
+	p, err := train.MeasurePlan(r, 8, 0, schedule.Schedule{})
 	require.NoError(t, err)
 	require.Equal(t, "mlp", p.Model.Name)
 	require.Equal(t, 8, p.Model.Batch)
@@ -53,13 +54,13 @@ func TestMeasurePlan(t *testing.T) {
 	require.Contains(t, b.String(), "\nmemory besides activations, mlp's recipe")
 	p.Close()
 
-	p, err = train.MeasurePlan(r, 8, 2)
+	p, err = train.MeasurePlan(r, 8, 2, schedule.Schedule{})
 	require.NoError(t, err)
 	defer p.Close()
 	require.Len(t, p.Plan.Stages, 2)
 	require.NotNil(t, p.Plan.Balance)
 	require.Equal(t, p.Plan.Balance.Times, p.Times)
 
-	_, err = train.MeasurePlan(r, 8, 100)
+	_, err = train.MeasurePlan(r, 8, 100, schedule.Schedule{})
 	require.Error(t, err)
 }

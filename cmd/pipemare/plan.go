@@ -11,6 +11,7 @@ import (
 	"github.com/pkg/errors"
 
 	"github.com/pipemare/pipemare/runspec"
+	"github.com/pipemare/pipemare/schedule"
 	"github.com/pipemare/pipemare/train"
 	"github.com/pipemare/pipemare/zoo"
 )
@@ -24,6 +25,7 @@ func planCmd(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	stages := fs.String("stages", "fine", "number of stages, or fine for one per layer")
 	microbatch := fs.Int("microbatch", 16, "rows per microbatch")
 	dot := fs.String("dot", "", "also write the cut graph in Graphviz DOT to this file")
+	schedName := fs.String("schedule", "", "the schedule the stages will run: zb-v, interleaved and pipemare-v host several stages on each worker, and -stages P then balances the workers (default: a stage per worker)")
 	if err := parse(fs, args, stdout, stderr); err != nil {
 		return err
 	}
@@ -40,7 +42,13 @@ func planCmd(_ context.Context, args []string, stdout, stderr io.Writer) error {
 			return usageError(fs, "-stages %q: a positive number or fine", *stages)
 		}
 	}
-	rep, err := train.MeasurePlan(r, *microbatch, p)
+	var sch schedule.Schedule
+	if *schedName != "" {
+		if sch, err = runspec.ScheduleNamed(*schedName); err != nil {
+			return usageError(fs, "-schedule %q: %v", *schedName, err)
+		}
+	}
+	rep, err := train.MeasurePlan(r, *microbatch, p, sch)
 	if err != nil {
 		return err
 	}
