@@ -402,15 +402,24 @@ func (e *Endpoint) turnAway(c *net.UnixConn, why error) {
 }
 
 // whyTurnedAway is why a peer that dials in once acceptAll returned err
-// is turned away: err, else the cause this endpoint gives up for (a
-// refusal, the connect timeout, its caller's cancel), else its having
-// every peer it takes links from already.
+// is turned away: err when a peer that dialed in failed; else the cause
+// this endpoint gives up for when it is not the connect timeout (another
+// of its links failed, or its caller cancelled: the peers acceptAll
+// still missed did not fail it); else err (the peers missing at the
+// connect timeout), or that timeout; else its having every peer it takes
+// links from already.
 func (e *Endpoint) whyTurnedAway(octx context.Context, err error) error {
+	var missed *unanswered
+	cause := context.Cause(octx)
 	switch {
+	case err != nil && !errors.As(err, &missed):
+		return err
+	case cause != nil && cause != errConnectDeadline:
+		return cause
 	case err != nil:
 		return err
-	case context.Cause(octx) != nil:
-		return context.Cause(octx)
+	case cause != nil:
+		return cause
 	}
 	return errors.Errorf("every peer that dials %v is connected already (two processes run the same stage?)", e.self)
 }

@@ -77,3 +77,35 @@ func dialUntilListening(t *testing.T, socket string) *net.UnixConn {
 	t.Fatalf("nothing listens at %s after 5s", socket)
 	return nil
 }
+
+// TestTurnedAwayForWhatFailed: a peer turned away after this endpoint gave
+// up is told the failure it gave up for — another link's (a stage that
+// died in its handshake), a refusal — not that the peers it was still
+// waiting for did not connect, which is only the cause at the connect
+// timeout.
+func TestTurnedAwayForWhatFailed(t *testing.T) {
+	e := &Endpoint{self: 0}
+	missed := &unanswered{"driver did not connect to stage 0 (are they running, and given the same run?)"}
+	died := errors.New("the handshake with stage 1 (pid 7) broke off (its process may have died)")
+	refused := errors.New("refused a peer: another run")
+	gaveUp := func(cause error) context.Context {
+		ctx, cancel := context.WithCancelCause(context.Background())
+		cancel(cause)
+		return ctx
+	}
+	for _, c := range []struct {
+		name string
+		ctx  context.Context
+		err  error
+		want error
+	}{
+		{"another link failed while a peer was missing", gaveUp(died), missed, died},
+		{"the connect timeout passed", gaveUp(errConnectDeadline), missed, missed},
+		{"a peer that dialed in was refused", gaveUp(died), refused, refused},
+		{"given up with nothing missing", gaveUp(died), nil, died},
+		{"the timeout, nothing missing", gaveUp(errConnectDeadline), nil, errConnectDeadline},
+	} {
+		require.Equal(t, c.want, e.whyTurnedAway(c.ctx, c.err), c.name)
+	}
+	require.ErrorContains(t, e.whyTurnedAway(context.Background(), nil), "every peer that dials stage 0 is connected already")
+}
