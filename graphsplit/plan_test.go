@@ -1,6 +1,7 @@
 package graphsplit
 
 import (
+	"math"
 	"math/rand"
 	"strings"
 	"testing"
@@ -282,10 +283,7 @@ func TestProfiledBalancesByMeasuredTime(t *testing.T) {
 // the hidden costs (one within 10 % of the mean where there is one), and to
 // name the op that is heavier than a fair share.
 func TestProfiledConvergesOnTheMeasuredCut(t *testing.T) {
-	m, err := testmodels.MLP(tensor.Float64, 4, 2)
-	require.NoError(t, err)
-	a, err := analyze(m.Graph, m.Cost, m.Learnables)
-	require.NoError(t, err)
+	a := mlpAnalysis(t)
 	n := len(a.seq)
 	truth := make([]float64, n) // op q truly costs truth[q] ms
 	for q := range truth {
@@ -293,13 +291,7 @@ func TestProfiledConvergesOnTheMeasuredCut(t *testing.T) {
 	}
 	heavy := n / 3
 	truth[heavy] = float64(n) // one op holds half the work: its layer more than half
-	measure := func(p *Plan) ([]StageTime, error) {
-		times := make([]StageTime, len(p.Stages))
-		for q := range a.seq {
-			times[a.stageAt[q]].Forward += time.Duration(truth[q] * float64(time.Millisecond))
-		}
-		return times, nil
-	}
+	measure := measuredAs(a, truth)
 	optimum := func(p int) float64 { // the best largest stage under truth
 		starts := append([]int{0}, balance(truth, p)...)
 		most := 0.0
@@ -349,6 +341,27 @@ func TestProfiledConvergesOnTheMeasuredCut(t *testing.T) {
 	}
 }
 
+// mlpAnalysis is the analysis of a small float64 MLP, as Split makes it.
+func mlpAnalysis(t *testing.T) *analysis {
+	m, err := testmodels.MLP(tensor.Float64, 4, 2)
+	require.NoError(t, err)
+	a, err := analyze(m.Graph, m.Cost, m.Learnables)
+	require.NoError(t, err)
+	return a
+}
+
+// measuredAs is a Profiled measurement in which op q of a's current
+// assignment takes truth[q] ms, all of it counted as its stage's forward.
+func measuredAs(a *analysis, truth []float64) func(*Plan) ([]StageTime, error) {
+	return func(p *Plan) ([]StageTime, error) {
+		times := make([]StageTime, len(p.Stages))
+		for q := range a.seq {
+			times[a.stageAt[q]].Forward += time.Duration(truth[q] * float64(time.Millisecond))
+		}
+		return times, nil
+	}
+}
+
 func TestBalanceMinimisesTheLargestStage(t *testing.T) {
 	blocks := []float64{1, 1, 1, 1, 8, 1, 1, 1, 1}
 	require.Equal(t, []int{4, 5}, balance(blocks, 3))
@@ -358,10 +371,7 @@ func TestBalanceMinimisesTheLargestStage(t *testing.T) {
 	rng := rand.New(rand.NewSource(1))
 	for trial := 0; trial < 200; trial++ {
 		n := 1 + rng.Intn(8)
-		blocks := make([]float64, n)
-		for i := range blocks {
-			blocks[i] = float64(1 + rng.Intn(20))
-		}
+		blocks := randomCosts(rng, n, 20)
 		p := 1 + rng.Intn(n)
 		got := maxGroup(blocks, balance(blocks, p))
 		require.Len(t, balance(blocks, p), p-1)
@@ -385,23 +395,8 @@ func maxGroup(blocks []float64, cuts []int) float64 {
 }
 
 func bruteForce(blocks []float64, p int) float64 {
-	if p == 1 {
-		return maxGroup(blocks, nil)
-	}
-	best := -1.0
-	var rec func(start, left int, cuts []int)
-	rec = func(start, left int, cuts []int) {
-		if left == 0 {
-			if v := maxGroup(blocks, cuts); best < 0 || v < best {
-				best = v
-			}
-			return
-		}
-		for c := start; c < len(blocks); c++ {
-			rec(c+1, left-1, append(cuts, c))
-		}
-	}
-	rec(1, p-1, nil)
+	best := math.Inf(1)
+	everyCut(len(blocks), p-1, func(cuts []int) { best = min(best, maxGroup(blocks, cuts)) })
 	return best
 }
 

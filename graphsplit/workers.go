@@ -24,7 +24,7 @@ import (
 // ops that a stage computes as one kernel (a BatchNorm with its scale,
 // bias and ReLU; a convolution's product and its layout): every learnable
 // stays in its layer's stage, and every stage op stays whole. Without
-// FineGrained, any op may start a stage, as with Stages alone.
+// FineGrained, any op may start a stage that splits no stage op.
 //
 // One worker per stage (w = p) cuts as Stages alone does. w must be
 // between 1 and p, and divide p when pl is a V or round robin. It needs

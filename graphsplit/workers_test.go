@@ -4,7 +4,6 @@ import (
 	"math/rand"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/pipemare/pipemare/internal/testkit/testmodels"
 	"github.com/pipemare/pipemare/schedule"
@@ -31,6 +30,15 @@ func busiest(costs []float64, cuts []int, pl schedule.Placement, w int) float64 
 	return slices.Max(load)
 }
 
+// randomCosts are n whole costs from 1 to most.
+func randomCosts(rng *rand.Rand, n, most int) []float64 {
+	out := make([]float64, n)
+	for i := range out {
+		out[i] = float64(1 + rng.Intn(most))
+	}
+	return out
+}
+
 // everyCut calls f with every choice of k cut positions among 1..n−1.
 func everyCut(n, k int, f func([]int)) {
 	cur := make([]int, k)
@@ -52,10 +60,7 @@ func TestOnWorkersBalancesTheWorkers(t *testing.T) {
 	rng := rand.New(rand.NewSource(7))
 	for trial := 0; trial < 60; trial++ {
 		n := 5 + rng.Intn(14)
-		costs := make([]float64, n)
-		for q := range costs {
-			costs[q] = float64(1 + rng.Intn(30))
-		}
+		costs := randomCosts(rng, n, 30)
 		a := &analysis{seq: make([]*gorgonia.Node, n)} // any op may start a stage
 		for _, c := range []struct {
 			pl   schedule.Placement
@@ -88,10 +93,7 @@ func TestOnWorkersSearchEndsAtALocalBest(t *testing.T) {
 	rng := rand.New(rand.NewSource(3))
 	n, p, w := 60, 8, 4
 	require.Greater(t, binomial(n-1, p-1), maxEnumerated, "the test needs the one-move search")
-	costs := make([]float64, n)
-	for q := range costs {
-		costs[q] = float64(1 + rng.Intn(50))
-	}
+	costs := randomCosts(rng, n, 50)
 	a := &analysis{seq: make([]*gorgonia.Node, n)}
 	cfg := config{stages: p, setStages: true, place: schedule.VShape, workers: w}
 	start, err := balanceAt(a.placedCuts(&config{}), costs, p, "")
@@ -182,38 +184,21 @@ func TestOnWorkersRefusesWhatItCannotPlace(t *testing.T) {
 // Profiled measures workers: its balance is the busiest worker's time
 // over their mean, and says which worker runs each stage.
 func TestProfiledOnWorkersMeasuresTheWorkers(t *testing.T) {
-	m, err := testmodels.MLP(tensor.Float64, 4, 2)
-	require.NoError(t, err)
-	a, err := analyze(m.Graph, m.Cost, m.Learnables)
-	require.NoError(t, err)
+	a := mlpAnalysis(t)
 	n := len(a.seq)
 	require.GreaterOrEqual(t, n, 4)
-	measure := func(p *Plan) ([]StageTime, error) { // every op 1 ms, the first n/2 ops 3 ms
-		times := make([]StageTime, a.nStages)
-		for q := range a.seq {
-			ms := 1.0
-			if q < n/2 {
-				ms = 3
-			}
-			times[a.stageAt[q]].Forward += time.Duration(ms * float64(time.Millisecond))
-		}
-		return times, nil
-	}
-	costs := make([]float64, n)
-	for q := range costs {
-		costs[q] = 1
-	}
-	cfg := config{stages: 4, setStages: true, place: schedule.VShape, workers: 2}
-	cuts, bal, err := profiled(a, &cfg, costs, measure)
-	require.NoError(t, err)
-	require.Equal(t, []int{0, 1, 1, 0}, bal.Workers)
-	truth := make([]float64, n)
+	truth := make([]float64, n) // every op 1 ms, the first n/2 ops 3 ms
+	costs := make([]float64, n) // the model thinks them equal
 	for q := range truth {
-		truth[q] = 1
+		truth[q], costs[q] = 1, 1
 		if q < n/2 {
 			truth[q] = 3
 		}
 	}
+	cfg := config{stages: 4, setStages: true, place: schedule.VShape, workers: 2}
+	cuts, bal, err := profiled(a, &cfg, costs, measuredAs(a, truth))
+	require.NoError(t, err)
+	require.Equal(t, []int{0, 1, 1, 0}, bal.Workers)
 	got := busiest(truth, cuts, schedule.VShape, 2)
 	best := got
 	everyCut(n, 3, func(try []int) { best = min(best, busiest(truth, try, schedule.VShape, 2)) })
