@@ -104,7 +104,7 @@ func (b *Bench) RunChildren(ctx context.Context, exe string, placed, against Chi
 // Write says on log what b measured — the speed-up, its range over the
 // rounds and both samples/s, whether the runs trained different weights,
 // and whether the machine's speed moved under them (ProbeSpread above
-// probeMoved) — and writes into out bench.json (b) and report.json: the last
+// probeMoved), then the speed-up of the rounds it held around — and writes into out bench.json (b) and report.json: the last
 // placed run's report (placedReport, as RunChildren returns it) with b
 // beside its keys under "speedup". Runs that trained different weights
 // are an error once everything is written: a placement changes timing,
@@ -115,7 +115,12 @@ func (b *Bench) Write(out rundir.Dir, placedReport []byte, log io.Writer) error 
 		fmt.Fprintln(log, "the runs trained different weights: the placement changed the arithmetic (a bug)")
 	}
 	if b.ProbeSpread > probeMoved {
-		fmt.Fprintf(log, "the machine's speed moved during this bench: a fixed loop took up to %.2f× its fastest before a run (bench.json's probe_ns); compare a round's two runs where their probes agree, not samples/s across rounds\n", b.ProbeSpread)
+		fmt.Fprintf(log, "the machine's speed moved during this bench: a fixed loop took up to %.2f× its fastest around a run (bench.json's probe_ns, probe_after_ns); compare a round's two runs where their probes agree, not samples/s across rounds\n", b.ProbeSpread)
+		if b.SteadyRounds > 0 {
+			fmt.Fprintf(log, "speed-up %.2f× (%.2f–%.2f) over the %d of %d rounds whose probes all held within %.0f%% of the fastest\n", b.SteadySpeedup, b.SteadySpeedupMin, b.SteadySpeedupMax, b.SteadyRounds, len(b.Runs)/2, 100*(probeMoved-1))
+		} else {
+			fmt.Fprintf(log, "no round's probes all held within %.0f%% of the fastest: measure again\n", 100*(probeMoved-1))
+		}
 	}
 	if err := out.WriteJSON("bench.json", b); err != nil {
 		return err
