@@ -30,8 +30,9 @@ type config struct {
 	statelessOnly bool
 	// place and workers: the workers the stages run on (OnWorkers;
 	// workers.go), 0 workers when not said.
-	place   schedule.Placement
-	workers int
+	place      schedule.Placement
+	workers    int
+	workersSet bool
 }
 
 // Stages asks for p stages, balanced by the cost model so that the most

@@ -30,13 +30,13 @@ import (
 // between 1 and p, and divide p when pl is a V or round robin. It needs
 // Stages, and no cut points.
 func OnWorkers(pl schedule.Placement, w int) Option {
-	return func(c *config) { c.place, c.workers = pl, w }
+	return func(c *config) { c.place, c.workers, c.workersSet = pl, w, true }
 }
 
 // checkWorkers refuses OnWorkers without Stages or with cut points, and w
 // workers that pl cannot place p stages on.
 func (c *config) checkWorkers() error {
-	if c.workers == 0 {
+	if !c.workersSet {
 		return nil
 	}
 	p, w := c.stages, c.workers

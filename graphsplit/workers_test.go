@@ -168,7 +168,8 @@ func TestOnWorkersRefusesWhatItCannotPlace(t *testing.T) {
 		{[]Option{OnWorkers(schedule.VShape, 2)}, "give Stages"},
 		{[]Option{Stages(3), OnWorkers(schedule.VShape, 2)}, "3 stages do not divide among 2"},
 		{[]Option{Stages(2), OnWorkers(schedule.Contiguous, 3)}, "2 stages need 1 to 2 workers"},
-		{[]Option{Stages(2), OnWorkers(schedule.Contiguous, 0)}, ""}, // not said: each stage its worker
+		{[]Option{Stages(2), OnWorkers(schedule.Contiguous, 0)}, "2 stages need 1 to 2 workers"},
+		{[]Option{Stages(2), OnWorkers(schedule.Contiguous, 2)}, ""}, // a worker per stage: as Stages alone
 		{[]Option{CutAtOps(2), OnWorkers(schedule.VShape, 1)}, "cut points already fix the stages"},
 	} {
 		plan, err := Split(m.Graph, m.Cost, m.Learnables, c.opts...)
