@@ -90,6 +90,7 @@ func TestBadValues(t *testing.T) {
 		{[]string{"plan", "-model", "mlp", "-microbatch", "-5"}, "-microbatch -5: must be positive"},
 		{[]string{"plan", "-model", "gpt"}, `-model "gpt"`},
 		{[]string{"plan", "-stages", "0"}, `-stages "0": a positive number or fine`},
+		{[]string{"plan", "-schedule", "zz"}, `-schedule "zz": unknown schedule (one of sequential,`},
 		{[]string{"schedule", "-stages", "0"}, "-stages 0: must be positive"},
 		{[]string{"schedule", "-microbatches", "0"}, "-microbatches 0: must be positive"},
 		{[]string{"schedule", "-minibatches", "-1"}, "-minibatches -1: must be positive"},

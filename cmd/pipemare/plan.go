@@ -45,7 +45,7 @@ func planCmd(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	var sch schedule.Schedule
 	if *schedName != "" {
 		if sch, err = runspec.ScheduleNamed(*schedName); err != nil {
-			return usageError(fs, "-schedule %q: %v", *schedName, err)
+			return usageError(fs, "%v", err)
 		}
 	}
 	rep, err := train.MeasurePlan(r, *microbatch, p, sch)
