@@ -3,6 +3,7 @@ package graphsplit
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -14,7 +15,8 @@ import (
 // one microbatch (times, from Time or Balance.Times) and what they make of
 // a pipeline with one device per stage: the slowest stage sets the pace,
 // so stage i is busy t_i / max t. A measured cut (Balance) is named as
-// the op positions to reproduce it; a cut that leaves most stages less
+// the op positions to reproduce it, with each worker's share when the
+// stages share workers (OnWorkers); a cut that leaves most stages less
 // than half busy says how few stages would hold the work at the slowest
 // one's pace. It returns the first write error.
 func (p *Plan) WriteBalance(w io.Writer, times []StageTime) error {
@@ -46,6 +48,7 @@ func (p *Plan) WriteBalance(w io.Writer, times []StageTime) error {
 			cut[i] = strconv.Itoa(c)
 		}
 		fmt.Fprintf(&b, "; balanced by measuring (%s): cut before ops %s\n", p.Balance, strings.Join(cut, ","))
+		writeWorkers(&b, p.Balance.Workers, times, total)
 	case n > 1 && idle > n/2 && k < n:
 		fmt.Fprintf(&b, "\n%d of %d stages are less than half busy: the slowest holds %.0f%% of the work, so %d stages at its pace would hold all of it and go as fast (a plan of %d stages balanced by measuring would)\n", idle, n, 100*float64(most)/float64(total), max(k, 1), max(k, 1))
 	default:
@@ -53,6 +56,25 @@ func (p *Plan) WriteBalance(w io.Writer, times []StageTime) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeWorkers writes each worker's stages and share of total, for stages
+// placed on workers (Balance.Workers; nothing when nil).
+func writeWorkers(b *strings.Builder, workers []int, times []StageTime, total time.Duration) {
+	if workers == nil {
+		return
+	}
+	hosts := make([][]string, slices.Max(workers)+1)
+	load := make([]time.Duration, len(hosts))
+	for s, w := range workers {
+		hosts[w] = append(hosts[w], strconv.Itoa(s))
+		load[w] += times[s].Total()
+	}
+	parts := make([]string, len(hosts))
+	for w := range hosts {
+		parts[w] = fmt.Sprintf("worker %d (stages %s) %.0f%%", w, strings.Join(hosts[w], ","), 100*float64(load[w])/float64(total))
+	}
+	fmt.Fprintf(b, "each worker runs its stages in turn: %s\n", strings.Join(parts, ", "))
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

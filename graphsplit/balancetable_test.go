@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"gorgonia.org/gorgonia"
 )
 
 // TestWriteBalance: each stage's times and share, how busy a device per
@@ -22,4 +23,9 @@ func TestWriteBalance(t *testing.T) {
 	require.Contains(t, b.String(), "one device per stage: 0.44 busy on average, 1.75× one device\n")
 	require.Contains(t, b.String(), "3 of 4 stages are less than half busy: the slowest holds 57% of the work, so 1 stages at its pace")
 	require.Error(t, p.WriteBalance(&b, []StageTime{{}}), "no time measured")
+
+	b.Reset() // a measured cut of stages on workers (OnWorkers): each worker's share
+	p = &Plan{a: &analysis{seq: make([]*gorgonia.Node, 8), stageAt: []int{0, 0, 1, 1, 2, 2, 3, 3}}, Balance: &Balance{Times: times, Spread: 1.14, Workers: []int{0, 1, 1, 0}}}
+	require.NoError(t, p.WriteBalance(&b, times))
+	require.Contains(t, b.String(), "cut before ops 2,4,6\neach worker runs its stages in turn: worker 0 (stages 0,3) 71%, worker 1 (stages 1,2) 29%\n")
 }
