@@ -252,30 +252,19 @@ type move struct{ cut, dir int }
 // earlier.
 func slowMoves(cfg *config, times []StageTime) []move {
 	t := totals(times)
-	var slow []int
-	if cfg.grouped() {
-		workers := cfg.place.Assign(t, cfg.workers)
-		loads := cfg.loads(t)
-		busiest := slices.Index(loads, slices.Max(loads))
-		for s, w := range workers {
-			if w == busiest {
-				slow = append(slow, s)
-			}
-		}
-	} else {
-		slow = []int{slices.Index(t, slices.Max(t))}
-	}
+	workers := cfg.assign(t)
+	l := loads(t, workers)
+	busiest := slices.Index(l, slices.Max(l))
 	var out []move
-	for _, s := range slow {
-		out = append(out, move{s - 1, +1}, move{s, -1})
+	for s, w := range workers {
+		if w == busiest {
+			out = append(out, move{s - 1, +1}, move{s, -1})
+		}
 	}
-	if cfg.grouped() { // a boundary between two stages of one worker moves no work off it
-		workers := cfg.place.Assign(t, cfg.workers)
-		out = slices.DeleteFunc(out, func(m move) bool {
-			return m.cut >= 0 && m.cut+1 < len(workers) && workers[m.cut] == workers[m.cut+1]
-		})
-	}
-	return out
+	// A boundary between two stages of one worker moves no work off it.
+	return slices.DeleteFunc(out, func(m move) bool {
+		return m.cut >= 0 && m.cut+1 < len(workers) && workers[m.cut] == workers[m.cut+1]
+	})
 }
 
 // shift moves cut i to the neighbouring candidate position in direction dir

@@ -57,18 +57,32 @@ func (c *config) checkWorkers() error {
 // the workers differs from balancing the stages.
 func (c *config) grouped() bool { return c.workers > 0 && c.workers < c.stages }
 
-// loads is each worker's share of stage costs (OnWorkers), in worker
-// order: the stages' own costs when every stage has its worker.
-func (c *config) loads(stage []float64) []float64 {
-	if !c.grouped() {
-		return stage
+// assign is the worker of each stage of these costs (OnWorkers): stage s
+// is worker s when every stage has its worker.
+func (c *config) assign(stage []float64) []int {
+	if c.grouped() {
+		return c.place.Assign(stage, c.workers)
 	}
-	out := make([]float64, c.workers)
-	for s, w := range c.place.Assign(stage, c.workers) {
+	out := make([]int, len(stage))
+	for s := range out {
+		out[s] = s
+	}
+	return out
+}
+
+// loads is each worker's share of stage costs placed by workers (assign),
+// in worker order.
+func loads(stage []float64, workers []int) []float64 {
+	out := make([]float64, slices.Max(workers)+1)
+	for s, w := range workers {
 		out[w] += stage[s]
 	}
 	return out
 }
+
+// loads is each worker's share of stage costs (OnWorkers), in worker
+// order: the stages' own costs when every stage has its worker.
+func (c *config) loads(stage []float64) []float64 { return loads(stage, c.assign(stage)) }
 
 // heaviest is the busiest worker's time per microbatch, of measured
 // stage times (loads).
@@ -95,7 +109,7 @@ func (c *config) evenness(times []StageTime) float64 {
 func (c *config) measured(times []StageTime) *Balance {
 	b := &Balance{Times: times, Spread: c.evenness(times)}
 	if c.grouped() {
-		b.Workers = c.place.Assign(totals(times), c.workers)
+		b.Workers = c.assign(totals(times))
 	}
 	return b
 }
