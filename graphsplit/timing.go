@@ -58,7 +58,9 @@ func (p *Plan) Time(feeds map[*gorgonia.Node]gorgonia.Value, keep bool, runs int
 		if err != nil {
 			return nil, err
 		}
-		fused = !kept
+		if s == len(p.Stages)-1 {
+			fused = !kept
+		}
 		if kept {
 			defer fwd.Close()
 			defer bwd.Close()
