@@ -38,6 +38,7 @@ func TestMain(m *testing.M) {
 //	             connection, send it "stage i on fd n", wait for it to
 //	             close; exit 0 once all have
 //	exit n       exit with code n at once
+//	die d        kill itself with SIGKILL after the duration d
 //	hang         run until killed
 //	parent n     StartLocal n hang processes, print their pids, hang
 func child(args []string) int {
@@ -83,6 +84,13 @@ func child(args []string) int {
 	case "exit":
 		n, _ := strconv.Atoi(args[1])
 		return n
+	case "die":
+		d, _ := time.ParseDuration(args[1])
+		time.Sleep(d)
+		if p, err := os.FindProcess(os.Getpid()); err == nil {
+			_ = p.Kill()
+		}
+		select {}
 	case "hang":
 		for {
 			time.Sleep(time.Hour)

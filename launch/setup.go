@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/pkg/errors"
@@ -149,7 +151,10 @@ type LocalDriver struct {
 // open ends the connecting, and the error says which ("stage 1 exited
 // before the pipeline was up (signal: killed); its error is above": its
 // standard error went to Config.Stderr), not how the connecting broke
-// off (a process hosting several stages is named by its stages). Once
+// off (a process hosting several stages is named by its stages). A
+// process that exited with an error is named only if none is found
+// killed by a signal within exitSettle: a peer killed in the handshake
+// makes the other exit too, and the one killed is named. Once
 // connected, every process has loaded its certificate, and
 // Connect removes the throw-away certificates (Local.Certs), so that a
 // driver killed later leaves none behind. An error of StartLocal is
@@ -169,12 +174,35 @@ func (d *LocalDriver) Connect(ctx context.Context, plan *graphsplit.Plan) (trans
 		}
 		c.Stages, c.Hosts = len(plan.Stages), hosts
 	}
+	// A process that exits with an error may have done so because a peer
+	// died in their handshake: its report waits exitSettle for the peer's,
+	// so that the process killed, the first cause, is the one named.
+	var mu sync.Mutex
+	var settling []*time.Timer
+	connected := false
+	defer func() {
+		mu.Lock()
+		defer mu.Unlock()
+		connected = true
+		for _, t := range settling {
+			t.Stop()
+		}
+	}()
 	c.Exited = func(i int, err error) {
 		name := fmt.Sprintf("stage %d", i)
 		if c.Hosts != nil {
 			name = stageNames(c.Hosts[i])
 		}
-		cancel(errors.Errorf("%s exited before the pipeline was up (%v); its error is above", name, err))
+		cause := errors.Errorf("%s exited before the pipeline was up (%v); its error is above", name, err)
+		if killed(err) {
+			cancel(cause)
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if !connected {
+			settling = append(settling, time.AfterFunc(exitSettle, func() { cancel(cause) }))
+		}
 	}
 	l, err := StartLocal(c)
 	if err != nil {
@@ -203,6 +231,19 @@ func (d *LocalDriver) Connect(ctx context.Context, plan *graphsplit.Plan) (trans
 		}
 	}
 	return ep, err
+}
+
+// exitSettle is how long Connect waits, after a stage process exited with
+// an error before the pipeline was up, for another to be found killed by
+// a signal (the process that died first, whose death the first one
+// reported): that one is named.
+const exitSettle = 300 * time.Millisecond
+
+// killed reports whether a process ended by err (exec.Cmd.Wait's) was
+// killed by a signal.
+func killed(err error) bool {
+	var ee *exec.ExitError
+	return errors.As(err, &ee) && ee.ExitCode() == -1
 }
 
 // Local is the processes the last Connect started; nil before, or when

@@ -129,7 +129,8 @@ func TestServeBeside(t *testing.T) {
 
 // TestLocalDriver: Connect starts the processes, says so, and dials them
 // with Dial; a process that exits before the pipeline is up ends the
-// connecting with an error naming it; Stop ends them and says how. An
+// connecting with an error naming it (the one killed by a signal, when
+// another exited with an error first); Stop ends them and says how. An
 // error of StartLocal leaves nothing started.
 func TestLocalDriver(t *testing.T) {
 	children(t)
@@ -163,6 +164,15 @@ func TestLocalDriver(t *testing.T) {
 	_, err = d.Connect(context.Background(), mlpPlan(t)) // Dial's default: Place's connector, plaintext
 	require.Regexp(t, `^stage \d exited before the pipeline was up \(exit status 4\); its error is above$`, err.Error())
 	require.ErrorContains(t, d.Stop(time.Second), "exit status 4")
+
+	// Stage 0 exits with an error first, as a peer of a stage killed in
+	// the handshake does; stage 1, killed, is named.
+	d = &LocalDriver{Config: LocalConfig{Stages: 2, Executable: os.Args[0], Insecure: true, Args: func(i int, _ []int, _ []string, _ string) []string {
+		return [][]string{{"exit", "1"}, {"die", "50ms"}}[i]
+	}}}
+	_, err = d.Connect(context.Background(), mlpPlan(t))
+	require.EqualError(t, err, "stage 1 exited before the pipeline was up (signal: killed); its error is above")
+	require.ErrorContains(t, d.Stop(time.Second), "stage 1 (pid ")
 
 	d = &LocalDriver{Config: LocalConfig{Stages: 0}}
 	_, err = d.Connect(context.Background(), nil)
