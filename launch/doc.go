@@ -10,10 +10,12 @@
 // gives it: torchrun's RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT, or a
 // Kubernetes JobSet's Indexed Job (JOB_COMPLETION_INDEX, and the names
 // that make up the pods' DNS names
-// <jobset>-<job>-<jobIndex>-<podIndex>.<subdomain>). Rank i, or pod index
-// i, is stage i; the stages' addresses follow from the environment where
-// it determines them. Without a launcher, ParseAddrs reads the addresses
-// from a command line.
+// <jobset>-<job>-<jobIndex>-<podIndex>.<subdomain>). The process of rank
+// i, or pod index i, hosts stage i when there are as many stages as
+// processes, else the stages the run's placement gives it (Launched, once
+// the plan is cut); rank 0 hosts stage 0 and the driver. The processes'
+// addresses follow from the environment where it determines them.
+// Without a launcher, ParseAddrs reads the addresses from a command line.
 //
 // A Place holds the result: the stages' addresses, the stage this process
 // serves (or -1, the driver) and where it listens, including a listening
@@ -39,7 +41,9 @@
 // transport is given — each stage's address and the links between
 // processes, a link between two stages of one process left off the
 // network — and the handshake compares the links. A process hosting
-// several stages has a Place for each (Net.StagesPlaces, CheckHosted), and
+// several stages has a Place for each (Net.StagesPlaces, CheckHosted;
+// Launched under a launcher, whose processes on one node share its ports:
+// Place.Stride spaces a process's stages so that none collide), and
 // Net.StagesConnector opens their endpoints joined by transport.Colocated,
 // for train.ServeStages.
 //
@@ -72,7 +76,7 @@
 // removes their throw-away certificates once connected; after Stop, its
 // Connect starts them anew (a restart, train.Config.MaxRestarts);
 // ServeBeside serves stage 0 beside its driver, as the first process of a
-// launched pipeline does. StageHosts is the host of each stage for the
+// launched pipeline does. StageHosts is the hosts of each stage for the
 // certificates.
 //
 // Pin places a process on CPUs (and sets GOMAXPROCS as a stage process

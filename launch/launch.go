@@ -10,21 +10,29 @@ import (
 	"github.com/pkg/errors"
 )
 
-// Config is this process's place in a pipeline started by a launcher.
+// Config is this process's place in a pipeline started by a launcher:
+// Procs processes, each hosting the stages the run's placement gives it
+// (Hosts; one each when the run has as many stages as processes), the
+// process of rank 0 hosting stage 0 and the driver beside it.
 type Config struct {
 	// Launcher is "torchrun" or "jobset".
 	Launcher string
-	// Stage is this process's stage: its rank, or its pod's completion
-	// index.
-	Stage int
-	// Stages is the number of stages, one process each.
-	Stages int
-	// Addrs are the stages' addresses (host:port) as the peers dial them,
-	// in stage order; nil when the environment does not determine them
-	// (torchrun across several nodes: give them explicitly).
+	// Rank is this process's index, from 0: its RANK, or its pod's
+	// completion index.
+	Rank int
+	// Procs is the number of processes the launcher started.
+	Procs int
+	// Addrs are the processes' addresses (host:port) as the peers dial
+	// them, in rank order; nil when the environment does not determine
+	// them (torchrun across several nodes: give them explicitly).
 	Addrs []string
-	// Listen is the address this stage listens on.
+	// Listen is the address this process's first stage listens on; its
+	// k-th stage listens at its port+k·Stride.
 	Listen string
+	// Stride is the ports between a process's consecutive stages
+	// (Place.Stride): WORLD_SIZE under torchrun, whose processes share the
+	// ports of their node; 1 in a JobSet, whose pods each have a host.
+	Stride int
 }
 
 // The environment variables read.
@@ -40,7 +48,8 @@ const (
 	EnvReplicatedJob   = "REPLICATED_JOB_NAME"  // the pod's jobset.sigs.k8s.io/ annotations
 	EnvJobIndex        = "JOB_INDEX"
 	EnvSubdomain       = "PIPEMARE_SUBDOMAIN" // default: the JobSet's name, as JobSet's own
-	EnvStages          = "PIPEMARE_STAGES"
+	EnvProcs           = "PIPEMARE_PROCS"     // the Job's completions: the pods
+	envStagesBefore    = "PIPEMARE_STAGES"    // EnvProcs's name before a pod could host several stages
 	EnvPort            = "PIPEMARE_PORT"
 	EnvHostname        = "HOSTNAME" // set by Kubernetes: checked against the derived name
 )
@@ -49,15 +58,17 @@ const (
 // It reports false when no launcher's variables are set, and an error
 // naming the variables when they are incomplete or inconsistent.
 //
-// Under torchrun, RANK is the stage and WORLD_SIZE the number of stages;
-// when every process is on one node (LOCAL_WORLD_SIZE = WORLD_SIZE) stage
-// i listens on MASTER_ADDR:MASTER_PORT+1+i, otherwise on port
-// MASTER_PORT+1+i of every interface and Addrs is nil.
+// Under torchrun, RANK is the process's rank and WORLD_SIZE the number of
+// processes; the k-th stage of rank r listens on port
+// MASTER_PORT+1+r+k·WORLD_SIZE (MASTER_PORT+1+r when each process hosts
+// one stage), at MASTER_ADDR when every process is on one node
+// (LOCAL_WORLD_SIZE = WORLD_SIZE), otherwise on every interface, and
+// Addrs is nil.
 //
-// In a JobSet, JOB_COMPLETION_INDEX is the stage, PIPEMARE_STAGES the
-// number of stages, and stage i is the pod
-// JOBSET_NAME-REPLICATED_JOB_NAME-JOB_INDEX-i.PIPEMARE_SUBDOMAIN, listening
-// on PIPEMARE_PORT.
+// In a JobSet, JOB_COMPLETION_INDEX is the rank, PIPEMARE_PROCS the
+// number of pods (the Job's completions), and pod r is
+// JOBSET_NAME-REPLICATED_JOB_NAME-JOB_INDEX-r.PIPEMARE_SUBDOMAIN, its k-th
+// stage listening on PIPEMARE_PORT+k.
 func FromEnv(lookup func(string) (string, bool)) (Config, bool, error) {
 	_, jobset := lookup(EnvCompletionIndex)
 	torch := false
@@ -86,12 +97,13 @@ func fromTorchrun(lookup func(string) (string, bool)) (Config, error) {
 	if err != nil {
 		return c, err
 	}
-	if c.Stages, err = atoi(EnvWorldSize, v[1], 1, 1<<20); err != nil {
+	if c.Procs, err = atoi(EnvWorldSize, v[1], 1, 1<<20); err != nil {
 		return c, err
 	}
-	if c.Stage, err = atoi(EnvRank, v[0], 0, c.Stages-1); err != nil {
-		return c, errors.Wrapf(err, "with %s=%d", EnvWorldSize, c.Stages)
+	if c.Rank, err = atoi(EnvRank, v[0], 0, c.Procs-1); err != nil {
+		return c, errors.Wrapf(err, "with %s=%d", EnvWorldSize, c.Procs)
 	}
+	c.Stride = c.Procs
 	host := v[2]
 	if host == "" || strings.ContainsAny(host, " /") {
 		return c, errors.Errorf("%s=%q is not a host", EnvMasterAddr, host)
@@ -100,23 +112,23 @@ func fromTorchrun(lookup func(string) (string, bool)) (Config, error) {
 	if err != nil {
 		return c, err
 	}
-	if port+c.Stages > 65535 {
-		return c, errors.Errorf("%s=%d leaves no room for %d stage ports after it", EnvMasterPort, port, c.Stages)
+	if port+c.Procs > 65535 {
+		return c, errors.Errorf("%s=%d leaves no room for %d stage ports after it", EnvMasterPort, port, c.Procs)
 	}
 	single := false
 	if s, ok := lookup(EnvLocalWorldSize); ok {
-		local, err := atoi(EnvLocalWorldSize, s, 1, c.Stages)
+		local, err := atoi(EnvLocalWorldSize, s, 1, c.Procs)
 		if err != nil {
-			return c, errors.Wrapf(err, "with %s=%d", EnvWorldSize, c.Stages)
+			return c, errors.Wrapf(err, "with %s=%d", EnvWorldSize, c.Procs)
 		}
-		single = local == c.Stages
+		single = local == c.Procs
 	}
-	c.Listen = net.JoinHostPort("", strconv.Itoa(port+1+c.Stage))
+	c.Listen = net.JoinHostPort("", strconv.Itoa(port+1+c.Rank))
 	if single {
-		for i := 0; i < c.Stages; i++ {
-			c.Addrs = append(c.Addrs, net.JoinHostPort(host, strconv.Itoa(port+1+i)))
+		for r := 0; r < c.Procs; r++ {
+			c.Addrs = append(c.Addrs, net.JoinHostPort(host, strconv.Itoa(port+1+r)))
 		}
-		c.Listen = c.Addrs[c.Stage]
+		c.Listen = c.Addrs[c.Rank]
 	}
 	return c, nil
 }
@@ -125,16 +137,19 @@ func fromTorchrun(lookup func(string) (string, bool)) (Config, error) {
 var dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
 
 func fromJobSet(lookup func(string) (string, bool)) (Config, error) {
-	c := Config{Launcher: "jobset"}
-	v, err := need(lookup, EnvCompletionIndex, EnvStages, EnvJobSetName, EnvReplicatedJob, EnvJobIndex, EnvPort)
+	c := Config{Launcher: "jobset", Stride: 1}
+	if _, ok := lookup(envStagesBefore); ok {
+		return c, errors.Errorf("%s is now %s: the number of pods (the Job's completions), which may each host several of -stages", envStagesBefore, EnvProcs)
+	}
+	v, err := need(lookup, EnvCompletionIndex, EnvProcs, EnvJobSetName, EnvReplicatedJob, EnvJobIndex, EnvPort)
 	if err != nil {
 		return c, err
 	}
-	if c.Stages, err = atoi(EnvStages, v[1], 1, 1<<20); err != nil {
+	if c.Procs, err = atoi(EnvProcs, v[1], 1, 1<<20); err != nil {
 		return c, err
 	}
-	if c.Stage, err = atoi(EnvCompletionIndex, v[0], 0, c.Stages-1); err != nil {
-		return c, errors.Wrapf(err, "with %s=%d (the Job's completions must equal the stages)", EnvStages, c.Stages)
+	if c.Rank, err = atoi(EnvCompletionIndex, v[0], 0, c.Procs-1); err != nil {
+		return c, errors.Wrapf(err, "with %s=%d (the Job's completions must equal the pods)", EnvProcs, c.Procs)
 	}
 	jobIndex, err := atoi(EnvJobIndex, v[4], 0, 1<<20)
 	if err != nil {
@@ -154,14 +169,14 @@ func fromJobSet(lookup func(string) (string, bool)) (Config, error) {
 		}
 	}
 	host := func(i int) string { return fmt.Sprintf("%s-%s-%d-%d", v[2], v[3], jobIndex, i) }
-	if h := host(c.Stages - 1); len(h) > 63 {
+	if h := host(c.Procs - 1); len(h) > 63 {
 		return c, errors.Errorf("the pods' host names (%s) are longer than 63 characters: shorten the JobSet's or the job's name", h)
 	}
-	if h, ok := lookup(EnvHostname); ok && h != "" && h != host(c.Stage) {
+	if h, ok := lookup(EnvHostname); ok && h != "" && h != host(c.Rank) {
 		return c, errors.Errorf("%s=%s, but the JobSet's names make this pod %s: are %s, %s and %s right?",
-			EnvHostname, h, host(c.Stage), EnvJobSetName, EnvReplicatedJob, EnvJobIndex)
+			EnvHostname, h, host(c.Rank), EnvJobSetName, EnvReplicatedJob, EnvJobIndex)
 	}
-	for i := 0; i < c.Stages; i++ {
+	for i := 0; i < c.Procs; i++ {
 		c.Addrs = append(c.Addrs, net.JoinHostPort(host(i)+"."+sub, strconv.Itoa(port)))
 	}
 	c.Listen = net.JoinHostPort("", strconv.Itoa(port))
@@ -170,11 +185,11 @@ func fromJobSet(lookup func(string) (string, bool)) (Config, error) {
 
 // consistentWithTorch checks torchrun variables set beside a JobSet's.
 func consistentWithTorch(c Config, lookup func(string) (string, bool)) error {
-	if r, ok := lookup(EnvRank); ok && r != strconv.Itoa(c.Stage) {
-		return errors.Errorf("%s=%s but %s=%d: they name this process's stage and must agree", EnvRank, r, EnvCompletionIndex, c.Stage)
+	if r, ok := lookup(EnvRank); ok && r != strconv.Itoa(c.Rank) {
+		return errors.Errorf("%s=%s but %s=%d: they name this process's rank and must agree", EnvRank, r, EnvCompletionIndex, c.Rank)
 	}
-	if w, ok := lookup(EnvWorldSize); ok && w != strconv.Itoa(c.Stages) {
-		return errors.Errorf("%s=%s but %s=%d: they count the stages and must agree", EnvWorldSize, w, EnvStages, c.Stages)
+	if w, ok := lookup(EnvWorldSize); ok && w != strconv.Itoa(c.Procs) {
+		return errors.Errorf("%s=%s but %s=%d: they count the processes and must agree", EnvWorldSize, w, EnvProcs, c.Procs)
 	}
 	return nil
 }

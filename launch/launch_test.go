@@ -15,7 +15,7 @@ func env(kv map[string]string) func(string) (string, bool) {
 }
 
 var jobset = map[string]string{
-	"JOB_COMPLETION_INDEX": "1", "PIPEMARE_STAGES": "3", "JOBSET_NAME": "pipemare",
+	"JOB_COMPLETION_INDEX": "1", "PIPEMARE_PROCS": "3", "JOBSET_NAME": "pipemare",
 	"REPLICATED_JOB_NAME": "stage", "JOB_INDEX": "0", "PIPEMARE_PORT": "7000",
 	"HOSTNAME": "pipemare-stage-0-1",
 }
@@ -44,11 +44,11 @@ func TestFromEnv(t *testing.T) {
 		err  string
 	}{
 		{name: "nothing", env: map[string]string{"PATH": "/bin"}},
-		{name: "torchrun on one node", env: with(torch, "LOCAL_WORLD_SIZE", "3"), want: Config{Launcher: "torchrun", Stage: 2, Stages: 3,
+		{name: "torchrun on one node", env: with(torch, "LOCAL_WORLD_SIZE", "3"), want: Config{Launcher: "torchrun", Rank: 2, Procs: 3, Stride: 3,
 			Addrs: []string{"127.0.0.1:29501", "127.0.0.1:29502", "127.0.0.1:29503"}, Listen: "127.0.0.1:29503"}},
-		{name: "torchrun across nodes", env: with(torch, "LOCAL_WORLD_SIZE", "1"), want: Config{Launcher: "torchrun", Stage: 2, Stages: 3, Listen: ":29503"}},
-		{name: "torchrun, no local size", env: torch, want: Config{Launcher: "torchrun", Stage: 2, Stages: 3, Listen: ":29503"}},
-		{name: "torchrun IPv6", env: with(torch, "MASTER_ADDR", "::1", "LOCAL_WORLD_SIZE", "3", "RANK", "0"), want: Config{Launcher: "torchrun", Stage: 0, Stages: 3,
+		{name: "torchrun across nodes", env: with(torch, "LOCAL_WORLD_SIZE", "1"), want: Config{Launcher: "torchrun", Rank: 2, Procs: 3, Stride: 3, Listen: ":29503"}},
+		{name: "torchrun, no local size", env: torch, want: Config{Launcher: "torchrun", Rank: 2, Procs: 3, Stride: 3, Listen: ":29503"}},
+		{name: "torchrun IPv6", env: with(torch, "MASTER_ADDR", "::1", "LOCAL_WORLD_SIZE", "3", "RANK", "0"), want: Config{Launcher: "torchrun", Rank: 0, Procs: 3, Stride: 3,
 			Addrs: []string{"[::1]:29501", "[::1]:29502", "[::1]:29503"}, Listen: "[::1]:29501"}},
 		{name: "torchrun missing", env: with(torch, "MASTER_PORT", "<unset>", "MASTER_ADDR", "<unset>"),
 			err: "torchrun environment: MASTER_ADDR, MASTER_PORT not set (needed with RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT)"},
@@ -57,17 +57,18 @@ func TestFromEnv(t *testing.T) {
 		{name: "world zero", env: with(torch, "WORLD_SIZE", "0"), err: "WORLD_SIZE=0 is out of range 1..1048576"},
 		{name: "port", env: with(torch, "MASTER_PORT", "65534"), err: "MASTER_PORT=65534 leaves no room for 3 stage ports after it"},
 		{name: "local bigger than world", env: with(torch, "LOCAL_WORLD_SIZE", "4"), err: "with WORLD_SIZE=3: LOCAL_WORLD_SIZE=4 is out of range 1..3"},
-		{name: "jobset", env: jobset, want: Config{Launcher: "jobset", Stage: 1, Stages: 3, Listen: ":7000", Addrs: []string{
+		{name: "jobset", env: jobset, want: Config{Launcher: "jobset", Rank: 1, Procs: 3, Stride: 1, Listen: ":7000", Addrs: []string{
 			"pipemare-stage-0-0.pipemare:7000", "pipemare-stage-0-1.pipemare:7000", "pipemare-stage-0-2.pipemare:7000"}}},
 		{name: "jobset subdomain", env: with(jobset, "PIPEMARE_SUBDOMAIN", "net", "JOB_INDEX", "2", "HOSTNAME", "pipemare-stage-2-1"),
-			want: Config{Launcher: "jobset", Stage: 1, Stages: 3, Listen: ":7000", Addrs: []string{
+			want: Config{Launcher: "jobset", Rank: 1, Procs: 3, Stride: 1, Listen: ":7000", Addrs: []string{
 				"pipemare-stage-2-0.net:7000", "pipemare-stage-2-1.net:7000", "pipemare-stage-2-2.net:7000"}}},
-		{name: "jobset with agreeing torchrun", env: with(jobset, "RANK", "1", "WORLD_SIZE", "3"), want: Config{Launcher: "jobset", Stage: 1, Stages: 3, Listen: ":7000", Addrs: []string{
+		{name: "jobset with agreeing torchrun", env: with(jobset, "RANK", "1", "WORLD_SIZE", "3"), want: Config{Launcher: "jobset", Rank: 1, Procs: 3, Stride: 1, Listen: ":7000", Addrs: []string{
 			"pipemare-stage-0-0.pipemare:7000", "pipemare-stage-0-1.pipemare:7000", "pipemare-stage-0-2.pipemare:7000"}}},
-		{name: "jobset rank disagrees", env: with(jobset, "RANK", "0"), err: "JobSet environment: RANK=0 but JOB_COMPLETION_INDEX=1: they name this process's stage and must agree"},
-		{name: "jobset world disagrees", env: with(jobset, "WORLD_SIZE", "4"), err: "WORLD_SIZE=4 but PIPEMARE_STAGES=3: they count the stages and must agree"},
+		{name: "jobset rank disagrees", env: with(jobset, "RANK", "0"), err: "JobSet environment: RANK=0 but JOB_COMPLETION_INDEX=1: they name this process's rank and must agree"},
+		{name: "jobset world disagrees", env: with(jobset, "WORLD_SIZE", "4"), err: "WORLD_SIZE=4 but PIPEMARE_PROCS=3: they count the processes and must agree"},
 		{name: "jobset index past stages", env: with(jobset, "JOB_COMPLETION_INDEX", "3"),
-			err: "with PIPEMARE_STAGES=3 (the Job's completions must equal the stages): JOB_COMPLETION_INDEX=3 is out of range 0..2"},
+			err: "with PIPEMARE_PROCS=3 (the Job's completions must equal the pods): JOB_COMPLETION_INDEX=3 is out of range 0..2"},
+		{name: "jobset's old name", env: with(jobset, "PIPEMARE_STAGES", "3"), err: "JobSet environment: PIPEMARE_STAGES is now PIPEMARE_PROCS: the number of pods (the Job's completions), which may each host several of -stages"},
 		{name: "jobset missing", env: with(jobset, "PIPEMARE_PORT", "<unset>"), err: "JobSet environment: PIPEMARE_PORT not set"},
 		{name: "jobset bad name", env: with(jobset, "JOBSET_NAME", "Pipe_Mare"), err: `JOBSET_NAME="Pipe_Mare" is not a DNS label`},
 		{name: "jobset hostname", env: with(jobset, "HOSTNAME", "pipemare-stage-0-2"),
@@ -91,9 +92,9 @@ func TestFromEnv(t *testing.T) {
 
 func ExampleFromEnv() {
 	c, _, err := FromEnv(env(map[string]string{
-		"JOB_COMPLETION_INDEX": "0", "PIPEMARE_STAGES": "2", "JOBSET_NAME": "pipemare",
+		"JOB_COMPLETION_INDEX": "0", "PIPEMARE_PROCS": "2", "JOBSET_NAME": "pipemare",
 		"REPLICATED_JOB_NAME": "stage", "JOB_INDEX": "0", "PIPEMARE_PORT": "7000",
 	}))
-	fmt.Println(c.Launcher, c.Stage, c.Stages, c.Listen, c.Addrs, err)
+	fmt.Println(c.Launcher, c.Rank, c.Procs, c.Listen, c.Addrs, err)
 	// Output: jobset 0 2 :7000 [pipemare-stage-0-0.pipemare:7000 pipemare-stage-0-1.pipemare:7000] <nil>
 }

@@ -165,13 +165,16 @@ func (n Net) Connector(pl Place) ConnectFunc {
 	}
 }
 
-// StagePlace is where a stage process stands: stage index (-stage; < 0:
-// the launcher's), listening on listen (-listen; "": the launcher's, else
-// its own address), at n's StageAddrs or else the launcher's addresses;
-// env is the launcher's environment when found (FromEnv). It refuses,
-// naming the flag, a stage or addresses that contradict the launcher's, a
-// process that does not know its stage or the stages' addresses, a stage
-// without an address, and, for the transport its addresses resolve
+// StagePlace is where a stage process stands: stage index (-stage),
+// listening on listen (-listen; "": the launcher's, else its own
+// address), at n's StageAddrs or else the launcher's addresses; env is
+// the launcher's environment when found (FromEnv). Under a launcher it is
+// the place of the process of env.Rank, whatever index says: Stage is the
+// rank, which hosts stage 0 beside the driver at rank 0, and Launched
+// gives the places of the stages the process hosts once the plan is cut.
+// It refuses, naming the flag, addresses that contradict the launcher's,
+// a process that does not know its stage or the stages' addresses, a
+// stage without an address, and, for the transport its addresses resolve
 // (Transport.Resolve), timeouts CheckTimeout refuses and credentials
 // CheckCredentials refuses for the addresses it dials and serves on.
 func (n Net) StagePlace(index int, listen string, env Config, found bool) (Place, error) {
@@ -186,14 +189,8 @@ func (n Net) StagePlace(index int, listen string, env Config, found bool) (Place
 // its stage may lie beyond the addresses, one per process.
 func (n Net) stagePlace(index int, listen string, env Config, found bool) (Place, error) {
 	pl := Place{Stage: index, Listen: listen, AddrsFrom: "{stage_addrs}"}
-	if found {
-		pl.Launcher = env.Launcher
-		switch {
-		case index < 0:
-			pl.Stage = env.Stage
-		case index != env.Stage:
-			return pl, &runspec.Error{Setting: "stage", Value: strconv.Itoa(index), Reason: fmt.Sprintf("the %s environment makes this process stage %d", env.Launcher, env.Stage)}
-		}
+	if found { // the process's place, its first stage's: Launched places its stages
+		pl.Launcher, pl.Stage, pl.Stride = env.Launcher, env.Rank, env.Stride
 		if listen == "" {
 			pl.Listen = env.Listen
 		}
@@ -213,8 +210,8 @@ func (n Net) stagePlace(index int, listen string, env Config, found bool) (Place
 	default:
 		return pl, &runspec.Error{Setting: "stage_addrs", Reason: "the stages' addresses, host:port, in stage order"}
 	}
-	if found && len(pl.Addrs) != env.Stages {
-		return pl, &runspec.Error{Setting: "stage_addrs", Reason: fmt.Sprintf("%d addresses, the %s environment %d stages", len(pl.Addrs), env.Launcher, env.Stages)}
+	if found && len(pl.Addrs) != env.Procs {
+		return pl, &runspec.Error{Setting: "stage_addrs", Reason: fmt.Sprintf("%d addresses, the %s environment %d processes: give one per process", len(pl.Addrs), env.Launcher, env.Procs)}
 	}
 	tr := n.Transport.Resolve(pl.Addrs)
 	if err := n.CheckTimeout(tr); err != nil {

@@ -75,14 +75,14 @@ func TestStagePlace(t *testing.T) {
 	insecure := Net{Credentials: Credentials{Insecure: true}, ConnectTimeout: time.Second}
 	withAddrs := insecure
 	withAddrs.StageAddrs = "127.0.0.1:7000,127.0.0.1:7001"
-	torch := Config{Launcher: "torchrun", Stage: 1, Stages: 2, Addrs: []string{"127.0.0.1:8001", "127.0.0.1:8002"}, Listen: "127.0.0.1:8002"}
+	torch := Config{Launcher: "torchrun", Rank: 1, Procs: 2, Stride: 2, Addrs: []string{"127.0.0.1:8001", "127.0.0.1:8002"}, Listen: "127.0.0.1:8002"}
 
 	pl, err := withAddrs.StagePlace(1, "fd:3", Config{}, false)
 	require.NoError(t, err)
 	require.Equal(t, Place{Addrs: []string{"127.0.0.1:7000", "127.0.0.1:7001"}, Stage: 1, Listen: "fd:3", AddrsFrom: "{stage_addrs}"}, pl)
 	pl, err = insecure.StagePlace(-1, "", torch, true)
 	require.NoError(t, err)
-	require.Equal(t, Place{Addrs: torch.Addrs, Stage: 1, Listen: torch.Listen, Launcher: "torchrun", AddrsFrom: "the torchrun environment"}, pl)
+	require.Equal(t, Place{Addrs: torch.Addrs, Stride: 2, Stage: 1, Listen: torch.Listen, Launcher: "torchrun", AddrsFrom: "the torchrun environment"}, pl)
 	pl, err = withAddrs.StagePlace(1, "", torch, true)
 	require.NoError(t, err)
 	require.Equal(t, "{stage_addrs}", pl.AddrsFrom, "-stage-addrs over the environment's")
@@ -98,11 +98,10 @@ func TestStagePlace(t *testing.T) {
 		{Net{StageAddrs: "127.0.0.1:7000", ConnectTimeout: time.Second, StallTimeout: 50 * time.Millisecond}, 0, Config{}, false, "-stall-timeout 50ms: must be at least 100ms (over shared memory"},
 		{Net{StageAddrs: "127.0.0.1:7000,h1:7000", ConnectTimeout: time.Second, StallTimeout: 3 * time.Second}, 0, Config{}, false, "-stall-timeout 3s: must be at least 11s (gRPC's keepalive"},
 		{Net{StageAddrs: "127.0.0.1:7000", ConnectTimeout: time.Second, Transport: TransportGRPC}, 0, Config{}, false, "-certs DIR or -insecure: the links between processes need mutual TLS"},
-		{insecure, 0, torch, true, "-stage 0: the torchrun environment makes this process stage 1"},
 		{withAddrs, -1, Config{}, false, "-stage: which stage this process serves (or run it under torchrun or a JobSet, which say)"},
 		{insecure, 0, Config{}, false, "-stage-addrs: the stages' addresses, host:port, in stage order"},
-		{insecure, -1, Config{Launcher: "torchrun", Stage: 0, Stages: 2}, true, "-stage-addrs: the stages' addresses"},
-		{withAddrs, -1, Config{Launcher: "jobset", Stage: 0, Stages: 3}, true, "-stage-addrs: 2 addresses, the jobset environment 3 stages"},
+		{insecure, -1, Config{Launcher: "torchrun", Rank: 0, Procs: 2, Stride: 2}, true, "-stage-addrs: the stages' addresses"},
+		{withAddrs, -1, Config{Launcher: "jobset", Rank: 0, Procs: 3, Stride: 1}, true, "-stage-addrs: 2 addresses, the jobset environment 3 processes: give one per process"},
 		{withAddrs, 2, Config{}, false, "-stage 2: -stage-addrs gives the addresses of stages 0..1"},
 		{Net{StageAddrs: "h0:1,h1:1", Credentials: Credentials{Insecure: true}, ConnectTimeout: time.Second}, 0, Config{}, false, "-insecure: plaintext refused: h0:1 is not a loopback address"},
 	} {
@@ -112,6 +111,6 @@ func TestStagePlace(t *testing.T) {
 	auto := Net{StageAddrs: "127.0.0.1:7000,localhost:7001", ConnectTimeout: time.Second, StallTimeout: 3 * time.Second}
 	_, err = auto.StagePlace(1, "", Config{}, false)
 	require.NoError(t, err, "on loopback auto shares memory: no credentials, and its least stall timeout")
-	_, err = insecure.StagePlace(-1, ":9000", Config{Launcher: "jobset", Stages: 2, Addrs: []string{"p0:1", "p1:1"}}, true)
+	_, err = insecure.StagePlace(-1, ":9000", Config{Launcher: "jobset", Procs: 2, Stride: 1, Addrs: []string{"p0:1", "p1:1"}}, true)
 	require.ErrorContains(t, err, "p0:1 is not a loopback address", "the addresses it dials, and where it listens, are checked")
 }

@@ -30,8 +30,12 @@ type Place struct {
 	// host:port, as the other peers dial them: one per stage of the plan,
 	// in stage order, when each hosts one; else one per process, each
 	// hosting the stages of the plan the run's placement gives it
-	// (Hosts), its k-th stage (in stage order) at host:port+k.
+	// (Hosts), its k-th stage (in stage order) at host:port+k·Stride.
 	Addrs []string
+	// Stride is the ports between the consecutive stages of a process
+	// that hosts several (0 is 1): a launcher's (Config.Stride) under a
+	// launcher, else 1.
+	Stride int
 	// Stage is the stage this process serves, from 0, or -1 for the
 	// driver, which dials the stages and listens on none.
 	Stage int
@@ -67,7 +71,13 @@ func (pl Place) Identity(plan *graphsplit.Plan) transport.Identity {
 // hosts, in stage order, as the run's placement (Spec; Hosts below) gives
 // them.
 func (pl Place) Hosts(costs []float64) ([][]int, error) {
-	return Hosts(pl.Spec, costs, len(pl.Addrs), "stage_addrs")
+	hosts, err := Hosts(pl.Spec, costs, len(pl.Addrs), "stage_addrs")
+	var re *runspec.Error
+	if pl.Launcher != "" && pl.AddrsFrom != "{stage_addrs}" && errors.As(err, &re) && re.Setting == "stage_addrs" {
+		// The processes are the launcher's, not a flag's.
+		return nil, &runspec.Error{Setting: "stages", Reason: fmt.Sprintf("the %s environment starts %d processes: %s", pl.Launcher, len(pl.Addrs), re.Reason)}
+	}
+	return hosts, err
 }
 
 // Hosts lists the stages each of w processes hosts of a plan whose
@@ -104,8 +114,8 @@ func placementOf(spec runspec.Spec) (schedule.Placement, error) {
 }
 
 // Layout is what the peer's network transport is given for plan: each
-// stage's address (its process's address in Addrs, port+k for its k-th
-// stage) and the links of the plan's topology that join two
+// stage's address (its process's address in Addrs, port+k·Stride for its
+// k-th stage) and the links of the plan's topology that join two
 // processes — a link between two stages of one process is not on the
 // network (transport.Colocated carries it). Every peer of the pipeline
 // has the same layout; the handshake compares the links. Its errors are
@@ -123,13 +133,12 @@ func (pl Place) Layout(plan *graphsplit.Plan) ([]string, []transport.Link, error
 		if len(stages) == 1 {
 			continue
 		}
-		host, port, err := net.SplitHostPort(pl.Addrs[j])
-		first, perr := strconv.Atoi(port)
-		if err != nil || perr != nil {
-			return nil, nil, &runspec.Error{Setting: "stage_addrs", Value: pl.Addrs[j], Reason: "host:port with a port number, the first of the process's stages"}
-		}
 		for k, i := range stages {
-			worker[i], addrs[i] = j, net.JoinHostPort(host, strconv.Itoa(first+k))
+			a, err := pl.nth(pl.Addrs[j], k, len(stages))
+			if err != nil {
+				return nil, nil, &runspec.Error{Setting: "stage_addrs", Value: pl.Addrs[j], Reason: err.Error()}
+			}
+			worker[i], addrs[i] = j, a
 		}
 	}
 	var links []transport.Link
@@ -139,6 +148,21 @@ func (pl Place) Layout(plan *graphsplit.Plan) ([]string, []transport.Link, error
 		}
 	}
 	return addrs, links, nil
+}
+
+// nth is the address of the k-th of the n stages of the process at addr
+// (host:port, or :port to listen on every interface): its port+k·Stride.
+func (pl Place) nth(addr string, k, n int) (string, error) {
+	host, port, err := net.SplitHostPort(addr)
+	first, perr := strconv.Atoi(port)
+	if err != nil || perr != nil {
+		return "", errors.New("host:port with a port number, the first of the process's stages")
+	}
+	stride := max(pl.Stride, 1)
+	if last := first + (n-1)*stride; last > 65535 {
+		return "", errors.Errorf("its %d stages would listen up to port %d: give a first port of at most %d", n, last, 65535-(n-1)*stride)
+	}
+	return net.JoinHostPort(host, strconv.Itoa(first+k*stride)), nil
 }
 
 // Peer is the transport peer the process is: transport.Driver for Stage

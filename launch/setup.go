@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -286,18 +285,26 @@ func ServeBeside(ctx context.Context, serve func(context.Context) error, grace t
 	}
 }
 
-// StageHosts is the host of each of n stages: hosts itself when it names
-// one per stage, or its one host n times (every stage on one host, as
-// StartLocal runs them). Any other count is an error naming the pipemare
-// command's -stages and -hosts.
-func StageHosts(hosts []string, n int) ([]string, error) {
-	switch {
-	case n < 1:
+// StageHosts is the hosts each of n stages' certificate is valid for:
+// hosts itself, one each, when it names one per stage; its one host n
+// times (every stage on one host, as StartLocal runs them); or, for fewer
+// hosts than stages (processes that each host several, as the run's
+// placement gives them once the model is cut), every host for every
+// stage. More hosts than stages is an error naming the pipemare command's
+// -stages and -hosts.
+func StageHosts(hosts []string, n int) ([][]string, error) {
+	if n < 1 {
 		return nil, &runspec.Error{Setting: "stages", Value: strconv.Itoa(n), Reason: "the number of stages, at least 1"}
-	case len(hosts) == n:
-		return hosts, nil
-	case len(hosts) == 1:
-		return slices.Repeat(hosts, n), nil
 	}
-	return nil, &runspec.Error{Setting: "stages", Value: fmt.Sprintf("%d and {hosts} with %d hosts", n, len(hosts)), Reason: fmt.Sprintf("give one host per stage, or one host for all %d", n)}
+	if len(hosts) > n {
+		return nil, &runspec.Error{Setting: "stages", Value: fmt.Sprintf("%d and {hosts} with %d hosts", n, len(hosts)), Reason: fmt.Sprintf("give at most one host per stage: %d", n)}
+	}
+	out := make([][]string, n)
+	for i := range out {
+		out[i] = hosts
+		if len(hosts) == n {
+			out[i] = hosts[i : i+1]
+		}
+	}
+	return out, nil
 }

@@ -25,7 +25,7 @@ func TestDecide(t *testing.T) {
 	addrs := insecure
 	addrs.StageAddrs = "127.0.0.1:7000,127.0.0.1:7001"
 	jobset := func(stage int) Config {
-		return Config{Launcher: "jobset", Stage: stage, Stages: 2, Addrs: []string{"127.0.0.1:7000", "127.0.0.1:7001"}, Listen: "127.0.0.1:7000"}
+		return Config{Launcher: "jobset", Rank: stage, Procs: 2, Stride: 1, Addrs: []string{"127.0.0.1:7000", "127.0.0.1:7001"}, Listen: "127.0.0.1:7000"}
 	}
 	for _, c := range []struct {
 		s     Setup
@@ -37,8 +37,8 @@ func TestDecide(t *testing.T) {
 		{Setup{Net: net}, Config{}, false, InProcess, Place{Stage: -1}},
 		{Setup{Net: net, Procs: 2, ProcsGiven: true, Pin: true}, Config{}, false, LocalProcs, Place{Stage: -1}},
 		{Setup{Net: addrs}, Config{}, false, Remote, Place{Addrs: []string{"127.0.0.1:7000", "127.0.0.1:7001"}, Stage: -1, AddrsFrom: "{stage_addrs}"}},
-		{Setup{Net: insecure}, jobset(0), true, LaunchedFirst, Place{Addrs: jobset(0).Addrs, Stage: 0, Listen: "127.0.0.1:7000", Launcher: "jobset", AddrsFrom: "the jobset environment"}},
-		{Setup{Net: insecure}, jobset(1), true, LaunchedStage, Place{Addrs: jobset(1).Addrs, Stage: 1, Listen: "127.0.0.1:7000", Launcher: "jobset", AddrsFrom: "the jobset environment"}},
+		{Setup{Net: insecure}, jobset(0), true, LaunchedFirst, Place{Addrs: jobset(0).Addrs, Stride: 1, Stage: 0, Listen: "127.0.0.1:7000", Launcher: "jobset", AddrsFrom: "the jobset environment"}},
+		{Setup{Net: insecure}, jobset(1), true, LaunchedStage, Place{Addrs: jobset(1).Addrs, Stride: 1, Stage: 1, Listen: "127.0.0.1:7000", Launcher: "jobset", AddrsFrom: "the jobset environment"}},
 	} {
 		w, pl, err := c.s.Decide(c.env, c.found)
 		require.NoError(t, err, "%+v", c)
@@ -181,17 +181,21 @@ func TestLocalDriver(t *testing.T) {
 	require.NoError(t, d.Stop(time.Second))
 }
 
-// TestStageHosts: one host per stage, or one host for all; any other
-// count names the flags.
+// TestStageHosts: one host per stage, one host for all, or, for fewer
+// hosts than stages, every host for every stage; more hosts than stages
+// is an error.
 func TestStageHosts(t *testing.T) {
 	h, err := StageHosts([]string{"a", "b"}, 2)
 	require.NoError(t, err)
-	require.Equal(t, []string{"a", "b"}, h)
+	require.Equal(t, [][]string{{"a"}, {"b"}}, h)
 	h, err = StageHosts([]string{"a"}, 3)
 	require.NoError(t, err)
-	require.Equal(t, []string{"a", "a", "a"}, h)
-	_, err = StageHosts([]string{"a", "b"}, 3)
-	requireFlags(t, err, "-stages 3 and -hosts with 2 hosts: give one host per stage, or one host for all 3")
+	require.Equal(t, [][]string{{"a"}, {"a"}, {"a"}}, h)
+	h, err = StageHosts([]string{"a", "b"}, 3)
+	require.NoError(t, err)
+	require.Equal(t, [][]string{{"a", "b"}, {"a", "b"}, {"a", "b"}}, h)
+	_, err = StageHosts([]string{"a", "b", "c"}, 2)
+	requireFlags(t, err, "-stages 2 and -hosts with 3 hosts: give at most one host per stage: 2")
 	_, err = StageHosts([]string{"a"}, 0)
 	requireFlags(t, err, "-stages 0: the number of stages, at least 1")
 }

@@ -19,25 +19,25 @@ import (
 // listed, as StagePlace makes one for each, listening on listens (one per
 // stage, in the same order; none: each on its own address). The
 // addresses are one per process (Place.Addrs): CheckHosted checks the
-// stages against them once the plan is known.
+// stages against them once the plan is known. Under a launcher it is the
+// process's one place (StagePlace), whose stages Launched gives once the
+// plan is known, checking the stages listed against them.
 // It refuses, naming the flag, an empty or repeated list, listens that
-// are not one per stage, and several stages under a launcher, whose
-// processes serve one stage each.
+// are not one per stage, and, under a launcher, more than one listen (its
+// k-th stage listens at the first's port+k·Stride).
 func (n Net) StagesPlaces(stages []int, listens []string, env Config, found bool) ([]Place, error) {
 	switch {
 	case len(stages) == 0:
 		return nil, &runspec.Error{Setting: "stage", Reason: "which stages this process serves"}
-	case len(stages) == 1:
+	case found && len(listens) > 1:
+		return nil, &runspec.Error{Setting: "listen", Value: strings.Join(listens, ","), Reason: fmt.Sprintf("under %s, the first stage's address: the k-th listens at its port+k·%d", env.Launcher, max(env.Stride, 1))}
+	case found || len(stages) == 1 && len(listens) <= 1:
 		listen := ""
 		if len(listens) == 1 {
 			listen = listens[0]
 		}
-		if len(listens) <= 1 {
-			pl, err := n.stagePlace(stages[0], listen, env, found)
-			return []Place{pl}, err
-		}
-	case found:
-		return nil, &runspec.Error{Setting: "stage", Value: StageList(stages), Reason: "the " + env.Launcher + " environment starts one process per stage"}
+		pl, err := n.stagePlace(stages[0], listen, env, found)
+		return []Place{pl}, err
 	}
 	if len(listens) > 0 && len(listens) != len(stages) {
 		return nil, &runspec.Error{Setting: "listen", Value: strings.Join(listens, ","), Reason: fmt.Sprintf("one per stage of {stage} %s, in the same order", StageList(stages))}
@@ -56,6 +56,40 @@ func (n Net) StagesPlaces(stages []int, listens []string, env Config, found bool
 			return nil, err
 		}
 		pls[k] = pl
+	}
+	return pls, nil
+}
+
+// Launched is the places of the stages the process at pl hosts under the
+// launcher of env (pl: StagePlace's, or StagesPlaces' one, under that
+// launcher), for a plan whose stages have these costs
+// (graphsplit.Plan.Costs): the stages the run's placement gives the
+// process of env.Rank (Place.Hosts over the processes' addresses), the
+// k-th listening at pl.Listen's port+k·Stride ("": its own address).
+// listed, if not nil, are the stages a command line gave (-stage): they
+// must be those. Its errors are *runspec.Error naming the setting.
+func Launched(pl Place, env Config, listed []int, costs []float64) ([]Place, error) {
+	hosts, err := pl.Hosts(costs)
+	if err != nil {
+		return nil, err
+	}
+	stages := hosts[env.Rank]
+	if listed != nil && !slices.Equal(listed, stages) {
+		placement, _ := placementOf(pl.Spec) // Hosts has placed by it
+		return nil, &runspec.Error{Setting: "stage", Value: StageList(listed), Reason: fmt.Sprintf("the %s environment makes this process rank %d of %d, which hosts stages %s of %d placed %v", env.Launcher, env.Rank, len(hosts), StageList(stages), len(costs), placement)}
+	}
+	pls := make([]Place, len(stages))
+	for k, i := range stages {
+		pls[k] = pl
+		pls[k].Stage = i
+		if pl.Listen != "" && k > 0 {
+			if strings.HasPrefix(pl.Listen, "fd:") {
+				return nil, &runspec.Error{Setting: "listen", Value: pl.Listen, Reason: fmt.Sprintf("an inherited socket serves one stage, and this process hosts stages %s: give :port (its k-th stage listens at port+k·%d)", StageList(stages), max(pl.Stride, 1))}
+			}
+			if pls[k].Listen, err = pl.nth(pl.Listen, k, len(stages)); err != nil {
+				return nil, &runspec.Error{Setting: "listen", Value: pl.Listen, Reason: err.Error()}
+			}
+		}
 	}
 	return pls, nil
 }

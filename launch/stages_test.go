@@ -198,3 +198,60 @@ func TestCheckHostedFollowsTheBalancedPlacement(t *testing.T) {
 		require.NoError(t, CheckHosted(places(runspec.Spec{Model: "mlp", Schedule: "pipemare", Placement: "contiguous"}, h), costs), "placed contiguous, %v is a process's", h)
 	}
 }
+
+// TestLayoutStride: under torchrun, whose processes share their node's
+// ports, a process's k-th stage is at port+k·WORLD_SIZE, so that no two
+// stages of the node take one port; a stride that runs past port 65535
+// is an error naming the first port that fits.
+func TestLayoutStride(t *testing.T) {
+	plan := chainPlan(t)
+	zbv := runspec.Spec{Model: "mlp", Schedule: "zb-v"}
+	addrs, links, err := Place{Addrs: []string{"n:29501", "n:29502"}, Stride: 2, Stage: -1, Spec: zbv}.Layout(plan)
+	require.NoError(t, err)
+	require.Equal(t, []string{"n:29501", "n:29502", "n:29504", "n:29503"}, addrs)
+	require.Equal(t, []transport.Link{{A: 0, B: 1}, {A: 2, B: 3}}, links)
+	_, _, err = Place{Addrs: []string{"n:65534", "n:65535"}, Stride: 2, Stage: -1, Spec: zbv}.Layout(plan)
+	require.EqualError(t, err, "stage_addrs n:65534: its 2 stages would listen up to port 65536: give a first port of at most 65533")
+}
+
+// TestLaunched: under a launcher, the process of each rank hosts the
+// stages the run's placement gives it, its k-th listening at its first
+// one's port+k·Stride (or at its own address when it listens there);
+// stages a command line lists must be those, or the error names the
+// rank's.
+func TestLaunched(t *testing.T) {
+	plan := chainPlan(t)
+	zbv := runspec.Spec{Model: "mlp", Schedule: "zb-v"}
+	torch := Config{Launcher: "torchrun", Rank: 1, Procs: 2, Stride: 2, Addrs: []string{"n:29501", "n:29502"}, Listen: "n:29502"}
+	pl := Place{Addrs: torch.Addrs, Stride: 2, Stage: 1, Listen: ":29502", Launcher: "torchrun", Spec: zbv}
+	pls, err := Launched(pl, torch, nil, plan.Costs())
+	require.NoError(t, err)
+	require.Len(t, pls, 2)
+	for k, want := range []struct {
+		stage  int
+		listen string
+	}{{1, ":29502"}, {2, ":29504"}} {
+		require.Equal(t, want.stage, pls[k].Stage)
+		require.Equal(t, want.listen, pls[k].Listen)
+		require.Equal(t, pl.Addrs, pls[k].Addrs)
+	}
+	pl.Listen = ""
+	pls, err = Launched(pl, torch, []int{1, 2}, plan.Costs())
+	require.NoError(t, err)
+	require.Equal(t, []string{"", ""}, []string{pls[0].Listen, pls[1].Listen}, "each at its own address in Layout")
+	require.NoError(t, CheckHosted(pls, plan.Costs()))
+
+	_, err = Launched(pl, torch, []int{1}, plan.Costs())
+	require.EqualError(t, err, "stage 1: the torchrun environment makes this process rank 1 of 2, which hosts stages 1,2 of 4 placed v")
+	torch.Rank = 0
+	pls, err = Launched(pl, torch, nil, plan.Costs())
+	require.NoError(t, err)
+	require.Equal(t, []int{0, 3}, []int{pls[0].Stage, pls[1].Stage}, "rank 0 hosts stage 0, beside the driver")
+	three := pl
+	three.Addrs = []string{"n:1", "n:2", "n:3"}
+	_, err = Launched(three, torch, nil, plan.Costs())
+	require.EqualError(t, err, "stages: the torchrun environment starts 3 processes: placed v, every process hosts as many of the plan's 4 stages: give stages a multiple of 3, or processes that divide 4", "the processes are the launcher's, not -stage-addrs'")
+	pl.Listen = "fd:3"
+	_, err = Launched(pl, torch, nil, plan.Costs())
+	require.EqualError(t, err, "listen fd:3: an inherited socket serves one stage, and this process hosts stages 0,3: give :port (its k-th stage listens at port+k·2)")
+}

@@ -67,11 +67,11 @@ func TestJobSetManifestArgs(t *testing.T) {
 	for _, e := range c.Env {
 		env[e.Name] = e.Value
 	}
-	stages := rj.Template.Spec.Completions
-	require.Equal(t, strconv.Itoa(stages), env[launch.EnvStages])
-	for i := range stages {
+	pods := rj.Template.Spec.Completions
+	require.Equal(t, strconv.Itoa(pods), env[launch.EnvProcs])
+	for i := range pods {
 		podEnv := map[string]string{
-			launch.EnvCompletionIndex: strconv.Itoa(i), launch.EnvStages: env[launch.EnvStages], launch.EnvPort: env[launch.EnvPort],
+			launch.EnvCompletionIndex: strconv.Itoa(i), launch.EnvProcs: env[launch.EnvProcs], launch.EnvPort: env[launch.EnvPort],
 			launch.EnvJobSetName: js.Metadata.Name, launch.EnvReplicatedJob: rj.Name, launch.EnvJobIndex: "0",
 		}
 		defer func(f func(string) (string, bool)) { lookupEnv = f }(lookupEnv)
@@ -80,7 +80,7 @@ func TestJobSetManifestArgs(t *testing.T) {
 		fs, o, tf := trainFlagSet()
 		require.NoError(t, fs.Parse(c.Args[1:]), "the flags exist")
 		require.Zero(t, fs.NArg(), "no stray argument")
-		w, pl, err := tf.place()
+		w, pl, _, err := tf.place()
 		require.NoError(t, err)
 		require.Equal(t, i, pl.Stage)
 		require.Equal(t, "jobset", pl.Launcher)
@@ -97,7 +97,7 @@ func TestJobSetManifestArgs(t *testing.T) {
 		require.NoError(t, err)
 		n, err := runout.StageCount(r, o.stages)
 		require.NoError(t, err)
-		require.Equal(t, stages, n, "one stage per pod")
+		require.Equal(t, pods, n, "one stage per pod")
 	}
 }
 
@@ -118,7 +118,7 @@ func TestUsageExamples(t *testing.T) {
 		case "train":
 			fs, _, tf := trainFlagSet()
 			require.NoError(t, fs.Parse(args[2:]), line)
-			_, _, err := tf.place()
+			_, _, _, err := tf.place()
 			require.NoError(t, err, line)
 		case "eval":
 			code, _, stderr := runCLI(t.Context(), args[1:]...)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -82,6 +83,7 @@ func TestProcsHostSeveralStages(t *testing.T) {
 		requireCleanedUp(t, pids, tmp)
 		if c.run[1] == "zb-v" && c.extra == nil {
 			handStartedHostsSeveralStages(t, alone)
+			torchrunHostsSeveralStages(t, alone)
 		}
 		if c.run[1] == "1f1b" {
 			handStartedBalanced(t, hosts)
@@ -147,6 +149,48 @@ func handStartedHostsSeveralStages(t *testing.T, want runReportJSON) {
 	code, _, stderr = runCLI(context.Background(), append([]string{"stage", "-stage", "0,1", "-stage-addrs", addrs, "-insecure"}, run...)...)
 	require.Equal(t, 2, code, stderr)
 	require.Contains(t, stderr, "-stage 0,1: placed v, the 4 stages on 2 processes make processes of stages 0,3 or 1,2: give one of those")
+}
+
+// torchrunHostsSeveralStages: two pipemare train processes with the same
+// flags and torchrun's environment on one node (WORLD_SIZE 2) host zb-v's
+// 4 stages as its V places them — rank 0 drives and serves stages 0 and 3
+// at MASTER_PORT+1 and +3, rank 1 serves 1 and 2 at +2 and +4 — and train
+// what the in-process engine trained (want: cnnArgs under zb-v). Under
+// that environment, a pipemare stage given other stages than its rank's
+// is refused, naming its rank's.
+func torchrunHostsSeveralStages(t *testing.T, want runReportJSON) {
+	t.Helper()
+	run := append(append([]string{}, cnnArgs...), "-schedule", "zb-v")
+	master := freePorts(t, 5) // MASTER_PORT, then rank r's k-th stage at MASTER_PORT+1+r+2k
+	torchrun := func(rank int) []string {
+		return []string{"RANK=" + strconv.Itoa(rank), "WORLD_SIZE=2", "LOCAL_WORLD_SIZE=2", "MASTER_ADDR=127.0.0.1", "MASTER_PORT=" + strconv.Itoa(master)}
+	}
+	dir := t.TempDir()
+	ps := []*proc{nil, start(t, torchrun(1), append([]string{"train", "-insecure", "-out", dir}, run...)...)}
+	ps[0] = start(t, torchrun(0), append([]string{"train", "-insecure", "-out", dir}, run...)...)
+	for i, p := range ps {
+		code, out, stderr := p.wait(t, time.Minute)
+		require.Equal(t, 0, code, "rank %d:\n%s\n%s", i, out, stderr)
+		if i == 1 {
+			require.Contains(t, out, "stages 1,2: stopped by the driver")
+		}
+	}
+	got := reportOf(t, dir)
+	require.Equal(t, want.Result.WeightsSHA256, got.Result.WeightsSHA256, "torchrun's two processes of two stages train like the engine")
+	require.Equal(t, "torchrun", got.Placement.Launcher)
+	require.Equal(t, [][]int{{0, 3}, {1, 2}}, got.Placement.Hosts)
+	require.Equal(t, []string{fmt.Sprintf("127.0.0.1:%d", master+1), fmt.Sprintf("127.0.0.1:%d", master+2)}, got.Placement.Addresses, "one per process")
+
+	env := map[string]string{}
+	for _, kv := range torchrun(1) {
+		k, v, _ := strings.Cut(kv, "=")
+		env[k] = v
+	}
+	defer func(f func(string) (string, bool)) { lookupEnv = f }(lookupEnv)
+	lookupEnv = func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	code, _, stderr := runCLI(context.Background(), append([]string{"stage", "-stage", "1", "-insecure"}, run...)...)
+	require.Equal(t, 2, code, stderr)
+	require.Contains(t, stderr, "-stage 1: the torchrun environment makes this process rank 1 of 2, which hosts stages 1,2 of 4 placed v")
 }
 
 // TestMaxRestartsHostingSeveralStages: train -procs 2 -stages 3 hosts

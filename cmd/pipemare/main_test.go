@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/x509"
 	"encoding/json"
+	"encoding/pem"
 	"flag"
 	"fmt"
 	"image/png"
@@ -470,8 +472,9 @@ func TestEveryModelInTheUsage(t *testing.T) {
 }
 
 // TestCertsForStagesOnOneHost: pipemare certs with one host and -stages N
-// writes the files of N stages; with as many hosts as stages as before; a
-// count that fits neither is refused naming both flags.
+// writes the files of N stages; with as many hosts as stages as before;
+// with fewer, each stage's certificate is valid for every host; more
+// hosts than stages is refused naming both flags.
 func TestCertsForStagesOnOneHost(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "certs")
 	code, out, stderr := runCLI(context.Background(), "certs", "-out", dir, "-hosts", "127.0.0.1", "-stages", "3")
@@ -486,7 +489,22 @@ func TestCertsForStagesOnOneHost(t *testing.T) {
 	code, out, stderr = runCLI(context.Background(), "certs", "-out", filepath.Join(t.TempDir(), "c"), "-hosts", "127.0.0.1")
 	require.Equal(t, 0, code, stderr)
 	require.Contains(t, out, "1 stage (one host: give -stages N for N stages on it)", "one host alone says what more stages need")
-	code, _, stderr = runCLI(context.Background(), "certs", "-out", filepath.Join(t.TempDir(), "c"), "-hosts", "a,b", "-stages", "3")
+	// Two processes hosting three stages: which hosts which is decided
+	// once the model is cut, so each stage's certificate names both.
+	dir = filepath.Join(t.TempDir(), "c")
+	code, out, stderr = runCLI(context.Background(), "certs", "-out", dir, "-hosts", "a,b", "-stages", "3")
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, out, "3 stages, each valid for all 2 hosts")
+	for i := range 3 {
+		raw, err := os.ReadFile(filepath.Join(dir, fmt.Sprintf("stage-%d.pem", i)))
+		require.NoError(t, err)
+		block, _ := pem.Decode(raw)
+		require.NotNil(t, block)
+		cert, err := x509.ParseCertificate(block.Bytes)
+		require.NoError(t, err)
+		require.Equal(t, []string{"a", "b"}, cert.DNSNames, "stage %d", i)
+	}
+	code, _, stderr = runCLI(context.Background(), "certs", "-out", filepath.Join(t.TempDir(), "c"), "-hosts", "a,b,c", "-stages", "2")
 	require.Equal(t, 2, code)
-	require.Contains(t, stderr, "-stages 3 and -hosts with 2 hosts: give one host per stage, or one host for all 3")
+	require.Contains(t, stderr, "-stages 2 and -hosts with 3 hosts: give at most one host per stage: 2")
 }

@@ -62,19 +62,19 @@ func (t *trainFlags) checkRestarts(fs *flag.FlagSet) error {
 // a launcher's environment (launch.Setup: under torchrun or a JobSet the
 // process of stage 0 drives and serves stage 0; every other process
 // serves its stage). Errors of the command line are usageErr.
-func (t *trainFlags) place() (launch.Where, launch.Place, error) {
+func (t *trainFlags) place() (launch.Where, launch.Place, launch.Config, error) {
 	env, found, err := launch.FromEnv(lookupEnv)
 	if err != nil {
-		return 0, launch.Place{}, err
+		return 0, launch.Place{}, env, err
 	}
 	w, pl, err := launch.Setup{Net: t.net, Procs: t.procs, ProcsGiven: t.procsSet, Pin: t.cpu.pin}.Decide(env, found)
 	if err != nil {
-		return 0, pl, usageErr{err}
+		return 0, pl, env, usageErr{err}
 	}
 	if w == launch.LocalProcs { // what carries them, which their driver tells them (stageArgs)
 		t.net.Transport = t.net.Transport.For(w, nil)
 	}
-	return w, pl, nil
+	return w, pl, env, nil
 }
 
 // stopGrace is how long train waits for its stage processes to exit once
@@ -95,33 +95,36 @@ func grace(err error) time.Duration {
 	return stopGrace
 }
 
-// connect sets cfg.Connect to reach the stages where w says, starting
-// them first when train runs them itself (-procs; under a launcher, stage
-// 0 beside the driver: launch.ServeBeside). It returns stop, which the
-// caller calls once training returned (with its error): it ends and
-// waits for what connect started and returns how that ended.
-func (t *trainFlags) connect(ctx context.Context, cfg *train.Config, o *options, w launch.Where, pl launch.Place, rep *rundir.Placement, r zoo.Recipe, trainSet zoo.Data, stdout, stderr io.Writer) (stop func(error) error) {
-	switch w {
-	case launch.Remote:
-		connect := t.net.Connector(pl)
-		cfg.Connect = func(ctx context.Context, plan *graphsplit.Plan) (transport.Endpoint, error) {
-			if hosts, err := pl.Hosts(plan.Costs()); err == nil && len(hosts) < len(plan.Stages) { // else Connect says what is wrong
-				rep.Hosts, rep.PlacedBy = hosts, pl.Spec.Placement
-			}
-			return connect(ctx, plan)
-		}
-	case launch.LaunchedFirst: // stage 0 as a stage process would serve it
-		first, scfg := pl, *cfg
-		stop = launch.ServeBeside(ctx, func(ctx context.Context) error {
-			return serveStage(ctx, r, trainSet, scfg, t.net, first, io.Discard)
-		}, stopGrace)
-		pl.Stage = -1
-		cfg.Connect = t.net.Connector(pl)
-		return stop
+// connect sets cfg.Connect to reach the stages where j says, starting
+// them first when train runs them itself (-procs; under a launcher, the
+// stages of rank 0 beside the driver: launch.ServeBeside), recording in
+// rep the stages each process hosts when one hosts several. It returns
+// stop, which the caller calls once training returned (with its error):
+// it ends and waits for what connect started and returns how that ended.
+func (t *trainFlags) connect(ctx context.Context, cfg *train.Config, o *options, j trainJob, rep *rundir.Placement, stdout, stderr io.Writer) (stop func(error) error) {
+	stop = func(error) error { return nil }
+	pl := j.pl
+	switch j.where {
 	case launch.LocalProcs:
 		return t.startLocal(cfg, o, pl.Spec, rep, stdout, stderr)
+	case launch.LaunchedFirst: // rank 0's stages as a stage process would serve them
+		scfg := *cfg
+		stop = launch.ServeBeside(ctx, func(ctx context.Context) error {
+			return serveStages(ctx, j.r, j.trainSet, scfg, t.net, j.hosted, io.Discard)
+		}, stopGrace)
+		pl.Stage = -1
+	case launch.Remote:
+	default:
+		return stop
 	}
-	return func(error) error { return nil }
+	connect := t.net.Connector(pl)
+	cfg.Connect = func(ctx context.Context, plan *graphsplit.Plan) (transport.Endpoint, error) {
+		if hosts, err := pl.Hosts(plan.Costs()); err == nil && len(hosts) < len(plan.Stages) { // else Connect says what is wrong
+			rep.Hosts, rep.PlacedBy = hosts, pl.Spec.Placement
+		}
+		return connect(ctx, plan)
+	}
+	return stop
 }
 
 // startLocal sets cfg.Connect to start -procs's stage processes once the

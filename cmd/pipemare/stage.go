@@ -26,7 +26,7 @@ func stageCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	registerNet(fs, &n)
 	var cpu cpuFlags
 	cpu.register(fs, true)
-	index := fs.String("stage", "", "the stage this process serves, from 0, or the stages it hosts, comma-separated (those -placement gives one process: 0,3 for zb-v's first of 2 processes) (default: the launcher's RANK or JOB_COMPLETION_INDEX)")
+	index := fs.String("stage", "", "the stage this process serves, from 0, or the stages it hosts, comma-separated (those -placement gives one process: 0,3 for zb-v's first of 2 processes) (default: under a launcher, those -placement gives its RANK or JOB_COMPLETION_INDEX)")
 	listen := fs.String("listen", "", "address to listen on, or one per stage of -stage, comma-separated (default: each stage's own in -stage-addrs; :7000 for port 7000 of every interface; fd:N for a listening socket inherited as file descriptor N)")
 	spec := fs.String("spec", "", "the run's specification as JSON, in place of the run's flags (train -procs starts its stage processes so; settings.json's spec is one)")
 	if err := parse(fs, args, stdout, stderr); err != nil {
@@ -66,6 +66,15 @@ func stageCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		pls[k].Spec = resolved
 	}
 	costs, err := fitPlan(r, cfg, stagesOf(resolved), 0, pls[0])
+	if err == nil && found { // the stages the launcher's rank hosts
+		var listed []int
+		if *index != "" {
+			listed = stages
+		}
+		if pls, err = launch.Launched(pls[0], env, listed, costs); err != nil {
+			err = usageErr{err}
+		}
+	}
 	if err == nil {
 		if err = launch.CheckHosted(pls, costs); err != nil {
 			err = usageErr{err}
@@ -75,11 +84,6 @@ func stageCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return usageOr(fs, err)
 	}
 	return serveStages(ctx, r, trainSet, cfg, n, pls, stdout)
-}
-
-// serveStage serves stage pl.Stage of the run cfg describes (serveStages).
-func serveStage(ctx context.Context, r zoo.Recipe, trainSet zoo.Data, cfg train.Config, n launch.Net, pl launch.Place, stdout io.Writer) error {
-	return serveStages(ctx, r, trainSet, cfg, n, []launch.Place{pl}, stdout)
 }
 
 // serveStages serves the stages of pls (one process's, launch.Hosting) of

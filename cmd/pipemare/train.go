@@ -40,8 +40,8 @@ func trainCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	if j.where == launch.LaunchedStage { // a stage of a launched pipeline: no outputs of its own
-		return serveStage(ctx, j.r, j.trainSet, j.cfg, t.net, j.pl, stdout)
+	if j.where == launch.LaunchedStage { // a stage process of a launched pipeline: no outputs of its own
+		return serveStages(ctx, j.r, j.trainSet, j.cfg, t.net, j.hosted, stdout)
 	}
 	return t.train(ctx, o, j, stdout, stderr)
 }
@@ -49,8 +49,11 @@ func trainCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 // trainJob is what train's flags ask for, checked: where the stages run,
 // the run and its data, and where it starts (runout.RunStart).
 type trainJob struct {
-	where          launch.Where
-	pl             launch.Place
+	where launch.Where
+	pl    launch.Place
+	// hosted are the places of the stages this process serves under a
+	// launcher (launch.Launched): beside the driver at rank 0.
+	hosted         []launch.Place
 	r              zoo.Recipe
 	trainSet, test zoo.Data
 	cfg            train.Config
@@ -72,7 +75,8 @@ func (t *trainFlags) job(fs *flag.FlagSet, o *options) (j trainJob, err error) {
 	if o.out, j.from, j.how, err = runout.RunStart(t.resume, o.out, o.set()["out"]); err != nil {
 		return j, usageError(fs, "%v", err)
 	}
-	j.where, j.pl, err = t.place()
+	var env launch.Config
+	j.where, j.pl, env, err = t.place()
 	if err == nil {
 		err = t.cpu.apply()
 	}
@@ -83,7 +87,12 @@ func (t *trainFlags) job(fs *flag.FlagSet, o *options) (j trainJob, err error) {
 		return j, err
 	}
 	j.pl.Spec = train.Resolved(j.r, j.cfg)
-	_, err = fitPlan(j.r, j.cfg, o.stages, t.procs, j.pl)
+	costs, err := fitPlan(j.r, j.cfg, o.stages, t.procs, j.pl)
+	if err == nil && (j.where == launch.LaunchedFirst || j.where == launch.LaunchedStage) {
+		if j.hosted, err = launch.Launched(j.pl, env, nil, costs); err != nil {
+			err = usageErr{err}
+		}
+	}
 	return j, usageOr(fs, err)
 }
 
@@ -111,7 +120,7 @@ func (t *trainFlags) train(ctx context.Context, o *options, j trainJob, stdout, 
 	run.Report.Placement = runout.Placement(j.where, j.pl, t.net, t.cpu.cpus)
 	fmt.Fprintf(stdout, "training %s (%d examples) with %s, %s stages, N=%d × %d rows, %d epochs, lr %g (%s), T1 K=%d, T2 γ=%g, warm-up %d steps\n",
 		o.model, j.trainSet.Len(), runout.RunLabel(cfg), o.stages, cfg.Microbatches, cfg.Microbatch, cfg.Epochs, cfg.LR, cfg.SolverName(), cfg.T1, cfg.T2, cfg.Warmup)
-	stop := t.connect(ctx, &cfg, o, j.where, j.pl, run.Report.Placement, j.r, j.trainSet, stdout, stderr)
+	stop := t.connect(ctx, &cfg, o, j, run.Report.Placement, stdout, stderr)
 	res, err := trainWithProgress(ctx, j.r.Build, cfg, j.trainSet, j.test, stdout, stderr)
 	err = errors.Join(err, stop(err))
 	if ctx.Err() != nil && errors.Is(err, context.Canceled) { // Ctrl-C: say where it stopped, not the engine's error

@@ -80,9 +80,9 @@ func TestManifest(t *testing.T) {
 	for _, e := range c.Env {
 		env[e.Name] = e
 	}
-	stages, err := strconv.Atoi(env[launch.EnvStages].Value)
+	pods, err := strconv.Atoi(env[launch.EnvProcs].Value)
 	require.NoError(t, err)
-	require.EqualValues(t, stages, *job.Completions, "one pod per stage")
+	require.EqualValues(t, pods, *job.Completions, "one pipemare process per pod")
 	port := env[launch.EnvPort].Value
 	require.Len(t, c.Ports, 1)
 	require.Equal(t, port, strconv.Itoa(int(c.Ports[0].ContainerPort)))
@@ -115,16 +115,16 @@ func TestManifest(t *testing.T) {
 	if js.Spec.Network.Subdomain != "" {
 		sub = js.Spec.Network.Subdomain
 	}
-	for i := 0; i < stages; i++ {
+	for i := 0; i < pods; i++ {
 		podEnv := map[string]string{
-			"JOB_COMPLETION_INDEX": strconv.Itoa(i), launch.EnvStages: env[launch.EnvStages].Value, launch.EnvPort: port,
+			"JOB_COMPLETION_INDEX": strconv.Itoa(i), launch.EnvProcs: env[launch.EnvProcs].Value, launch.EnvPort: port,
 			launch.EnvJobSetName: js.Name, launch.EnvReplicatedJob: rj.Name, launch.EnvJobIndex: "0",
 			launch.EnvHostname: js.Name + "-" + rj.Name + "-0-" + strconv.Itoa(i),
 		}
 		cfg, found, err := launch.FromEnv(func(k string) (string, bool) { v, ok := podEnv[k]; return v, ok })
 		require.NoError(t, err)
 		require.True(t, found)
-		require.Equal(t, i, cfg.Stage)
+		require.Equal(t, i, cfg.Rank)
 		require.Equal(t, ":"+port, cfg.Listen)
 		require.Equal(t, "pipemare-stage-0-"+strconv.Itoa(i)+"."+sub+":"+port, cfg.Addrs[i])
 	}

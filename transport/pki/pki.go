@@ -122,16 +122,33 @@ func Name(p transport.Peer) string {
 }
 
 // Write makes a new CA in dir (created if missing) and certificates for
-// the driver and for stage i valid for stageHosts[i], one stage per host.
-// It refuses to overwrite existing files. Keys are written readable by
-// their owner only.
+// the driver and for stage i valid for stageHosts[i], one stage per host
+// (WriteHosts).
 func Write(dir string, stageHosts []string) error {
+	hosts := make([][]string, len(stageHosts))
+	for i, h := range stageHosts {
+		hosts[i] = []string{h}
+	}
+	return WriteHosts(dir, hosts)
+}
+
+// WriteHosts makes a new CA in dir (created if missing) and certificates
+// for the driver and for stage i valid for each host of stageHosts[i]:
+// every host a stage may run on, when which process hosts it is decided
+// once the model is cut. It refuses to overwrite existing files. Keys are
+// written readable by their owner only.
+func WriteHosts(dir string, stageHosts [][]string) error {
 	if len(stageHosts) == 0 {
 		return errors.New("no stage hosts: give one host (name or IP address) per stage, in stage order")
 	}
-	for i, h := range stageHosts {
-		if net.ParseIP(h) == nil && (strings.TrimSpace(h) == "" || strings.ContainsAny(h, " :/[]")) {
-			return errors.Errorf("host %d %q: give a host name or an IP address, without a port", i, h)
+	for i, hs := range stageHosts {
+		if len(hs) == 0 {
+			return errors.Errorf("stage %d: no host to make its certificate valid for", i)
+		}
+		for _, h := range hs {
+			if net.ParseIP(h) == nil && (strings.TrimSpace(h) == "" || strings.ContainsAny(h, " :/[]")) {
+				return errors.Errorf("host %d %q: give a host name or an IP address, without a port", i, h)
+			}
 		}
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -149,7 +166,7 @@ func Write(dir string, stageHosts []string) error {
 	for p := transport.Driver; int(p) < len(stageHosts); p++ {
 		var hosts []string
 		if p != transport.Driver {
-			hosts = []string{stageHosts[p]}
+			hosts = stageHosts[p]
 		}
 		cert, key, err := ca.Issue(p, hosts)
 		if err != nil {
