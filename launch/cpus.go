@@ -9,21 +9,24 @@ import (
 
 // Pin pins this process — every thread, and so every thread started later
 // — to cpus (as taskset does) and sets GOMAXPROCS to their number, or to
-// at least 2 for a stage process (stage true), unless the GOMAXPROCS
-// environment variable sets it. A stage needs the second: with one, the
-// transport's goroutines wait for the compute to block before they send
-// or receive, and the stage's peers wait for its tensors (docs/speed.md
-// has the measurements). The caller calls it at start-up, before the
+// at least 2 for a stage process whose links are gRPC's (grpcStage),
+// unless the GOMAXPROCS environment variable sets it. gRPC's stage needs
+// the second: with one, its transport's goroutines wait for the compute to
+// block before they send or receive, and the stage's peers wait for its
+// tensors. Over shared memory a stage writes its tensors into the ring
+// itself, and a second P on the one CPU only costs it: the runtime's idle
+// P spins and wakes beside the compute (docs/speed.md has the
+// measurements of both). The caller calls it at start-up, before the
 // pipeline runs. A CPU the system does not let the process use is an
 // error naming the CPUs it may use; on systems other than Linux Pin
 // fails with affinity's ErrUnsupported.
-func Pin(cpus []int, stage bool) error {
+func Pin(cpus []int, grpcStage bool) error {
 	if err := affinity.PinProcess(cpus); err != nil {
 		return err
 	}
 	if os.Getenv("GOMAXPROCS") == "" {
 		procs := len(cpus)
-		if stage {
+		if grpcStage {
 			procs = max(2, procs)
 		}
 		runtime.GOMAXPROCS(procs)

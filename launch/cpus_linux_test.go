@@ -22,8 +22,8 @@ func TestOwnCPU(t *testing.T) {
 }
 
 // TestPin: GOMAXPROCS follows the CPUs a process is pinned to, at least 2
-// for a stage process, unless the environment sets it; a CPU the process
-// may not use is an error naming those it may.
+// for a stage process over gRPC, unless the environment sets it; a CPU
+// the process may not use is an error naming those it may.
 func TestPin(t *testing.T) {
 	allowed, err := affinity.Allowed()
 	require.NoError(t, err)
@@ -41,7 +41,7 @@ func TestPin(t *testing.T) {
 	require.Equal(t, one, now)
 
 	require.NoError(t, Pin(one, true))
-	require.Equal(t, 2, runtime.GOMAXPROCS(0), "a stage process has at least 2")
+	require.Equal(t, 2, runtime.GOMAXPROCS(0), "a stage process over gRPC has at least 2")
 	require.NoError(t, Pin(allowed, true))
 	require.Equal(t, max(2, len(allowed)), runtime.GOMAXPROCS(0))
 

@@ -258,8 +258,9 @@ func (c *cpuFlags) register(fs *flag.FlagSet, stage bool) {
 }
 
 // apply pins the process to -cpus, if given, and sets GOMAXPROCS to suit
-// (launch.Pin: for a stage process at least 2).
-func (c *cpuFlags) apply() error {
+// (launch.Pin: for a stage process whose links tr carries over gRPC at
+// least 2).
+func (c *cpuFlags) apply(tr launch.Transport) error {
 	if c.cpus == "" {
 		return nil
 	}
@@ -267,7 +268,7 @@ func (c *cpuFlags) apply() error {
 	if err != nil {
 		return usageErr{errors.Wrap(err, "-cpus")}
 	}
-	return errors.Wrapf(launch.Pin(cpus, c.stage), "-cpus %s", c.cpus)
+	return errors.Wrapf(launch.Pin(cpus, c.stage && tr == launch.TransportGRPC), "-cpus %s", c.cpus)
 }
 
 // stageCPUs is the -cpus of stage process i under -pin: a CPU of its own

@@ -54,7 +54,7 @@ func stageCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return usageError(fs, "%v", err)
 	}
-	if err := cpu.apply(); err != nil {
+	if err := cpu.apply(n.Transport.Resolve(pls[0].Addrs)); err != nil {
 		return usageOr(fs, err)
 	}
 	r, trainSet, _, cfg, err := o.run()
