@@ -114,7 +114,7 @@ func (s Setup) Fit(costs []float64, pl Place) error {
 	case s.Procs > 0:
 		_, err = Hosts(pl.Spec, costs, s.Procs, "procs")
 	case len(pl.Addrs) > 0:
-		_, err = Hosts(pl.Spec, costs, len(pl.Addrs), "stage_addrs")
+		_, err = pl.Hosts(costs)
 	}
 	return err
 }

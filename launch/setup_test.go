@@ -85,7 +85,8 @@ func TestDecide(t *testing.T) {
 // TestFit: stage processes, or addresses (one per process), no more
 // than the plan's stages, and dividing them unless placed in blocks
 // (balanced, the default here, or contiguous);
-// otherwise an error naming the flags and the way out.
+// otherwise an error naming the flags (a launcher's processes as the
+// launcher's, not -stage-addrs) and the way out.
 func TestFit(t *testing.T) {
 	addrs := Place{Addrs: []string{"h0:1", "h1:1"}, AddrsFrom: "{stage_addrs}"}
 	zbv := Place{Stage: -1, Spec: runspec.Spec{Model: "cnn", Schedule: "zb-v"}}
@@ -98,6 +99,8 @@ func TestFit(t *testing.T) {
 	requireFlags(t, Setup{Procs: 3}.Fit(make([]float64, 2), Place{Stage: -1}), "-procs 3: 3 processes for the plan's 2 stages: give at most 2")
 	requireFlags(t, Setup{Procs: 3}.Fit(make([]float64, 4), zbv), "-procs 3: placed v, every process hosts as many of the plan's 4 stages: give -stages a multiple of 3, or processes that divide 4")
 	requireFlags(t, Setup{}.Fit(make([]float64, 1), addrs), "-stage-addrs 2: 2 processes for the plan's 1 stages: give at most 1")
+	launched := Place{Addrs: []string{"n:1", "n:2", "n:3"}, Launcher: "torchrun", AddrsFrom: "the torchrun environment"}
+	requireFlags(t, Setup{}.Fit(make([]float64, 2), launched), "-stages: the torchrun environment starts 3 processes: 3 processes for the plan's 2 stages: give at most 2")
 }
 
 // TestServeBeside: after a driver that succeeded, stop waits for the
