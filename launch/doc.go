@@ -79,7 +79,8 @@
 // launched pipeline does. StageHosts is the hosts of each stage for the
 // certificates.
 //
-// Pin places a process on CPUs (and sets GOMAXPROCS as a stage process
-// needs it); OwnCPU is the CPU of stage process i when each has one of its
+// Pin places a process on CPUs and gives it one P per CPU, which
+// ServeOnOneP raises to two for a process serving several stages over
+// gRPC; OwnCPU is the CPU of stage process i when each has one of its
 // own.
 package launch

@@ -244,23 +244,20 @@ var lookupEnv = os.LookupEnv
 // stage), and train's -pin gives each of -procs's stage processes a CPU of
 // its own.
 type cpuFlags struct {
-	cpus  string
-	pin   bool
-	stage bool // the flags of a stage process
+	cpus string
+	pin  bool
 }
 
 func (c *cpuFlags) register(fs *flag.FlagSet, stage bool) {
-	c.stage = stage
 	fs.StringVar(&c.cpus, "cpus", "", "run this process on these CPUs only, like 1 or 0-3 (sched_setaffinity, as taskset does)")
 	if !stage {
 		fs.BoolVar(&c.pin, "pin", false, "with -procs: pin stage process i to CPU i of those this process may use (round robin); see docs/speed.md for when to")
 	}
 }
 
-// apply pins the process to -cpus, if given, and sets GOMAXPROCS to suit
-// (launch.Pin: for a stage process whose links tr carries over gRPC at
-// least 2).
-func (c *cpuFlags) apply(tr launch.Transport) error {
+// apply pins the process to -cpus, if given, and sets GOMAXPROCS to
+// their number (launch.Pin).
+func (c *cpuFlags) apply() error {
 	if c.cpus == "" {
 		return nil
 	}
@@ -268,7 +265,7 @@ func (c *cpuFlags) apply(tr launch.Transport) error {
 	if err != nil {
 		return usageErr{errors.Wrap(err, "-cpus")}
 	}
-	return errors.Wrapf(launch.Pin(cpus, c.stage && tr == launch.TransportGRPC), "-cpus %s", c.cpus)
+	return errors.Wrapf(launch.Pin(cpus), "-cpus %s", c.cpus)
 }
 
 // stageCPUs is the -cpus of stage process i under -pin: a CPU of its own

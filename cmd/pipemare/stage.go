@@ -54,7 +54,7 @@ func stageCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return usageError(fs, "%v", err)
 	}
-	if err := cpu.apply(n.Transport.Resolve(pls[0].Addrs)); err != nil {
+	if err := cpu.apply(); err != nil {
 		return usageOr(fs, err)
 	}
 	r, trainSet, _, cfg, err := o.run()
@@ -99,6 +99,7 @@ func serveStages(ctx context.Context, r zoo.Recipe, trainSet zoo.Data, cfg train
 	if len(stages) > 1 {
 		name = "stages " + launch.StageList(stages)
 	}
+	launch.ServeOnOneP(len(pls), n.Transport.Resolve(pls[0].Addrs))
 	connect := n.StagesConnector(pls)
 	err := train.ServeStages(ctx, r.Build, trainSet, cfg, stages, func(ctx context.Context, plan *graphsplit.Plan) ([]transport.Endpoint, error) {
 		eps, err := connect(ctx, plan)

@@ -78,7 +78,7 @@ func (t *trainFlags) job(fs *flag.FlagSet, o *options) (j trainJob, err error) {
 	var env launch.Config
 	j.where, j.pl, env, err = t.place()
 	if err == nil {
-		err = t.cpu.apply(t.net.Transport.For(j.where, j.pl.Addrs))
+		err = t.cpu.apply()
 	}
 	if err != nil {
 		return j, usageOr(fs, err)

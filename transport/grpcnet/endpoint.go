@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -497,7 +498,9 @@ func (e *Endpoint) Self() transport.Peer { return e.self }
 
 // Send queues m for its destination (m.To, a peer linked to this one) and
 // returns; a writer goroutine per stream encodes and sends it, so the
-// caller's compute overlaps the transfer. It fails at once for a body that
+// caller's compute overlaps the transfer (on a process of one P, as a
+// pinned stage process runs, Send yields to the writers first: they then
+// write before the caller computes on). It fails at once for a body that
 // gob cannot encode (register the body's type with gob.Register), a value
 // that is neither a *tensor.Dense nor a gorgonia scalar of a supported
 // dtype, or a destination with no link; after Close (ErrClosed); and when
@@ -531,7 +534,15 @@ func (e *Endpoint) Send(ctx context.Context, m transport.Message) error {
 	if err != nil {
 		return errors.Wrapf(err, "%v", m)
 	}
-	return l.enqueue(outgoing{m: m, body: body})
+	err = l.enqueue(outgoing{m: m, body: body})
+	if runtime.GOMAXPROCS(0) == 1 {
+		// The link's writer and gRPC's loopy writer carry the message to
+		// the socket; on the process's one P they would wait for the
+		// caller to block, which a stage with its next input queued does
+		// only after its next action, while its peer waits for this one.
+		runtime.Gosched()
+	}
+	return err
 }
 
 // Recv returns the next message of kind k from peer from (AnyPeer: the
