@@ -60,8 +60,9 @@ func (t *trainFlags) checkRestarts(fs *flag.FlagSet) error {
 
 // place decides where the stages run from -procs, -pin, -stage-addrs and
 // a launcher's environment (launch.Setup: under torchrun or a JobSet the
-// process of stage 0 drives and serves stage 0; every other process
-// serves its stage). Errors of the command line are usageErr.
+// process of rank 0 drives and serves its stages, stage 0 first; every
+// other process serves its rank's; launch.Launched), which it returns
+// with the rest. Errors of the command line are usageErr.
 func (t *trainFlags) place() (launch.Where, launch.Place, launch.Config, error) {
 	env, found, err := launch.FromEnv(lookupEnv)
 	if err != nil {
