@@ -160,7 +160,14 @@ func (p *proc) wait(t testing.TB, within time.Duration) (int, string, string) {
 	select {
 	case <-p.done:
 	case <-time.After(within):
-		t.Fatalf("pipemare %v still running after %v:\n%s", p.cmd.Args[1:], within, p.stderrText())
+		// SIGQUIT makes Go print every goroutine's stack on the standard
+		// error: where the process waits.
+		_ = p.cmd.Process.Signal(syscall.SIGQUIT)
+		select {
+		case <-p.done:
+		case <-time.After(5 * time.Second):
+		}
+		t.Fatalf("pipemare %v still running after %v (its goroutines, on SIGQUIT, at the end):\n%s", p.cmd.Args[1:], within, p.stderrText())
 	}
 	p.mu.Lock()
 	out := strings.Join(p.out, "\n")

@@ -582,8 +582,9 @@ func (e *Endpoint) Recv(ctx context.Context, from transport.Peer, k transport.Ki
 // Close flushes what was sent, tells each peer it is leaving, waits (at
 // most the receive timeout) until each has read it all, and stops every
 // goroutine and connection of the endpoint. Once a link broke the pipeline
-// is failing: Close waits for the other peers at most the connect timeout,
-// if it is shorter, so that a stalled peer does not hold it up. Pending and
+// is failing, and once a peer left it is over: Close then waits for the
+// other peers at most the connect timeout, if it is shorter, so that a
+// stalled peer does not hold it up. Pending and
 // later calls fail with ErrClosed. It returns an error naming the links
 // whose messages could not be delivered (the links that broke are only
 // released). It is safe to call more than once.
@@ -608,15 +609,15 @@ func (e *Endpoint) Close() error {
 // flush sends each peer what is queued and a Bye, and waits until each
 // has acknowledged it.
 func (e *Endpoint) flush(links []*peerLink) error {
-	wait := e.s.recvTimeout
-	if e.calls.Failure() != nil {
-		wait = min(wait, e.s.connectTimeout)
-	}
 	states := make([]*linkstate.State[outgoing], len(links))
 	peers := make([]transport.Peer, len(links))
 	names := make([]string, len(links))
 	for i, l := range links {
 		states[i], peers[i], names[i] = l.st, l.peer, l.peer.String()
+	}
+	wait := e.s.recvTimeout
+	if e.calls.Failure() != nil || linkstate.Left(states) {
+		wait = min(wait, e.s.connectTimeout)
 	}
 	return linkstate.Flush(e.self, states, peers, names, wait)
 }

@@ -491,7 +491,7 @@ func (e *Endpoint) Recv(ctx context.Context, from transport.Peer, k transport.Ki
 
 // Close flushes what was sent, tells each peer it is leaving, waits (at
 // most the receive timeout; the connect timeout, if shorter, once a link
-// broke) until each has read it all, and stops every goroutine, closes
+// broke or a peer left) until each has read it all, and stops every goroutine, closes
 // every socket and eventfd and unmaps every ring. Pending and later calls
 // fail with ErrClosed. It returns an error naming the links whose
 // messages could not be delivered. It is safe to call more than once.
@@ -500,13 +500,17 @@ func (e *Endpoint) Close() error {
 		e.mu.Lock()
 		broke := e.calls.Close()
 		links := make([]*peerLink, 0, len(e.peers))
+		var states []*linkstate.State[outgoing]
 		for _, l := range e.peers {
+			if l != nil {
+				states = append(states, l.st)
+			}
 			if l != nil && l.st.Broken.Err() == nil {
 				links = append(links, l)
 			}
 		}
 		wait := e.s.recvTimeout
-		if broke {
+		if broke || linkstate.Left(states) {
 			wait = min(wait, e.s.connectTimeout)
 		}
 		e.mu.Unlock()

@@ -194,6 +194,19 @@ func (s *State[T]) Stop() {
 	s.depart()
 }
 
+// Left reports whether the peer of any of links has left (said Bye): the
+// pipeline is over, and its endpoint's Close waits for the others' acks no
+// longer than it would after a link broke (a peer stopped in its
+// handshake, which may have linked to this side already, never acks).
+func Left[T any](links []*State[T]) bool {
+	for _, l := range links {
+		if l.Departed.Err() != nil {
+			return true
+		}
+	}
+	return false
+}
+
 // Flush starts closing each link (names[i] names links[i]'s peer for
 // messages) and waits, at most wait, until each peer acknowledged; it
 // returns an error naming each link whose messages were not confirmed.

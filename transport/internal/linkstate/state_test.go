@@ -108,3 +108,14 @@ func TestPutWritesInOrder(t *testing.T) {
 	require.Equal(t, Closing, s.Put(8, write))
 	require.Equal(t, []int{1, 7}, wrote)
 }
+
+// TestLeft: the pipeline is over once any peer said Bye; a link that
+// broke, or that is up, does not say so.
+func TestLeft(t *testing.T) {
+	up, broke, left := New[int](), New[int](), New[int]()
+	broke.End(&transport.LinkError{From: 0, To: 1})
+	require.False(t, Left([]*State[int]{up, broke}))
+	left.ByeReceived()
+	require.True(t, Left([]*State[int]{up, broke, left}))
+	require.False(t, Left[int](nil))
+}
