@@ -41,7 +41,7 @@ func ExampleLaunched() {
 	pl := launch.Place{Addrs: c.Addrs, Stride: c.Stride, Stage: c.Rank, Listen: c.Listen, Launcher: c.Launcher,
 		Spec: runspec.Spec{Model: "cnn", Schedule: "zb-v"}}
 	costs := []float64{1, 1, 1, 1} // plan.Costs() of the cut model
-	pls, err := launch.Launched(pl, c, nil, costs)
+	pls, err := launch.Launched(pl, nil, costs)
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -60,23 +60,23 @@ func (n Net) StagesPlaces(stages []int, listens []string, env Config, found bool
 	return pls, nil
 }
 
-// Launched is the places of the stages the process at pl hosts under the
-// launcher of env (pl: StagePlace's, or StagesPlaces' one, under that
-// launcher), for a plan whose stages have these costs
-// (graphsplit.Plan.Costs): the stages the run's placement gives the
-// process of env.Rank (Place.Hosts over the processes' addresses), the
-// k-th listening at pl.Listen's port+k·Stride ("": its own address).
-// listed, if not nil, are the stages a command line gave (-stage): they
-// must be those. Its errors are *runspec.Error naming the setting.
-func Launched(pl Place, env Config, listed []int, costs []float64) ([]Place, error) {
+// Launched is the places of the stages the process at pl hosts under a
+// launcher (pl: StagePlace's, or StagesPlaces' one, under that launcher,
+// whose Stage is the process's rank), for a plan whose stages have these
+// costs (graphsplit.Plan.Costs): the stages the run's placement gives
+// that rank (Place.Hosts over the processes' addresses), the k-th
+// listening at pl.Listen's port+k·Stride ("": its own address). listed,
+// if not nil, are the stages a command line gave (-stage): they must be
+// those. Its errors are *runspec.Error naming the setting.
+func Launched(pl Place, listed []int, costs []float64) ([]Place, error) {
 	hosts, err := pl.Hosts(costs)
 	if err != nil {
 		return nil, err
 	}
-	stages := hosts[env.Rank]
+	stages := hosts[pl.Stage]
 	if listed != nil && !slices.Equal(listed, stages) {
 		placement, _ := placementOf(pl.Spec) // Hosts has placed by it
-		return nil, &runspec.Error{Setting: "stage", Value: StageList(listed), Reason: fmt.Sprintf("the %s environment makes this process rank %d of %d, which hosts stages %s of %d placed %v", env.Launcher, env.Rank, len(hosts), StageList(stages), len(costs), placement)}
+		return nil, &runspec.Error{Setting: "stage", Value: StageList(listed), Reason: fmt.Sprintf("the %s environment makes this process rank %d of %d, which hosts stages %s of %d placed %v", pl.Launcher, pl.Stage, len(hosts), StageList(stages), len(costs), placement)}
 	}
 	pls := make([]Place, len(stages))
 	for k, i := range stages {

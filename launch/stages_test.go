@@ -224,7 +224,7 @@ func TestLaunched(t *testing.T) {
 	zbv := runspec.Spec{Model: "mlp", Schedule: "zb-v"}
 	torch := Config{Launcher: "torchrun", Rank: 1, Procs: 2, Stride: 2, Addrs: []string{"n:29501", "n:29502"}, Listen: "n:29502"}
 	pl := Place{Addrs: torch.Addrs, Stride: 2, Stage: 1, Listen: ":29502", Launcher: "torchrun", Spec: zbv}
-	pls, err := Launched(pl, torch, nil, plan.Costs())
+	pls, err := Launched(pl, nil, plan.Costs())
 	require.NoError(t, err)
 	require.Len(t, pls, 2)
 	for k, want := range []struct {
@@ -236,22 +236,22 @@ func TestLaunched(t *testing.T) {
 		require.Equal(t, pl.Addrs, pls[k].Addrs)
 	}
 	pl.Listen = ""
-	pls, err = Launched(pl, torch, []int{1, 2}, plan.Costs())
+	pls, err = Launched(pl, []int{1, 2}, plan.Costs())
 	require.NoError(t, err)
 	require.Equal(t, []string{"", ""}, []string{pls[0].Listen, pls[1].Listen}, "each at its own address in Layout")
 	require.NoError(t, CheckHosted(pls, plan.Costs()))
 
-	_, err = Launched(pl, torch, []int{1}, plan.Costs())
+	_, err = Launched(pl, []int{1}, plan.Costs())
 	require.EqualError(t, err, "stage 1: the torchrun environment makes this process rank 1 of 2, which hosts stages 1,2 of 4 placed v")
-	torch.Rank = 0
-	pls, err = Launched(pl, torch, nil, plan.Costs())
+	pl.Stage = 0 // rank 0
+	pls, err = Launched(pl, nil, plan.Costs())
 	require.NoError(t, err)
 	require.Equal(t, []int{0, 3}, []int{pls[0].Stage, pls[1].Stage}, "rank 0 hosts stage 0, beside the driver")
 	three := pl
 	three.Addrs = []string{"n:1", "n:2", "n:3"}
-	_, err = Launched(three, torch, nil, plan.Costs())
+	_, err = Launched(three, nil, plan.Costs())
 	require.EqualError(t, err, "stages: the torchrun environment starts 3 processes: placed v, every process hosts as many of the plan's 4 stages: give stages a multiple of 3, or processes that divide 4", "the processes are the launcher's, not -stage-addrs'")
 	pl.Listen = "fd:3"
-	_, err = Launched(pl, torch, nil, plan.Costs())
+	_, err = Launched(pl, nil, plan.Costs())
 	require.EqualError(t, err, "listen fd:3: an inherited socket serves one stage, and this process hosts stages 0,3: give :port (its k-th stage listens at port+k·2)")
 }

@@ -52,7 +52,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return usageError(fs, "-target %g: a test accuracy between 0 and 1", *target)
 	}
 	t.procsSet = set["procs"]
-	if _, _, _, err := t.place(); err != nil {
+	if _, _, err := t.place(); err != nil {
 		return usageOr(fs, err)
 	}
 	allowed, err := affinity.Allowed()

@@ -80,7 +80,7 @@ func TestJobSetManifestArgs(t *testing.T) {
 		fs, o, tf := trainFlagSet()
 		require.NoError(t, fs.Parse(c.Args[1:]), "the flags exist")
 		require.Zero(t, fs.NArg(), "no stray argument")
-		w, pl, _, err := tf.place()
+		w, pl, err := tf.place()
 		require.NoError(t, err)
 		require.Equal(t, i, pl.Stage)
 		require.Equal(t, "jobset", pl.Launcher)
@@ -118,7 +118,7 @@ func TestUsageExamples(t *testing.T) {
 		case "train":
 			fs, _, tf := trainFlagSet()
 			require.NoError(t, fs.Parse(args[2:]), line)
-			_, _, _, err := tf.place()
+			_, _, err := tf.place()
 			require.NoError(t, err, line)
 		case "eval":
 			code, _, stderr := runCLI(t.Context(), args[1:]...)

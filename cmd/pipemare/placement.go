@@ -61,21 +61,21 @@ func (t *trainFlags) checkRestarts(fs *flag.FlagSet) error {
 // place decides where the stages run from -procs, -pin, -stage-addrs and
 // a launcher's environment (launch.Setup: under torchrun or a JobSet the
 // process of rank 0 drives and serves its stages, stage 0 first; every
-// other process serves its rank's; launch.Launched), which it returns
-// with the rest. Errors of the command line are usageErr.
-func (t *trainFlags) place() (launch.Where, launch.Place, launch.Config, error) {
+// other process serves its rank's; launch.Launched). Errors of the
+// command line are usageErr.
+func (t *trainFlags) place() (launch.Where, launch.Place, error) {
 	env, found, err := launch.FromEnv(lookupEnv)
 	if err != nil {
-		return 0, launch.Place{}, env, err
+		return 0, launch.Place{}, err
 	}
 	w, pl, err := launch.Setup{Net: t.net, Procs: t.procs, ProcsGiven: t.procsSet, Pin: t.cpu.pin}.Decide(env, found)
 	if err != nil {
-		return 0, pl, env, usageErr{err}
+		return 0, pl, usageErr{err}
 	}
 	if w == launch.LocalProcs { // what carries them, which their driver tells them (stageArgs)
 		t.net.Transport = t.net.Transport.For(w, nil)
 	}
-	return w, pl, env, nil
+	return w, pl, nil
 }
 
 // stopGrace is how long train waits for its stage processes to exit once

@@ -71,7 +71,7 @@ func stageCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if *index != "" {
 			listed = stages
 		}
-		if pls, err = launch.Launched(pls[0], env, listed, costs); err != nil {
+		if pls, err = launch.Launched(pls[0], listed, costs); err != nil {
 			err = usageErr{err}
 		}
 	}

@@ -75,8 +75,7 @@ func (t *trainFlags) job(fs *flag.FlagSet, o *options) (j trainJob, err error) {
 	if o.out, j.from, j.how, err = runout.RunStart(t.resume, o.out, o.set()["out"]); err != nil {
 		return j, usageError(fs, "%v", err)
 	}
-	var env launch.Config
-	j.where, j.pl, env, err = t.place()
+	j.where, j.pl, err = t.place()
 	if err == nil {
 		err = t.cpu.apply()
 	}
@@ -89,7 +88,7 @@ func (t *trainFlags) job(fs *flag.FlagSet, o *options) (j trainJob, err error) {
 	j.pl.Spec = train.Resolved(j.r, j.cfg)
 	costs, err := fitPlan(j.r, j.cfg, o.stages, t.procs, j.pl)
 	if err == nil && (j.where == launch.LaunchedFirst || j.where == launch.LaunchedStage) {
-		if j.hosted, err = launch.Launched(j.pl, env, nil, costs); err != nil {
+		if j.hosted, err = launch.Launched(j.pl, nil, costs); err != nil {
 			err = usageErr{err}
 		}
 	}
