@@ -6,7 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/pkg/errors"
@@ -173,35 +173,25 @@ func (d *LocalDriver) Connect(ctx context.Context, plan *graphsplit.Plan) (trans
 		}
 		c.Stages, c.Hosts = len(plan.Stages), hosts
 	}
-	// A process that exits with an error may have done so because a peer
-	// died in their handshake: its report waits exitSettle for the peer's,
-	// so that the process killed, the first cause, is the one named.
-	var mu sync.Mutex
-	var settling []*time.Timer
-	connected := false
-	defer func() {
-		mu.Lock()
-		defer mu.Unlock()
-		connected = true
-		for _, t := range settling {
-			t.Stop()
-		}
-	}()
+	var exits atomic.Int32 // exits being reported: their report is the cause
 	c.Exited = func(i int, err error) {
+		exits.Add(1)
 		name := fmt.Sprintf("stage %d", i)
 		if c.Hosts != nil {
 			name = stageNames(c.Hosts[i])
 		}
-		cause := errors.Errorf("%s exited before the pipeline was up (%v); its error is above", name, err)
-		if killed(err) {
-			cancel(cause)
-			return
+		if !killed(err) {
+			// It may have exited because a peer died in their handshake:
+			// the peer killed, the first cause, is named if it is found
+			// within exitSettle (its report cancels ctx first).
+			settle := time.NewTimer(exitSettle)
+			select {
+			case <-ctx.Done():
+			case <-settle.C:
+			}
+			settle.Stop()
 		}
-		mu.Lock()
-		defer mu.Unlock()
-		if !connected {
-			settling = append(settling, time.AfterFunc(exitSettle, func() { cancel(cause) }))
-		}
+		cancel(errors.Errorf("%s exited before the pipeline was up (%v); its error is above", name, err))
 	}
 	l, err := StartLocal(c)
 	if err != nil {
@@ -218,6 +208,14 @@ func (d *LocalDriver) Connect(ctx context.Context, plan *graphsplit.Plan) (trans
 		}
 	}
 	ep, err := dial(l)(ctx, plan)
+	if err != nil && exits.Load() > 0 { // the connecting broke off because a process exited: say which
+		settle := time.NewTimer(2 * exitSettle)
+		select {
+		case <-ctx.Done():
+		case <-settle.C:
+		}
+		settle.Stop()
+	}
 	if cause := context.Cause(ctx); err != nil && cause != nil && !errors.Is(cause, context.Canceled) {
 		err = cause
 	}
