@@ -500,35 +500,32 @@ func (e *Endpoint) Close() error {
 		e.mu.Lock()
 		broke := e.calls.Close()
 		links := make([]*peerLink, 0, len(e.peers))
-		var states []*linkstate.State[outgoing]
 		for _, l := range e.peers {
-			if l != nil {
-				states = append(states, l.st)
-			}
 			if l != nil && l.st.Broken.Err() == nil {
 				links = append(links, l)
 			}
 		}
-		wait := e.s.recvTimeout
-		if broke || linkstate.Left(states) {
-			wait = min(wait, e.s.connectTimeout)
-		}
 		e.mu.Unlock()
 		e.box.Fail(transport.ErrClosed)
-		e.closeErr = e.flush(links, wait)
+		e.closeErr = e.flush(links, broke)
 		e.teardown()
 	})
 	return e.closeErr
 }
 
 // flush sends each peer what is queued and a Bye, and waits until each
-// has acknowledged it.
-func (e *Endpoint) flush(links []*peerLink, wait time.Duration) error {
+// has acknowledged it: at most the receive timeout, and the connect
+// timeout if shorter once a link broke or a peer left.
+func (e *Endpoint) flush(links []*peerLink, broke bool) error {
 	states := make([]*linkstate.State[outgoing], len(links))
 	peers := make([]transport.Peer, len(links))
 	names := make([]string, len(links))
 	for i, l := range links {
 		states[i], peers[i], names[i] = l.st, l.peer, l.who
+	}
+	wait := e.s.recvTimeout
+	if broke || linkstate.Left(states) {
+		wait = min(wait, e.s.connectTimeout)
 	}
 	return linkstate.Flush(e.self, states, peers, names, wait)
 }
