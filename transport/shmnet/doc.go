@@ -46,7 +46,9 @@
 // messages wakes once per message), and earlier only as each 64 KiB of a
 // large part is in (it moves the head every 64 KiB) and before it waits for
 // room; a reader in the middle of a message first spins for up to 50 µs,
-// since the writer is copying the rest in.
+// since the writer is copying the rest in. The eventfds are read and
+// written with raw system calls, which do not wake the runtime's monitor
+// thread on a process's one CPU (eventfd.go).
 //
 // # Failure
 //

@@ -58,8 +58,8 @@ type outgoing struct {
 func (e *Endpoint) newLink(p transport.Peer, pid int, c *net.UnixConn, h handed, dialer bool) *peerLink {
 	l := &peerLink{e: e, peer: p, who: peerAt(p, pid), conn: c, shared: h, st: linkstate.New[outgoing]()}
 	first, second := rings(h.mem, (len(h.mem)/2)-ctlSize)
-	first.data1, first.room = h.evs[0], h.evs[1]
-	second.data1, second.room = h.evs[2], h.evs[3]
+	first.data1, first.room = newEventfd(h.evs[0]), newEventfd(h.evs[1])
+	second.data1, second.room = newEventfd(h.evs[2]), newEventfd(h.evs[3])
 	first.stop, second.stop = &l.stop, &l.stop
 	l.out, l.in = first, second
 	if !dialer {
@@ -332,8 +332,8 @@ func (l *peerLink) halt(why error) {
 		l.why.CompareAndSwap(nil, &why)
 	}
 	l.stop.Store(true)
-	_ = poke(l.in.data1)
-	_ = poke(l.out.room)
+	_ = l.in.data1.signal()
+	_ = l.out.room.signal()
 }
 
 // broke describes a link that failed: why the monitor stopped it, else

@@ -3,8 +3,6 @@
 package shmnet
 
 import (
-	"encoding/binary"
-	"os"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -34,7 +32,7 @@ type ring struct {
 	data []byte
 	// data is signalled by the writer when it wrote, room by the reader
 	// when it read.
-	data1, room *os.File
+	data1, room eventfd
 	// stop, once set, makes a side that waits give up: the link ended.
 	stop *atomic.Bool
 }
@@ -174,7 +172,7 @@ func spin(ready func() bool) bool {
 // sleep waits on ev until ready says the ring moved, or the link stops
 // (what is ready is taken first: a reader drains what was written before
 // the link stopped).
-func (r *ring) sleep(flag int, ev *os.File, ready func() bool) error {
+func (r *ring) sleep(flag int, ev eventfd, ready func() bool) error {
 	for {
 		if ready() {
 			return nil
@@ -187,8 +185,7 @@ func (r *ring) sleep(flag int, ev *os.File, ready func() bool) error {
 			atomic.StoreUint64(r.word(flag), 0)
 			return nil
 		}
-		var b [8]byte
-		_, err := ev.Read(b[:])
+		err := ev.wait()
 		atomic.StoreUint64(r.word(flag), 0)
 		if err != nil && !r.stop.Load() {
 			return errors.Wrap(err, "waiting on the ring's eventfd")
@@ -197,22 +194,11 @@ func (r *ring) sleep(flag int, ev *os.File, ready func() bool) error {
 }
 
 // wake signals ev if the other side sleeps on it.
-func (r *ring) wake(flag int, ev *os.File) error {
+func (r *ring) wake(flag int, ev eventfd) error {
 	if atomic.LoadUint64(r.word(flag)) == 0 {
 		return nil
 	}
-	return poke(ev)
-}
-
-// poke adds one to an eventfd: whoever waits on it wakes.
-func poke(ev *os.File) error {
-	var b [8]byte
-	binary.NativeEndian.PutUint64(b[:], 1)
-	_, err := ev.Write(b[:])
-	if err != nil && !errors.Is(err, os.ErrClosed) {
-		return errors.Wrap(err, "signalling the ring's eventfd")
-	}
-	return nil
+	return ev.signal()
 }
 
 // newSharedMemory creates an anonymous shared memory file (memfd) of size

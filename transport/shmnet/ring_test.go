@@ -21,7 +21,7 @@ func TestRingWakesOncePerMessage(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { h.release(); closeFDs(fds[:1]) })
 	w, _ := rings(h.mem, 1<<20)
-	w.data1, w.room, w.stop = h.evs[0], h.evs[1], new(atomic.Bool)
+	w.data1, w.room, w.stop = newEventfd(h.evs[0]), newEventfd(h.evs[1]), new(atomic.Bool)
 	signals := func() uint64 { // the eventfd's count, which reading resets
 		var b [8]byte
 		if _, err := unix.Read(fds[1], b[:]); err == unix.EAGAIN {
