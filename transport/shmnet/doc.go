@@ -37,7 +37,9 @@
 // still to be written and the ring has room for the whole message (it
 // never waits); else the link's writer goroutine copies them in, in
 // order. The receiver's reader goroutine copies them out into tensors of
-// its own (from the process's pools) and puts the message in the mailbox,
+// its own (from the process's pools) and puts the message in the mailbox
+// (a Recv first does so itself for every message wholly in its links'
+// rings, so that a process of one P need not wake the reader),
 // marked Own (transport.Message.Own): the receiver returns them to the
 // pools once done. A message larger than the ring
 // streams through it. A side that finds the ring empty (or full) sleeps

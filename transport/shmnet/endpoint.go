@@ -8,6 +8,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -32,6 +33,9 @@ type Endpoint struct {
 	peers   map[transport.Peer]*peerLink
 	accepts map[transport.Peer]bool
 	calls   *linkstate.Endpoint // closed, the first link that broke
+	// linked lists every link started, for Recv to read whole messages
+	// from (inline.go) without taking mu; it is replaced, never changed.
+	linked atomic.Pointer[[]*peerLink]
 
 	wg        sync.WaitGroup // the goroutines the endpoint owns
 	closeOnce sync.Once
@@ -225,6 +229,12 @@ func timedOut(err error) bool {
 func (e *Endpoint) add(l *peerLink) {
 	e.mu.Lock()
 	e.peers[l.peer] = l
+	var links []*peerLink
+	if old := e.linked.Load(); old != nil {
+		links = append(links, *old...)
+	}
+	links = append(links, l)
+	e.linked.Store(&links)
 	e.mu.Unlock()
 	l.start()
 }
@@ -478,6 +488,7 @@ func (e *Endpoint) Recv(ctx context.Context, from transport.Peer, k transport.Ki
 	if l != nil {
 		w.Departed, w.Broken = l.st.Departed, l.st.Broken
 	}
+	e.readWhole()
 	m, err := e.box.TakeWithin(ctx, from, k, w)
 	if err != nil {
 		who := from.String()

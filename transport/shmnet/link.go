@@ -21,8 +21,9 @@ import (
 // way in shared memory, and the Unix socket beside them, on which the
 // peers beat and whose end says the peer's process ended. Send fills a
 // queue that a writer goroutine copies into the outgoing ring; a reader
-// goroutine copies what arrives into the mailbox; a monitor goroutine
-// beats and watches the socket.
+// goroutine copies what arrives into the mailbox (or a Recv, for a
+// message wholly in the ring); a monitor goroutine beats and watches the
+// socket.
 type peerLink struct {
 	e      *Endpoint
 	peer   transport.Peer
@@ -43,6 +44,12 @@ type peerLink struct {
 	encMu    sync.Mutex
 	bodies   bodyEncoder
 	unbodies bodyDecoder // the reader's
+
+	// rmu is held by whoever reads frames out of in: the reader goroutine,
+	// or a Recv that reads a whole message itself (inline.go). inlineErr
+	// is how such a Recv's read failed, for the reader to end the link with.
+	rmu       sync.Mutex
+	inlineErr atomic.Pointer[transport.LinkError]
 }
 
 // outgoing is a message queued for writing: its header and the bytes
@@ -218,51 +225,70 @@ func (l *peerLink) writeFrame(frame []byte, parts ...[]byte) error {
 }
 
 // read puts the messages that arrive into the mailbox until the link
-// ends, and returns why it ended.
+// ends, and returns why it ended. It reads under rmu, which a Recv takes
+// to read a whole message itself (inline.go); it waits for data without.
 func (l *peerLink) read() *transport.LinkError {
+	for {
+		moved := func() bool { return l.in.avail() > 0 || l.inlineErr.Load() != nil }
+		if err := l.in.sleep(offReaderAsleep, l.in.data1, moved); err != nil {
+			return &transport.LinkError{From: l.peer, To: l.e.self, Err: l.broke(err)}
+		}
+		l.rmu.Lock()
+		le := l.inlineErr.Load()
+		for le == nil && l.in.avail() > 0 {
+			le = l.readOne()
+		}
+		l.rmu.Unlock()
+		if le != nil {
+			return le
+		}
+	}
+}
+
+// readOne reads the next frame, which has begun, and puts its message in
+// the mailbox. The caller holds rmu.
+func (l *peerLink) readOne() *transport.LinkError {
 	var kind transport.Kind
 	bad := func(err error) *transport.LinkError {
 		return &transport.LinkError{From: l.peer, To: l.e.self, Kind: kind, Err: errors.Wrap(err, "a corrupted or unexpected frame")}
 	}
 	var size [4]byte
-	for {
-		kind = 0
-		if err := l.in.read(size[:], false); err != nil {
-			return &transport.LinkError{From: l.peer, To: l.e.self, Err: l.broke(err)}
-		}
-		n := binary.LittleEndian.Uint32(size[:])
-		if n == 0 || n > maxHeader {
-			return bad(errors.Errorf("a header of %d bytes", n))
-		}
-		hb := make([]byte, n)
-		if err := l.in.read(hb, true); err != nil {
-			return &transport.LinkError{From: l.peer, To: l.e.self, Err: l.broke(err)}
-		}
-		h, err := decodeHeader(hb)
-		if err != nil {
-			return bad(err)
-		}
-		kind = h.kind
-		switch h.typ {
-		case frameBye:
-			l.st.ByeReceived()
-			continue
-		case frameByeAck:
-			l.st.ByeAckReceived()
-			continue
-		}
-		m, err := l.readMessage(h)
-		if err != nil {
-			if errors.Is(err, errStopped) {
-				return &transport.LinkError{From: l.peer, To: l.e.self, Kind: kind, Err: l.broke(err)}
-			}
-			return bad(errors.Wrapf(err, "microbatch %d", h.micro))
-		}
-		if m.From != l.peer || m.To != l.e.self {
-			return bad(errors.Errorf("a message from %v to %v on the link %v → %v", m.From, m.To, l.peer, l.e.self))
-		}
-		_ = l.e.box.Put(m) // fails only once the endpoint is closed
+	if err := l.in.read(size[:], true); err != nil {
+		return &transport.LinkError{From: l.peer, To: l.e.self, Err: l.broke(err)}
 	}
+	n := binary.LittleEndian.Uint32(size[:])
+	if n == 0 || n > maxHeader {
+		return bad(errors.Errorf("a header of %d bytes", n))
+	}
+	hb := make([]byte, n)
+	if err := l.in.read(hb, true); err != nil {
+		return &transport.LinkError{From: l.peer, To: l.e.self, Err: l.broke(err)}
+	}
+	h, err := decodeHeader(hb)
+	if err != nil {
+		return bad(err)
+	}
+	kind = h.kind
+	switch h.typ {
+	case frameBye:
+		l.st.ByeReceived()
+		return nil
+	case frameByeAck:
+		l.st.ByeAckReceived()
+		return nil
+	}
+	m, err := l.readMessage(h)
+	if err != nil {
+		if errors.Is(err, errStopped) {
+			return &transport.LinkError{From: l.peer, To: l.e.self, Kind: kind, Err: l.broke(err)}
+		}
+		return bad(errors.Wrapf(err, "microbatch %d", h.micro))
+	}
+	if m.From != l.peer || m.To != l.e.self {
+		return bad(errors.Errorf("a message from %v to %v on the link %v → %v", m.From, m.To, l.peer, l.e.self))
+	}
+	_ = l.e.box.Put(m) // fails only once the endpoint is closed
+	return nil
 }
 
 // readMessage reads the payload h announces: one copy out of the ring

@@ -70,6 +70,26 @@ func (r *ring) free() int {
 	return len(r.data) - int(atomic.LoadUint64(r.word(offHead))-atomic.LoadUint64(r.word(offTail)))
 }
 
+// avail is how many bytes the reader can read without waiting.
+func (r *ring) avail() uint64 {
+	return atomic.LoadUint64(r.word(offHead)) - atomic.LoadUint64(r.word(offTail))
+}
+
+// peek copies into p the len(p) bytes that lie skip bytes past the
+// reader's position, without reading them, and reports whether they are
+// in the ring. Only the reader calls it.
+func (r *ring) peek(p []byte, skip uint64) bool {
+	size := uint64(len(r.data))
+	tail := atomic.LoadUint64(r.word(offTail))
+	avail := atomic.LoadUint64(r.word(offHead)) - tail
+	if avail > size || skip+uint64(len(p)) > avail {
+		return false
+	}
+	n := copy(p, r.data[(tail+skip)%size:])
+	copy(p[n:], r.data)
+	return true
+}
+
 // writeMessage copies a message's frame and parts into the ring, in order, waiting
 // for room as long as it takes. It wakes a sleeping reader once the whole
 // message is in, not per part: a reader between messages wakes once per
