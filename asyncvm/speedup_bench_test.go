@@ -162,3 +162,61 @@ func BenchmarkFlushBubble(b *testing.B) {
 	b.ReportMetric(formula, "formula-samples/s")
 	b.ReportMetric(measured/formula, "measured/formula")
 }
+
+// BenchmarkZeroBubble trains the CNN cut into 2 stages balanced on one
+// thread with ZB-H1 and ZB-H2 at N = 8 on both cores, and reports the
+// utilization the engine measured beside two predictions: the schedule's
+// formula, which takes every stage's F, I and W to last one unit each
+// (schedule.Measured with EqualPasses: 1 − 1/(3N+1) for ZB-H1 at P = 2),
+// and the replay of the actions' own measured durations on one virtual
+// device per stage (VM.Replay), which is the formula at this model's
+// durations. measured/replay is what the engine loses to its own costs;
+// formula against replay, what the model's unequal passes cost (its first
+// stage has no input gradient: its W is its whole backward).
+func BenchmarkZeroBubble(b *testing.B) {
+	if cpus, err := affinity.Allowed(); err != nil || len(cpus) < 2 {
+		b.Skip("needs two CPUs")
+	}
+	r, err := zoo.RecipeFor("cnn")
+	if err != nil {
+		b.Fatal(err)
+	}
+	cut := speedupCut(b, r)
+	const n = 8
+	for _, s := range []schedule.Schedule{schedule.ZBH1(), schedule.ZBH2()} {
+		b.Run(s.Name, func(b *testing.B) {
+			cfg := train.Config{Hyper: r.Run}
+			m, err := r.Build(cfg.Microbatch, cfg.Seed)
+			if err != nil {
+				b.Fatal(err)
+			}
+			plan, err := graphsplit.Split(m.Graph, m.Cost, m.Learnables, graphsplit.CutAtOps(cut...))
+			if err != nil {
+				b.Fatal(err)
+			}
+			vm, err := asyncvm.New(plan, asyncvm.WithSchedule(s), asyncvm.WithMicrobatches(n),
+				asyncvm.WithActivations(cfg.Activations()),
+				asyncvm.WithSolver(func(int) gorgonia.Solver { return recipeSolver(r) }))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer vm.Close()
+			batches := taxBatches(b, r, m, cfg.Microbatch, n, 10)
+			ctx := context.Background()
+			b.ResetTimer()
+			for b.Loop() {
+				if _, err := vm.Run(ctx, batches); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			measured, replay := vm.Report().Utilization, vm.Replay().Utilization
+			formula := 1 - schedule.Measured(s, 2, n, len(batches)).Bubble
+			b.ReportMetric(measured, "utilization")
+			b.ReportMetric(replay, "replay-utilization")
+			b.ReportMetric(formula, "formula-utilization")
+			b.ReportMetric(measured/replay, "measured/replay")
+			b.ReportMetric(measured/formula, "measured/formula")
+		})
+	}
+}
