@@ -21,8 +21,13 @@ const lightenSlack = 1.05
 // map for 3×3 filters. It times the plan with each move, in turn with
 // the plan before it (compare), and keeps the move unless the slowest
 // stage (the busiest worker, OnWorkers) became slower than lightenSlack
-// times the slowest before it.
+// times the slowest before it: than the slowest before it, for stages in
+// one process (InOneProcess), where what a cut sends costs nothing.
 func lighten(a *analysis, cfg *config, costs []float64, cuts []int, bal *Balance, measure func(*Plan) ([]StageTime, error)) ([]int, *Balance, error) {
+	slack := lightenSlack
+	if cfg.oneProcess {
+		slack = 1
+	}
 	for i := range cuts {
 		lo, hi := 1, len(a.seq)-1 // the positions cut i may take
 		if i > 0 {
@@ -52,7 +57,7 @@ func lighten(a *analysis, cfg *config, costs []float64, cuts []int, bal *Balance
 			return nil, nil, err
 		}
 		bal = was
-		if cfg.heaviest(now.Times) <= lightenSlack*cfg.heaviest(was.Times) {
+		if cfg.heaviest(now.Times) <= slack*cfg.heaviest(was.Times) {
 			cuts, bal = next, now
 		}
 	}

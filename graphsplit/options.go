@@ -33,6 +33,8 @@ type config struct {
 	place      schedule.Placement
 	workers    int
 	workersSet bool
+	// oneProcess: the stages run in one process (InOneProcess).
+	oneProcess bool
 }
 
 // Stages asks for p stages, balanced by the cost model so that the most
@@ -83,7 +85,8 @@ func WithCostModel(m CostModel) Option {
 // mean, or after a few rounds, keeping the most even cut measured; then it
 // moves each cut over the ops between two layers that read no learnable
 // (an im2col, a ReLU, a max-pool) to where the fewest bytes cross it, if
-// the slowest stage stays within 5 %: every learnable stays in its stage,
+// the slowest stage stays within 5 % (gets no slower, InOneProcess): every
+// learnable stays in its stage,
 // so the weights trained are the same. keep times the keeping programs,
 // for a runtime that keeps activations. The
 // plan's Balance says how even it came out, and names the op (with
@@ -96,3 +99,10 @@ func WithCostModel(m CostModel) Option {
 func Profiled(feeds map[*gorgonia.Node]gorgonia.Value, keep bool) Option {
 	return func(c *config) { c.profileFeed, c.profileKeep, c.profiled = feeds, keep, true }
 }
+
+// InOneProcess says that the plan's stages will run in one process, where
+// a message between stages is handed over, not copied: Profiled then moves
+// a cut to where it sends fewer bytes only if no stage (no worker, with
+// OnWorkers) gets slower, where stages in processes accept up to 5 %
+// slower for it (lighten). Without Profiled it changes nothing.
+func InOneProcess() Option { return func(c *config) { c.oneProcess = true } }

@@ -84,10 +84,12 @@ func (cfg Config) cutOptions() []graphsplit.Option {
 // on each: cutOptions), balanced by the time each stage takes on this machine
 // (graphsplit.Profiled, on the first microbatch of train, with the
 // programs cfg.KeepActivations runs), and returns the cut, for Config.Cut,
-// with its measured balance. The cut depends on the machine and on what
-// else runs while it measures; a run that records it (Config.Cut) is
-// reproducible, and every process of a pipeline must be given the same.
-func Balanced(build zoo.Builder, train zoo.Data, cfg Config) ([]int, *graphsplit.Balance, error) {
+// with its measured balance. opts are Split's further options, for
+// example graphsplit.InOneProcess for a run whose stages share this
+// process. The cut depends on the machine and on what else runs while it
+// measures; a run that records it (Config.Cut) is reproducible, and every
+// process of a pipeline must be given the same.
+func Balanced(build zoo.Builder, train zoo.Data, cfg Config, opts ...graphsplit.Option) ([]int, *graphsplit.Balance, error) {
 	if cfg.Stages < 1 {
 		return nil, nil, errors.Errorf("train: Balanced: %d stages; give a number of stages to balance", cfg.Stages)
 	}
@@ -102,7 +104,7 @@ func Balanced(build zoo.Builder, train zoo.Data, cfg Config) ([]int, *graphsplit
 	}
 	feeds := zoo.FirstMicrobatch(train, m)
 	cfg.Cut = nil // what it chooses
-	plan, err := graphsplit.Split(m.Graph, m.Cost, m.Learnables, append(cfg.cutOptions(), graphsplit.Profiled(feeds, cfg.KeepActivations))...)
+	plan, err := graphsplit.Split(m.Graph, m.Cost, m.Learnables, append(append(cfg.cutOptions(), graphsplit.Profiled(feeds, cfg.KeepActivations)), opts...)...)
 	if err != nil {
 		return nil, nil, errors.Wrap(err, "train: Balanced")
 	}

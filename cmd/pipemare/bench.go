@@ -10,6 +10,7 @@ import (
 
 	"github.com/pipemare/pipemare/bench"
 	"github.com/pipemare/pipemare/internal/affinity"
+	"github.com/pipemare/pipemare/launch"
 	"github.com/pipemare/pipemare/rundir"
 	"github.com/pipemare/pipemare/runout"
 	"github.com/pipemare/pipemare/runspec"
@@ -52,7 +53,8 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return usageError(fs, "-target %g: a test accuracy between 0 and 1", *target)
 	}
 	t.procsSet = set["procs"]
-	if _, _, err := t.place(); err != nil {
+	where, _, err := t.place()
+	if err != nil {
 		return usageOr(fs, err)
 	}
 	allowed, err := affinity.Allowed()
@@ -63,7 +65,13 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	if err := runout.ChooseCut(&cfg, true, "", r, trainSet, stdout); err != nil {
+	if *target > 0 { // one cut for every placement: a placement in processes pays for what it sends
+		where = launch.InProcess
+		if slices.Contains(strings.Split(*placements, ","), "procs") {
+			where = launch.LocalProcs
+		}
+	}
+	if err := runout.ChooseCut(&cfg, where, "", r, trainSet, stdout); err != nil {
 		return err
 	}
 	var given []string
