@@ -86,9 +86,10 @@ func WithCostModel(m CostModel) Option {
 // moves each cut over the ops between two layers that read no learnable
 // (an im2col, a ReLU, a max-pool) to where the fewest bytes cross it, if
 // the slowest stage stays within 5 % (gets no slower, InOneProcess): every
-// learnable stays in its stage,
-// so the weights trained are the same. keep times the keeping programs,
-// for a runtime that keeps activations. The
+// learnable stays in its stage, so a synchronous schedule trains the same
+// weights (an asynchronous one that recomputes may not, where a ReLU or a
+// max-pool moved). keep times the keeping programs, for a runtime that
+// keeps activations. The
 // plan's Balance says how even it came out, and names the op (with
 // FineGrained, the layer) that is heavier than a fair share, if one is.
 //
