@@ -72,7 +72,10 @@ func speedupCut(b *testing.B, r zoo.Recipe) []int {
 	return cut
 }
 
-func benchSpeedup(b *testing.B, r zoo.Recipe, cut []int) {
+// cutVM is the recipe's model cut at cut, on a VM running s with n
+// microbatches a step and the recipe's activations and solver, and count
+// minibatches of the embedded data for it; the caller closes the VM.
+func cutVM(b *testing.B, r zoo.Recipe, cut []int, s schedule.Schedule, n, count int) (*asyncvm.VM, []map[*gorgonia.Node]gorgonia.Value) {
 	cfg := train.Config{Hyper: r.Run}
 	m, err := r.Build(cfg.Microbatch, cfg.Seed)
 	if err != nil {
@@ -82,14 +85,19 @@ func benchSpeedup(b *testing.B, r zoo.Recipe, cut []int) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	vm, err := asyncvm.New(plan, asyncvm.WithSchedule(schedule.PipeMare()),
-		asyncvm.WithMicrobatches(cfg.Microbatches), asyncvm.WithActivations(cfg.Activations()),
+	vm, err := asyncvm.New(plan, asyncvm.WithSchedule(s), asyncvm.WithMicrobatches(n),
+		asyncvm.WithActivations(cfg.Activations()),
 		asyncvm.WithSolver(func(int) gorgonia.Solver { return recipeSolver(r) }))
 	if err != nil {
 		b.Fatal(err)
 	}
+	return vm, taxBatches(b, r, m, cfg.Microbatch, n, count)
+}
+
+func benchSpeedup(b *testing.B, r zoo.Recipe, cut []int) {
+	cfg := train.Config{Hyper: r.Run}
+	vm, batches := cutVM(b, r, cut, schedule.PipeMare(), cfg.Microbatches, speedupMinibatches)
 	defer vm.Close()
-	batches := taxBatches(b, r, m, cfg.Microbatch, cfg.Microbatches, speedupMinibatches)
 	ctx := context.Background()
 	if _, err := vm.Run(ctx, batches); err != nil { // warm up
 		b.Fatal(err)
@@ -185,23 +193,8 @@ func BenchmarkZeroBubble(b *testing.B) {
 	const n = 8
 	for _, s := range []schedule.Schedule{schedule.ZBH1(), schedule.ZBH2()} {
 		b.Run(s.Name, func(b *testing.B) {
-			cfg := train.Config{Hyper: r.Run}
-			m, err := r.Build(cfg.Microbatch, cfg.Seed)
-			if err != nil {
-				b.Fatal(err)
-			}
-			plan, err := graphsplit.Split(m.Graph, m.Cost, m.Learnables, graphsplit.CutAtOps(cut...))
-			if err != nil {
-				b.Fatal(err)
-			}
-			vm, err := asyncvm.New(plan, asyncvm.WithSchedule(s), asyncvm.WithMicrobatches(n),
-				asyncvm.WithActivations(cfg.Activations()),
-				asyncvm.WithSolver(func(int) gorgonia.Solver { return recipeSolver(r) }))
-			if err != nil {
-				b.Fatal(err)
-			}
+			vm, batches := cutVM(b, r, cut, s, n, 10)
 			defer vm.Close()
-			batches := taxBatches(b, r, m, cfg.Microbatch, n, 10)
 			ctx := context.Background()
 			b.ResetTimer()
 			for b.Loop() {
