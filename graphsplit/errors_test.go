@@ -61,7 +61,9 @@ func TestSplitRejectsBadInput(t *testing.T) {
 		{"cut point at an input", func() (*Plan, error) { return Split(m.g, m.cost, learn, CutAt("x")) }, `cut point "x": it is an input`},
 		{"cut point twice", func() (*Plan, error) { return Split(m.g, m.cost, learn, CutAt("hidden", "hidden")) }, "are the same node"},
 		{"cut points with stages", func() (*Plan, error) { return Split(m.g, m.cost, learn, CutAt("hidden"), Stages(2)) }, "CutAt and CutAtOps cannot be combined with Stages"},
-		{"cut positions with a profile", func() (*Plan, error) { return Split(m.g, m.cost, learn, CutAtOps(1), Profiled(nil, false), Stages(2)) }, "cannot be combined"},
+		{"cut positions with a profile", func() (*Plan, error) {
+			return Split(m.g, m.cost, learn, CutAtOps(1), Profiled(nil, false, false), Stages(2))
+		}, "cannot be combined"},
 		{"cut points twice over", func() (*Plan, error) { return Split(m.g, m.cost, learn, CutAt("hidden"), CutAtOps(1)) }, "CutAt and CutAtOps both give cut points"},
 		{"cut position out of range", func() (*Plan, error) { return Split(m.g, m.cost, learn, CutAtOps(0)) }, "CutAtOps([0]): position 0 is not between 1 and"},
 		{"cut position twice", func() (*Plan, error) { return Split(m.g, m.cost, learn, CutAtOps(1, 1)) }, "position 1 is given twice"},

@@ -19,6 +19,7 @@ type config struct {
 	modelSet    bool
 	profileFeed map[*gorgonia.Node]gorgonia.Value
 	profileKeep bool
+	profileFuse bool // Plan.Time's fuseLast
 	profiled    bool
 	unguarded   bool // programs run the ops unguarded (tests compare)
 	// noSubstitution: stages re-apply the user's ops as they are
@@ -89,16 +90,19 @@ func WithCostModel(m CostModel) Option {
 // learnable stays in its stage, so a synchronous schedule trains the same
 // weights (an asynchronous one that recomputes may not, where a ReLU or a
 // max-pool moved). keep times the keeping programs, for a runtime that
-// keeps activations. The
-// plan's Balance says how even it came out, and names the op (with
+// keeps activations; fuseLast times a recomputing last stage as one Train
+// program, for a schedule that runs each of its forwards' backward right
+// after it (schedule.FusesLast; Plan.Time). The plan's Balance says how even it came out, and names the op (with
 // FineGrained, the layer) that is heavier than a fair share, if one is.
 //
 // A measured cut depends on the machine, and on what else ran while it
 // measured: two Splits may cut differently. Record the cut (Plan.Cuts)
 // and pass it to CutAtOps where runs must agree — every process of a pipeline
 // must cut alike — or be reproduced.
-func Profiled(feeds map[*gorgonia.Node]gorgonia.Value, keep bool) Option {
-	return func(c *config) { c.profileFeed, c.profileKeep, c.profiled = feeds, keep, true }
+func Profiled(feeds map[*gorgonia.Node]gorgonia.Value, keep, fuseLast bool) Option {
+	return func(c *config) {
+		c.profileFeed, c.profileKeep, c.profileFuse, c.profiled = feeds, keep, fuseLast, true
+	}
 }
 
 // InOneProcess says that the plan's stages will run in one process, where

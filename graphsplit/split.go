@@ -78,7 +78,7 @@ func Split(g *gorgonia.ExprGraph, cost *gorgonia.Node, learnables gorgonia.Nodes
 			return nil, errors.Wrap(err, "graphsplit: Profiled")
 		}
 		cuts, bal, err = profiled(a, &cfg, costs, func(p *Plan) ([]StageTime, error) {
-			return p.Time(cfg.profileFeed, cfg.profileKeep, profileRuns)
+			return p.Time(cfg.profileFeed, cfg.profileKeep, cfg.profileFuse, profileRuns)
 		})
 	} else {
 		cuts, err = chooseCuts(a, &cfg, costs)

@@ -30,17 +30,20 @@ func (t StageTime) Total() time.Duration { return t.Forward + t.Backward }
 // the programs and sizes their buffers), and returns each stage's median
 // forward and backward times. With keep, a stage that can keep its
 // activations (CanKeep) runs its keeping programs, as a runtime keeping
-// them does; otherwise it runs Forward and Train. A last stage that runs
-// Forward and Train is timed as a runtime runs it, its Train program
-// alone, whose forward gives the cost (internal/stage's fused last
-// stage): its forward time is that program's, both passes, and its
-// backward 0. The times are what this machine takes in this process, with
-// the GOMAXPROCS it has.
+// them does; otherwise it runs Forward and Train. With fuseLast, a last
+// stage that runs Forward and Train is timed as a runtime runs it when its
+// schedule puts each forward's backward right after it
+// (schedule.FusesLast): its Train program alone, whose forward gives the
+// cost (internal/stage's fused last stage), so that its forward time is
+// that program's, both passes, and its backward 0. Without, it is timed as
+// both programs, as for PipeMare, whose last stage runs the next forward
+// first. The times are what this machine takes in this process, with the
+// GOMAXPROCS it has.
 //
 // Time leaves the learnables and BatchNorm's running statistics as they
 // were. Like any Run of the plan's programs, it must not run concurrently
 // with another user of them.
-func (p *Plan) Time(feeds map[*gorgonia.Node]gorgonia.Value, keep bool, runs int) (_ []StageTime, err error) {
+func (p *Plan) Time(feeds map[*gorgonia.Node]gorgonia.Value, keep, fuseLast bool, runs int) (_ []StageTime, err error) {
 	if runs < 1 {
 		return nil, errors.Errorf("graphsplit: Time: %d runs; need at least one", runs)
 	}
@@ -59,7 +62,7 @@ func (p *Plan) Time(feeds map[*gorgonia.Node]gorgonia.Value, keep bool, runs int
 			return nil, err
 		}
 		if s == len(p.Stages)-1 {
-			fused = !kept
+			fused = fuseLast && !kept
 		}
 		if kept {
 			defer fwd.Close()

@@ -412,3 +412,20 @@ func TestListsForMoreStepsExtendFewer(t *testing.T) {
 		}
 	}
 }
+
+// TestFusesLast: the schedules whose last stage runs each forward's
+// backward (or input gradient) right after it fuse, at any P; PipeMare's
+// last stage runs the next forward first, GPipe every forward first.
+func TestFusesLast(t *testing.T) {
+	for _, c := range []struct {
+		s     Schedule
+		p     int
+		fuses bool
+	}{
+		{Sequential(), 1, true}, {Sequential(), 3, true}, {OneFOneB(), 2, true}, {OneFOneB(), 4, true},
+		{ZBH1(), 2, true}, {ZBH2(), 4, true}, {ZBV(), 4, true},
+		{PipeMare(), 1, false}, {PipeMare(), 2, false}, {PipeMare(), 4, false}, {GPipe(), 2, false},
+	} {
+		require.Equal(t, c.fuses, FusesLast(c.s, c.p, 8), "%s at P = %d", c.s.Name, c.p)
+	}
+}

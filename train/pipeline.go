@@ -104,12 +104,28 @@ func Balanced(build zoo.Builder, train zoo.Data, cfg Config, opts ...graphsplit.
 	}
 	feeds := zoo.FirstMicrobatch(train, m)
 	cfg.Cut = nil // what it chooses
-	plan, err := graphsplit.Split(m.Graph, m.Cost, m.Learnables, append(append(cfg.cutOptions(), graphsplit.Profiled(feeds, cfg.KeepActivations)), opts...)...)
+	profile := graphsplit.Profiled(feeds, cfg.KeepActivations, cfg.fusesLast())
+	plan, err := graphsplit.Split(m.Graph, m.Cost, m.Learnables, append(append(cfg.cutOptions(), profile), opts...)...)
 	if err != nil {
 		return nil, nil, errors.Wrap(err, "train: Balanced")
 	}
 	defer plan.Close()
 	return plan.Cuts(), plan.Balance, nil
+}
+
+// fusesLast reports whether the run's schedule (PipeMare when none is
+// set) runs its last stage's forward and backward as one program
+// (schedule.FusesLast), for timing a cut as the run will run it.
+func (cfg Config) fusesLast() bool {
+	s := cfg.Schedule
+	if s.Actions == nil {
+		s = schedule.PipeMare()
+	}
+	p := max(cfg.Stages, 1)
+	if cfg.Cut != nil {
+		p = len(cfg.Cut) + 1
+	}
+	return schedule.FusesLast(s, p, max(cfg.Microbatches, 1))
 }
 
 // stepsPerEpoch is the minibatches an epoch of train makes; a run of

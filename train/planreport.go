@@ -48,9 +48,10 @@ func MeasurePlan(r zoo.Recipe, microbatch, stages int, sch schedule.Schedule) (*
 	}
 	feeds := zoo.FirstMicrobatch(trainSet, m)
 	keep := r.Run.KeepActivations
-	opts := Config{Stages: stages, Schedule: sch}.cutOptions()
+	cfg := Config{Stages: stages, Schedule: sch, Hyper: r.Run}
+	opts := cfg.cutOptions()
 	if stages > 0 {
-		opts = append(opts, graphsplit.Profiled(feeds, keep))
+		opts = append(opts, graphsplit.Profiled(feeds, keep, cfg.fusesLast()))
 	}
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	plan, err := graphsplit.Split(m.Graph, m.Cost, m.Learnables, opts...)
@@ -62,7 +63,7 @@ func MeasurePlan(r zoo.Recipe, microbatch, stages int, sch schedule.Schedule) (*
 		p.Times = plan.Balance.Times
 		return p, nil
 	}
-	if p.Times, err = plan.Time(feeds, keep, 5); err != nil {
+	if p.Times, err = plan.Time(feeds, keep, cfg.fusesLast(), 5); err != nil {
 		plan.Close()
 		return nil, err
 	}

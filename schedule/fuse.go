@@ -1,0 +1,33 @@
+package schedule
+
+// FusesLast reports whether s, on p stages with n microbatches a step,
+// follows every forward of its last stage at once, in that stage's list,
+// with the same microbatch's backward or input gradient: Sequential, 1F1B
+// and the zero-bubble schedules do; PipeMare, whose last stage runs the
+// next forward first, and GPipe do not. A runtime that recomputes
+// activations then runs the two as one program, the backward's (one
+// forward, not two); a plan is timed that way for it
+// (graphsplit.Profiled). It is false for a schedule that has no lists
+// for p and n.
+func FusesLast(s Schedule, p, n int) bool {
+	lists := s.Actions(p, n, 1)
+	if len(lists) < p || p < 1 {
+		return false
+	}
+	last := lists[p-1]
+	forwards := 0
+	for t, a := range last {
+		if a.Op != OpForward {
+			continue
+		}
+		forwards++
+		if t+1 == len(last) {
+			return false
+		}
+		next := last[t+1]
+		if (next.Op != OpBackward && next.Op != OpInput) || next.Micro != a.Micro {
+			return false
+		}
+	}
+	return forwards > 0
+}
