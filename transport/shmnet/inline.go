@@ -28,12 +28,16 @@ func (e *Endpoint) readWhole() {
 // readWhole reads the messages wholly in the ring into the mailbox, in
 // order, unless the reader goroutine is reading (it will put them there).
 // It never waits: a message still being written is left to the reader.
-// A frame that does not decode ends the link as the reader would.
+// A frame that does not decode ends the link as the reader would. Once
+// the endpoint has released the link's rings it reads nothing.
 func (l *peerLink) readWhole() {
 	if !l.rmu.TryLock() {
 		return
 	}
 	defer l.rmu.Unlock()
+	if l.released { // a Recv that raced Close
+		return
+	}
 	for l.inlineErr.Load() == nil && l.in.whole() {
 		if le := l.readOne(); le != nil {
 			l.inlineErr.Store(le)

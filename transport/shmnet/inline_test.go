@@ -23,12 +23,18 @@ func inlineLink(t *testing.T) (l *peerLink, w *ring) {
 	t.Helper()
 	h, fds, err := makeShared(1 << 20)
 	require.NoError(t, err)
-	t.Cleanup(func() { h.release(); closeFDs(fds[:1]) })
+	t.Cleanup(func() { closeFDs(fds[:1]) })
 	w, _ = rings(h.mem, 1<<20)
 	w.data1, w.room, w.stop = newEventfd(h.evs[0]), newEventfd(h.evs[1]), new(atomic.Bool)
 	r := &ring{ctl: w.ctl, data: w.data, data1: w.data1, room: w.room, stop: w.stop} // the reader's side of w
 	e := &Endpoint{self: 1, box: transport.NewMailbox()}
-	return &peerLink{e: e, peer: 0, who: "stage 0", in: r, st: linkstate.New[outgoing]()}, w
+	l = &peerLink{e: e, peer: 0, who: "stage 0", shared: h, in: r, st: linkstate.New[outgoing]()}
+	t.Cleanup(func() {
+		if !l.released {
+			l.release()
+		}
+	})
+	return l, w
 }
 
 // queued is the message of kind k the mailbox holds, if any.
@@ -114,4 +120,15 @@ func TestRecvReadingAGarbledFrameEndsTheLink(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the reader did not end the link")
 	}
+}
+
+// TestRecvAfterTheRingsAreReleasedReadsNothing: a Recv that raced Close
+// finds the rings unmapped and leaves them alone (reading them would
+// fault).
+func TestRecvAfterTheRingsAreReleasedReadsNothing(t *testing.T) {
+	l, w := inlineLink(t)
+	require.NoError(t, w.writeMessage([]byte{1, 0, 0, 0, frameBye}))
+	l.release()
+	l.readWhole()
+	require.Nil(t, l.inlineErr.Load())
 }

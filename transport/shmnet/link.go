@@ -50,6 +50,7 @@ type peerLink struct {
 	// is how such a Recv's read failed, for the reader to end the link with.
 	rmu       sync.Mutex
 	inlineErr atomic.Pointer[transport.LinkError]
+	released  bool // the rings are unmapped (release); under rmu
 }
 
 // outgoing is a message queued for writing: its header and the bytes
@@ -389,4 +390,9 @@ func (l *peerLink) stopAll() {
 	_ = l.conn.Close()
 }
 
-func (l *peerLink) release() { l.shared.release() }
+func (l *peerLink) release() {
+	l.rmu.Lock() // a Recv reading the ring (readWhole) finishes first
+	defer l.rmu.Unlock()
+	l.released = true
+	l.shared.release()
+}
