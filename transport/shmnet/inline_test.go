@@ -132,3 +132,35 @@ func TestRecvAfterTheRingsAreReleasedReadsNothing(t *testing.T) {
 	l.readWhole()
 	require.Nil(t, l.inlineErr.Load())
 }
+
+// FuzzRecvReadsWhole: whatever bytes a ring holds, readWhole returns
+// without waiting, and it reads only whole frames: what it leaves in the
+// ring is a frame still being written (or none), unless a frame it found
+// does not decode, which it keeps to end the link with. CI runs the seeds.
+func FuzzRecvReadsWhole(f *testing.F) {
+	var bodies bodyEncoder
+	v := tensor.New(tensor.WithShape(2), tensor.WithBacking([]float32{1, 2}))
+	o, err := encode(transport.Message{Kind: transport.Gradient, From: 0, To: 1, Values: []gorgonia.Value{v}, Body: 3}, &bodies)
+	require.NoError(f, err)
+	whole := append(append(append([]byte(nil), o.frame...), o.parts[0]...), o.parts[1]...)
+	f.Add(whole)
+	f.Add(whole[:len(whole)-1])
+	f.Add(append(append([]byte(nil), whole...), whole[:7]...))
+	f.Add([]byte{1, 0, 0, 0, frameBye})
+	f.Add([]byte{3, 0, 0, 0, 99, 0, 0})
+	f.Add([]byte{0xff, 0xff, 0xff, 0xff})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		l, w := inlineLink(t)
+		require.NoError(t, w.write(b, true))
+		done := make(chan struct{})
+		go func() { l.readWhole(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			t.Fatal("readWhole waited")
+		}
+		if l.inlineErr.Load() == nil {
+			require.False(t, l.in.whole() && l.in.avail() > 0, "a whole frame left unread")
+		}
+	})
+}

@@ -43,7 +43,7 @@ type peerLink struct {
 	// encoding a message to queueing it.
 	encMu    sync.Mutex
 	bodies   bodyEncoder
-	unbodies bodyDecoder // the reader's
+	unbodies bodyDecoder // the reader's, under rmu
 
 	// rmu is held by whoever reads frames out of in: the reader goroutine,
 	// or a Recv that reads a whole message itself (inline.go). inlineErr
