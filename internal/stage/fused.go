@@ -39,11 +39,12 @@ type early struct {
 }
 
 // canFuse reports whether forward f, followed in the same Work by next,
-// can run its backward too: next is f's backward (or its input gradient,
-// the split backward's program), and the stage is a last
-// stage that recomputes, sends nothing on and shares no learnable.
+// can run its backward too: the pair is schedule.Fusable (next is f's
+// backward, or its input gradient, the split backward's program), and the
+// stage is a last stage that recomputes, sends nothing on and shares no
+// learnable.
 func (r *Runtime) canFuse(f, next schedule.Action) bool {
-	return (next.Op == schedule.OpBackward || next.Op == schedule.OpInput) && next.Micro == f.Micro &&
+	return schedule.Fusable(f, next) &&
 		r.last && !r.keeping && len(r.consumers) == 0 &&
 		len(r.shared.replicas) == 0 && len(r.shared.owned) == 0
 }

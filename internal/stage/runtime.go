@@ -401,7 +401,7 @@ func (r *Runtime) work(ctx context.Context, ep transport.Endpoint, w Work) error
 		if j < len(w.Shared) {
 			versions = w.Shared[j]
 		}
-		r.fuse = a.Op == schedule.OpForward && j+1 < len(w.Actions) && r.canFuse(a, w.Actions[j+1])
+		r.fuse = j+1 < len(w.Actions) && r.canFuse(a, w.Actions[j+1])
 		r.fuseInput = r.fuse && w.Actions[j+1].Op == schedule.OpInput && r.saving != nil
 		if err := r.do(ctx, ep, a, versions); err != nil {
 			return err
