@@ -37,6 +37,19 @@ func inlineLink(t *testing.T) (l *peerLink, w *ring) {
 	return l, w
 }
 
+// readsAtOnce runs l.readWhole and fails with why if it has not returned
+// within 5 s: it must never wait.
+func readsAtOnce(t *testing.T, l *peerLink, why string) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() { l.readWhole(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal(why)
+	}
+}
+
 // queued is the message of kind k the mailbox holds, if any.
 func queued(t *testing.T, l *peerLink, k transport.Kind) (transport.Message, bool) {
 	t.Helper()
@@ -76,13 +89,7 @@ func TestRecvReadsWholeMessagesItself(t *testing.T) {
 	o := msg(2)
 	require.NoError(t, w.write(o.frame, false))
 	require.NoError(t, w.write(o.parts[0], false))
-	done := make(chan struct{})
-	go func() { l.readWhole(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-		t.Fatal("readWhole waited for a message still being written")
-	}
+	readsAtOnce(t, l, "readWhole waited for a message still being written")
 	_, ok := queued(t, l, transport.Gradient)
 	require.False(t, ok, "a message still being written is left in the ring")
 	require.NoError(t, w.write(o.parts[1], true))
@@ -152,13 +159,7 @@ func FuzzRecvReadsWhole(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		l, w := inlineLink(t)
 		require.NoError(t, w.write(b, true))
-		done := make(chan struct{})
-		go func() { l.readWhole(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			t.Fatal("readWhole waited")
-		}
+		readsAtOnce(t, l, "readWhole waited")
 		if l.inlineErr.Load() == nil {
 			require.False(t, l.in.whole() && l.in.avail() > 0, "a whole frame left unread")
 		}

@@ -254,7 +254,7 @@ func (l *peerLink) readOne() *transport.LinkError {
 		return &transport.LinkError{From: l.peer, To: l.e.self, Kind: kind, Err: errors.Wrap(err, "a corrupted or unexpected frame")}
 	}
 	var size [4]byte
-	if err := l.in.read(size[:], true); err != nil {
+	if err := l.in.read(size[:]); err != nil {
 		return &transport.LinkError{From: l.peer, To: l.e.self, Err: l.broke(err)}
 	}
 	n := binary.LittleEndian.Uint32(size[:])
@@ -262,7 +262,7 @@ func (l *peerLink) readOne() *transport.LinkError {
 		return bad(errors.Errorf("a header of %d bytes", n))
 	}
 	hb := make([]byte, n)
-	if err := l.in.read(hb, true); err != nil {
+	if err := l.in.read(hb); err != nil {
 		return &transport.LinkError{From: l.peer, To: l.e.self, Err: l.broke(err)}
 	}
 	h, err := decodeHeader(hb)
@@ -297,7 +297,7 @@ func (l *peerLink) readOne() *transport.LinkError {
 func (l *peerLink) readMessage(h header) (transport.Message, error) {
 	m := transport.Message{Kind: h.kind, From: h.from, To: h.to, Micro: int(h.micro), Version: int(h.version), Own: true}
 	body := make([]byte, h.bodyLen)
-	if err := l.in.read(body, true); err != nil {
+	if err := l.in.read(body); err != nil {
 		return m, err
 	}
 	if len(h.values) > 0 {
@@ -306,7 +306,7 @@ func (l *peerLink) readMessage(h header) (transport.Message, error) {
 	for i, d := range h.values {
 		v, raw, err := alloc(d)
 		if err == nil {
-			err = l.in.read(raw, true)
+			err = l.in.read(raw)
 		}
 		if err != nil {
 			return m, errors.Wrapf(err, "value %d", i)

@@ -62,7 +62,7 @@ const publishEvery = 64 << 10
 // spinFor is how long a reader in the middle of a message waits for the
 // rest before it sleeps: the writer is copying it in (publishEvery bytes
 // take a few microseconds), and sleeping would cost a wake-up per piece.
-// Between messages a reader sleeps at once.
+// Between messages a reader sleeps at once (peerLink.read).
 const spinFor = 50 * time.Microsecond
 
 // free is how many bytes the writer can write without waiting.
@@ -143,10 +143,11 @@ func (r *ring) write(p []byte, last bool) error {
 	return nil
 }
 
-// read fills p from the ring, waiting for data as long as it takes; once
-// the link is stopped it still reads what was written before. mid says
-// that p is the rest of a message begun: its writer is copying it in.
-func (r *ring) read(p []byte, mid bool) error {
+// read fills p, part of a message begun (the link's reader waits for a
+// message to begin: peerLink.read), from the ring: its writer is copying
+// the rest in, so it spins for spinFor, then waits as long as it takes.
+// Once the link is stopped it still reads what was written before.
+func (r *ring) read(p []byte) error {
 	size := uint64(len(r.data))
 	tail := atomic.LoadUint64(r.word(offTail))
 	for len(p) > 0 {
@@ -156,7 +157,7 @@ func (r *ring) read(p []byte, mid bool) error {
 		}
 		if avail == 0 {
 			moved := func() bool { return atomic.LoadUint64(r.word(offHead)) != tail }
-			if mid && spin(moved) {
+			if spin(moved) {
 				continue
 			}
 			if err := r.sleep(offReaderAsleep, r.data1, moved); err != nil {
@@ -178,8 +179,10 @@ func (r *ring) read(p []byte, mid bool) error {
 }
 
 // spin reports whether ready turned true within spinFor. It does not
-// yield to the scheduler, which would poll the network each time: the
-// process's other goroutines run on its other threads.
+// yield to the scheduler: a goroutine that yields in a loop keeps its P
+// busy, so the runtime polls the network only from its monitor, every
+// 10 ms, and other links' messages wait (docs/speed.md). In a process of
+// one P its other goroutines wait at most spinFor.
 func spin(ready func() bool) bool {
 	for start := time.Now(); time.Since(start) < spinFor; {
 		if ready() {
