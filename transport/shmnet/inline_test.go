@@ -30,9 +30,11 @@ func inlineLink(t *testing.T) (l *peerLink, w *ring) {
 	e := &Endpoint{self: 1, box: transport.NewMailbox()}
 	l = &peerLink{e: e, peer: 0, who: "stage 0", shared: h, in: r, st: linkstate.New[outgoing]()}
 	t.Cleanup(func() {
-		if !l.released {
-			l.release()
-		}
+		// Stopped first, as an endpoint's teardown does, so that a read
+		// that waits (a failing test's) returns and release gets rmu.
+		w.stop.Store(true)
+		_ = w.data1.signal()
+		l.release()
 	})
 	return l, w
 }

@@ -390,9 +390,12 @@ func (l *peerLink) stopAll() {
 	_ = l.conn.Close()
 }
 
+// release unmaps the link's rings and closes its eventfds, once.
 func (l *peerLink) release() {
 	l.rmu.Lock() // a Recv reading the ring (readWhole) finishes first
 	defer l.rmu.Unlock()
-	l.released = true
-	l.shared.release()
+	if !l.released {
+		l.released = true
+		l.shared.release()
+	}
 }
