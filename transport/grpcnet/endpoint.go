@@ -594,9 +594,7 @@ func (e *Endpoint) Close() error {
 		e.calls.Close()
 		links := make([]*peerLink, 0, len(e.peers))
 		for _, l := range e.peers {
-			if l.st.Broken.Err() == nil {
-				links = append(links, l)
-			}
+			links = append(links, l)
 		}
 		e.mu.Unlock()
 		e.box.Fail(transport.ErrClosed)
@@ -606,8 +604,10 @@ func (e *Endpoint) Close() error {
 	return e.closeErr
 }
 
-// flush sends each peer what is queued and a Bye, and waits until each
-// has acknowledged it.
+// flush sends each peer of links whose link has not broken what is
+// queued and a Bye, and waits until each has acknowledged it: at most the
+// receive timeout, and the connect timeout if shorter once a link broke or
+// a peer left (linkstate.Flush).
 func (e *Endpoint) flush(links []*peerLink) error {
 	states := make([]*linkstate.State[outgoing], len(links))
 	peers := make([]transport.Peer, len(links))
@@ -615,11 +615,7 @@ func (e *Endpoint) flush(links []*peerLink) error {
 	for i, l := range links {
 		states[i], peers[i], names[i] = l.st, l.peer, l.peer.String()
 	}
-	wait := e.s.recvTimeout
-	if e.calls.Failure() != nil || linkstate.Left(states) {
-		wait = min(wait, e.s.connectTimeout)
-	}
-	return linkstate.Flush(e.self, states, peers, names, wait)
+	return linkstate.Flush(e.self, states, peers, names, e.s.recvTimeout, e.s.connectTimeout)
 }
 
 // refusalGrace is how long a stage whose Open failed keeps its server up

@@ -509,36 +509,33 @@ func (e *Endpoint) Recv(ctx context.Context, from transport.Peer, k transport.Ki
 func (e *Endpoint) Close() error {
 	e.closeOnce.Do(func() {
 		e.mu.Lock()
-		broke := e.calls.Close()
+		e.calls.Close()
 		links := make([]*peerLink, 0, len(e.peers))
 		for _, l := range e.peers {
-			if l != nil && l.st.Broken.Err() == nil {
+			if l != nil {
 				links = append(links, l)
 			}
 		}
 		e.mu.Unlock()
 		e.box.Fail(transport.ErrClosed)
-		e.closeErr = e.flush(links, broke)
+		e.closeErr = e.flush(links)
 		e.teardown()
 	})
 	return e.closeErr
 }
 
-// flush sends each peer what is queued and a Bye, and waits until each
-// has acknowledged it: at most the receive timeout, and the connect
-// timeout if shorter once a link broke or a peer left.
-func (e *Endpoint) flush(links []*peerLink, broke bool) error {
+// flush sends each peer of links whose link has not broken what is
+// queued and a Bye, and waits until each has acknowledged it: at most the
+// receive timeout, and the connect timeout if shorter once a link broke or
+// a peer left (linkstate.Flush).
+func (e *Endpoint) flush(links []*peerLink) error {
 	states := make([]*linkstate.State[outgoing], len(links))
 	peers := make([]transport.Peer, len(links))
 	names := make([]string, len(links))
 	for i, l := range links {
 		states[i], peers[i], names[i] = l.st, l.peer, l.who
 	}
-	wait := e.s.recvTimeout
-	if broke || linkstate.Left(states) {
-		wait = min(wait, e.s.connectTimeout)
-	}
-	return linkstate.Flush(e.self, states, peers, names, wait)
+	return linkstate.Flush(e.self, states, peers, names, e.s.recvTimeout, e.s.connectTimeout)
 }
 
 // teardown stops every link's goroutines, then frees what they used.

@@ -48,13 +48,11 @@ func (e *Endpoint) Closed() error {
 	return nil
 }
 
-// Close marks the endpoint closed; it reports whether a link had broken
-// (then Close waits for the others no longer than the connect timeout).
-func (e *Endpoint) Close() (broke bool) {
+// Close marks the endpoint closed.
+func (e *Endpoint) Close() {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.closed = true
-	return e.failure != nil
 }
 
 // Failure is the first link that broke, or nil.

@@ -194,37 +194,70 @@ func (s *State[T]) Stop() {
 	s.depart()
 }
 
-// Left reports whether the peer of any of links has left (said Bye): the
-// pipeline is over, and its endpoint's Close waits for the others' acks no
-// longer than it would after a link broke (a peer stopped in its
-// handshake, which may have linked to this side already, never acks).
-func Left[T any](links []*State[T]) bool {
-	for _, l := range links {
-		if l.Departed.Err() != nil {
-			return true
+// Flush closes an endpoint's links (names[i] names links[i]'s peer for
+// messages): it starts closing each link that has not broken and waits
+// until each of those peers acknowledged, at most long — and at most
+// short once any link broke or any peer left (said Bye) or a link ended
+// unacknowledged, whether before Flush or while it waits: the pipeline is
+// over then, and a peer stopped
+// in its handshake, which may have linked to this side already, never
+// acks. It returns an error naming each link whose messages were not
+// confirmed.
+func Flush[T any](self transport.Peer, links []*State[T], peers []transport.Peer, names []string, long, short time.Duration) error {
+	start := time.Now()
+	expired := make(chan struct{})
+	var expire sync.Once
+	fire := func() { expire.Do(func() { close(expired) }) }
+	var mu sync.Mutex // guards deadline and timer against the shortening callbacks
+	deadline, timer := start.Add(long), time.AfterFunc(long, fire)
+	shorten := func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if d := time.Now().Add(short); d.Before(deadline) && timer.Stop() {
+			deadline, timer = d, time.AfterFunc(short, fire)
 		}
 	}
-	return false
-}
-
-// Flush starts closing each link (names[i] names links[i]'s peer for
-// messages) and waits, at most wait, until each peer acknowledged; it
-// returns an error naming each link whose messages were not confirmed.
-func Flush[T any](self transport.Peer, links []*State[T], peers []transport.Peer, names []string, wait time.Duration) error {
-	for _, l := range links {
-		l.StartClosing()
-	}
-	expired := make(chan struct{})
-	defer time.AfterFunc(wait, func() { close(expired) }).Stop()
-	var errs []error
+	defer func() {
+		mu.Lock()
+		timer.Stop()
+		mu.Unlock()
+	}()
+	done := make(chan struct{})
+	var watchers sync.WaitGroup
+	defer func() { close(done); watchers.Wait() }()
+	var flushed []int
 	for i, l := range links {
+		defer context.AfterFunc(l.Broken, shorten)()
+		defer context.AfterFunc(l.Departed, shorten)()
+		if l.Broken.Err() != nil {
+			continue
+		}
+		l.StartClosing()
+		flushed = append(flushed, i)
+		watchers.Add(1)
+		go func() { // a link that ends unacknowledged while closing: its peer is gone
+			defer watchers.Done()
+			select {
+			case <-l.Acked:
+				if ok, _ := l.Delivered(); !ok {
+					shorten()
+				}
+			case <-done:
+			}
+		}()
+	}
+	var errs []error
+	for _, i := range flushed {
 		select {
-		case <-l.Acked:
+		case <-links[i].Acked:
 		case <-expired:
 		}
-		if ok, queued := l.Delivered(); !ok {
+		if ok, queued := links[i].Delivered(); !ok {
+			mu.Lock()
+			waited := deadline.Sub(start).Round(time.Millisecond)
+			mu.Unlock()
 			errs = append(errs, errors.Errorf("link %v → %v: %v did not confirm within %v that it read everything sent to it (%d messages were still queued)",
-				self, peers[i], names[i], wait, queued))
+				self, peers[i], names[i], waited, queued))
 		}
 	}
 	return errors.Wrap(stderrors.Join(errs...), "close")

@@ -56,9 +56,9 @@ func TestProtocol(t *testing.T) {
 func TestFlushNamesTheUnconfirmed(t *testing.T) {
 	quiet, acking := New[int](), New[int]()
 	acking.ByeAckReceived()
-	require.NoError(t, Flush(transport.Driver, []*State[int]{acking}, []transport.Peer{0}, []string{"stage 0"}, time.Second))
+	require.NoError(t, Flush(transport.Driver, []*State[int]{acking}, []transport.Peer{0}, []string{"stage 0"}, time.Second, time.Second))
 	require.Equal(t, Queued, quiet.Enqueue(1))
-	err := Flush(transport.Driver, []*State[int]{acking, quiet}, []transport.Peer{0, 1}, []string{"stage 0", "stage 1 (pid 42)"}, 20*time.Millisecond)
+	err := Flush(transport.Driver, []*State[int]{acking, quiet}, []transport.Peer{0, 1}, []string{"stage 0", "stage 1 (pid 42)"}, 20*time.Millisecond, time.Second)
 	require.EqualError(t, err, "close: link driver → stage 1: stage 1 (pid 42) did not confirm within 20ms that it read everything sent to it (1 messages were still queued)")
 }
 
@@ -109,13 +109,41 @@ func TestPutWritesInOrder(t *testing.T) {
 	require.Equal(t, []int{1, 7}, wrote)
 }
 
-// TestLeft: the pipeline is over once any peer said Bye; a link that
-// broke, or that is up, does not say so.
-func TestLeft(t *testing.T) {
-	up, broke, left := New[int](), New[int](), New[int]()
-	broke.End(&transport.LinkError{From: 0, To: 1})
-	require.False(t, Left([]*State[int]{up, broke}))
-	left.ByeReceived()
-	require.True(t, Left([]*State[int]{up, broke, left}))
-	require.False(t, Left[int](nil))
+// TestFlushWaitsLessOncePipelineIsOver: once a link broke or a peer left
+// (said Bye), before Flush or while it waits, Flush waits for the others
+// at most its short wait; a broken link is not flushed.
+func TestFlushWaitsLessOncePipelineIsOver(t *testing.T) {
+	names := []string{"stage 0", "stage 1", "stage 2"}
+	peers := []transport.Peer{0, 1, 2}
+	for _, c := range []struct {
+		name string
+		end  func(s *State[int])
+		at   time.Duration // when end runs: 0 before Flush
+	}{
+		{"broke before", func(s *State[int]) { s.End(&transport.LinkError{From: 1, To: 0}) }, 0},
+		{"left before", func(s *State[int]) { s.ByeReceived() }, 0},
+		{"broke while it waits", func(s *State[int]) { s.End(&transport.LinkError{From: 1, To: 0}) }, 50 * time.Millisecond},
+		{"left while it waits", func(s *State[int]) { s.ByeReceived() }, 50 * time.Millisecond},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			quiet, other, acking := New[int](), New[int](), New[int]()
+			acking.ByeAckReceived()
+			require.Equal(t, Queued, quiet.Enqueue(1))
+			if c.at == 0 {
+				c.end(other)
+			} else {
+				time.AfterFunc(c.at, func() { c.end(other) })
+			}
+			began := time.Now()
+			err := Flush(transport.Driver, []*State[int]{quiet, other, acking}, peers, names, time.Minute, 100*time.Millisecond)
+			require.Less(t, time.Since(began), 30*time.Second, "the short wait, not the long one")
+			require.ErrorContains(t, err, "stage 0 did not confirm within")
+			require.NotContains(t, err.Error(), "within 1m0s")
+		})
+	}
+	quiet := New[int]()
+	require.Equal(t, Queued, quiet.Enqueue(1))
+	began := time.Now()
+	require.Error(t, Flush(transport.Driver, []*State[int]{quiet}, peers[:1], names[:1], 300*time.Millisecond, 10*time.Millisecond))
+	require.GreaterOrEqual(t, time.Since(began), 300*time.Millisecond, "with every link up and no peer gone, the long wait")
 }
