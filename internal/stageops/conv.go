@@ -393,7 +393,9 @@ func (op *convGEMM) UsePreallocDo(prealloc gorgonia.Value, vals ...gorgonia.Valu
 		bl := tensor.WhichBLAS()
 		switch a.Dtype() {
 		case tensor.Float32:
-			convKernel(bl.Sgemm, a.Float32s(), b.Float32s(), out.Float32s(), op)
+			if op.part != convOut || !convOutNCHW(bl, op.b, op.h*op.w, op.cout, op.k, a.Float32s(), b.Float32s(), out.Float32s()) {
+				convKernel(bl.Sgemm, a.Float32s(), b.Float32s(), out.Float32s(), op)
+			}
 		default:
 			convKernel(bl.Dgemm, a.Float64s(), b.Float64s(), out.Float64s(), op)
 		}

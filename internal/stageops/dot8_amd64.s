@@ -13,30 +13,41 @@
 	VMULPS       Y9, Y8, Y8   \
 	VADDPS       Y8, ACC, ACC
 
-// func sdot8(a, b *float32, ldb uintptr, n, k int, alpha float32, c *float32, ldc uintptr, rows int, out *float32)
+// func sdot8(a, b *float32, ldb uintptr, n, k int, alpha float32, c *float32, rs, cs uintptr, rows int, out *float32)
 //
 // C[r][j] += alpha·DotUnitary(x_r, y_j) as gonum's sgemmSerialNotTrans
 // adds it, for the first rows of 8 rows r and n rows j of B, where x_r's
 // k elements are packed at a (element l of the 8 rows at a + 32·l bytes),
-// y_j's start at b + j·ldb bytes and row r of C at c + r·ldc bytes; out
-// holds 8·n scratch floats. For each y_j the kernel cuts the product as
+// y_j's start at b + j·ldb bytes and C[r][j] is at c + r·rs + j·cs bytes;
+// out holds 8·n scratch floats. For each y_j the kernel cuts the product as
 // DotUnitary does: the scalars before y_j is 16-byte aligned (at most k),
 // then steps of 16, steps of 4 and scalars. Each lane of Y0–Y3
 // (DotUnitary's SUM) and Y4–Y7 (its P_SUM) is one row's register lane:
 // the same products, added into the same partial sums in the same order,
 // and the partial sums added as its HADDPS adds them. Then, as gonum's
 // compiled code does, the dot product times alpha, plus C's element, each
-// with the first operand first (which NaN a sum of two keeps).
-TEXT ·sdot8(SB), NOSPLIT, $0-80
+// with the first operand first (which NaN a sum of two keeps). With 8
+// rows whose elements of C are consecutive (rs 4: C stored column by
+// column, as a convolution's NCHW output is) each column's 8 sums are
+// added to C and stored at once, and out is not used.
+TEXT ·sdot8(SB), NOSPLIT, $8-88
 	MOVQ         a+0(FP), R11
 	MOVQ         b+8(FP), R12
 	MOVQ         ldb+16(FP), R13
 	MOVQ         n+24(FP), R14
 	MOVQ         k+32(FP), BX
 	VBROADCASTSS alpha+40(FP), Y10
-	MOVQ         out+72(FP), R10
+	MOVQ         out+80(FP), R10
+	MOVQ         $0, step-8(SP) // 0: the sums go to out, then to C below
 	TESTQ        R14, R14
 	JEQ          done
+	CMPQ         rows+72(FP), $8
+	JNE          row
+	CMPQ         rs+56(FP), $4
+	JNE          row
+	MOVQ         c+48(FP), R10  // C column by column: each column's sums straight into C
+	MOVQ         cs+64(FP), AX
+	MOVQ         AX, step-8(SP)
 
 row: // one row y_j of B
 	MOVQ R11, SI
@@ -136,18 +147,32 @@ sum: // HADDPS twice: (SUM[0] + SUM[1]) + (SUM[2] + SUM[3]); times alpha
 	VADDPS  Y3, Y2, Y2
 	VADDPS  Y2, Y0, Y0
 	VMULPS  Y10, Y0, Y0
+	MOVQ    step-8(SP), AX
+	TESTQ   AX, AX
+	JEQ     toout
+	VADDPS  (R10), Y0, Y0 // C[r][j] = sum + C[r][j], 8 rows at once
 	VMOVUPS Y0, (R10)
+	ADDQ    AX, R10
+	JMP     next
 
-	ADDQ $32, R10
+toout:
+	VMOVUPS Y0, (R10)
+	ADDQ    $32, R10
+
+next:
 	ADDQ R13, R12
 	DECQ R14
 	JNE  row
 
+	CMPQ step-8(SP), $0
+	JNE  done
+
 	// C[r][j] = out[8·j+r] + C[r][j]
 	MOVQ c+48(FP), DI
-	MOVQ ldc+56(FP), R13
-	MOVQ rows+64(FP), CX
-	MOVQ out+72(FP), SI
+	MOVQ rs+56(FP), R13
+	MOVQ cs+64(FP), BX
+	MOVQ rows+72(FP), CX
+	MOVQ out+80(FP), SI
 
 crow:
 	TESTQ CX, CX
@@ -161,7 +186,7 @@ ccol:
 	VADDSS (R9), X0, X0
 	VMOVSS X0, (R9)
 	ADDQ   $32, R8
-	ADDQ   $4, R9
+	ADDQ   BX, R9
 	DECQ   DX
 	JNE    ccol
 
@@ -171,5 +196,71 @@ ccol:
 	JMP  crow
 
 done:
+	VZEROUPPER
+	RET
+
+// func pack8(dst, src *float32, lda uintptr, n int)
+//
+// dst[8·l + r] = src[r·lda/4 + l] for the 8 rows r and the first n&^7
+// columns l: 8 rows of A packed for sdot8, 8 columns at a time by an 8×8
+// transpose in registers.
+TEXT ·pack8(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ lda+16(FP), DX
+	MOVQ n+24(FP), CX
+	SHRQ $3, CX
+	JEQ  packed
+	LEAQ (DX)(DX*2), R8 // 3·lda
+	LEAQ (SI)(DX*4), R9 // row 4
+
+block:
+	VMOVUPS    (SI), Y0
+	VMOVUPS    (SI)(DX*1), Y1
+	VMOVUPS    (SI)(DX*2), Y2
+	VMOVUPS    (SI)(R8*1), Y3
+	VMOVUPS    (R9), Y4
+	VMOVUPS    (R9)(DX*1), Y5
+	VMOVUPS    (R9)(DX*2), Y6
+	VMOVUPS    (R9)(R8*1), Y7
+	VUNPCKLPS  Y1, Y0, Y8      // a0 b0 a1 b1 | a4 b4 a5 b5
+	VUNPCKHPS  Y1, Y0, Y9      // a2 b2 a3 b3 | a6 b6 a7 b7
+	VUNPCKLPS  Y3, Y2, Y10
+	VUNPCKHPS  Y3, Y2, Y11
+	VUNPCKLPS  Y5, Y4, Y12
+	VUNPCKHPS  Y5, Y4, Y13
+	VUNPCKLPS  Y7, Y6, Y14
+	VUNPCKHPS  Y7, Y6, Y15
+	VSHUFPS    $0x44, Y10, Y8, Y0 // a0 b0 c0 d0 | a4 b4 c4 d4
+	VSHUFPS    $0xEE, Y10, Y8, Y1 // a1 b1 c1 d1 | a5 b5 c5 d5
+	VSHUFPS    $0x44, Y11, Y9, Y2
+	VSHUFPS    $0xEE, Y11, Y9, Y3
+	VSHUFPS    $0x44, Y14, Y12, Y4 // e0 f0 g0 h0 | e4 f4 g4 h4
+	VSHUFPS    $0xEE, Y14, Y12, Y5
+	VSHUFPS    $0x44, Y15, Y13, Y6
+	VSHUFPS    $0xEE, Y15, Y13, Y7
+	VPERM2F128 $0x20, Y4, Y0, Y8 // column 0: a0 … h0
+	VPERM2F128 $0x20, Y5, Y1, Y9
+	VPERM2F128 $0x20, Y6, Y2, Y10
+	VPERM2F128 $0x20, Y7, Y3, Y11
+	VPERM2F128 $0x31, Y4, Y0, Y12 // column 4
+	VPERM2F128 $0x31, Y5, Y1, Y13
+	VPERM2F128 $0x31, Y6, Y2, Y14
+	VPERM2F128 $0x31, Y7, Y3, Y15
+	VMOVUPS    Y8, (DI)
+	VMOVUPS    Y9, 32(DI)
+	VMOVUPS    Y10, 64(DI)
+	VMOVUPS    Y11, 96(DI)
+	VMOVUPS    Y12, 128(DI)
+	VMOVUPS    Y13, 160(DI)
+	VMOVUPS    Y14, 192(DI)
+	VMOVUPS    Y15, 224(DI)
+	ADDQ       $32, SI
+	ADDQ       $32, R9
+	ADDQ       $256, DI
+	DECQ       CX
+	JNE        block
+
+packed:
 	VZEROUPPER
 	RET

@@ -6,11 +6,18 @@ package stageops
 // gonum's sgemmSerialNotTrans adds it, for rows ≤ 8 rows r of A and n
 // rows j of B, each product k long (dot8_amd64.s). Row r is packed at a
 // (element l of the 8 rows at a[8·l : 8·l+8]); row j of B starts at b
-// plus j·ldb bytes, and row r of C at c plus r·ldc bytes. out is scratch
-// of 8·n floats.
+// plus j·ldb bytes, and C[r][j] is at c plus r·rs + j·cs bytes (a
+// row-major C: rs = 4·ldc, cs = 4; column by column, rs = 4). out is
+// scratch of 8·n floats.
 //
 //go:noescape
-func sdot8(a, b *float32, ldb uintptr, n, k int, alpha float32, c *float32, ldc uintptr, rows int, out *float32)
+func sdot8(a, b *float32, ldb uintptr, n, k int, alpha float32, c *float32, rs, cs uintptr, rows int, out *float32)
+
+// pack8 packs the first n&^7 columns of 8 rows of A, row r at src plus
+// r·lda bytes, for sdot8: dst[8·l+r] = A[r][l] (dot8_amd64.s).
+//
+//go:noescape
+func pack8(dst, src *float32, lda uintptr, n int)
 
 // dotsFit reports whether sgemmDots computes an m×n×k product: each dot
 // product it packs is at most 64 long, which is k, or the pieces of k
@@ -58,21 +65,91 @@ func (d dots) rows(lo, hi int) {
 		valid := min(8, d.m-i0)
 		for l0 := 0; l0 < d.k; l0 += d.piece {
 			n := min(d.piece, d.k-l0)
-			for r := range 8 {
-				if r >= valid {
-					for l := range n {
-						pack[8*l+r] = 0
-					}
-					continue
-				}
-				at := (i0+r)*d.lda + l0
-				for l, v := range d.a[at : at+n] {
-					pack[8*l+r] = v
-				}
-			}
+			packRows(&pack, d.a, i0*d.lda+l0, d.lda, valid, n)
 			for j0 := 0; j0 < d.n; j0 += gemmBlock {
 				cols := min(gemmBlock, d.n-j0)
-				sdot8(&pack[0], &d.b[j0*d.ldb+l0], uintptr(4*d.ldb), cols, n, d.alpha, &d.c[i0*d.ldc+j0], uintptr(4*d.ldc), valid, &out[0])
+				sdot8(&pack[0], &d.b[j0*d.ldb+l0], uintptr(4*d.ldb), cols, n, d.alpha, &d.c[i0*d.ldc+j0], uintptr(4*d.ldc), 4, valid, &out[0])
+			}
+		}
+	}
+}
+
+// packRows packs n columns of the valid ≤ 8 rows of a that start at
+// a[at], a[at+lda], …, for sdot8: pack[8·l+r] is row r's column l, and 0
+// for the rows past valid. A whole group's columns go 8 at a time
+// (pack8).
+func packRows(pack *[8 * gemmBlock]float32, a []float32, at, lda, valid, n int) {
+	l0 := 0
+	if valid == 8 && n >= 8 {
+		_ = a[at+7*lda+n-1] // the last element pack8 reads is a's
+		l0 = n &^ 7
+		pack8(&pack[0], &a[at], uintptr(4*lda), l0)
+	}
+	for r := range 8 {
+		if r >= valid {
+			for l := range n {
+				pack[8*l+r] = 0
+			}
+			continue
+		}
+		row := a[at+r*lda+l0 : at+r*lda+n]
+		for l, v := range row {
+			pack[8*(l0+l)+r] = v
+		}
+	}
+}
+
+// convOutDots computes a convolution's output from its patches p (imgs·hw
+// rows of k) and filter f (cout rows of k) as sgemmDots computes P·Fᵀ —
+// each element the same sums, bit for bit — but stores it as NCHW, out[img,
+// c, pixel], where convKernel's gonum call writes NHWC and copies each
+// image's block transposed: a group of 8 pixels of one image is one
+// column of 8 consecutive floats in each channel's plane, which sdot8 adds
+// to out and stores at once. Groups are taken image by image (the last of
+// an image may have fewer than 8 pixels); k is cut into the pieces gonum
+// cuts the whole product into. It reports false, computing nothing, when
+// a slice is too short for the shapes.
+func convOutDots(imgs, hw, cout, k int, p, f, out []float32) bool {
+	m := imgs * hw
+	if len(p) < m*k || len(f) < cout*k || len(out) < imgs*cout*hw {
+		return false
+	}
+	d := convDots{dots: dots{m: m, n: cout, k: k, piece: k, alpha: 1, a: p, lda: k, b: f, ldb: k, c: out}, hw: hw, groups: (hw + 7) / 8}
+	if blockedGemm(m, cout, k, false) {
+		d.piece = gemmBlock
+	}
+	clear(out[:imgs*cout*hw]) // gonum's C ← 0·C, which the sums are added to
+	total := imgs * d.groups
+	if workers() <= 1 {
+		d.rows(0, total) // no closure: a product allocates nothing
+	} else {
+		parallel(total, 8*cout*k, d.rows)
+	}
+	return true
+}
+
+// convDots is one convolution's output product of convOutDots.
+type convDots struct {
+	dots
+	hw, groups int // pixels of an image, and its groups of 8
+}
+
+// rows computes groups [lo, hi), group g being pixels 8·(g mod groups) on
+// of image g / groups.
+func (d convDots) rows(lo, hi int) {
+	var pack [8 * gemmBlock]float32
+	var out [8 * gemmBlock]float32
+	for g := lo; g < hi; g++ {
+		img, p0 := g/d.groups, 8*(g%d.groups)
+		valid := min(8, d.hw-p0)
+		i0 := img*d.hw + p0
+		for l0 := 0; l0 < d.k; l0 += d.piece {
+			n := min(d.piece, d.k-l0)
+			packRows(&pack, d.a, i0*d.lda+l0, d.lda, valid, n)
+			for j0 := 0; j0 < d.n; j0 += gemmBlock {
+				cols := min(gemmBlock, d.n-j0)
+				c := &d.c[(img*d.n+j0)*d.hw+p0]
+				sdot8(&pack[0], &d.b[j0*d.ldb+l0], uintptr(4*d.ldb), cols, n, d.alpha, c, 4, uintptr(4*d.hw), valid, &out[0])
 			}
 		}
 	}

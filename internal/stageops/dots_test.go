@@ -56,3 +56,40 @@ func TestDotGemmIsGonums(t *testing.T) {
 		}
 	}
 }
+
+// TestConvOutDotsIsGonums: a convolution's output computed straight into
+// NCHW (convOutDots) is gonum's product of the patches by the filter's
+// transpose into NHWC, each image's block then copied transposed, bit for
+// bit: images whose pixels are and are not a multiple of 8 (a group
+// ending an image has fewer), more than 64 filters, products gonum does
+// and does not block, on one worker and on two; with −0s, infinities and
+// NaNs of three payloads in both operands.
+func TestConvOutDotsIsGonums(t *testing.T) {
+	if !tiledGemm {
+		t.Skip("no AVX on this CPU")
+	}
+	defer SetWorkers(0)
+	rng := rand.New(rand.NewSource(5))
+	for _, sz := range [][4]int{{16, 784, 8, 9}, {16, 196, 16, 72}, {3, 25, 70, 27}, {8, 100, 5, 130}, {2, 13, 5, 60}, {1, 8, 3, 8}, {4, 196, 16, 144}} {
+		imgs, hw, cout, k := sz[0], sz[1], sz[2], sz[3]
+		for _, specials := range []float64{0, 0.1} {
+			p, f := randomFloats(rng, imgs*hw*k, 0, specials), randomFloats(rng, cout*k, 0, specials)
+			nhwc := make([]float32, imgs*hw*cout)
+			gonum.Implementation{}.Sgemm(blas.NoTrans, blas.Trans, imgs*hw, cout, k, 1, p, k, f, k, 0, nhwc, cout)
+			want := make([]float32, len(nhwc))
+			for img := range imgs {
+				for px := range hw {
+					for c := range cout {
+						want[(img*cout+c)*hw+px] = nhwc[(img*hw+px)*cout+c]
+					}
+				}
+			}
+			for _, w := range []int{1, 2} {
+				SetWorkers(w)
+				got := randomFloats(rng, len(want), 0, specials) // whatever the output held before
+				require.True(t, convOutNCHW(gonumBLAS{}, imgs, hw, cout, k, p, f, got), "%v runs in convOutDots", sz)
+				require.Equal(t, bits32(want), bits32(got), "%v/specials=%g/workers=%d", sz, specials, w)
+			}
+		}
+	}
+}

@@ -143,3 +143,14 @@ func serialBlocks[T float32 | float64](tA, tB blas.Transpose, m, n, k int, a []T
 		}
 	}
 }
+
+// convOutNCHW computes a convolution's output where bl is gonumBLAS and its
+// Sgemm would run the product P·Fᵀ in sgemmDots: the same sums, stored
+// straight into the NCHW output (convOutDots) instead of into NHWC and
+// then copied. It reports false, computing nothing, elsewhere.
+func convOutNCHW(bl tensor.BLAS, imgs, hw, cout, k int, p, f, out []float32) bool {
+	if _, ok := bl.(gonumBLAS); !ok || fastNow.Load() || !tiledGemm || k == 0 || !dotsFit(imgs*hw, cout, k) {
+		return false
+	}
+	return convOutDots(imgs, hw, cout, k, p, f, out)
+}

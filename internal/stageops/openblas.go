@@ -29,3 +29,6 @@ func exactBLAS(b tensor.BLAS) bool {
 // fastKernels: OpenBLAS computes the products in its own order; the fast
 // mode is the default build's.
 func fastKernels() bool { return false }
+
+// convOutNCHW: OpenBLAS computes every convolution's product.
+func convOutNCHW(bl tensor.BLAS, imgs, hw, cout, k int, p, f, out []float32) bool { return false }

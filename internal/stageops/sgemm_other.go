@@ -22,3 +22,5 @@ func fastKernels() bool { return false }
 func sgemmFast(aT, bT bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, c []float32, ldc int) {
 	panic("stageops: sgemmFast without its kernel")
 }
+
+func convOutDots(imgs, hw, cout, k int, p, f, out []float32) bool { return false }
