@@ -17,6 +17,7 @@ import (
 	"gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
+	"github.com/pipemare/pipemare/internal/recycle"
 	"github.com/pipemare/pipemare/transport"
 )
 
@@ -301,4 +302,30 @@ func TestRingsArePopulated(t *testing.T) {
 		}
 	}
 	require.Equal(t, 2, mappings, "the driver's link to stage 0, mapped by both")
+}
+
+// TestQueuedTensorsStayTheSenders: the tensors of a message marked Own
+// that Send queues (the ring has no room for it) stay the transport's
+// until the writer has copied them into the ring: none goes back to the
+// pools before, where the next recycle.Get would hand it out while it is
+// still to be sent. recycle.Debug poisons (NaNs) what is put back, and
+// panics at a second Put: a tensor put back early arrives poisoned, or
+// fails the test there.
+func TestQueuedTensorsStayTheSenders(t *testing.T) {
+	recycle.Debug(true)
+	defer recycle.Debug(false)
+	p := open(t, testNetwork(2), quick(10*time.Second)...)
+	ctx := context.Background()
+	const sends, n = 3, 3 << 18 // 3 MiB each through a 2 MiB ring: queued
+	for m := range sends {
+		v := recycle.Get(tensor.Float32, tensor.Shape{3, 1 << 18})
+		copy(v.Float32s(), f32s(n))
+		require.NoError(t, p.stages[0].Send(ctx, transport.Message{Kind: transport.Activation, To: 1, Micro: m, Values: []gorgonia.Value{v}, Own: true}))
+	}
+	for m := range sends {
+		a, err := p.stages[1].Recv(ctx, 0, transport.Activation)
+		require.NoError(t, err)
+		require.Equal(t, m, a.Micro)
+		require.True(t, bytes.Equal(view(f32s(n)), view(a.Values[0].(*tensor.Dense).Float32s())), "message %d arrived as sent, not as what its tensor held once back in the pools", m)
+	}
 }

@@ -152,13 +152,18 @@ func frame(h header) []byte {
 // caller's CPU would copy it anyway when its process has one, and a
 // writer goroutine would first have to be woken), else the writer
 // goroutine will.
+//
+// Only a message written here is done with here: one queued is the
+// writer's, which returns its tensors to the pools once they are in the
+// ring (write), not before.
 func (l *peerLink) enqueue(o outgoing) error {
 	var werr error
+	wrote := false
 	now := func(o outgoing) bool {
 		if l.stop.Load() || l.out.free() < o.size() {
 			return false
 		}
-		werr = l.writeFrame(o.frame, o.parts...)
+		werr, wrote = l.writeFrame(o.frame, o.parts...), true
 		return true
 	}
 	if err := linkstate.Enqueue(l.e.calls, l.st, o, now, l.peer, l.who, o.m.Kind); err != nil {
@@ -169,7 +174,9 @@ func (l *peerLink) enqueue(o outgoing) error {
 		l.ended(le)
 		return le
 	}
-	l.written(o)
+	if wrote {
+		l.written(o)
+	}
 	return nil
 }
 
