@@ -192,9 +192,19 @@ func bnGradKernel[T float](out []T, in [][]T, op *bnGrad, training bool) {
 	}
 	n := op.b * op.s
 	parallel(op.c, n, func(lo, hi int) {
-		for c := lo; c < hi; c++ {
+		c := lo
+		for ; c+8 <= hi && op.s >= 8; c += 8 { // 8 channels' sums side by side
+			sums, ok := gradSums8(out, x, dy, stats, op, c)
+			if !ok {
+				break
+			}
+			for j := range 8 {
+				finishGradX(out, x, stats, op, c+j, sums[j], sums[8+j], training)
+			}
+		}
+		for ; c < hi; c++ {
 			ch := channel(stats, op.bnApply, c)
-			mean, invstd := stats[c], stats[op.c+c]
+			mean := stats[c]
 			// gorgonia's batchnormDiffOp on g, the gradient of x̂.
 			var sum, dotp T
 			for b := 0; b < op.b; b++ {
@@ -207,34 +217,96 @@ func bnGradKernel[T float](out []T, in [][]T, op *bnGrad, training bool) {
 						dotp += (xs[i] - mean) * v
 					}
 				} else {
-					for i, v := range g {
-						sum += v
-						dotp += xs[i]*v - mean*v
-					}
+					gradXSums(g, xs, mean, &sum, &dotp)
 				}
 			}
-			for b := 0; b < op.b; b++ {
-				at := (b*op.c + c) * op.s
-				g, xs := out[at:at+op.s], x[at:at+op.s]
-				switch {
-				case !training:
-					for i := range g {
-						g[i] *= invstd
-					}
-				case op.s == 1:
-					k, gradMean := dotp*invstd*invstd/T(n), sum/T(n)
-					for i, v := range xs {
-						g[i] = (g[i] - (v-mean)*k - gradMean) * invstd
-					}
-				default:
-					k, gradMean := dotp*invstd*invstd/T(n), sum/T(n)
-					for i, v := range xs {
-						g[i] = (g[i] - gradMean - (v-mean)*k) * invstd
-					}
-				}
-			}
+			finishGradX(out, x, stats, op, c, sum, dotp, training)
 		}
 	})
+}
+
+// gradXSums adds a plane's terms into bnGradKernel's two sums of a
+// channel, element after element: sum += g[i], dotp += x[i]·g[i] −
+// mean·g[i].
+func gradXSums[T float](g, xs []T, mean T, sum, dotp *T) {
+	s, d := *sum, *dotp
+	for i, v := range g {
+		s += v
+		d += xs[i]*v - mean*v
+	}
+	*sum, *dotp = s, d
+}
+
+// gradSums8 computes upstream's gradient into out for the 8 channels from
+// c, every image, and their two sums (sums[j], sums[8+j] for channel c+j)
+// with the vector kernel (gradSumsWide) — each channel's additions in
+// gradXSums's order — and the elements past a plane's multiple of 8 after
+// it. It reports false, computing nothing, where there is no kernel (not
+// float32, or none on this CPU).
+func gradSums8[T float](out, x, dy, stats []T, op *bnGrad, c int) (sums [16]T, ok bool) {
+	o, ok1 := any(out).([]float32)
+	xs, ok2 := any(x).([]float32)
+	if !ok1 || !ok2 || !wideBN {
+		return sums, false
+	}
+	var mean [8]float32
+	for j := range mean {
+		mean[j] = float32(stats[c+j])
+	}
+	for j := range 8 {
+		ch := channel(stats, op.bnApply, c+j)
+		for b := 0; b < op.b; b++ {
+			at := (b*op.c + c + j) * op.s
+			ch.upstream(out[at:at+op.s], x[at:at+op.s], dy[at:at+op.s])
+		}
+	}
+	var acc [16]float32
+	for b := 0; b < op.b; b++ {
+		at := (b*op.c + c) * op.s
+		done := gradSumsWide(o, xs, at, op.s, &mean, &acc)
+		if done == 0 {
+			return sums, false // b is 0: nothing summed yet
+		}
+		for j := range 8 { // the rest of each plane, in order
+			from := at + j*op.s
+			gradXSums(o[from+done:from+op.s], xs[from+done:from+op.s], mean[j], &acc[j], &acc[8+j])
+		}
+	}
+	for j, v := range acc {
+		sums[j] = T(v)
+	}
+	return sums, true
+}
+
+// finishGradX finishes bnGradKernel's gradient of x for channel c, whose two
+// sums over the batch are sum and dotp: g (in out) becomes the gradient.
+func finishGradX[T float](out, x, stats []T, op *bnGrad, c int, sum, dotp T, training bool) {
+	n := op.b * op.s
+	mean, invstd := stats[c], stats[op.c+c]
+	for b := 0; b < op.b; b++ {
+		at := (b*op.c + c) * op.s
+		g, xs := out[at:at+op.s], x[at:at+op.s]
+		switch {
+		case !training:
+			for i := range g {
+				g[i] *= invstd
+			}
+		case op.s == 1:
+			k, gradMean := dotp*invstd*invstd/T(n), sum/T(n)
+			for i, v := range xs {
+				g[i] = (g[i] - (v-mean)*k - gradMean) * invstd
+			}
+		default:
+			k, gradMean := dotp*invstd*invstd/T(n), sum/T(n)
+			done := 0
+			if g32, ok := any(g).([]float32); ok {
+				done = gradFinishWide(g32, any(xs).([]float32), float32(gradMean), float32(mean), float32(k), float32(invstd))
+			}
+			for i, v := range xs[done:] {
+				g[done+i] = (g[done+i] - gradMean - (v-mean)*k) * invstd
+			}
+		}
+	}
 }
 
 // bnSumKernel is the gradient of scale or bias: the sum along the broadcast

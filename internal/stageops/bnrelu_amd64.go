@@ -65,3 +65,47 @@ func bnReLUDyWide(out, x, dy []float32, k [5]float32, then int) int {
 	bnReLUDy8(&out[:n][0], &x[0], &dy[:n][0], n, &k, then)
 	return n
 }
+
+// bnGradSums8 adds, for 8 channels side by side, the first n elements of
+// each one's plane (n a positive multiple of 8) into bnGradKernel's two
+// sums, in the scalar loop's order and rounding (bnrelu_amd64.s): sum in
+// acc[r], the dot product in acc[8+r]. Channel r's planes of g and x start
+// r·ld bytes after g and x. cols is scratch.
+//
+//go:noescape
+func bnGradSums8(gp, x *float32, ld uintptr, n int, mean *[8]float32, acc *[16]float32, cols *[64]float32)
+
+// gradSumsWide adds into acc the two sums of bnGradKernel for the 8
+// channels whose planes in image b start at at (g's and x's), over the
+// longest prefix of a plane of s elements whose length is a multiple of 8,
+// where the CPU can, and returns that length.
+func gradSumsWide(g, x []float32, at, s int, mean *[8]float32, acc *[16]float32) int {
+	n := s &^ 7
+	if !wideBN || n == 0 {
+		return 0
+	}
+	_ = g[at+7*s+n-1] // the last elements the kernel reads
+	_ = x[at+7*s+n-1]
+	var cols [64]float32
+	bnGradSums8(&g[at], &x[at], uintptr(4*s), n, mean, acc, &cols)
+	return n
+}
+
+// bnGradFinish8 is finishGradX's training case over the first n elements
+// of a plane (n a positive multiple of 8), eight at a time in AVX, the
+// same bits (bnrelu_amd64.s). k is gradMean, mean, kx, invstd.
+//
+//go:noescape
+func bnGradFinish8(gp, x *float32, n int, k *[4]float32)
+
+// gradFinishWide runs bnGradFinish8 on the longest prefix of g whose
+// length is a multiple of 8, where the CPU can, and returns its length.
+func gradFinishWide(g, x []float32, gradMean, mean, kx, invstd float32) int {
+	n := len(g) &^ 7
+	if !wideBN || n == 0 {
+		return 0
+	}
+	k := [4]float32{gradMean, mean, kx, invstd}
+	bnGradFinish8(&g[0], &x[:n][0], n, &k)
+	return n
+}

@@ -88,3 +88,151 @@ dstore:
 	JNZ     dloop
 	VZEROUPPER
 	RET
+
+// TRANSPOSE8 loads 8 rows of 8 floats, row r at SI + r·DX bytes (R8 =
+// 3·DX, R9 = SI + 4·DX), and leaves column t — element t of every row,
+// row r in lane r — in Y(t), using Y0–Y11 only.
+#define TRANSPOSE8 \
+	VMOVUPS    (SI), Y0           \
+	VMOVUPS    (SI)(DX*1), Y1     \
+	VMOVUPS    (SI)(DX*2), Y2     \
+	VMOVUPS    (SI)(R8*1), Y3     \
+	VMOVUPS    (R9), Y4           \
+	VMOVUPS    (R9)(DX*1), Y5     \
+	VMOVUPS    (R9)(DX*2), Y6     \
+	VMOVUPS    (R9)(R8*1), Y7     \
+	VUNPCKLPS  Y1, Y0, Y8         \
+	VUNPCKHPS  Y1, Y0, Y9         \
+	VUNPCKLPS  Y3, Y2, Y10        \
+	VUNPCKHPS  Y3, Y2, Y11        \
+	VUNPCKLPS  Y5, Y4, Y0         \
+	VUNPCKHPS  Y5, Y4, Y1         \
+	VUNPCKLPS  Y7, Y6, Y2         \
+	VUNPCKHPS  Y7, Y6, Y3         \
+	VSHUFPS    $0x44, Y10, Y8, Y4 \
+	VSHUFPS    $0xEE, Y10, Y8, Y5 \
+	VSHUFPS    $0x44, Y11, Y9, Y6 \
+	VSHUFPS    $0xEE, Y11, Y9, Y7 \
+	VSHUFPS    $0x44, Y2, Y0, Y8  \
+	VSHUFPS    $0xEE, Y2, Y0, Y9  \
+	VSHUFPS    $0x44, Y3, Y1, Y10 \
+	VSHUFPS    $0xEE, Y3, Y1, Y11 \
+	VPERM2F128 $0x20, Y8, Y4, Y0  \
+	VPERM2F128 $0x20, Y9, Y5, Y1  \
+	VPERM2F128 $0x20, Y10, Y6, Y2 \
+	VPERM2F128 $0x20, Y11, Y7, Y3 \
+	VPERM2F128 $0x31, Y8, Y4, Y4  \
+	VPERM2F128 $0x31, Y9, Y5, Y5  \
+	VPERM2F128 $0x31, Y10, Y6, Y6 \
+	VPERM2F128 $0x31, Y11, Y7, Y7
+
+// DOT(T, G) adds column T's x_t·g_t − mean·g_t into the dot products
+// (Y13), g_t at G: each product, the difference and the sum rounded
+// apart, each operation's first source the scalar code's.
+#define DOT(T, G) \
+	VMULPS G, T, Y8    \
+	VMULPS G, Y14, Y9  \
+	VSUBPS Y9, Y8, Y8  \
+	VADDPS Y8, Y13, Y13
+
+// func bnGradSums8(gp, x *float32, ld uintptr, n int, mean *[8]float32, acc *[16]float32, cols *[64]float32)
+//
+// For 8 channels, channel r's plane of g at g + r·ld bytes and of x at
+// x + r·ld, adds its first n elements (n a positive multiple of 8), in
+// order, into acc[r] (sum += g[i]) and acc[8+r] (dotp += x[i]·g[i] −
+// mean[r]·g[i]): bnGradKernel's two sums of eight channels side by side,
+// one channel a lane, each lane's additions in the scalar loop's order.
+// cols is scratch for a block of g transposed.
+TEXT ·bnGradSums8(SB), NOSPLIT, $0-56
+	MOVQ    gp+0(FP), R10
+	MOVQ    x+8(FP), R11
+	MOVQ    ld+16(FP), DX
+	MOVQ    n+24(FP), CX
+	MOVQ    mean+32(FP), AX
+	VMOVUPS (AX), Y14
+	MOVQ    acc+40(FP), AX
+	VMOVUPS (AX), Y12
+	VMOVUPS 32(AX), Y13
+	MOVQ    cols+48(FP), BX
+	LEAQ    (DX)(DX*2), R8
+	SHRQ    $3, CX
+	JEQ     sums8
+
+block8:
+	MOVQ R10, SI
+	LEAQ (R10)(DX*4), R9
+	TRANSPOSE8
+	VMOVUPS Y0, (BX)
+	VMOVUPS Y1, 32(BX)
+	VMOVUPS Y2, 64(BX)
+	VMOVUPS Y3, 96(BX)
+	VMOVUPS Y4, 128(BX)
+	VMOVUPS Y5, 160(BX)
+	VMOVUPS Y6, 192(BX)
+	VMOVUPS Y7, 224(BX)
+	VADDPS  Y0, Y12, Y12 // sum += g_t, t in order
+	VADDPS  Y1, Y12, Y12
+	VADDPS  Y2, Y12, Y12
+	VADDPS  Y3, Y12, Y12
+	VADDPS  Y4, Y12, Y12
+	VADDPS  Y5, Y12, Y12
+	VADDPS  Y6, Y12, Y12
+	VADDPS  Y7, Y12, Y12
+	MOVQ    R11, SI
+	LEAQ    (R11)(DX*4), R9
+	TRANSPOSE8
+	DOT(Y0, (BX))
+	DOT(Y1, 32(BX))
+	DOT(Y2, 64(BX))
+	DOT(Y3, 96(BX))
+	DOT(Y4, 128(BX))
+	DOT(Y5, 160(BX))
+	DOT(Y6, 192(BX))
+	DOT(Y7, 224(BX))
+	ADDQ    $32, R10
+	ADDQ    $32, R11
+	DECQ    CX
+	JNE     block8
+
+sums8:
+	MOVQ    acc+40(FP), AX
+	VMOVUPS Y12, (AX)
+	VMOVUPS Y13, 32(AX)
+	VZEROUPPER
+	RET
+
+// func bnGradFinish8(gp, x *float32, n int, k *[4]float32)
+//
+// g[i] = (g[i] − gradMean − (x[i] − mean)·kx)·invstd for i < n, n a
+// positive multiple of 8, k = gradMean, mean, kx, invstd: bnGradKernel's
+// gradient of x in training mode, eight at a time, each operation rounded
+// apart with the scalar code's first source.
+TEXT ·bnGradFinish8(SB), NOSPLIT, $0-32
+	MOVQ         gp+0(FP), SI
+	MOVQ         x+8(FP), DI
+	MOVQ         n+16(FP), CX
+	MOVQ         k+24(FP), AX
+	VBROADCASTSS 0(AX), Y4
+	VBROADCASTSS 4(AX), Y5
+	VBROADCASTSS 8(AX), Y6
+	VBROADCASTSS 12(AX), Y7
+	SHRQ         $3, CX
+	JEQ          finished
+
+finish8:
+	VMOVUPS (SI), Y0
+	VSUBPS  Y4, Y0, Y0 // g − gradMean
+	VMOVUPS (DI), Y1
+	VSUBPS  Y5, Y1, Y1 // x − mean
+	VMULPS  Y6, Y1, Y1 // (x − mean)·kx
+	VSUBPS  Y1, Y0, Y0
+	VMULPS  Y7, Y0, Y0 // ·invstd
+	VMOVUPS Y0, (SI)
+	ADDQ    $32, SI
+	ADDQ    $32, DI
+	DECQ    CX
+	JNE     finish8
+
+finished:
+	VZEROUPPER
+	RET

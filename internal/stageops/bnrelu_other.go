@@ -17,3 +17,9 @@ func bnReLUTermsWide(out, x, dy []float32, alpha, beta, scale, bias float32, tim
 
 // wideBN: no vector kernel here.
 var wideBN = false
+
+// gradSumsWide: no vector kernel here.
+func gradSumsWide(g, x []float32, at, s int, mean *[8]float32, acc *[16]float32) int { return 0 }
+
+// gradFinishWide: no vector kernel here.
+func gradFinishWide(g, x []float32, gradMean, mean, kx, invstd float32) int { return 0 }

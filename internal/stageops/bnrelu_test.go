@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/pipemare/pipemare/internal/testkit/testutil"
 )
 
 // TestBNReLUWideIsScalar: the vector kernels give the scalar loops' bits,
@@ -70,6 +72,105 @@ func TestBNReLUWideIsScalar(t *testing.T) {
 				for i := range want {
 					require.Equal(t, math.Float32bits(want[i]), math.Float32bits(got[i]), "round %d, upstream %v, n %d, element %d: x %v, dy %v, channel %+v", round, up, n, i, x[i], dy[i], ch)
 				}
+			}
+		}
+	}
+}
+
+// TestGradSumsWideIsScalar: the gradient of x's two sums of 8 channels
+// side by side (gradSumsWide, then the elements past a multiple of 8) are
+// gradXSums's, channel by channel, bit for bit: over 1 to 3 images, planes
+// of 8 to 40 elements, with NaNs of several payloads, infinities, −0s and
+// subnormals in g, x and the means (which NaN survives a sum or a product
+// shows its operands' order).
+func TestGradSumsWideIsScalar(t *testing.T) {
+	if testutil.RaceEnabled {
+		t.Skip("numerics in one goroutine, and the race detector's build of gradXSums adds NaN operands in the other order; go test ./... runs it")
+	}
+	if !wideBN {
+		t.Skip("no AVX: the sums run in Go")
+	}
+	rng := rand.New(rand.NewSource(6))
+	specials := []float32{
+		float32(math.NaN()), math.Float32frombits(0x7fc01234), math.Float32frombits(0xffc00abc), math.Float32frombits(0x7f800001),
+		float32(math.Inf(1)), float32(math.Inf(-1)), 0, float32(math.Copysign(0, -1)),
+		math.Float32frombits(1), math.Float32frombits(0x80000003), math.MaxFloat32, -math.MaxFloat32,
+	}
+	draw := func(special bool) float32 {
+		if special && rng.Intn(6) == 0 {
+			return specials[rng.Intn(len(specials))]
+		}
+		return float32(rng.NormFloat64())
+	}
+	for round := 0; round < 20; round++ {
+		special := round%2 == 1
+		for _, s := range []int{8, 9, 15, 16, 21, 40} {
+			for b := 1; b <= 3; b++ {
+				g, x := make([]float32, b*8*s), make([]float32, b*8*s)
+				for i := range g {
+					g[i], x[i] = draw(special), draw(special)
+				}
+				var mean [8]float32
+				for j := range mean {
+					mean[j] = draw(special)
+				}
+				var want, got [16]float32
+				for img := range b {
+					at := img * 8 * s
+					for j := range 8 {
+						from := at + j*s
+						gradXSums(g[from:from+s], x[from:from+s], mean[j], &want[j], &want[8+j])
+					}
+					done := gradSumsWide(g, x, at, s, &mean, &got)
+					require.Equal(t, s&^7, done)
+					for j := range 8 {
+						from := at + j*s
+						gradXSums(g[from+done:from+s], x[from+done:from+s], mean[j], &got[j], &got[8+j])
+					}
+				}
+				for j := range want {
+					require.Equal(t, math.Float32bits(want[j]), math.Float32bits(got[j]), "round %d, plane %d, %d images, sum %d", round, s, b, j)
+				}
+			}
+		}
+	}
+}
+
+// TestGradFinishWideIsScalar: the gradient of x in training mode computed
+// eight at a time (gradFinishWide) is the scalar formula's, element by
+// element, bit for bit, with NaNs of several payloads, infinities, −0s and
+// subnormals in g, x and the four constants.
+func TestGradFinishWideIsScalar(t *testing.T) {
+	if !wideBN {
+		t.Skip("no AVX: the gradient runs in Go")
+	}
+	rng := rand.New(rand.NewSource(7))
+	specials := []float32{
+		float32(math.NaN()), math.Float32frombits(0x7fc01234), math.Float32frombits(0xffc00abc), math.Float32frombits(0x7f800001),
+		float32(math.Inf(1)), float32(math.Inf(-1)), 0, float32(math.Copysign(0, -1)),
+		math.Float32frombits(1), math.Float32frombits(0x80000003), math.MaxFloat32, -math.MaxFloat32,
+	}
+	draw := func(special bool) float32 {
+		if special && rng.Intn(5) == 0 {
+			return specials[rng.Intn(len(specials))]
+		}
+		return float32(rng.NormFloat64())
+	}
+	for round := 0; round < 40; round++ {
+		special := round%2 == 1
+		gradMean, mean, k, invstd := draw(special), draw(special), draw(special), draw(special)
+		for n := 8; n <= 40; n++ {
+			g, x := make([]float32, n), make([]float32, n)
+			for i := range g {
+				g[i], x[i] = draw(special), draw(special)
+			}
+			want := make([]float32, n)
+			for i, v := range x {
+				want[i] = (g[i] - gradMean - (v-mean)*k) * invstd
+			}
+			require.Equal(t, n&^7, gradFinishWide(g, x, gradMean, mean, k, invstd))
+			for i := range n &^ 7 {
+				require.Equal(t, math.Float32bits(want[i]), math.Float32bits(g[i]), "round %d, n %d, element %d: g−gradMean−(x−mean)·k, ·invstd with %v %v %v %v", round, n, i, gradMean, mean, k, invstd)
 			}
 		}
 	}
