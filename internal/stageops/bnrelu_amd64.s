@@ -1,6 +1,7 @@
 //go:build !openblas
 
 #include "textflag.h"
+#include "tile_amd64.h"
 
 // CONSTANTS broadcasts k (at AX) — α, β, scale, bias, 1 — into Y1, Y2,
 // Y3, Y4 and Y6, and 0 into Y5.
@@ -88,43 +89,6 @@ dstore:
 	JNZ     dloop
 	VZEROUPPER
 	RET
-
-// TRANSPOSE8 loads 8 rows of 8 floats, row r at SI + r·DX bytes (R8 =
-// 3·DX, R9 = SI + 4·DX), and leaves column t — element t of every row,
-// row r in lane r — in Y(t), using Y0–Y11 only.
-#define TRANSPOSE8 \
-	VMOVUPS    (SI), Y0           \
-	VMOVUPS    (SI)(DX*1), Y1     \
-	VMOVUPS    (SI)(DX*2), Y2     \
-	VMOVUPS    (SI)(R8*1), Y3     \
-	VMOVUPS    (R9), Y4           \
-	VMOVUPS    (R9)(DX*1), Y5     \
-	VMOVUPS    (R9)(DX*2), Y6     \
-	VMOVUPS    (R9)(R8*1), Y7     \
-	VUNPCKLPS  Y1, Y0, Y8         \
-	VUNPCKHPS  Y1, Y0, Y9         \
-	VUNPCKLPS  Y3, Y2, Y10        \
-	VUNPCKHPS  Y3, Y2, Y11        \
-	VUNPCKLPS  Y5, Y4, Y0         \
-	VUNPCKHPS  Y5, Y4, Y1         \
-	VUNPCKLPS  Y7, Y6, Y2         \
-	VUNPCKHPS  Y7, Y6, Y3         \
-	VSHUFPS    $0x44, Y10, Y8, Y4 \
-	VSHUFPS    $0xEE, Y10, Y8, Y5 \
-	VSHUFPS    $0x44, Y11, Y9, Y6 \
-	VSHUFPS    $0xEE, Y11, Y9, Y7 \
-	VSHUFPS    $0x44, Y2, Y0, Y8  \
-	VSHUFPS    $0xEE, Y2, Y0, Y9  \
-	VSHUFPS    $0x44, Y3, Y1, Y10 \
-	VSHUFPS    $0xEE, Y3, Y1, Y11 \
-	VPERM2F128 $0x20, Y8, Y4, Y0  \
-	VPERM2F128 $0x20, Y9, Y5, Y1  \
-	VPERM2F128 $0x20, Y10, Y6, Y2 \
-	VPERM2F128 $0x20, Y11, Y7, Y3 \
-	VPERM2F128 $0x31, Y8, Y4, Y4  \
-	VPERM2F128 $0x31, Y9, Y5, Y5  \
-	VPERM2F128 $0x31, Y10, Y6, Y6 \
-	VPERM2F128 $0x31, Y11, Y7, Y7
 
 // DOT(T, G) adds column T's x_t·g_t − mean·g_t into the dot products
 // (Y13), g_t at G: each product, the difference and the sum rounded

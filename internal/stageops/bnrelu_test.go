@@ -19,18 +19,7 @@ func TestBNReLUWideIsScalar(t *testing.T) {
 		t.Skip("no AVX: forward computes every element in Go")
 	}
 	defer func() { wideBN = true }()
-	rng := rand.New(rand.NewSource(4))
-	specials := []float32{
-		float32(math.NaN()), math.Float32frombits(0x7fc01234), math.Float32frombits(0xffc00abc), math.Float32frombits(0x7f800001),
-		float32(math.Inf(1)), float32(math.Inf(-1)), 0, float32(math.Copysign(0, -1)),
-		math.Float32frombits(1), math.Float32frombits(0x80000003), math.MaxFloat32, -math.MaxFloat32,
-	}
-	draw := func(special bool) float32 {
-		if special && rng.Intn(4) == 0 {
-			return specials[rng.Intn(len(specials))]
-		}
-		return float32(rng.NormFloat64())
-	}
+	draw := drawer(4, 4)
 	for round := 0; round < 50; round++ {
 		special := round%2 == 1
 		ch := bnChannel[float32]{alpha: draw(special), beta: draw(special), scale: draw(special), bias: draw(special), affine: true, relu: true}
@@ -90,18 +79,7 @@ func TestGradSumsWideIsScalar(t *testing.T) {
 	if !wideBN {
 		t.Skip("no AVX: the sums run in Go")
 	}
-	rng := rand.New(rand.NewSource(6))
-	specials := []float32{
-		float32(math.NaN()), math.Float32frombits(0x7fc01234), math.Float32frombits(0xffc00abc), math.Float32frombits(0x7f800001),
-		float32(math.Inf(1)), float32(math.Inf(-1)), 0, float32(math.Copysign(0, -1)),
-		math.Float32frombits(1), math.Float32frombits(0x80000003), math.MaxFloat32, -math.MaxFloat32,
-	}
-	draw := func(special bool) float32 {
-		if special && rng.Intn(6) == 0 {
-			return specials[rng.Intn(len(specials))]
-		}
-		return float32(rng.NormFloat64())
-	}
+	draw := drawer(6, 6)
 	for round := 0; round < 20; round++ {
 		special := round%2 == 1
 		for _, s := range []int{8, 9, 15, 16, 21, 40} {
@@ -144,18 +122,7 @@ func TestGradFinishWideIsScalar(t *testing.T) {
 	if !wideBN {
 		t.Skip("no AVX: the gradient runs in Go")
 	}
-	rng := rand.New(rand.NewSource(7))
-	specials := []float32{
-		float32(math.NaN()), math.Float32frombits(0x7fc01234), math.Float32frombits(0xffc00abc), math.Float32frombits(0x7f800001),
-		float32(math.Inf(1)), float32(math.Inf(-1)), 0, float32(math.Copysign(0, -1)),
-		math.Float32frombits(1), math.Float32frombits(0x80000003), math.MaxFloat32, -math.MaxFloat32,
-	}
-	draw := func(special bool) float32 {
-		if special && rng.Intn(5) == 0 {
-			return specials[rng.Intn(len(specials))]
-		}
-		return float32(rng.NormFloat64())
-	}
+	draw := drawer(7, 5)
 	for round := 0; round < 40; round++ {
 		special := round%2 == 1
 		gradMean, mean, k, invstd := draw(special), draw(special), draw(special), draw(special)
@@ -173,5 +140,23 @@ func TestGradFinishWideIsScalar(t *testing.T) {
 				require.Equal(t, math.Float32bits(want[i]), math.Float32bits(g[i]), "round %d, n %d, element %d: g−gradMean−(x−mean)·k, ·invstd with %v %v %v %v", round, n, i, gradMean, mean, k, invstd)
 			}
 		}
+	}
+}
+
+// drawer returns a source of normal float32s (seeded with seed) that,
+// asked for a special, returns one in oneIn of them from NaNs of several
+// payloads, infinities, ±0, subnormals and the largest finite values.
+func drawer(seed int64, oneIn int) func(special bool) float32 {
+	rng := rand.New(rand.NewSource(seed))
+	specials := []float32{
+		float32(math.NaN()), math.Float32frombits(0x7fc01234), math.Float32frombits(0xffc00abc), math.Float32frombits(0x7f800001),
+		float32(math.Inf(1)), float32(math.Inf(-1)), 0, float32(math.Copysign(0, -1)),
+		math.Float32frombits(1), math.Float32frombits(0x80000003), math.MaxFloat32, -math.MaxFloat32,
+	}
+	return func(special bool) float32 {
+		if special && rng.Intn(oneIn) == 0 {
+			return specials[rng.Intn(len(specials))]
+		}
+		return float32(rng.NormFloat64())
 	}
 }

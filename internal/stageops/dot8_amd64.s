@@ -203,7 +203,7 @@ done:
 //
 // dst[8·l + r] = src[r·lda/4 + l] for the 8 rows r and the first n&^7
 // columns l: 8 rows of A packed for sdot8, 8 columns at a time by an 8×8
-// transpose in registers.
+// transpose in registers (TRANSPOSE8).
 TEXT ·pack8(SB), NOSPLIT, $0-32
 	MOVQ dst+0(FP), DI
 	MOVQ src+8(FP), SI
@@ -215,51 +215,20 @@ TEXT ·pack8(SB), NOSPLIT, $0-32
 	LEAQ (SI)(DX*4), R9 // row 4
 
 block:
-	VMOVUPS    (SI), Y0
-	VMOVUPS    (SI)(DX*1), Y1
-	VMOVUPS    (SI)(DX*2), Y2
-	VMOVUPS    (SI)(R8*1), Y3
-	VMOVUPS    (R9), Y4
-	VMOVUPS    (R9)(DX*1), Y5
-	VMOVUPS    (R9)(DX*2), Y6
-	VMOVUPS    (R9)(R8*1), Y7
-	VUNPCKLPS  Y1, Y0, Y8      // a0 b0 a1 b1 | a4 b4 a5 b5
-	VUNPCKHPS  Y1, Y0, Y9      // a2 b2 a3 b3 | a6 b6 a7 b7
-	VUNPCKLPS  Y3, Y2, Y10
-	VUNPCKHPS  Y3, Y2, Y11
-	VUNPCKLPS  Y5, Y4, Y12
-	VUNPCKHPS  Y5, Y4, Y13
-	VUNPCKLPS  Y7, Y6, Y14
-	VUNPCKHPS  Y7, Y6, Y15
-	VSHUFPS    $0x44, Y10, Y8, Y0 // a0 b0 c0 d0 | a4 b4 c4 d4
-	VSHUFPS    $0xEE, Y10, Y8, Y1 // a1 b1 c1 d1 | a5 b5 c5 d5
-	VSHUFPS    $0x44, Y11, Y9, Y2
-	VSHUFPS    $0xEE, Y11, Y9, Y3
-	VSHUFPS    $0x44, Y14, Y12, Y4 // e0 f0 g0 h0 | e4 f4 g4 h4
-	VSHUFPS    $0xEE, Y14, Y12, Y5
-	VSHUFPS    $0x44, Y15, Y13, Y6
-	VSHUFPS    $0xEE, Y15, Y13, Y7
-	VPERM2F128 $0x20, Y4, Y0, Y8 // column 0: a0 … h0
-	VPERM2F128 $0x20, Y5, Y1, Y9
-	VPERM2F128 $0x20, Y6, Y2, Y10
-	VPERM2F128 $0x20, Y7, Y3, Y11
-	VPERM2F128 $0x31, Y4, Y0, Y12 // column 4
-	VPERM2F128 $0x31, Y5, Y1, Y13
-	VPERM2F128 $0x31, Y6, Y2, Y14
-	VPERM2F128 $0x31, Y7, Y3, Y15
-	VMOVUPS    Y8, (DI)
-	VMOVUPS    Y9, 32(DI)
-	VMOVUPS    Y10, 64(DI)
-	VMOVUPS    Y11, 96(DI)
-	VMOVUPS    Y12, 128(DI)
-	VMOVUPS    Y13, 160(DI)
-	VMOVUPS    Y14, 192(DI)
-	VMOVUPS    Y15, 224(DI)
-	ADDQ       $32, SI
-	ADDQ       $32, R9
-	ADDQ       $256, DI
-	DECQ       CX
-	JNE        block
+	TRANSPOSE8
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	VMOVUPS Y2, 64(DI)
+	VMOVUPS Y3, 96(DI)
+	VMOVUPS Y4, 128(DI)
+	VMOVUPS Y5, 160(DI)
+	VMOVUPS Y6, 192(DI)
+	VMOVUPS Y7, 224(DI)
+	ADDQ    $32, SI
+	ADDQ    $32, R9
+	ADDQ    $256, DI
+	DECQ    CX
+	JNE     block
 
 packed:
 	VZEROUPPER
