@@ -153,17 +153,15 @@ func frame(h header) []byte {
 // writer goroutine would first have to be woken), else the writer
 // goroutine will.
 //
-// Only a message written here is done with here: one queued is the
-// writer's, which returns its tensors to the pools once they are in the
-// ring (write), not before.
+// A queued message's tensors stay the writer's until it wrote them
+// (writeMessage).
 func (l *peerLink) enqueue(o outgoing) error {
 	var werr error
-	wrote := false
 	now := func(o outgoing) bool {
 		if l.stop.Load() || l.out.free() < o.size() {
 			return false
 		}
-		werr, wrote = l.writeFrame(o.frame, o.parts...), true
+		werr = l.writeMessage(o)
 		return true
 	}
 	if err := linkstate.Enqueue(l.e.calls, l.st, o, now, l.peer, l.who, o.m.Kind); err != nil {
@@ -173,9 +171,6 @@ func (l *peerLink) enqueue(o outgoing) error {
 		le := &transport.LinkError{From: l.e.self, To: l.peer, Kind: o.m.Kind, Err: l.broke(werr)}
 		l.ended(le)
 		return le
-	}
-	if wrote {
-		l.written(o)
 	}
 	return nil
 }
@@ -189,14 +184,21 @@ func (o outgoing) size() int {
 	return n
 }
 
-// written returns the tensors of a message marked Own to the pools once
-// they are in the ring: the receiver has its own copy.
-func (l *peerLink) written(o outgoing) {
+// writeMessage copies o into the ring and then, once it is all there,
+// returns the tensors of a message marked Own to the pools: the receiver
+// has its own copy. Send (enqueue) and the writer goroutine both write
+// with it, so a message's tensors go back only after it was written, by
+// whoever wrote it.
+func (l *peerLink) writeMessage(o outgoing) error {
+	if err := l.writeFrame(o.frame, o.parts...); err != nil {
+		return err
+	}
 	if o.m.Own {
 		for _, v := range o.m.Values {
 			recycle.Put(v)
 		}
 	}
+	return nil
 }
 
 // write copies what is queued into the ring, in order, until the link is
@@ -212,9 +214,7 @@ func (l *peerLink) write() {
 			err = l.writeFrame(frame(header{typ: frameByeAck}))
 		case linkstate.SendMessage:
 			kind = o.m.Kind
-			if err = l.writeFrame(o.frame, o.parts...); err == nil {
-				l.written(o)
-			}
+			err = l.writeMessage(o)
 		case linkstate.SendBye:
 			err = l.writeFrame(frame(header{typ: frameBye}))
 		}
