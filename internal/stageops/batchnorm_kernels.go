@@ -193,7 +193,7 @@ func bnGradKernel[T float](out []T, in [][]T, op *bnGrad, training bool) {
 	n := op.b * op.s
 	parallel(op.c, n, func(lo, hi int) {
 		c := lo
-		for ; c+8 <= hi && op.s >= 8; c += 8 { // 8 channels' sums side by side
+		for ; c+8 <= hi; c += 8 { // 8 channels' sums side by side
 			sums, ok := gradSums8(out, x, dy, stats, op, c)
 			if !ok {
 				break
@@ -242,11 +242,11 @@ func gradXSums[T float](g, xs []T, mean T, sum, dotp *T) {
 // with the vector kernel (gradSumsWide) — each channel's additions in
 // gradXSums's order — and the elements past a plane's multiple of 8 after
 // it. It reports false, computing nothing, where there is no kernel (not
-// float32, or none on this CPU).
+// float32, or none on this CPU) or a plane is shorter than 8.
 func gradSums8[T float](out, x, dy, stats []T, op *bnGrad, c int) (sums [16]T, ok bool) {
 	o, ok1 := any(out).([]float32)
 	xs, ok2 := any(x).([]float32)
-	if !ok1 || !ok2 || !wideBN {
+	if !ok1 || !ok2 || !wideBN || op.s < 8 {
 		return sums, false
 	}
 	var mean [8]float32
@@ -263,11 +263,9 @@ func gradSums8[T float](out, x, dy, stats []T, op *bnGrad, c int) (sums [16]T, o
 	var acc [16]float32
 	for b := 0; b < op.b; b++ {
 		at := (b*op.c + c) * op.s
+		// Every plane's first op.s&^7 elements, then the rest of each, in order.
 		done := gradSumsWide(o, xs, at, op.s, &mean, &acc)
-		if done == 0 {
-			return sums, false // b is 0: nothing summed yet
-		}
-		for j := range 8 { // the rest of each plane, in order
+		for j := range 8 {
 			from := at + j*op.s
 			gradXSums(o[from+done:from+op.s], xs[from+done:from+op.s], mean[j], &acc[j], &acc[8+j])
 		}

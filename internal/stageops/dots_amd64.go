@@ -62,14 +62,20 @@ func (d dots) rows(lo, hi int) {
 	var out [8 * gemmBlock]float32
 	for g := lo; g < hi; g++ {
 		i0 := 8 * g
-		valid := min(8, d.m-i0)
-		for l0 := 0; l0 < d.k; l0 += d.piece {
-			n := min(d.piece, d.k-l0)
-			packRows(&pack, d.a, i0*d.lda+l0, d.lda, valid, n)
-			for j0 := 0; j0 < d.n; j0 += gemmBlock {
-				cols := min(gemmBlock, d.n-j0)
-				sdot8(&pack[0], &d.b[j0*d.ldb+l0], uintptr(4*d.ldb), cols, n, d.alpha, &d.c[i0*d.ldc+j0], uintptr(4*d.ldc), 4, valid, &out[0])
-			}
+		d.group(&pack, &out, i0, min(8, d.m-i0), i0*d.ldc, d.ldc, 1)
+	}
+}
+
+// group computes the valid ≤ 8 rows of C from row i0 on: for each piece of
+// k, the rows of A are packed (packRows) and multiplied by the rows of B,
+// up to 64 at a time (sdot8). C[i0+r][j] is d.c[at + r·rs + j·cs].
+func (d dots) group(pack, out *[8 * gemmBlock]float32, i0, valid, at, rs, cs int) {
+	for l0 := 0; l0 < d.k; l0 += d.piece {
+		n := min(d.piece, d.k-l0)
+		packRows(pack, d.a, i0*d.lda+l0, d.lda, valid, n)
+		for j0 := 0; j0 < d.n; j0 += gemmBlock {
+			cols := min(gemmBlock, d.n-j0)
+			sdot8(&pack[0], &d.b[j0*d.ldb+l0], uintptr(4*d.ldb), cols, n, d.alpha, &d.c[at+j0*cs], uintptr(4*rs), uintptr(4*cs), valid, &out[0])
 		}
 	}
 }
@@ -141,16 +147,6 @@ func (d convDots) rows(lo, hi int) {
 	var out [8 * gemmBlock]float32
 	for g := lo; g < hi; g++ {
 		img, p0 := g/d.groups, 8*(g%d.groups)
-		valid := min(8, d.hw-p0)
-		i0 := img*d.hw + p0
-		for l0 := 0; l0 < d.k; l0 += d.piece {
-			n := min(d.piece, d.k-l0)
-			packRows(&pack, d.a, i0*d.lda+l0, d.lda, valid, n)
-			for j0 := 0; j0 < d.n; j0 += gemmBlock {
-				cols := min(gemmBlock, d.n-j0)
-				c := &d.c[(img*d.n+j0)*d.hw+p0]
-				sdot8(&pack[0], &d.b[j0*d.ldb+l0], uintptr(4*d.ldb), cols, n, d.alpha, c, 4, uintptr(4*d.hw), valid, &out[0])
-			}
-		}
+		d.group(&pack, &out, img*d.hw+p0, min(8, d.hw-p0), img*d.n*d.hw+p0, 1, d.hw)
 	}
 }
