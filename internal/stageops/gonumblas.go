@@ -60,7 +60,7 @@ func (g gonumBLAS) Sgemm(tA, tB blas.Transpose, m, n, k int, alpha float32, a []
 	case tiledGemm && tB == blas.NoTrans && (tA == blas.NoTrans || tA == blas.Trans) && m >= 4 && n > 0 && k > 0 && alpha != 0:
 		prepare(beta == 0)
 		sgemmTiled(tA == blas.Trans, beta == 0, m, n, k, alpha, a, lda, b, ldb, c, ldc)
-	case tiledGemm && tA == blas.NoTrans && tB == blas.Trans && k > 0 && alpha != 0 && dotsFit(m, n, k):
+	case tA == blas.NoTrans && tB == blas.Trans && dotsRun(m, n, k, alpha):
 		prepare(false)
 		sgemmDots(m, n, k, alpha, a, lda, b, ldb, c, ldc)
 	case workers() > 1 || !blockedGemm(m, n, k, alpha == 0):
@@ -149,8 +149,14 @@ func serialBlocks[T float32 | float64](tA, tB blas.Transpose, m, n, k int, a []T
 // straight into the NCHW output (convOutDots) instead of into NHWC and
 // then copied. It reports false, computing nothing, elsewhere.
 func convOutNCHW(bl tensor.BLAS, imgs, hw, cout, k int, p, f, out []float32) bool {
-	if _, ok := bl.(gonumBLAS); !ok || fastNow.Load() || !tiledGemm || k == 0 || !dotsFit(imgs*hw, cout, k) {
+	if _, ok := bl.(gonumBLAS); !ok || fastNow.Load() || !dotsRun(imgs*hw, cout, k, 1) {
 		return false
 	}
 	return convOutDots(imgs, hw, cout, k, p, f, out)
+}
+
+// dotsRun reports whether Sgemm runs an m×n×k product of A by Bᵀ, scaled
+// by alpha, in sgemmDots (in the exact mode).
+func dotsRun(m, n, k int, alpha float32) bool {
+	return tiledGemm && k > 0 && alpha != 0 && dotsFit(m, n, k)
 }
