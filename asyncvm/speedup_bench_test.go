@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"runtime"
 	"testing"
+	"time"
 
 	"github.com/pipemare/pipemare/asyncvm"
 	"github.com/pipemare/pipemare/graphsplit"
@@ -212,4 +213,101 @@ func BenchmarkZeroBubble(b *testing.B) {
 			b.ReportMetric(measured/formula, "measured/formula")
 		})
 	}
+}
+
+// BenchmarkZeroBubbleV trains the CNN with ZB-V in one process: 4 stages,
+// two on each core (worker 0 hosts stages 0 and 3, worker 1 stages 1 and
+// 2), cut where train.Balanced balances the workers by time measured here,
+// at N = 4, 8 and 16. It reports three speed-ups over running the same
+// actions one after another on one core: the run's (Σ busy ÷ wall),
+// the replay of ZB-V's order with each action's own measured duration on
+// one virtual device per worker (schedule.ReplayWorkers), and the bound
+// no order of those actions can pass on two workers (Σ busy ÷ the busier
+// worker's busy). measured/replay is what the engine loses to its own
+// costs; replay against bound, what ZB-V's order loses to this model's
+// unequal passes (stage 0 has no input gradient, stage 1 no weights).
+//
+//	go test -c -o asyncvm.test ./asyncvm/
+//	./asyncvm.test -test.run '^$' -test.bench ZeroBubbleV -test.count 3
+func BenchmarkZeroBubbleV(b *testing.B) {
+	if cpus, err := affinity.Allowed(); err != nil || len(cpus) < 2 {
+		b.Skip("needs two CPUs")
+	}
+	r, err := zoo.RecipeFor("cnn")
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := schedule.ZBV()
+	cut := vCut(b, r, s)
+	const p = 4
+	for _, n := range []int{4, 8, 16} {
+		b.Run(fmt.Sprintf("N=%d", n), func(b *testing.B) {
+			vm, batches := cutVM(b, r, cut, s, n, 10)
+			defer vm.Close()
+			ctx := context.Background()
+			if _, err := vm.Run(ctx, batches); err != nil { // warm up
+				b.Fatal(err)
+			}
+			b.ResetTimer()
+			for b.Loop() {
+				if _, err := vm.Run(ctx, batches); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			evs := vm.Events()
+			dur := make([]map[schedule.Action]float64, p)
+			perWorker := make([]float64, p/2)
+			total, steps := 0.0, 0
+			for i, list := range evs {
+				dur[i] = make(map[schedule.Action]float64, len(list))
+				for _, e := range list {
+					d := float64(e.End - e.Start)
+					dur[i][e.Action] = d
+					perWorker[s.WorkerOf(p)(i)] += d
+					total += d
+					if i == 0 && e.Action.Op == schedule.OpUpdate {
+						steps++
+					}
+				}
+			}
+			replay := schedule.ReplayWorkers(s.Workers(p, n, steps), schedule.Chain(p), s.WorkerOf(p),
+				func(i int, a schedule.Action) float64 { return dur[i][a] })
+			var first, last time.Duration
+			for i, list := range evs {
+				if len(list) == 0 {
+					b.Fatalf("stage %d ran nothing", i)
+				}
+				if i == 0 || list[0].Start < first {
+					first = list[0].Start
+				}
+				last = max(last, list[len(list)-1].End)
+			}
+			measured := total / float64(last-first)
+			replayed := total / float64(replay.Makespan)
+			b.ReportMetric(measured, "speedup")
+			b.ReportMetric(replayed, "replay-speedup")
+			b.ReportMetric(total/max(perWorker[0], perWorker[1]), "bound-speedup")
+			b.ReportMetric(measured/replayed, "measured/replay")
+		})
+	}
+}
+
+// vCut is the recipe's model cut into 4 stages for s on 2 workers, balanced
+// by the time each takes on one thread for this process (train.Balanced,
+// graphsplit.InOneProcess).
+func vCut(b *testing.B, r zoo.Recipe, s schedule.Schedule) []int {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	cfg := train.Config{Hyper: r.Run, Schedule: s}
+	cfg.Stages = 4
+	trainSet, _, err := r.Load("embedded", cfg.Microbatch)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cut, _, err := train.Balanced(r.Build, trainSet, cfg, graphsplit.InOneProcess())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("cut %v", cut)
+	return cut
 }
