@@ -11,13 +11,17 @@ import (
 )
 
 // Bench is what a placement of a training buys against the same training
-// elsewhere (pipemare bench: a placement against one process on one CPU),
-// measured over interleaved rounds: bench.json. Samples/s are over the time
+// elsewhere (pipemare bench: a placement against one process on one CPU,
+// or on every CPU), measured over interleaved rounds: bench.json. Samples/s are over the time
 // the pipeline trained (evaluation left out); the speed-up is the median,
 // over the rounds, of each round's placed ÷ other samples/s.
 type Bench struct {
-	Placed               string     `json:"placed"`
-	Against              string     `json:"against"`
+	Placed  string `json:"placed"`
+	Against string `json:"against"`
+	// AgainstKind is the kind of the other runs (BenchRun.Kind, and their
+	// directories' prefix): "one-cpu" (the default when empty) or
+	// "cores".
+	AgainstKind          string     `json:"against_kind"`
 	Runs                 []BenchRun `json:"runs"`
 	PlacedSamplesPerSec  float64    `json:"placed_samples_per_sec"`
 	AgainstSamplesPerSec float64    `json:"against_samples_per_sec"`
@@ -45,7 +49,7 @@ type Bench struct {
 
 // BenchRun is one training of a Bench.
 type BenchRun struct {
-	Kind          string  `json:"kind"` // "placed" or "one-cpu"
+	Kind          string  `json:"kind"` // "placed", or the Bench's AgainstKind
 	Round         int     `json:"round"`
 	SamplesPerSec float64 `json:"samples_per_sec"`
 	WeightsSHA256 string  `json:"weights_sha256"`
@@ -58,7 +62,7 @@ type BenchRun struct {
 
 // RunBench trains rounds rounds of the placed training and the other,
 // in the order A B B A A B … so that a drift of the machine falls on both,
-// each by calling train with its kind ("placed" or "one-cpu") and round,
+// each by calling train with its kind ("placed" or b.Kind()) and round,
 // timing Probe before and after it; it logs each run to log, and fills b's
 // runs, medians, speed-up, the probes' spread and the steady rounds'
 // speed-up. It stops at the first failure, naming the run.
@@ -68,7 +72,7 @@ func (b *Bench) RunBench(ctx context.Context, rounds int, train func(ctx context
 		probe = Probe
 	}
 	for k := 0; k < 2*rounds; k++ {
-		kind := "one-cpu"
+		kind := b.Kind()
 		if k%4 == 0 || k%4 == 3 { // A B B A
 			kind = "placed"
 		}
@@ -84,6 +88,14 @@ func (b *Bench) RunBench(ctx context.Context, rounds int, train func(ctx context
 	}
 	b.summarise()
 	return nil
+}
+
+// Kind is the kind of b's other runs: AgainstKind, or "one-cpu".
+func (b *Bench) Kind() string {
+	if b.AgainstKind == "" {
+		return "one-cpu"
+	}
+	return b.AgainstKind
 }
 
 // summarise computes the medians and the speed-ups from the runs.

@@ -134,7 +134,7 @@ func (b *Bench) Write(out rundir.Dir, placedReport []byte, log io.Writer) error 
 		return err
 	}
 	if !b.SameWeights {
-		return errors.New("the placed and the one-CPU runs trained different weights")
+		return errors.Errorf("the runs on %s and on %s trained different weights", b.Placed, b.Against)
 	}
 	return nil
 }

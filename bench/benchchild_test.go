@@ -87,9 +87,16 @@ func TestRunChildren(t *testing.T) {
 
 	b.SameWeights = false
 	log.Reset()
-	require.EqualError(t, b.Write(out, raw, &log), "the placed and the one-CPU runs trained different weights")
+	require.EqualError(t, b.Write(out, raw, &log), "the runs on p and on a trained different weights")
 	require.Contains(t, log.String(), "the runs trained different weights: the placement changed the arithmetic (a bug)")
 	require.FileExists(t, filepath.Join(out.Path, "bench.json"), "written all the same")
+
+	cores := Bench{AgainstKind: "cores"}
+	_, err = cores.RunChildren(context.Background(), "/bin/sh", placed, against, t.TempDir(), 1, io.Discard)
+	require.NoError(t, err)
+	require.Equal(t, []string{"placed", "cores"}, []string{cores.Runs[0].Kind, cores.Runs[1].Kind}, "the other runs are of their kind")
+	require.Equal(t, "cores-0", filepath.Base(cores.Runs[1].Dir))
+	require.Equal(t, 3.0, cores.Speedup)
 
 	_, err = (&Bench{}).RunChildren(context.Background(), "/bin/sh", script("-c", "exit 1"), against, dir, 1, io.Discard)
 	require.ErrorContains(t, err, "placed run 0: exit status 1")

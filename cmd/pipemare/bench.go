@@ -19,7 +19,8 @@ import (
 // benchCmd measures what a placement buys: the same training (train's
 // flags, and the cut train would choose, measured once) placed as the
 // flags say — in this process on every CPU, or -procs N [-pin] — and in one
-// process on one CPU (train -cpus: GOMAXPROCS follows), rounds times, A B B A …
+// process on one CPU (train -cpus: GOMAXPROCS follows; -against cores: on
+// every CPU, for stage processes against one process), rounds times, A B B A …
 // so that the machine's drift falls on both, each a child `pipemare train`
 // (bench.Bench.RunChildren). It writes bench.json (every run, the
 // medians, the speed-up) and, as report.json, the last placed run's report
@@ -33,6 +34,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	t.register(fs)
 	rounds := fs.Int("rounds", 3, "interleaved rounds of the placed run and the one-CPU run (with -target: seeds, from -seed on)")
 	target := fs.Float64("target", 0, "time to accuracy: train each seed in each of -placements, and report the time to this test accuracy")
+	against := fs.String("against", "one-cpu", "what the placed run is measured against: one-cpu (one process on one CPU) or cores (one process on every CPU: with -procs, the stage processes' share of what one process reaches on the same CPUs, in the same rounds)")
 	placements := fs.String("placements", strings.Join(bench.TargetPlacementNames, ","), "with -target: where to train (one-cpu, cores: one process on every CPU, procs: a pinned process per stage)")
 	if err := parse(fs, args, stdout, stderr); err != nil {
 		return err
@@ -48,6 +50,15 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if *target > 0 && (set["procs"] || set["pin"]) {
 		return usageError(fs, "-procs, -pin: with -target, -placements says where the trainings run")
+	}
+	if *against != "one-cpu" && *against != "cores" {
+		return usageError(fs, "-against %q: one-cpu or cores", *against)
+	}
+	if *target > 0 && set["against"] {
+		return usageError(fs, "-against: with -target, -placements says where the trainings run")
+	}
+	if *against == "cores" && !set["procs"] {
+		return usageError(fs, "-against cores: the placed run is one process on every CPU too; give -procs N to measure stage processes against it")
 	}
 	if *target < 0 || *target > 1 {
 		return usageError(fs, "-target %g: a test accuracy between 0 and 1", *target)
@@ -92,14 +103,19 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		return timeToAccuracy(ctx, *target, targetArgs(given, cfg.Cut), seeds, ps, o.out, stdout)
 	}
-	placed, against := benchArgs(given, cfg.Cut, t.procs, t.cpu.pin, oneCPU)
-	b := bench.Bench{Placed: bench.BenchPlacement(t.procs, t.cpu.pin), Against: "one process on one CPU"}
+	other := bench.TargetPlacement{Name: "one-cpu", CPUs: oneCPU}
+	b := bench.Bench{Placed: bench.BenchPlacement(t.procs, t.cpu.pin), Against: "one process on one CPU", AgainstKind: other.Name}
+	if *against == "cores" {
+		other = bench.TargetPlacement{Name: "cores"}
+		b.Against, b.AgainstKind = fmt.Sprintf("one process on %d CPUs", len(allowed)), other.Name
+	}
+	placedRun, otherRun := benchArgs(given, cfg.Cut, t.procs, t.cpu.pin, other)
 	out := rundir.Dir{Path: o.out, Files: []string{"bench.json", "report.json"}}
 	if err := out.Prepare(); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "bench: %s against %s, %d rounds\n", b.Placed, b.Against, *rounds)
-	last, err := b.RunChildren(ctx, "", withOut(placed), withOut(against), o.out, *rounds, stdout)
+	last, err := b.RunChildren(ctx, "", withOut(placedRun), withOut(otherRun), o.out, *rounds, stdout)
 	if err != nil {
 		return err
 	}
@@ -129,7 +145,7 @@ func timeToAccuracy(ctx context.Context, target float64, args []string, seeds []
 // benchOwn are the flags of pipemare bench that its trainings are not
 // given as they are: its own (-out, -rounds), and those of the placement
 // and the cut, which benchArgs sets.
-var benchOwn = []string{"out", "rounds", "stages", "procs", "pin", "insecure", "transport"}
+var benchOwn = []string{"out", "rounds", "stages", "procs", "pin", "insecure", "transport", "against"}
 
 // targetOwn are the flags of pipemare bench -target that its trainings are
 // not given as they are: bench's own, the placement's, and the seed, which
@@ -140,10 +156,10 @@ var targetOwn = append(slices.Clone(benchOwn), "target", "placements", "seed")
 // bench's two trainings (trainArgs: given's flags but bench's own, the cut
 // fixed so that both train the same stages). The placed run adds procs
 // stage processes (-procs, plaintext on loopback, each pinned to a CPU of
-// its own with pin) when procs > 0; the other runs in one process on the
-// CPUs oneCPU (-cpus); a -transport given is the placed run's. Neither
-// has -out: withOut adds it.
-func benchArgs(given []string, cut []int, procs int, pin bool, oneCPU string) (placed, against []string) {
+// its own with pin) when procs > 0; the other runs in one process as other
+// says (on its CPUs, -cpus, or on every CPU); a -transport given is the
+// placed run's. Neither has -out: withOut adds it.
+func benchArgs(given []string, cut []int, procs int, pin bool, other bench.TargetPlacement) (placed, against []string) {
 	base := trainArgs(given, cut, benchOwn)
 	placed = placedArgs(base, bench.TargetPlacement{Procs: procs, Pin: pin})
 	if procs > 0 { // -transport: the placed run's
@@ -153,7 +169,7 @@ func benchArgs(given []string, cut []int, procs int, pin bool, oneCPU string) (p
 			}
 		}
 	}
-	return placed, placedArgs(base, bench.TargetPlacement{CPUs: oneCPU})
+	return placed, placedArgs(base, other)
 }
 
 // targetArgs is the command line (after the program's name) of a

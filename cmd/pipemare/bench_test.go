@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/pipemare/pipemare/bench"
@@ -83,10 +84,35 @@ func TestBench(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, affinity.Format(allowed[len(allowed)-1:]), reportOf(t, r.Runs[1].Dir).Placement.DriverCPUs, "the one-CPU run is pinned to the last CPU")
 
-	for _, bad := range [][]string{{"-resume", dir}, {"-cpus", "0"}, {"-rounds", "0"}} {
+	for _, bad := range [][]string{{"-resume", dir}, {"-cpus", "0"}, {"-rounds", "0"},
+		{"-against", "gpu"}, {"-against", "cores"}, {"-against", "cores", "-target", "0.5"}} {
 		code, _, stderr := runCLI(context.Background(), append([]string{"bench", "-out", t.TempDir()}, bad...)...)
 		require.Equal(t, 2, code, "%v: %s", bad, stderr)
+		require.Contains(t, stderr, "-"+strings.TrimPrefix(bad[0], "-"), "%v: the error names the flag", bad)
 	}
+}
+
+// TestBenchAgainstCores: pipemare bench -procs 2 -against cores trains the
+// stage processes and one process on every CPU, in A B order, to the same
+// weights, and names the other runs by their placement.
+func TestBenchAgainstCores(t *testing.T) {
+	skipProcesses(t)
+	t.Setenv(asMainEnv, "1")
+	dir := t.TempDir()
+	code, out, stderr := runCLI(context.Background(), append([]string{"bench", "-rounds", "1", "-out", dir, "-stages", "2", "-procs", "2", "-against", "cores"}, mlpArgs...)...)
+	require.Equal(t, 0, code, "%s\n%s", out, stderr)
+	raw, err := os.ReadFile(filepath.Join(dir, "bench.json"))
+	require.NoError(t, err)
+	var r bench.Bench
+	require.NoError(t, json.Unmarshal(raw, &r))
+	require.True(t, r.SameWeights, "placement changes timing, never weights")
+	require.Equal(t, []string{"placed", "cores"}, []string{r.Runs[0].Kind, r.Runs[1].Kind})
+	require.Equal(t, filepath.Join(dir, "cores-0"), r.Runs[1].Dir)
+	require.Equal(t, "processes", reportOf(t, r.Runs[0].Dir).Placement.Where)
+	other := reportOf(t, r.Runs[1].Dir).Placement
+	require.Equal(t, "in-process", other.Where)
+	require.Empty(t, other.DriverCPUs, "one process on every CPU: not pinned")
+	require.Contains(t, out, "against one process on")
 }
 
 // TestBenchTarget: pipemare bench -target trains each seed in each
@@ -133,14 +159,17 @@ func TestBenchTarget(t *testing.T) {
 // its stage processes, the other its CPU.
 func TestBenchArgs(t *testing.T) {
 	given := []string{"-limit=640", "-model=mlp", "-out=o", "-pin=true", "-procs=2", "-rounds=3", "-stages=2", "-trace-steps=5", "-transport=grpc"}
-	placed, against := benchArgs(given, []int{3, 7}, 2, true, "5")
+	placed, against := benchArgs(given, []int{3, 7}, 2, true, bench.TargetPlacement{Name: "one-cpu", CPUs: "5"})
 	base := []string{"train", "-trace-steps=1", "-limit=640", "-model=mlp", "-trace-steps=5", "-cut=3,7"}
 	require.Equal(t, append(base[:len(base):len(base)], "-procs=2", "-insecure", "-pin", "-transport=grpc"), placed, "the transport is the placed run's")
 	require.Equal(t, append(base[:len(base):len(base)], "-cpus=5"), against)
 
-	placed, against = benchArgs([]string{"-model=mlp"}, nil, 0, false, "0-1")
+	placed, against = benchArgs([]string{"-model=mlp"}, nil, 0, false, bench.TargetPlacement{Name: "one-cpu", CPUs: "0-1"})
 	require.Equal(t, []string{"train", "-trace-steps=1", "-model=mlp"}, placed)
 	require.Equal(t, []string{"train", "-trace-steps=1", "-model=mlp", "-cpus=0-1"}, against)
+
+	_, against = benchArgs([]string{"-model=mlp", "-procs=2", "-against=cores"}, []int{6}, 2, false, bench.TargetPlacement{Name: "cores"})
+	require.Equal(t, []string{"train", "-trace-steps=1", "-model=mlp", "-cut=6"}, against, "-against cores: one process on every CPU, the placed run's cut")
 }
 
 // TestTargetArgs: the trainings get the flags given but bench's own, the
