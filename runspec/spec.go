@@ -125,12 +125,23 @@ func (s Spec) StageCount() (int, error) {
 }
 
 // ScheduleNamed is the schedule Schedule names (zero: none named), or an
-// *Error listing the names.
+// *Error listing the names. A schedule whose workers any placement may
+// take (schedule.Schedule.PlacedBy: PipeMare-V) comes placed by
+// Placement, when it names one such.
 func (s Spec) ScheduleNamed() (schedule.Schedule, error) {
 	if s.Schedule == "" {
 		return schedule.Schedule{}, nil
 	}
-	return ScheduleNamed(s.Schedule)
+	sch, err := ScheduleNamed(s.Schedule)
+	if err != nil || s.Placement == "" {
+		return sch, err
+	}
+	if pl, ok := schedule.PlacementNamed(s.Placement); ok {
+		if placed, ok := sch.PlacedBy(pl); ok {
+			return placed, nil
+		}
+	}
+	return sch, nil
 }
 
 // ScheduleNamed is the schedule of that name, or an *Error of the
@@ -144,8 +155,10 @@ func ScheduleNamed(name string) (schedule.Schedule, error) {
 }
 
 // Placed is the placement named name (schedule.PlacementNamed) for a run
-// of schedule sch: "" is sch's own when its workers host several stages
-// each (interleaved: round-robin, zb-v: v), else balanced (contiguous
+// of schedule sch (as Spec.ScheduleNamed gives it: PipeMare-V already
+// placed by name): "" is sch's own when its workers host several stages
+// each (interleaved: round-robin, zb-v: v, pipemare-v: contiguous unless
+// placed), else balanced (contiguous
 // blocks split by the stages' estimated costs; where the stages run never
 // changes what a schedule of one stage per worker computes). It refuses,
 // with an *Error of the placement setting, a name it does not know and a
@@ -168,6 +181,9 @@ func Placed(name string, sch schedule.Schedule) (schedule.Placement, error) {
 		return pl, errorf("placement", strconv.Quote(name), "one of "+strings.Join(names, ", ")+" (default: the schedule's)")
 	}
 	if sch.Virtual() > 1 && pl != own {
+		if _, ok := sch.PlacedBy(schedule.Contiguous); ok {
+			return pl, errorf("placement", name, fmt.Sprintf("schedule %s places its stages on its workers as the schedule's, not by their costs: give {placement} %v, %v or %v", sch.Name, schedule.Contiguous, schedule.RoundRobin, schedule.VShape))
+		}
 		return pl, errorf("placement", name, fmt.Sprintf("schedule %s places its stages %v: give {placement} %v, or leave it to the schedule", sch.Name, own, own))
 	}
 	return pl, nil

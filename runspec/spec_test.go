@@ -177,3 +177,25 @@ func TestPlacedFollowsTheSchedule(t *testing.T) {
 	require.EqualError(t, err, `placement "zigzag": one of contiguous, round-robin, v, balanced (default: the schedule's)`)
 	require.NoError(t, runspec.Spec{Model: "mlp", Schedule: "interleaved", Placement: "round-robin"}.Check())
 }
+
+// TestPipeMareVIsPlacedByTheSpec: PipeMare over virtual stages takes the
+// placement the spec names (its workers any of contiguous, round robin or
+// a V), contiguous by default, and refuses balanced, which needs the
+// stages' costs.
+func TestPipeMareVIsPlacedByTheSpec(t *testing.T) {
+	for name, want := range map[string]schedule.Placement{"": schedule.Contiguous, "contiguous": schedule.Contiguous, "round-robin": schedule.RoundRobin, "v": schedule.VShape} {
+		spec := runspec.Spec{Model: "cnn", Schedule: "pipemare-v", Placement: name}
+		require.NoError(t, spec.Check(), "%q", name)
+		sch, err := spec.ScheduleNamed()
+		require.NoError(t, err)
+		require.Equal(t, want, sch.Place, "%q", name)
+		got, err := runspec.Placed(spec.Placement, sch)
+		require.NoError(t, err)
+		require.Equal(t, want, got, "%q: the processes host what the schedule's workers run", name)
+	}
+	err := runspec.Spec{Model: "cnn", Schedule: "pipemare-v", Placement: "balanced"}.Check()
+	require.EqualError(t, err, "placement balanced: schedule pipemare-v places its stages on its workers as the schedule's, not by their costs: give placement contiguous, round-robin or v")
+	sch, err := runspec.Spec{Model: "cnn", Schedule: "zb-v", Placement: "contiguous"}.ScheduleNamed()
+	require.NoError(t, err)
+	require.Equal(t, schedule.VShape, sch.Place, "zb-v's placement is its own: Check refuses another")
+}

@@ -59,11 +59,18 @@ func All() []Schedule {
 	}
 }
 
-// ByName returns the schedule with that name.
+// ByName returns the schedule with that name: one of All, or one of them
+// placed on its workers otherwise (PlacedBy: pipemare-v2-v is PipeMare-V
+// with its workers in a V), the name a run records.
 func ByName(name string) (Schedule, bool) {
 	for _, s := range All() {
 		if s.Name == name {
 			return s, true
+		}
+		for _, pl := range Placements() {
+			if placed, ok := s.PlacedBy(pl); ok && placed.Name == name {
+				return placed, true
+			}
 		}
 	}
 	return Schedule{}, false

@@ -60,6 +60,18 @@ func PipeMareVirtual(v int, pl Placement) Schedule {
 	return checked(s, func(p, n, steps int) [][]Slot { return merged(async(p, n, steps), Chain(p), p/v, pl) })
 }
 
+// PlacedBy is s with its stages placed on its workers by pl, for a
+// schedule whose workers any placement may take — PipeMare over virtual
+// stages, whose stages' lists, and so what it trains, do not depend on
+// where they run — and false for any other schedule, and for Balanced,
+// which places a run's stages by their costs, not a schedule's.
+func (s Schedule) PlacedBy(pl Placement) (Schedule, bool) {
+	if !s.Async || s.Virtual() < 2 || pl == Balanced {
+		return s, false
+	}
+	return PipeMareVirtual(s.Virtual(), pl), true
+}
+
 // merged gives each of w workers the actions of the stages placement pl
 // puts on it, in the order they start in a simulated run of lists on one
 // device per stage with equal action times (ties: lower stage first, then

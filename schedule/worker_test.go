@@ -119,3 +119,44 @@ func bruteLeast(costs []float64, w int) float64 {
 	}
 	return best
 }
+
+// TestPlacedByKeepsTheStagesLists: PipeMare over virtual stages placed
+// contiguous, round robin or in a V runs every stage's own list unchanged
+// (what it trains does not depend on the placement), each worker hosting
+// the stages the placement gives it; no other schedule, and no placement
+// by costs, can be placed so.
+func TestPlacedByKeepsTheStagesLists(t *testing.T) {
+	const p, n, steps = 8, 4, 3
+	base := PipeMareVirtual(2, Contiguous)
+	for _, pl := range []Placement{Contiguous, RoundRobin, VShape} {
+		s, ok := base.PlacedBy(pl)
+		require.True(t, ok, "%v", pl)
+		require.Equal(t, pl, s.Place)
+		require.Equal(t, base.Actions(p, n, steps), s.Actions(p, n, steps), "%v: the stages' lists", pl)
+		for w, list := range s.Workers(p, n, steps) {
+			for _, sl := range list {
+				require.Equal(t, w, pl.Worker(sl.Stage, p, p/2), "%v: worker %d runs %v", pl, w, sl)
+			}
+		}
+	}
+	_, ok := base.PlacedBy(Balanced)
+	require.False(t, ok, "balanced needs the stages' costs")
+	for _, s := range []Schedule{ZBV(), Interleaved(2), PipeMare(), OneFOneB()} {
+		_, ok := s.PlacedBy(VShape)
+		require.False(t, ok, "%s", s.Name)
+	}
+}
+
+// TestByNameFindsThePlacedSchedules: the name a placed PipeMare-V records
+// (pipemare-v2-v, pipemare-v2-round-robin) names it again, as a run's
+// resolved settings and its checkpoints need.
+func TestByNameFindsThePlacedSchedules(t *testing.T) {
+	for _, pl := range []Placement{Contiguous, RoundRobin, VShape} {
+		want, _ := PipeMareVirtual(2, Contiguous).PlacedBy(pl)
+		got, ok := ByName(want.Name)
+		require.True(t, ok, want.Name)
+		require.Equal(t, pl, got.Place, want.Name)
+	}
+	_, ok := ByName("zb-v2-contiguous")
+	require.False(t, ok)
+}

@@ -62,7 +62,7 @@ func (o *options) registerRun(fs *flag.FlagSet) {
 	fs.StringVar(&o.schedule, "schedule", "", "schedule: "+strings.Join(schedule.Names(), ", ")+" (default: the method's; interleaved, zb-v and pipemare-v need an even number of stages)")
 	fs.StringVar(&o.stages, "stages", "fine", "number of stages, or fine for one per layer; train balances a number of stages by the time each takes on this machine, in this process or -procs (settings.cut in report.json records the cut)")
 	fs.StringVar(&o.cut, "cut", "", "cut before the ops at these positions, like 22 or 22,81 (report.json's settings.cut, pipemare plan -stages P): the same stages on every host and in every rerun")
-	fs.StringVar(&o.placement, "placement", "", "which stages each stage process hosts when -procs (or -stage-addrs) gives fewer processes than stages: balanced (blocks of consecutive stages split where the stages' estimated costs divide evenly), contiguous (blocks by count), round-robin or v (default: the schedule's: interleaved round-robin, zb-v v, any other balanced)")
+	fs.StringVar(&o.placement, "placement", "", "which stages each stage process hosts when -procs (or -stage-addrs) gives fewer processes than stages: balanced (blocks of consecutive stages split where the stages' estimated costs divide evenly), contiguous (blocks by count), round-robin or v (default: the schedule's: interleaved round-robin, zb-v v, pipemare-v contiguous, any other balanced; pipemare-v also takes contiguous, round-robin or v: docs/distributed.md)")
 	fs.IntVar(&o.microbatch, "microbatch", 0, "rows per microbatch (0: the model's recipe)")
 	fs.IntVar(&o.microbatches, "microbatches", 0, "microbatches per minibatch, N (0: the model's recipe)")
 	fs.IntVar(&o.epochs, "epochs", 0, "epochs (0: the model's recipe)")

@@ -27,7 +27,8 @@ var cnnArgs = []string{"-model", "cnn", "-limit", "128", "-epochs", "1", "-test-
 // processes, hosting the stages the schedule places on them — zb-v in a
 // V, interleaved round robin, pipemare and 1f1b balanced by the plan's
 // costs (the CNN's first layer against the three others, not two and
-// two), pipemare contiguously when asked — and trains the weights_sha256
+// two), pipemare contiguously when asked, pipemare-v contiguously or, when
+// asked, in a V — and trains the weights_sha256
 // the in-process engine trains, over shared memory (-transport auto) and
 // over gRPC; report.json says which stages each process hosted.
 // Started by hand, two processes hosting zb-v's stages 0,3 and 1,2 at their
@@ -50,6 +51,8 @@ func TestProcsHostSeveralStages(t *testing.T) {
 		{[]string{"-schedule", "pipemare", "-warmup", "0"}, nil, "balanced", nil},
 		{[]string{"-schedule", "pipemare", "-warmup", "0"}, []string{"-placement", "contiguous"}, "contiguous", [][]int{{0, 1}, {2, 3}}},
 		{[]string{"-schedule", "1f1b"}, nil, "balanced", nil},
+		{[]string{"-schedule", "pipemare-v", "-warmup", "0"}, nil, "contiguous", [][]int{{0, 1}, {2, 3}}},
+		{[]string{"-schedule", "pipemare-v", "-warmup", "0"}, []string{"-placement", "v"}, "v", [][]int{{0, 3}, {1, 2}}},
 	} {
 		run := append(append([]string{}, cnnArgs...), c.run...)
 		if c.extra == nil {

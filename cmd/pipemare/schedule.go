@@ -44,7 +44,7 @@ func scheduleCmd(_ context.Context, args []string, stdout, stderr io.Writer) err
 	return nil
 }
 
-// placed is pipemare-v with the named placement.
+// placed is pipemare-v with the named placement (Schedule.PlacedBy).
 func placed(s schedule.Schedule, name string) (schedule.Schedule, error) {
 	pl, ok := schedule.PlacementNamed(name)
 	if !ok {
@@ -56,11 +56,12 @@ func placed(s schedule.Schedule, name string) (schedule.Schedule, error) {
 		}
 		return s, errors.Errorf("-placement %q: one of %s", name, strings.Join(names, ", "))
 	}
-	if s.Name != schedule.PipeMareVirtual(2, schedule.Contiguous).Name {
-		return s, errors.Errorf("-placement %s: only pipemare-v's placement can be chosen; %s's is %v", name, s.Name, s.Place)
-	}
 	if pl == schedule.Balanced {
 		return s, errors.Errorf("-placement balanced: places a run's stages on its processes by their costs, which a schedule does not know; give contiguous, round-robin or v")
 	}
-	return schedule.PipeMareVirtual(s.Virtual(), pl), nil
+	out, ok := s.PlacedBy(pl)
+	if !ok {
+		return s, errors.Errorf("-placement %s: only pipemare-v's placement can be chosen; %s's is %v", name, s.Name, s.Place)
+	}
+	return out, nil
 }
