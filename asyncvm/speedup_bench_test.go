@@ -95,12 +95,11 @@ func cutVM(b *testing.B, r zoo.Recipe, cut []int, s schedule.Schedule, n, count 
 	return vm, taxBatches(b, r, m, cfg.Microbatch, n, count)
 }
 
-func benchSpeedup(b *testing.B, r zoo.Recipe, cut []int) {
-	cfg := train.Config{Hyper: r.Run}
-	vm, batches := cutVM(b, r, cut, schedule.PipeMare(), cfg.Microbatches, speedupMinibatches)
-	defer vm.Close()
+// timedRuns runs batches on vm once to fill the pipeline, then once per
+// b.Loop under the timer, which it stops after.
+func timedRuns(b *testing.B, vm *asyncvm.VM, batches []map[*gorgonia.Node]gorgonia.Value) {
 	ctx := context.Background()
-	if _, err := vm.Run(ctx, batches); err != nil { // warm up
+	if _, err := vm.Run(ctx, batches); err != nil {
 		b.Fatal(err)
 	}
 	b.ResetTimer()
@@ -109,6 +108,14 @@ func benchSpeedup(b *testing.B, r zoo.Recipe, cut []int) {
 			b.Fatal(err)
 		}
 	}
+	b.StopTimer()
+}
+
+func benchSpeedup(b *testing.B, r zoo.Recipe, cut []int) {
+	cfg := train.Config{Hyper: r.Run}
+	vm, batches := cutVM(b, r, cut, schedule.PipeMare(), cfg.Microbatches, speedupMinibatches)
+	defer vm.Close()
+	timedRuns(b, vm, batches)
 	samples := b.N * speedupMinibatches * cfg.Microbatches * cfg.Microbatch
 	b.ReportMetric(float64(samples)/b.Elapsed().Seconds(), "samples/s")
 }
@@ -244,17 +251,7 @@ func BenchmarkZeroBubbleV(b *testing.B) {
 		b.Run(fmt.Sprintf("N=%d", n), func(b *testing.B) {
 			vm, batches := cutVM(b, r, cut, s, n, 10)
 			defer vm.Close()
-			ctx := context.Background()
-			if _, err := vm.Run(ctx, batches); err != nil { // warm up
-				b.Fatal(err)
-			}
-			b.ResetTimer()
-			for b.Loop() {
-				if _, err := vm.Run(ctx, batches); err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.StopTimer()
+			timedRuns(b, vm, batches)
 			evs := vm.Events()
 			dur := make([]map[schedule.Action]float64, p)
 			perWorker := make([]float64, p/2)
