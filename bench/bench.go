@@ -12,9 +12,10 @@ import (
 
 // Bench is what a placement of a training buys against the same training
 // elsewhere (pipemare bench: a placement against one process on one CPU,
-// or on every CPU), measured over interleaved rounds: bench.json. Samples/s are over the time
-// the pipeline trained (evaluation left out); the speed-up is the median,
-// over the rounds, of each round's placed ÷ other samples/s.
+// or on every CPU), measured over interleaved rounds: bench.json.
+// Samples/s are over the time the pipeline trained (evaluation left out);
+// the speed-up is the median, over the rounds, of each round's placed ÷
+// other samples/s.
 type Bench struct {
 	Placed  string `json:"placed"`
 	Against string `json:"against"`

@@ -158,12 +158,12 @@ func ScheduleNamed(name string) (schedule.Schedule, error) {
 // of schedule sch (as Spec.ScheduleNamed gives it: PipeMare-V already
 // placed by name): "" is sch's own when its workers host several stages
 // each (interleaved: round-robin, zb-v: v, pipemare-v: contiguous unless
-// placed), else balanced (contiguous
-// blocks split by the stages' estimated costs; where the stages run never
-// changes what a schedule of one stage per worker computes). It refuses,
-// with an *Error of the placement setting, a name it does not know and a
-// placement other than the one such a schedule places its stages by (a
-// process would then host parts of its workers).
+// placed), else balanced (contiguous blocks split by the stages'
+// estimated costs; where the stages run never changes what a schedule of
+// one stage per worker computes). It refuses, with an *Error of the
+// placement setting, a name it does not know and a placement other than
+// the one such a schedule places its stages by (a process would then host
+// parts of its workers).
 func Placed(name string, sch schedule.Schedule) (schedule.Placement, error) {
 	own := schedule.Balanced
 	if sch.Virtual() > 1 {
@@ -182,7 +182,7 @@ func Placed(name string, sch schedule.Schedule) (schedule.Placement, error) {
 	}
 	if sch.Virtual() > 1 && pl != own {
 		if _, ok := sch.PlacedBy(schedule.Contiguous); ok {
-			return pl, errorf("placement", name, fmt.Sprintf("schedule %s places its stages on its workers as the schedule's, not by their costs: give {placement} %v, %v or %v", sch.Name, schedule.Contiguous, schedule.RoundRobin, schedule.VShape))
+			return pl, errorf("placement", name, fmt.Sprintf("schedule %s places its stages on its workers by the schedule, not by their costs: give {placement} %v, %v or %v", sch.Name, schedule.Contiguous, schedule.RoundRobin, schedule.VShape))
 		}
 		return pl, errorf("placement", name, fmt.Sprintf("schedule %s places its stages %v: give {placement} %v, or leave it to the schedule", sch.Name, own, own))
 	}

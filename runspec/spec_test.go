@@ -194,7 +194,7 @@ func TestPipeMareVIsPlacedByTheSpec(t *testing.T) {
 		require.Equal(t, want, got, "%q: the processes host what the schedule's workers run", name)
 	}
 	err := runspec.Spec{Model: "cnn", Schedule: "pipemare-v", Placement: "balanced"}.Check()
-	require.EqualError(t, err, "placement balanced: schedule pipemare-v places its stages on its workers as the schedule's, not by their costs: give placement contiguous, round-robin or v")
+	require.EqualError(t, err, "placement balanced: schedule pipemare-v places its stages on its workers by the schedule, not by their costs: give placement contiguous, round-robin or v")
 	sch, err := runspec.Spec{Model: "cnn", Schedule: "zb-v", Placement: "contiguous"}.ScheduleNamed()
 	require.NoError(t, err)
 	require.Equal(t, schedule.VShape, sch.Place, "zb-v's placement is its own: Check refuses another")
