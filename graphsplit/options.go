@@ -36,6 +36,9 @@ type config struct {
 	workersSet bool
 	// oneProcess: the stages run in one process (InOneProcess).
 	oneProcess bool
+	// network: the stages' messages cross a network transport
+	// (OverNetwork).
+	network bool
 }
 
 // Stages asks for p stages, balanced by the cost model so that the most
@@ -111,3 +114,12 @@ func Profiled(feeds map[*gorgonia.Node]gorgonia.Value, keep, fuseLast bool) Opti
 // OnWorkers) gets slower, where stages in processes accept up to 5 %
 // slower for it (lighten). Without Profiled it changes nothing.
 func InOneProcess() Option { return func(c *config) { c.oneProcess = true } }
+
+// OverNetwork says that the plan's stages will run in processes that send
+// their messages over a network transport (gRPC), where every byte costs
+// both ends' CPU: Profiled then starts a convolution's layer at its im2col
+// only, never cutting between it and its product, which would send kh·kw
+// times the bytes (the CNN's 2 stages over gRPC on one host trained 8 %
+// slower cut there, balanced, than before the im2col, unbalanced;
+// docs/speed.md). Without Profiled it changes nothing.
+func OverNetwork() Option { return func(c *config) { c.network = true } }

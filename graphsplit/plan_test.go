@@ -3,6 +3,7 @@ package graphsplit
 import (
 	"math"
 	"math/rand"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -474,4 +475,55 @@ func TestTensorConstantsAreReplicated(t *testing.T) {
 	wantCost, wantGrads, err := reference(g, cost, G.Nodes{w1, w2}, feeds)
 	require.NoError(t, err)
 	require.NoError(t, checkParity(t, plan, feeds, wantCost, wantGrads))
+}
+
+// TestNudgeCutsBetweenAnIm2colAndItsProduct: at layer boundaries a
+// convolution's layer may also start at its product, not only at its
+// im2col: where the two cost most run together (a fused kernel, whose
+// time falls on the im2col) and the stage holding them is the slowest,
+// nudge moves the cut between them when that makes the stages even;
+// unless the stages talk over a network (OverNetwork).
+func TestNudgeCutsBetweenAnIm2colAndItsProduct(t *testing.T) {
+	m, err := testmodels.CNN(tensor.Float64, 4, 2)
+	require.NoError(t, err)
+	a, err := analyze(m.Graph, m.Cost, m.Learnables)
+	require.NoError(t, err)
+	fine := a.fineCuts()
+	at := a.atIm2col(fine)
+	layer := slices.IndexFunc(at, func(c int) bool { return a.patchesOp(c) && !slices.Contains(fine, c) })
+	require.GreaterOrEqual(t, layer, 0, "a convolution whose layer starts at its im2col")
+	im2col, product := at[layer], fine[layer]
+	n := len(a.seq)
+	measure := func(p *Plan) ([]StageTime, error) { // the conv's work is one kernel when its ops share a stage
+		times := make([]StageTime, len(p.Stages))
+		for q := range a.seq {
+			ms := 1.0
+			switch {
+			case q >= im2col && q < product && a.stageAt[q] == a.stageAt[product]:
+				ms = 0
+			case q == product && a.stageAt[im2col] == a.stageAt[product]:
+				ms = float64(n)
+			case q == product:
+				ms = float64(n) / 2
+			case q >= im2col && q < product:
+				ms = float64(n)/2/float64(product-im2col) + 1
+			}
+			times[a.stageAt[q]].Forward += time.Duration(ms * float64(time.Millisecond))
+		}
+		return times, nil
+	}
+	cfg := config{stages: 2, setStages: true, fine: true}
+	a.assign([]int{im2col})
+	times, err := measure(&Plan{Stages: make([]*Stage, 2)})
+	require.NoError(t, err)
+	before := cfg.measured(times)
+	cuts, bal, err := nudge(a, &cfg, make([]float64, n), []int{im2col}, before, measure)
+	require.NoError(t, err)
+	require.Equal(t, []int{product}, cuts, "between the im2col and its product")
+	require.Less(t, cfg.heaviest(bal.Times), cfg.heaviest(before.Times))
+
+	cfg.network = true // over a network the patches' bytes cost more than the balance wins
+	cuts, _, err = nudge(a, &cfg, make([]float64, n), []int{im2col}, before, measure)
+	require.NoError(t, err)
+	require.Equal(t, []int{im2col}, cuts, "OverNetwork: the layer starts at its im2col")
 }

@@ -25,9 +25,10 @@ import (
 // hosts or under a launcher each build their own plan, so every process
 // must cut alike without measuring: there cfg keeps the cost
 // estimate's cut (pipemare plan -stages P measures one to pass as -cut).
-// It says on log how the stages were cut, unless the cut was given or
-// recorded.
-func ChooseCut(cfg *train.Config, where launch.Where, resumeDir string, r zoo.Recipe, trainSet zoo.Data, log io.Writer) error {
+// Stage processes whose transport tr is gRPC pay for every byte a cut
+// sends (graphsplit.OverNetwork). It says on log how the stages were cut,
+// unless the cut was given or recorded.
+func ChooseCut(cfg *train.Config, where launch.Where, tr launch.Transport, resumeDir string, r zoo.Recipe, trainSet zoo.Data, log io.Writer) error {
 	if cfg.Cut != nil || cfg.Stages == 0 {
 		return nil
 	}
@@ -45,6 +46,9 @@ func ChooseCut(cfg *train.Config, where launch.Where, resumeDir string, r zoo.Re
 	var opts []graphsplit.Option
 	if where == launch.InProcess {
 		opts = append(opts, graphsplit.InOneProcess())
+	}
+	if where == launch.LocalProcs && tr == launch.TransportGRPC {
+		opts = append(opts, graphsplit.OverNetwork())
 	}
 	cut, bal, err := train.Balanced(r.Build, trainSet, *cfg, opts...)
 	if err != nil {

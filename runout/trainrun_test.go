@@ -130,20 +130,20 @@ func TestChooseCut(t *testing.T) {
 	require.NoError(t, err)
 	var log strings.Builder
 	cfg := train.Config{Hyper: r.Run, Cut: []int{5}, Stages: 2}
-	require.NoError(t, ChooseCut(&cfg, launch.InProcess, "", r, trainSet, &log))
+	require.NoError(t, ChooseCut(&cfg, launch.InProcess, launch.TransportAuto, "", r, trainSet, &log))
 	require.Equal(t, []int{5}, cfg.Cut)
 	cfg = train.Config{Hyper: r.Run}
-	require.NoError(t, ChooseCut(&cfg, launch.InProcess, "", r, trainSet, &log))
+	require.NoError(t, ChooseCut(&cfg, launch.InProcess, launch.TransportAuto, "", r, trainSet, &log))
 	require.Nil(t, cfg.Cut)
 	require.Empty(t, log.String())
 
 	cfg = train.Config{Hyper: r.Run, Stages: 2}
-	require.NoError(t, ChooseCut(&cfg, launch.Remote, "", r, trainSet, &log))
+	require.NoError(t, ChooseCut(&cfg, launch.Remote, launch.TransportAuto, "", r, trainSet, &log))
 	require.Nil(t, cfg.Cut)
 	require.Equal(t, "2 stages cut by the cost estimate, alike on every host (pipemare plan measures a balanced cut of 2 stages, to give every host as the cut)\n", log.String())
 
 	log.Reset()
-	require.NoError(t, ChooseCut(&cfg, launch.InProcess, "", r, trainSet, &log))
+	require.NoError(t, ChooseCut(&cfg, launch.InProcess, launch.TransportAuto, "", r, trainSet, &log))
 	require.Len(t, cfg.Cut, 1)
 	require.Regexp(t, `^2 stages cut at ops \d+, balanced on this machine: `, log.String())
 
@@ -151,6 +151,6 @@ func TestChooseCut(t *testing.T) {
 	st := rundir.NewSettings(runspec.Spec{Model: "mlp", Data: "embedded", Stages: "2"}, train.Config{Hyper: r.Run, Stages: 2, Cut: []int{4}}, 640, 100)
 	require.NoError(t, rundir.Dir{Path: dir}.WriteSettings(st))
 	cfg = train.Config{Hyper: r.Run, Stages: 2}
-	require.NoError(t, ChooseCut(&cfg, launch.InProcess, dir, r, trainSet, &log))
+	require.NoError(t, ChooseCut(&cfg, launch.InProcess, launch.TransportAuto, dir, r, trainSet, &log))
 	require.Equal(t, []int{4}, cfg.Cut, "the resumed run's cut")
 }

@@ -82,7 +82,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			where = launch.LocalProcs
 		}
 	}
-	if err := runout.ChooseCut(&cfg, where, "", r, trainSet, stdout); err != nil {
+	if err := runout.ChooseCut(&cfg, where, t.net.Transport, "", r, trainSet, stdout); err != nil {
 		return err
 	}
 	var given []string

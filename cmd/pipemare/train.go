@@ -104,7 +104,7 @@ func (t *trainFlags) train(ctx context.Context, o *options, j trainJob, stdout, 
 	if j.how != rundir.Fresh {
 		resumeDir = o.out
 	}
-	if err := runout.ChooseCut(&cfg, j.where, resumeDir, j.r, j.trainSet, stdout); err != nil {
+	if err := runout.ChooseCut(&cfg, j.where, t.net.Transport, resumeDir, j.r, j.trainSet, stdout); err != nil {
 		return err
 	}
 	cfg.CheckpointEvery = t.checkpointEvery
