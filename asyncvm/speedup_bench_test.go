@@ -252,7 +252,7 @@ func BenchmarkZeroBubbleV(b *testing.B) {
 			vm, batches := cutVM(b, r, cut, s, n, 10)
 			defer vm.Close()
 			timedRuns(b, vm, batches)
-			evs := vm.Events()
+			evs, worker := vm.Events(), s.WorkerOf(p)
 			dur := make([]map[schedule.Action]float64, p)
 			perWorker := make([]float64, p/2)
 			total, steps := 0.0, 0
@@ -261,14 +261,14 @@ func BenchmarkZeroBubbleV(b *testing.B) {
 				for _, e := range list {
 					d := float64(e.End - e.Start)
 					dur[i][e.Action] = d
-					perWorker[s.WorkerOf(p)(i)] += d
+					perWorker[worker(i)] += d
 					total += d
 					if i == 0 && e.Action.Op == schedule.OpUpdate {
 						steps++
 					}
 				}
 			}
-			replay := schedule.ReplayWorkers(s.Workers(p, n, steps), schedule.Chain(p), s.WorkerOf(p),
+			replay := schedule.ReplayWorkers(s.Workers(p, n, steps), schedule.Chain(p), worker,
 				func(i int, a schedule.Action) float64 { return dur[i][a] })
 			var first, last time.Duration
 			for i, list := range evs {

@@ -63,7 +63,7 @@ type BenchRun struct {
 
 // RunBench trains rounds rounds of the placed training and the other,
 // in the order A B B A A B … so that a drift of the machine falls on both,
-// each by calling train with its kind ("placed" or b.Kind()) and round,
+// each by calling train with its kind ("placed" or b.otherKind()) and round,
 // timing Probe before and after it; it logs each run to log, and fills b's
 // runs, medians, speed-up, the probes' spread and the steady rounds'
 // speed-up. It stops at the first failure, naming the run.
@@ -73,7 +73,7 @@ func (b *Bench) RunBench(ctx context.Context, rounds int, train func(ctx context
 		probe = Probe
 	}
 	for k := 0; k < 2*rounds; k++ {
-		kind := b.Kind()
+		kind := b.otherKind()
 		if k%4 == 0 || k%4 == 3 { // A B B A
 			kind = "placed"
 		}
@@ -91,8 +91,8 @@ func (b *Bench) RunBench(ctx context.Context, rounds int, train func(ctx context
 	return nil
 }
 
-// Kind is the kind of b's other runs: AgainstKind, or "one-cpu".
-func (b *Bench) Kind() string {
+// otherKind is the kind of b's other runs: AgainstKind, or "one-cpu".
+func (b *Bench) otherKind() string {
 	if b.AgainstKind == "" {
 		return "one-cpu"
 	}
