@@ -57,6 +57,17 @@ func (c *colocated) Send(ctx context.Context, m Message) error {
 	return nil
 }
 
+// SendCopy leaves a message to a peer hosted elsewhere to the network
+// endpoint's SendCopy, if it is a Copier (Copier); to a stage hosted
+// here it sends nothing (false): the caller sends its own copies.
+func (c *colocated) SendCopy(ctx context.Context, m Message) (bool, error) {
+	net, ok := c.net.(Copier)
+	if _, here := c.here[m.To]; here || !ok {
+		return false, nil
+	}
+	return net.SendCopy(ctx, m)
+}
+
 func (c *colocated) Recv(ctx context.Context, from Peer, k Kind) (Message, error) {
 	switch _, ok := c.here[from]; {
 	case from == AnyPeer:

@@ -94,7 +94,9 @@ type Message struct {
 	// a received message it says the receiver owns the Values alone and
 	// may return them to the pools once done: the in-process transports
 	// deliver it as sent; shmnet and grpcnet set it on every message, whose
-	// values are their own copies, the dense ones taken from the pools.
+	// values are their own copies, the dense ones taken from the pools or,
+	// for shmnet's large activations and gradients, lent from its shared
+	// memory (recycle.Lend), whose pages the receiver's Put frees.
 	Own bool
 }
 

@@ -11,7 +11,9 @@
 // The pools are process-wide and safe for concurrent use: with the
 // in-process transport a tensor one stage took is returned by another.
 // A network transport takes the tensors it decodes into from Get and
-// returns a sent tensor with Put once its frame is written.
+// returns a sent tensor with Put once its frame is written. A tensor the
+// shared-memory transport reads in place lies in its ring: it is lent
+// (Lend), and Put gives it back to the ring instead of the pools.
 package recycle
 
 import (
@@ -72,10 +74,14 @@ func Get(dt tensor.Dtype, shape tensor.Shape) *tensor.Dense {
 }
 
 // Put returns v to the pools: its owner no longer needs it, and nobody else
-// holds it. Values Get cannot hand out again (scalars, views, nil) are
-// left to the garbage collector.
+// holds it. A lent tensor goes back to its lender (Lend). Values Get
+// cannot hand out again (scalars, views, nil) are left to the garbage
+// collector.
 func Put(v gorgonia.Value) {
 	t, ok := v.(*tensor.Dense)
+	if ok && giveBack(t) {
+		return
+	}
 	if !ok || t.IsView() || t.RequiresIterator() || t.Shape().TotalSize() == 0 {
 		return
 	}

@@ -167,18 +167,14 @@ func keepValues(in held, kept []gorgonia.Value) (held, error) {
 
 // sendOutputs sends each consumer its share of outputs (the program's
 // borrowed results): each message gets copies of its own, which belong to
-// its receiver.
+// its receiver (sendCopy).
 func (r *Runtime) sendOutputs(ctx context.Context, ep transport.Endpoint, k transport.Kind, m int, outputs []gorgonia.Value) error {
 	for _, l := range r.consumers {
 		vals := make([]gorgonia.Value, len(l.keys))
 		for j, key := range l.keys {
 			vals[j] = outputs[r.outIndex[key]]
 		}
-		vals, err := copies(vals)
-		if err != nil {
-			return errors.Wrapf(err, "sending microbatch %d to stage %d", m, l.peer)
-		}
-		if err := ep.Send(ctx, transport.Message{Kind: k, To: transport.Peer(l.peer), Micro: m, Version: r.version, Values: vals, Own: true}); err != nil {
+		if err := sendCopy(ctx, ep, transport.Message{Kind: k, To: transport.Peer(l.peer), Micro: m, Version: r.version, Values: vals}); err != nil {
 			return err
 		}
 	}
@@ -329,11 +325,7 @@ func (r *Runtime) afterBackward(ctx context.Context, ep transport.Endpoint, m in
 				}
 			}
 		}
-		vals, err := copies(vals)
-		if err != nil {
-			return errors.Wrapf(err, "sending the gradients of microbatch %d to stage %d", m, l.peer)
-		}
-		if err := ep.Send(ctx, transport.Message{Kind: transport.Gradient, To: transport.Peer(l.peer), Micro: m, Version: r.version, Values: vals, Own: true}); err != nil {
+		if err := sendCopy(ctx, ep, transport.Message{Kind: transport.Gradient, To: transport.Peer(l.peer), Micro: m, Version: r.version, Values: vals}); err != nil {
 			return err
 		}
 	}

@@ -60,23 +60,6 @@ func (o held) index(v gorgonia.Value) int {
 	return -1
 }
 
-// copies returns tensors the caller owns with the values of vals (the
-// borrowed results of a program's run).
-func copies(vals []gorgonia.Value) ([]gorgonia.Value, error) {
-	out := make([]gorgonia.Value, len(vals))
-	for i, v := range vals {
-		c, err := recycle.Copy(v)
-		if err != nil {
-			for _, x := range out[:i] {
-				recycle.Put(x)
-			}
-			return nil, err
-		}
-		out[i] = c
-	}
-	return out, nil
-}
-
 // sharedData reports, for each of stage i's inputs, whether it is a data
 // input that another stage reads too: the driver sends them all the same
 // tensor, which stage i must copy before its program runs on it (an op may

@@ -1,7 +1,8 @@
 // Package shmnet is the transport of a pipeline whose processes share one
 // host: a transport.Endpoint over shared memory, for one peer (the driver,
 // or one stage) per process, as fast as the stages' goroutines in one
-// process would be, short of one copy each way.
+// process would be, short of one copy each way (none for a large tensor
+// the receiver computes on in place, from the slab).
 //
 // # Links
 //
@@ -13,7 +14,7 @@
 // Open runs, and the processes may start in any order.
 //
 // The dialer of a link creates its shared memory (memfd_create, mapped
-// MAP_SHARED) — one ring each way — and four eventfds, and hands them over
+// MAP_SHARED) — one ring and one slab each way — and four eventfds, and hands them over
 // with its hello (SCM_RIGHTS). The acceptor checks, with SO_PEERCRED, that
 // the dialer runs as its own user, compares the hellos (wire version,
 // identity with transport.Identity.Check, stages, links), maps the memory
@@ -41,7 +42,25 @@
 // (a Recv first does so itself for every message wholly in its links'
 // rings, so that a process of one P need not wake the reader),
 // marked Own (transport.Message.Own): the receiver returns them to the
-// pools once done. A message larger than the ring
+// pools once done.
+//
+// # Slabs
+//
+// A large tensor (64 KiB or more) of an Activation or Gradient does not
+// cross the ring: SendCopy (transport.Copier) copies it from the sender's
+// tensor into free pages of the slab beside the ring, and its header in
+// the ring names the pages. The receiver computes on it where it lies: it
+// is lent (recycle.Lend), and the receiver's recycle.Put frees its pages.
+// That is one copy from the sender's result to the receiver's use, where
+// the ring takes three (the stage's copy of its result, in, out). Pages
+// are taken by the writer alone and freed by the reader alone, with
+// atomic operations on a bitmap in the ring's control block: neither
+// waits for the other, and a writer that finds no free run of pages puts
+// the tensor in the ring, so a receiver that keeps tensors never holds
+// the ring back. A link's memory stays mapped after Close until the last
+// tensor lent from it is returned.
+//
+// A message larger than the ring
 // streams through it. A side that finds the ring empty (or full) sleeps
 // on an eventfd, which the other side signals only when it sleeps: the
 // writer once a whole message is in (not per part: a reader between
@@ -63,8 +82,8 @@
 // which. Send queues without bound and never waits for the receiver;
 // Recv waits at most the receive timeout; Close flushes, says Bye, waits
 // for each peer to acknowledge, then closes every socket and eventfd and
-// unmaps every ring — once every process of a link has, the kernel frees
-// its memory. The promises are grpcnet's; only the medium differs.
+// unmaps every ring (a link's, once no tensor lent from its slab is out)
+// — once every process of a link has, the kernel frees its memory. The promises are grpcnet's; only the medium differs.
 //
 // The package works on Linux only; elsewhere Open fails.
 package shmnet

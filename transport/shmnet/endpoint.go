@@ -451,6 +451,24 @@ func (e *Endpoint) Self() transport.Peer { return e.self }
 // marked Own go back to the process's pools once copied into the ring; a
 // received Activation's or Gradient's come from the pools.
 func (e *Endpoint) Send(ctx context.Context, m transport.Message) error {
+	return e.send(ctx, m, false)
+}
+
+// SendCopy is Send for a message whose values stay the caller's
+// (transport.Copier): a large tensor of an Activation or Gradient is
+// copied once, into the shared memory its receiver computes on in place,
+// where there is room (slab.go); the other values are copied into
+// tensors from the process's pools, sent as Send sends a message marked
+// Own. To this endpoint itself it sends nothing (false).
+func (e *Endpoint) SendCopy(ctx context.Context, m transport.Message) (bool, error) {
+	if m.To == e.self {
+		return false, nil
+	}
+	m.Own = false
+	return true, e.send(ctx, m, true)
+}
+
+func (e *Endpoint) send(ctx context.Context, m transport.Message, borrowed bool) error {
 	if done, err := e.calls.Begin(ctx, e.box, &m); done {
 		return err
 	}
@@ -460,7 +478,7 @@ func (e *Endpoint) Send(ctx context.Context, m transport.Message) error {
 	if l == nil {
 		return e.calls.NoLink(e.self, m.To, m.Kind)
 	}
-	return l.send(m)
+	return l.send(m, borrowed)
 }
 
 // Recv returns the next message of kind k from peer from (AnyPeer: the

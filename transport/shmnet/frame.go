@@ -17,7 +17,8 @@ import (
 //	message only: kind u8, flags u8 (1: the body begins a new gob stream),
 //	  from i32, to i32, micro i64, version i64,
 //	  body length u32, values u32, then per value:
-//	  form u8 (nil, dense, scalar), dtype u8, dims u8, dims × i64
+//	  form u8 (nil, dense, scalar, dense in the slab), dtype u8, dims u8,
+//	  dims × i64, and for a dense value in the slab its first page u32
 const (
 	frameMessage = 1
 	frameBye     = 2
@@ -33,6 +34,7 @@ const (
 	formNil    = 0
 	formDense  = 1
 	formScalar = 2
+	formSlab   = 3 // a dense value whose bytes lie in the slab (slab.go)
 )
 
 // Bounds that keep a corrupt header from making the reader allocate
@@ -60,6 +62,7 @@ type header struct {
 type valueDesc struct {
 	form, dtype uint8
 	shape       []int64
+	page        uint32 // formSlab: the first page of its bytes
 }
 
 // appendHeader appends h's encoding (without the length) to b.
@@ -85,6 +88,9 @@ func appendHeader(b []byte, h header) []byte {
 		b = append(b, v.form, v.dtype, byte(len(v.shape)))
 		for _, d := range v.shape {
 			b = le.AppendUint64(b, uint64(d))
+		}
+		if v.form == formSlab {
+			b = le.AppendUint32(b, v.page)
 		}
 	}
 	return b
@@ -132,10 +138,16 @@ func decodeHeader(b []byte) (header, error) {
 		for range dims {
 			v.shape = append(v.shape, int64(d.u64()))
 		}
+		if v.form == formSlab {
+			v.page = d.u32()
+		}
 		if d.err == nil {
 			if _, err := v.bytes(); err != nil {
 				return h, errors.Wrapf(err, "value %d", i)
 			}
+		}
+		if v.form == formSlab && h.kind != transport.Activation && h.kind != transport.Gradient {
+			return h, errors.Errorf("value %d lies in the slab, in a %v message: only activations and gradients go there", i, h.kind)
 		}
 		h.values = append(h.values, v)
 	}

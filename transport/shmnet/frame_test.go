@@ -15,7 +15,8 @@ import (
 func FuzzDecodeHeader(f *testing.F) {
 	msg := header{typ: frameMessage, kind: transport.Gradient, fresh: true, from: 1, to: transport.Driver, micro: 7, version: -3, bodyLen: 12,
 		values: []valueDesc{{form: formDense, dtype: 2, shape: []int64{2, 3}}, {form: formNil}, {form: formScalar, dtype: 1}}}
-	for _, h := range []header{msg, {typ: frameBye}, {typ: frameByeAck}, {typ: frameMessage, kind: transport.Control}} {
+	slabbed := header{typ: frameMessage, kind: transport.Activation, values: []valueDesc{{form: formSlab, dtype: 2, shape: []int64{1 << 16}, page: 3}}}
+	for _, h := range []header{msg, slabbed, {typ: frameBye}, {typ: frameByeAck}, {typ: frameMessage, kind: transport.Control}} {
 		f.Add(appendHeader(nil, h))
 	}
 	f.Add([]byte{})
@@ -54,6 +55,8 @@ func TestDecodeHeaderRefuses(t *testing.T) {
 		{func(h *header) { h.values[0].shape = []int64{1 << 20, 1 << 20} }, "at most 68719476736 elements"},
 		{func(h *header) { h.values[0] = valueDesc{form: formScalar, dtype: 1, shape: []int64{1}} }, "a scalar of shape [1]"},
 		{func(h *header) { h.bodyLen = maxBody + 1 }, "a body of 1073741825 bytes"},
+		{func(h *header) { h.values[0].form = formSlab; h.kind = transport.Control }, "value 0 lies in the slab, in a control message"},
+		{func(h *header) { h.values[0] = valueDesc{form: formSlab, dtype: 2} }, "value 0: a value in the slab without a shape"},
 	} {
 		h := msg
 		h.values = []valueDesc{msg.values[0]}

@@ -18,7 +18,7 @@ import (
 
 // wireVersion is the version of the handshake and the frames; a peer
 // speaking another is refused.
-const wireVersion = 2
+const wireVersion = 3
 
 // hello is what a peer says about itself when a link opens, as a packet on
 // the Unix socket: the dialer's carries the link's shared memory and
@@ -218,8 +218,9 @@ func closeFDs(fds []int) {
 // handed is what a dialer hands an acceptor: the link's shared memory and
 // its eventfds, made on the dialer's side.
 type handed struct {
-	mem []byte
-	evs [4]*os.File // the dialer's ring's data and room, the acceptor's
+	mem      []byte
+	ringSize int         // each ring's; each slab's is slabSize(ringSize)
+	evs      [4]*os.File // the dialer's ring's data and room, the acceptor's
 }
 
 // makeShared creates a link's shared memory and eventfds; fds are to be
@@ -229,7 +230,7 @@ func makeShared(ringSize int) (h handed, fds []int, err error) {
 	if err != nil {
 		return h, nil, err
 	}
-	h.mem, fds = mem, []int{memfd}
+	h.mem, h.ringSize, fds = mem, ringSize, []int{memfd}
 	for i := range h.evs {
 		fd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
 		if err != nil {
@@ -263,20 +264,30 @@ func takeShared(fds []int, ringSize int) (handed, error) {
 		closeFDs(fds[1:])
 		return h, err
 	}
-	h.mem = mem
+	h.mem, h.ringSize = mem, ringSize
 	for i, fd := range fds[1:] {
 		h.evs[i] = os.NewFile(uintptr(fd), "eventfd")
 	}
 	return h, nil
 }
 
-// release unmaps the memory and closes the eventfds.
+// release closes the eventfds and unmaps the memory.
 func (h handed) release() {
+	h.closeEvents()
+	h.unmap()
+}
+
+// closeEvents closes the eventfds.
+func (h handed) closeEvents() {
 	for _, f := range h.evs {
 		if f != nil {
 			f.Close()
 		}
 	}
+}
+
+// unmap unmaps the memory.
+func (h handed) unmap() {
 	if h.mem != nil {
 		_ = unix.Munmap(h.mem)
 	}

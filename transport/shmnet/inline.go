@@ -70,8 +70,7 @@ func (r *ring) whole() bool {
 	if h.typ == frameMessage {
 		total += uint64(h.bodyLen)
 		for _, v := range h.values {
-			b, _ := v.bytes() // checked by decodeHeader
-			total += uint64(b)
+			total += uint64(v.inRing())
 		}
 	}
 	return r.avail() >= total

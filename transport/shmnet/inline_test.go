@@ -70,7 +70,7 @@ func TestRecvReadsWholeMessagesItself(t *testing.T) {
 	var bodies bodyEncoder
 	msg := func(micro int) outgoing {
 		v := tensor.New(tensor.WithShape(2, 3), tensor.WithBacking([]float32{1, 2, 3, 4, 5, float32(micro)}))
-		o, err := encode(transport.Message{Kind: transport.Gradient, From: 0, To: 1, Micro: micro, Values: []gorgonia.Value{v}, Body: micro}, &bodies)
+		o, err := encode(transport.Message{Kind: transport.Gradient, From: 0, To: 1, Micro: micro, Values: []gorgonia.Value{v}, Body: micro}, &bodies, &slab{}, false)
 		require.NoError(t, err)
 		return o
 	}
@@ -149,7 +149,7 @@ func TestRecvAfterTheRingsAreReleasedReadsNothing(t *testing.T) {
 func FuzzRecvReadsWhole(f *testing.F) {
 	var bodies bodyEncoder
 	v := tensor.New(tensor.WithShape(2), tensor.WithBacking([]float32{1, 2}))
-	o, err := encode(transport.Message{Kind: transport.Gradient, From: 0, To: 1, Values: []gorgonia.Value{v}, Body: 3}, &bodies)
+	o, err := encode(transport.Message{Kind: transport.Gradient, From: 0, To: 1, Values: []gorgonia.Value{v}, Body: 3}, &bodies, &slab{}, false)
 	require.NoError(f, err)
 	whole := append(append(append([]byte(nil), o.frame...), o.parts[0]...), o.parts[1]...)
 	f.Add(whole)

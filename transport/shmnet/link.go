@@ -11,6 +11,7 @@ import (
 
 	"github.com/pkg/errors"
 	"gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
 
 	"github.com/pipemare/pipemare/internal/recycle"
 	"github.com/pipemare/pipemare/transport"
@@ -50,22 +51,26 @@ type peerLink struct {
 	// is how such a Recv's read failed, for the reader to end the link with.
 	rmu       sync.Mutex
 	inlineErr atomic.Pointer[transport.LinkError]
-	released  bool // the rings are unmapped (release); under rmu
+	released  bool // the rings are unmapped, or will be (release); under rmu
+	// lends keeps the memory mapped while tensors read in place from the
+	// incoming slab are out.
+	lends lending
 }
 
 // outgoing is a message queued for writing: its header and the bytes
 // that follow it.
 type outgoing struct {
 	m     transport.Message
-	frame []byte   // length and header
-	parts [][]byte // body, then each value's bytes
+	frame []byte           // length and header
+	parts [][]byte         // body, then each value's bytes in the ring (none in the slab)
+	put   []gorgonia.Value // to return to the pools once written
 }
 
 // newLink makes the link over a handshake's connection and shared memory;
 // dialer says which ring is this side's to write.
 func (e *Endpoint) newLink(p transport.Peer, pid int, c *net.UnixConn, h handed, dialer bool) *peerLink {
 	l := &peerLink{e: e, peer: p, who: peerAt(p, pid), conn: c, shared: h, st: linkstate.New[outgoing]()}
-	first, second := rings(h.mem, (len(h.mem)/2)-ctlSize)
+	first, second := rings(h.mem, h.ringSize)
 	first.data1, first.room = newEventfd(h.evs[0]), newEventfd(h.evs[1])
 	second.data1, second.room = newEventfd(h.evs[2]), newEventfd(h.evs[3])
 	first.stop, second.stop = &l.stop, &l.stop
@@ -94,11 +99,13 @@ func (l *peerLink) start() {
 }
 
 // send encodes m and hands it to the link, its body next in the link's
-// stream; a message it does not send ends the stream.
-func (l *peerLink) send(m transport.Message) error {
+// stream; a message it does not send ends the stream. borrowed says m's
+// values stay the caller's (SendCopy): what is not copied into the slab
+// now is copied into tensors of the link's own.
+func (l *peerLink) send(m transport.Message, borrowed bool) error {
 	l.encMu.Lock()
 	defer l.encMu.Unlock()
-	o, err := encode(m, &l.bodies)
+	o, err := encode(m, &l.bodies, &l.out.slab, borrowed)
 	if err == nil {
 		err = l.enqueue(o)
 	} else {
@@ -110,9 +117,12 @@ func (l *peerLink) send(m transport.Message) error {
 	return err
 }
 
-// encode lays out m's frame, its body the next in bodies: everything Send
-// can refuse, it refuses here.
-func encode(m transport.Message, bodies *bodyEncoder) (outgoing, error) {
+// encode lays out m's frame, its body the next in bodies, and copies each
+// large tensor of an Activation or Gradient into the slab where it finds
+// room (slab.go): everything Send can refuse, it refuses here, before it
+// takes pages. A borrowed message's other tensors are copied into tensors
+// from the pools, which go back once written.
+func encode(m transport.Message, bodies *bodyEncoder, s *slab, borrowed bool) (outgoing, error) {
 	if len(m.Values) > maxValues {
 		return outgoing{}, errors.Errorf("%d values in one message, at most %d", len(m.Values), maxValues)
 	}
@@ -133,11 +143,43 @@ func encode(m transport.Message, bodies *bodyEncoder) (outgoing, error) {
 		h.values = append(h.values, d)
 		o.parts = append(o.parts, raw)
 	}
-	o.frame = frame(h)
-	if len(o.frame)-4 > maxHeader {
-		return outgoing{}, errors.Errorf("a header of %d bytes, at most %d", len(o.frame)-4, maxHeader)
+	// The largest header: every dense value in the slab.
+	if n := len(appendHeader(nil, h)) + 4*len(h.values); n > maxHeader {
+		return outgoing{}, errors.Errorf("a header of %d bytes, at most %d", n, maxHeader)
 	}
+	if m.Own {
+		o.put = m.Values
+	}
+	for i, v := range m.Values {
+		raw := o.parts[i+1]
+		if slabbed(m.Kind, h.values[i], raw) {
+			if first, ok := s.take(pagesFor(len(raw))); ok {
+				copy(s.mem[first*slabPage:], raw)
+				h.values[i].form, h.values[i].page = formSlab, uint32(first)
+				o.parts[i+1] = nil
+				continue
+			}
+		}
+		if borrowed && raw != nil {
+			c, err := recycle.Copy(v)
+			if err != nil {
+				return outgoing{}, errors.Wrapf(err, "value %d", i) // unreachable: describe took it
+			}
+			_, o.parts[i+1], _ = describe(c)
+			o.put = append(o.put, c)
+		}
+	}
+	o.frame = frame(h)
 	return o, nil
+}
+
+// slabbed says whether a value goes in the slab, if it has room: a dense
+// float tensor of an Activation or Gradient, of at least slabMinBytes —
+// the messages whose receiver, the stage runtime, returns their tensors
+// once done (recycle.Put), as a lent tensor must be.
+func slabbed(k transport.Kind, d valueDesc, raw []byte) bool {
+	return (k == transport.Activation || k == transport.Gradient) && d.form == formDense &&
+		(dtypes[d.dtype] == tensor.Float32 || dtypes[d.dtype] == tensor.Float64) && len(raw) >= slabMinBytes
 }
 
 // frame is h's length and encoding.
@@ -185,18 +227,16 @@ func (o outgoing) size() int {
 }
 
 // writeMessage copies o into the ring and then, once it is all there,
-// returns the tensors of a message marked Own to the pools: the receiver
-// has its own copy. Send (enqueue) and the writer goroutine both write
-// with it, so a message's tensors go back only after it was written, by
-// whoever wrote it.
+// returns to the pools the tensors of a message marked Own, and the
+// copies taken of a borrowed one's: the receiver has its own copy. Send
+// (enqueue) and the writer goroutine both write with it, so a message's
+// tensors go back only after it was written, by whoever wrote it.
 func (l *peerLink) writeMessage(o outgoing) error {
 	if err := l.writeFrame(o.frame, o.parts...); err != nil {
 		return err
 	}
-	if o.m.Own {
-		for _, v := range o.m.Values {
-			recycle.Put(v)
-		}
+	for _, v := range o.put {
+		recycle.Put(v)
 	}
 	return nil
 }
@@ -300,7 +340,9 @@ func (l *peerLink) readOne() *transport.LinkError {
 }
 
 // readMessage reads the payload h announces: one copy out of the ring
-// into tensors the message owns (Own), from the process's pools.
+// into tensors the message owns (Own), from the process's pools; a value
+// in the slab is read in place, lent (recycle.Lend): the receiver's Put
+// frees its pages.
 func (l *peerLink) readMessage(h header) (transport.Message, error) {
 	m := transport.Message{Kind: h.kind, From: h.from, To: h.to, Micro: int(h.micro), Version: int(h.version), Own: true}
 	body := make([]byte, h.bodyLen)
@@ -311,11 +353,12 @@ func (l *peerLink) readMessage(h header) (transport.Message, error) {
 		m.Values = make([]gorgonia.Value, len(h.values))
 	}
 	for i, d := range h.values {
-		v, raw, err := alloc(d)
-		if err == nil {
-			err = l.in.read(raw)
-		}
+		v, err := l.readValue(d)
 		if err != nil {
+			for _, v := range m.Values[:i] { // what was read goes back: a lent tensor frees its pages
+				recycle.Put(v)
+			}
+			m.Values = nil
 			return m, errors.Wrapf(err, "value %d", i)
 		}
 		m.Values[i] = v
@@ -324,6 +367,31 @@ func (l *peerLink) readMessage(h header) (transport.Message, error) {
 	var err error
 	m.Body, err = l.unbodies.decode(body, h.fresh)
 	return m, err
+}
+
+// readValue reads the value d describes: out of the ring, or in place in
+// the slab.
+func (l *peerLink) readValue(d valueDesc) (gorgonia.Value, error) {
+	if d.form != formSlab {
+		v, raw, err := alloc(d)
+		if err == nil {
+			err = l.in.read(raw)
+		}
+		return v, err
+	}
+	n, _ := d.bytes() // checked by decodeHeader
+	raw, err := l.in.slab.at(d.page, n)
+	if err != nil {
+		return nil, err
+	}
+	t, err := inPlace(d, raw)
+	if err != nil {
+		return nil, err
+	}
+	first, pages := int(d.page), pagesFor(n)
+	l.lends.lend()
+	recycle.Lend(t, func() { l.lends.giveBack(&l.in.slab, first, pages) })
+	return t, nil
 }
 
 // monitor beats on the socket beside the rings and watches the peer's
@@ -397,12 +465,15 @@ func (l *peerLink) stopAll() {
 	_ = l.conn.Close()
 }
 
-// release unmaps the link's rings and closes its eventfds, once.
+// release closes the link's eventfds and unmaps its memory, once: at
+// once, or when the last tensor read in place from it comes back
+// (lending).
 func (l *peerLink) release() {
 	l.rmu.Lock() // a Recv reading the ring (readWhole) finishes first
 	defer l.rmu.Unlock()
 	if !l.released {
 		l.released = true
-		l.shared.release()
+		l.shared.closeEvents()
+		l.lends.done(l.shared.unmap)
 	}
 }

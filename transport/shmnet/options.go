@@ -23,8 +23,9 @@ const (
 	// MinStallTimeout is the least stall timeout: the peers beat four
 	// times in it.
 	MinStallTimeout = 100 * time.Millisecond
-	// DefaultRingSize is the size of each direction's ring: a message
-	// larger streams through it while the receiver copies it out.
+	// DefaultRingSize is the size of each direction's ring, and of its
+	// slab (at most 32 MiB): a message larger streams through the ring
+	// while the receiver copies it out.
 	DefaultRingSize = 8 << 20
 	// minRingSize holds any header.
 	minRingSize = 2 * maxHeader
@@ -47,7 +48,8 @@ func WithConnectTimeout(d time.Duration) Option {
 }
 
 // WithRingSize sets the size of the rings this peer creates (each
-// direction of a link it dials has one), a power of two of at least 2 MiB.
+// direction of a link it dials has one, and a slab of the same size, at
+// most 32 MiB), a power of two of at least 2 MiB.
 func WithRingSize(bytes int) Option { return func(s *settings) { s.ringSize = bytes } }
 
 func newSettings(opts []Option) (settings, error) {

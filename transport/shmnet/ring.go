@@ -23,7 +23,8 @@ const (
 	offTail         = 64  // bytes read (the reader's)
 	offReaderAsleep = 128 // the reader waits for data
 	offWriterAsleep = 192 // the writer waits for room
-	ctlSize         = 256
+	offSlabBits     = 256 // the slab's bitmap (slab.go), slabWords words
+	ctlSize         = 4096
 )
 
 // ring is one side's view of a ring.
@@ -35,6 +36,8 @@ type ring struct {
 	data1, room eventfd
 	// stop, once set, makes a side that waits give up: the link ended.
 	stop *atomic.Bool
+	// slab is where the ring's large tensors lie (slab.go).
+	slab slab
 }
 
 func (r *ring) word(off int) *uint64 { return (*uint64)(unsafe.Pointer(&r.ctl[off])) }
@@ -43,16 +46,21 @@ func (r *ring) word(off int) *uint64 { return (*uint64)(unsafe.Pointer(&r.ctl[of
 var errStopped = errors.New("the link ended")
 
 // ringLayout is the size of a link's shared memory: two rings of size
-// bytes each, and their control blocks.
-func ringLayout(size int) int { return 2 * (ctlSize + size) }
+// bytes each, their control blocks and their slabs.
+func ringLayout(size int) int { return 2 * (ctlSize + size + slabSize(size)) }
 
-// rings cuts a link's shared memory into its two rings: the dialer writes
-// the first, the acceptor the second.
+// rings cuts a link's shared memory into its two rings, each with its
+// slab: the dialer writes the first, the acceptor the second. Every part
+// starts on a page.
 func rings(mem []byte, size int) (first, second *ring) {
+	one := ctlSize + size + slabSize(size)
 	at := func(off int) *ring {
-		return &ring{ctl: mem[off : off+ctlSize], data: mem[off+ctlSize : off+ctlSize+size]}
+		r := &ring{ctl: mem[off : off+ctlSize], data: mem[off+ctlSize : off+ctlSize+size]}
+		r.slab.mem = mem[off+ctlSize+size : off+one]
+		r.slab.bits = words(r.ctl[offSlabBits : offSlabBits+8*slabWords])
+		return r
 	}
-	return at(0), at(ctlSize + size)
+	return at(0), at(one)
 }
 
 // publishEvery is the most a writer copies before it moves the head: a

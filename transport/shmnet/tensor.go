@@ -14,7 +14,8 @@ import (
 // Tensors cross the ring as the bytes of their memory: the sender copies
 // them in, the receiver copies them out into a tensor of its own (from
 // the process's pools), one copy each way and no conversion, both ends
-// being on one host.
+// being on one host. A large one of an Activation or Gradient lies in the
+// slab instead, and the receiver's tensor is a view of it (inPlace).
 
 // dtypes are the element types a value may have, by their code in a
 // header.
@@ -34,7 +35,7 @@ func (v valueDesc) bytes() (int, error) {
 	if v.form == formNil {
 		return 0, nil
 	}
-	if v.form != formDense && v.form != formScalar {
+	if v.form != formDense && v.form != formScalar && v.form != formSlab {
 		return 0, errors.Errorf("unknown form %d", v.form)
 	}
 	if int(v.dtype) >= len(dtypes) || v.dtype == 0 {
@@ -42,6 +43,9 @@ func (v valueDesc) bytes() (int, error) {
 	}
 	if v.form == formScalar && len(v.shape) > 0 {
 		return 0, errors.Errorf("a scalar of shape %v", v.shape)
+	}
+	if v.form == formSlab && len(v.shape) == 0 {
+		return 0, errors.New("a value in the slab without a shape")
 	}
 	n := int64(1)
 	for _, d := range v.shape {
@@ -51,6 +55,16 @@ func (v valueDesc) bytes() (int, error) {
 		n *= d
 	}
 	return int(n) * int(dtypes[v.dtype].Size()), nil
+}
+
+// inRing is how many of the value's bytes follow its header in the ring:
+// none for a value in the slab.
+func (v valueDesc) inRing() int {
+	if v.form == formSlab {
+		return 0
+	}
+	n, _ := v.bytes() // checked by decodeHeader
+	return n
 }
 
 // describe returns what a header says of v and the bytes of its data (a
@@ -164,6 +178,26 @@ func alloc(d valueDesc) (gorgonia.Value, []byte, error) {
 		return &scalarSlot{data: data, dense: d.form == formDense}, raw, nil
 	}
 	return tensor.New(tensor.WithShape(shape...), tensor.WithBacking(data)), raw, nil
+}
+
+// inPlace makes the dense tensor d describes over raw, its bytes where
+// they lie (in the slab): raw is page-aligned, as a float slice must be.
+func inPlace(d valueDesc, raw []byte) (*tensor.Dense, error) {
+	shape := make([]int, len(d.shape))
+	for i, s := range d.shape {
+		shape[i] = int(s)
+	}
+	p := unsafe.Pointer(unsafe.SliceData(raw))
+	var data any
+	switch dtypes[d.dtype] {
+	case tensor.Float32:
+		data = unsafe.Slice((*float32)(p), len(raw)/4)
+	case tensor.Float64:
+		data = unsafe.Slice((*float64)(p), len(raw)/8)
+	default:
+		return nil, errors.Errorf("a %v tensor in the slab: only float32 and float64 go there", dtypes[d.dtype])
+	}
+	return tensor.New(tensor.WithShape(shape...), tensor.WithBacking(data)), nil
 }
 
 // scalarSlot stands for a scalar, or a scalar-shaped dense tensor, until
