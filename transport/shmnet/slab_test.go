@@ -22,11 +22,10 @@ func testSlab(n int) *slab {
 	return &slab{mem: make([]byte, n*slabPage), bits: make([]uint64, slabWords)}
 }
 
-// TestSlabTakesRunsAroundIt: the writer takes runs of free pages after
-// the last one it took, never a run across the slab's end, and finds
-// none when no run is long enough; pages given back are taken again.
-// Runs cross the bitmap's words.
-func TestSlabTakesRunsAroundIt(t *testing.T) {
+// TestSlabTakesTheLowestRun: the writer takes the lowest run of free
+// pages long enough, and finds none when no run is; pages given back are
+// taken again. Runs cross the bitmap's words.
+func TestSlabTakesTheLowestRun(t *testing.T) {
 	s := testSlab(8)
 	for _, want := range []int{0, 3} {
 		first, ok := s.take(3)
@@ -38,10 +37,13 @@ func TestSlabTakesRunsAroundIt(t *testing.T) {
 	s.mark(0, 3, false)
 	first, ok := s.take(2)
 	require.True(t, ok)
-	require.Equal(t, 6, first, "after the last run taken")
-	first, ok = s.take(3)
+	require.Equal(t, 0, first, "the lowest free run")
+	first, ok = s.take(2)
 	require.True(t, ok)
-	require.Equal(t, 0, first, "round to the start")
+	require.Equal(t, 6, first, "page 2 alone is too short")
+	first, ok = s.take(1)
+	require.True(t, ok)
+	require.Equal(t, 2, first)
 	require.Equal(t, 8, s.taken())
 	_, ok = s.take(1)
 	require.False(t, ok)
