@@ -73,14 +73,21 @@ func (b *Mailbox) Err() error {
 }
 
 // Fail makes every pending and later Take and Put return err (the first
-// error given wins) and drops what is queued.
-func (b *Mailbox) Fail(err error) {
+// error given wins) and drops what is queued, which it returns (on its
+// first call only, in no particular order): a transport whose messages'
+// values are lent gives them back.
+func (b *Mailbox) Fail(err error) []Message {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.err != nil {
-		return
+		return nil
+	}
+	var dropped []Message
+	for _, q := range b.queues {
+		dropped = append(dropped, q...)
 	}
 	b.err = err
 	b.queues = nil
 	close(b.arrived)
+	return dropped
 }

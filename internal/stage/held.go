@@ -11,9 +11,10 @@ import (
 // it (internal/recycle): it took it from the pools, or received it in a
 // message marked Own (transport.Message.Own: an Activation or Gradient, or
 // over a network transport any message, whose tensors are the transport's
-// copies). The others — the driver's data tensors in one process, which
-// the driver sends every stage that reads them, the cost's gradient — are
-// only read. Each owned tensor is returned to the pools once, by release,
+// copies, or lent from its shared memory). The others — the driver's data
+// tensors in one process, which the driver sends every stage that reads
+// them, the cost's gradient — are only read. Each owned tensor is returned
+// to the pools (a lent one to its lender, recycle.Lend) once, by release,
 // when nothing reads it any more.
 type held struct {
 	vals []gorgonia.Value
@@ -30,6 +31,24 @@ func (o held) release() {
 		if o.own[i] {
 			recycle.Put(v)
 		}
+	}
+}
+
+// releaseInFlight returns what the stage still holds for microbatches in
+// flight — their data, what their backward reads, what their W reads —
+// when Serve returns: nothing after a drained pipeline's Stop; after a
+// failure, tensors lent from a transport's shared memory, which keeps
+// that memory mapped until they are back (recycle.Lend).
+func (r *Runtime) releaseInFlight() {
+	for _, hs := range []map[int]held{r.data, r.kept, r.eval.data} {
+		for m, h := range hs {
+			h.release()
+			delete(hs, m)
+		}
+	}
+	for m, d := range r.deferred {
+		d.vals.release()
+		delete(r.deferred, m)
 	}
 }
 

@@ -1,6 +1,9 @@
 package stage
 
 import (
+	"context"
+
+	"github.com/pipemare/pipemare/schedule"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -38,4 +41,35 @@ func TestOwnedDataGoBackToThePools(t *testing.T) {
 	in.release()
 	require.NotSame(t, x, get(3), "data the stage does not own never go to the pools")
 	require.NotSame(t, unread, get(5))
+}
+
+// TestServeReturnsWhatIsInFlight: what a stage holds when Serve returns —
+// a forward's kept activations, data of microbatches it never ran — goes
+// back: a tensor lent from a transport's shared memory (recycle.Lend) to
+// its lender, which otherwise keeps that memory mapped.
+func TestServeReturnsWhatIsInFlight(t *testing.T) {
+	p := start(t, setup{stages: 2, n: 2, played: []int{0}})
+	st := p.plan.Stages[0]
+	ref := p.reference(nil, st.Outputs[0].Key, st.Outputs[1].Key)
+	data := p.micros(13, 2)
+	for m, d := range data {
+		p.feed(m, d, false)
+	}
+	back := 0
+	lent := func(vals []gorgonia.Value) []gorgonia.Value {
+		out := make([]gorgonia.Value, len(vals))
+		for i, v := range vals {
+			c := v.(*tensor.Dense).Clone().(*tensor.Dense)
+			recycle.Lend(c, func() { back++ })
+			out[i] = c
+		}
+		return out
+	}
+	_, _, acts := ref.run(data[0])
+	require.NoError(t, p.peer(0).Send(context.Background(), transport.Message{Kind: transport.Activation, To: 1, Micro: 0, Values: lent(acts), Own: true}))
+	p.work(1, Segment{Schedule: "gpipe"}, schedule.Forward(0)) // keeps microbatch 0's activations for its backward
+	require.Zero(t, back, "kept for the backward")
+	p.stop(1)
+	require.NoError(t, p.exit(1))
+	require.Equal(t, len(acts), back, "Serve returned: the kept activations went back to their lender")
 }

@@ -266,6 +266,7 @@ func (r *Runtime) Serve(parent context.Context, ep transport.Endpoint) error {
 		}
 	}()
 	defer func() { cancel(); <-done }()
+	defer r.releaseInFlight()
 	for {
 		m, err := orders.Take(ctx, transport.Driver, transport.Control)
 		if err != nil {

@@ -143,6 +143,7 @@ func TestPeerKilledOrStopped(t *testing.T) {
 				g, err := p.stages[0].Recv(ctx, 1, transport.Gradient)
 				require.NoError(t, err)
 				require.Equal(t, m, g.Micro)
+				putValues(g) // the receiver returns them, as a stage does
 			}
 			require.NoError(t, child.Process.Signal(c.sig))
 			start := time.Now()
@@ -153,7 +154,9 @@ func TestPeerKilledOrStopped(t *testing.T) {
 			}{{p.stages[0], transport.Gradient}, {p.driver, transport.Reply}} {
 				var err error
 				for err == nil { // drain what arrived before
-					_, err = e.e.Recv(ctx, 1, e.kind)
+					var m transport.Message
+					m, err = e.e.Recv(ctx, 1, e.kind)
+					putValues(m)
 				}
 				var le *transport.LinkError
 				require.ErrorAs(t, err, &le)

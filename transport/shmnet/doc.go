@@ -57,8 +57,10 @@
 // atomic operations on a bitmap in the ring's control block: neither
 // waits for the other, and a writer that finds no free run of pages puts
 // the tensor in the ring, so a receiver that keeps tensors never holds
-// the ring back. A link's memory stays mapped after Close until the last
-// tensor lent from it is returned.
+// the ring back. Close gives back the tensors of messages nobody took; a
+// link's memory stays mapped after Close until the last tensor lent from
+// it is returned (the stage runtime returns what it holds when it ends,
+// failed or not).
 //
 // A message larger than the ring
 // streams through it. A side that finds the ring empty (or full) sleeps

@@ -535,7 +535,9 @@ func (e *Endpoint) Close() error {
 			}
 		}
 		e.mu.Unlock()
-		e.box.Fail(transport.ErrClosed)
+		for _, m := range e.box.Fail(transport.ErrClosed) {
+			putValues(m) // nobody will take them: their slab pages go back
+		}
 		e.closeErr = e.flush(links)
 		e.teardown()
 	})

@@ -335,8 +335,18 @@ func (l *peerLink) readOne() *transport.LinkError {
 	if m.From != l.peer || m.To != l.e.self {
 		return bad(errors.Errorf("a message from %v to %v on the link %v → %v", m.From, m.To, l.peer, l.e.self))
 	}
-	_ = l.e.box.Put(m) // fails only once the endpoint is closed
+	if l.e.box.Put(m) != nil { // the endpoint is closed: nobody will take it
+		putValues(m)
+	}
 	return nil
+}
+
+// putValues returns the values of a received message nobody will take to
+// the pools, and those lent from a slab to it.
+func putValues(m transport.Message) {
+	for _, v := range m.Values {
+		recycle.Put(v)
+	}
 }
 
 // readMessage reads the payload h announces: one copy out of the ring
@@ -355,9 +365,8 @@ func (l *peerLink) readMessage(h header) (transport.Message, error) {
 	for i, d := range h.values {
 		v, err := l.readValue(d)
 		if err != nil {
-			for _, v := range m.Values[:i] { // what was read goes back: a lent tensor frees its pages
-				recycle.Put(v)
-			}
+			m.Values = m.Values[:i]
+			putValues(m) // what was read goes back: a lent tensor frees its pages
 			m.Values = nil
 			return m, errors.Wrapf(err, "value %d", i)
 		}

@@ -146,7 +146,8 @@ func TestActivationsAreReadInPlace(t *testing.T) {
 
 // TestLentMemoryOutlivesClose: a tensor received in place keeps its
 // link's memory mapped after Close, readable as it arrived, until it is
-// returned; the fds close at Close.
+// returned; the fds close at Close. A message nobody took gives its pages
+// back at Close.
 func TestLentMemoryOutlivesClose(t *testing.T) {
 	before, beforeRings := openFDs(t)
 	p := open(t, testNetwork(1), quick(5*time.Second)...)
@@ -156,6 +157,13 @@ func TestLentMemoryOutlivesClose(t *testing.T) {
 	a, err := p.stages[0].Recv(ctx, transport.Driver, transport.Activation)
 	require.NoError(t, err)
 	require.True(t, inSlab(&p.stages[0].peers[transport.Driver].in.slab, a.Values[0]))
+	sendCopy(t, p.driver, transport.Message{Kind: transport.Activation, To: 0, Micro: 1, Values: []gorgonia.Value{tensor.New(tensor.WithShape(n), tensor.WithBacking(f32s(n)))}})
+	link := p.stages[0].peers[transport.Driver]
+	require.Eventually(t, func() bool {
+		link.lends.mu.Lock()
+		defer link.lends.mu.Unlock()
+		return link.lends.out == 2
+	}, 5*time.Second, time.Millisecond, "the second message waits in the mailbox, lent")
 	p.close()
 	after, rings := openFDs(t)
 	require.Equal(t, before, after, "fds")
