@@ -35,8 +35,25 @@ func (r *Runtime) recv(ctx context.Context, ep transport.Endpoint, peer int, k t
 // The program's results are borrowed (graphsplit.Result): what the stage
 // sends and keeps are copies it owns, and the inputs it does not keep go
 // back to the pools.
-func (r *Runtime) forward(ctx context.Context, ep transport.Endpoint, m int, versions []int) (time.Time, error) {
+//
+// On a failure it returns what it received to the pools (a lent tensor to
+// its lender): the activations, or m's inputs, unless m's backward holds
+// them already (r.kept, which releaseInFlight returns).
+func (r *Runtime) forward(ctx context.Context, ep transport.Endpoint, m int, versions []int) (began time.Time, err error) {
 	byKey := make(map[int64]gorgonia.Value)
+	var in held
+	holds := 0 // who holds the activations: 0 byKey, 1 in, 2 r.kept, 3 r.kept what it keeps and in the rest
+	defer func() {
+		switch {
+		case err == nil:
+		case holds == 0:
+			for _, v := range byKey {
+				recycle.Put(v)
+			}
+		case holds == 1 || holds == 3:
+			in.release()
+		}
+	}()
 	for _, l := range r.producers {
 		msg, err := r.recv(ctx, ep, l.peer, transport.Activation, m)
 		if err != nil {
@@ -46,12 +63,13 @@ func (r *Runtime) forward(ctx context.Context, ep transport.Endpoint, m int, ver
 			byKey[k] = msg.Values[j]
 		}
 	}
-	began := time.Now()
-	in, err := r.inputValues(byKey, r.data[m], m)
+	began = time.Now()
+	in, err = r.inputValues(byKey, r.data[m], m)
+	delete(r.data, m)
+	holds = 1 // on an error inputValues released them all
 	if err != nil {
 		return began, err
 	}
-	delete(r.data, m)
 	if err := r.readReplicas(ctx, ep, m, versions, true); err != nil {
 		return began, err
 	}
@@ -103,6 +121,10 @@ func (r *Runtime) forward(ctx context.Context, ep transport.Endpoint, m int, ver
 		}
 	}
 	r.kept[m] = keep
+	holds = 2
+	if r.keeping || saves {
+		holds = 3
+	}
 	r.log.keptBytes += valuesBytes(keep.vals)
 	r.stats.PeakActivationBytes = max(r.stats.PeakActivationBytes, r.log.keptBytes)
 	if err := r.sendOutputs(ctx, ep, transport.Activation, m, res.Outputs); err != nil {
@@ -119,6 +141,9 @@ func (r *Runtime) forward(ctx context.Context, ep transport.Endpoint, m int, ver
 // message was); of the data inputs other stages read too, those the stage
 // does not own are copied (sharedData). What the inputs leave of data goes
 // back to the pools.
+//
+// On an error it returns every input it took, and the rest of data, to the
+// pools: the activations are taken first.
 func (r *Runtime) inputValues(byKey map[int64]gorgonia.Value, data held, m int) (held, error) {
 	defer data.release()
 	in := newHeld(len(r.inputs))
@@ -126,6 +151,10 @@ func (r *Runtime) inputValues(byKey map[int64]gorgonia.Value, data held, m int) 
 		if src.data < 0 {
 			in.vals[i] = byKey[src.key]
 			in.own[i] = true
+		}
+	}
+	for i, src := range r.inputs {
+		if src.data < 0 {
 			continue
 		}
 		if src.data >= len(data.vals) {
@@ -198,13 +227,16 @@ func (r *Runtime) backward(ctx context.Context, ep transport.Endpoint, m int, sp
 		r.early = nil
 		began := time.Now()
 		if e.ran {
+			r.grads[m] = e.grads
 			return began, r.afterBackward(ctx, ep, m, in, e.grads, e.res, split, false)
 		}
 		outGrads := r.outputGrads() // a last stage without consumers
+		r.grads[m] = outGrads
 		r.zeroMissing(outGrads)
 		return began, r.runBackward(ctx, ep, m, in, outGrads, e.vals, split, e.saved)
 	}
 	outGrads := r.outputGrads()
+	r.grads[m] = outGrads // until afterBackward releases them; on a failure releaseInFlight does
 	for _, l := range r.consumers {
 		msg, err := r.recv(ctx, ep, l.peer, transport.Gradient, m)
 		if err != nil {
@@ -331,6 +363,7 @@ func (r *Runtime) afterBackward(ctx context.Context, ep transport.Endpoint, m in
 	}
 	// Only now: the results may be views of the gradients or of what was kept.
 	r.log.keptBytes -= valuesBytes(in.vals)
+	delete(r.grads, m)
 	outGrads.release()
 	in.release()
 	delete(r.kept, m)

@@ -25,22 +25,25 @@ func newHeld(n int) held {
 	return held{vals: make([]gorgonia.Value, n), own: make([]bool, n)}
 }
 
-// release returns the owned tensors to the pools.
+// release returns the owned tensors to the pools; o then owns none, so a
+// second release (of o, or of a copy of o) returns nothing.
 func (o held) release() {
 	for i, v := range o.vals {
 		if o.own[i] {
+			o.own[i] = false
 			recycle.Put(v)
 		}
 	}
 }
 
 // releaseInFlight returns what the stage still holds for microbatches in
-// flight — their data, what their backward reads, what their W reads —
+// flight — their data, what their backward reads and the gradients it
+// received, what their W reads —
 // when Serve returns: nothing after a drained pipeline's Stop; after a
 // failure, tensors lent from a transport's shared memory, which keeps
 // that memory mapped until they are back (recycle.Lend).
 func (r *Runtime) releaseInFlight() {
-	for _, hs := range []map[int]held{r.data, r.kept, r.eval.data} {
+	for _, hs := range []map[int]held{r.data, r.kept, r.grads, r.eval.data} {
 		for m, h := range hs {
 			h.release()
 			delete(hs, m)

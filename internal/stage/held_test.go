@@ -2,6 +2,7 @@ package stage
 
 import (
 	"context"
+	"math"
 
 	"github.com/pipemare/pipemare/schedule"
 	"testing"
@@ -72,4 +73,29 @@ func TestServeReturnsWhatIsInFlight(t *testing.T) {
 	p.stop(1)
 	require.NoError(t, p.exit(1))
 	require.Equal(t, len(acts), back, "Serve returned: the kept activations went back to their lender")
+}
+
+// TestAFailedForwardReturnsItsInputs: a forward that fails (here on a NaN
+// loss) returns the activations it received to their lender.
+func TestAFailedForwardReturnsItsInputs(t *testing.T) {
+	p := start(t, setup{stages: 2, n: 1, played: []int{0}})
+	st := p.plan.Stages[0]
+	ref := p.reference(nil, st.Outputs[0].Key, st.Outputs[1].Key)
+	data := p.micros(13, 1)
+	p.feed(0, data[0], false)
+	_, _, acts := ref.run(data[0])
+	back := 0
+	lent := make([]gorgonia.Value, len(acts))
+	for i, v := range acts {
+		c := v.(*tensor.Dense).Clone().(*tensor.Dense)
+		for j := range c.Float64s() {
+			c.Float64s()[j] = math.NaN()
+		}
+		recycle.Lend(c, func() { back++ })
+		lent[i] = c
+	}
+	require.NoError(t, p.peer(0).Send(context.Background(), transport.Message{Kind: transport.Activation, To: 1, Micro: 0, Values: lent, Own: true}))
+	p.send(1, Work{Segment: Segment{Schedule: "gpipe"}, Actions: []schedule.Action{schedule.Forward(0)}})
+	require.ErrorContains(t, p.exit(1), "the loss is NaN")
+	require.Equal(t, len(acts), back, "the failed forward's activations went back to their lender")
 }

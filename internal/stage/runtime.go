@@ -54,6 +54,7 @@ type Runtime struct {
 	told    bool
 	data    map[int]held // microbatch → its data inputs, owned when their message was (transport.Message.Own)
 	kept    map[int]held // microbatch → what its backward reads
+	grads   map[int]held // microbatch → the output gradients its backward holds, until it releases them
 	// deferred holds, for a microbatch whose I ran and whose W has not,
 	// what its W reads (split.go).
 	deferred      map[int]deferredWeight
@@ -95,6 +96,7 @@ func New(plan *graphsplit.Plan, index int, cfg Config) (*Runtime, error) {
 		outIndex: make(map[int64]int),
 		data:     make(map[int]held),
 		kept:     make(map[int]held),
+		grads:    make(map[int]held),
 		deferred: make(map[int]deferredWeight),
 		eval:     evaluation{data: map[int]held{}, probes: map[string]*graphsplit.Program{}},
 	}

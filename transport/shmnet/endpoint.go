@@ -448,8 +448,9 @@ func (e *Endpoint) Self() transport.Peer { return e.self }
 // destination's link broke or the destination closed (a
 // *transport.LinkError naming the link). A message to this endpoint itself
 // is put in its own mailbox as it is. The dense tensors of a message
-// marked Own go back to the process's pools once copied into the ring; a
-// received Activation's or Gradient's come from the pools.
+// marked Own go back to the process's pools once copied into the ring or
+// the slab; a received Activation's or Gradient's come from the pools, or
+// are lent from the slab (recycle.Lend).
 func (e *Endpoint) Send(ctx context.Context, m transport.Message) error {
 	return e.send(ctx, m, false)
 }
@@ -521,7 +522,9 @@ func (e *Endpoint) Recv(ctx context.Context, from transport.Peer, k transport.Ki
 // Close flushes what was sent, tells each peer it is leaving, waits (at
 // most the receive timeout; the connect timeout, if shorter, once a link
 // broke or a peer left) until each has read it all, and stops every goroutine, closes
-// every socket and eventfd and unmaps every ring. Pending and later calls
+// every socket and eventfd and unmaps every ring (a link's memory once the
+// last tensor lent from its slab is back; the values of messages nobody
+// took go back now). Pending and later calls
 // fail with ErrClosed. It returns an error naming the links whose
 // messages could not be delivered. It is safe to call more than once.
 func (e *Endpoint) Close() error {

@@ -41,10 +41,12 @@ type peerLink struct {
 	st *linkstate.State[outgoing] // the queue, the Byes, how the link ended
 
 	// encMu keeps the bodies' stream in the ring's order: it is held from
-	// encoding a message to queueing it.
-	encMu    sync.Mutex
-	bodies   bodyEncoder
-	unbodies bodyDecoder // the reader's, under rmu
+	// encoding a message (which copies tensors into the slab) to queueing
+	// it. unmapping, under it, says release has begun: Send writes no more.
+	encMu     sync.Mutex
+	unmapping bool
+	bodies    bodyEncoder
+	unbodies  bodyDecoder // the reader's, under rmu
 
 	// rmu is held by whoever reads frames out of in: the reader goroutine,
 	// or a Recv that reads a whole message itself (inline.go). inlineErr
@@ -105,6 +107,9 @@ func (l *peerLink) start() {
 func (l *peerLink) send(m transport.Message, borrowed bool) error {
 	l.encMu.Lock()
 	defer l.encMu.Unlock()
+	if l.unmapping { // a Send that raced Close: the slab is going
+		return transport.ErrClosed
+	}
 	o, err := encode(m, &l.bodies, &l.out.slab, borrowed)
 	if err == nil {
 		err = l.enqueue(o)
@@ -119,9 +124,10 @@ func (l *peerLink) send(m transport.Message, borrowed bool) error {
 
 // encode lays out m's frame, its body the next in bodies, and copies each
 // large tensor of an Activation or Gradient into the slab where it finds
-// room (slab.go): everything Send can refuse, it refuses here, before it
-// takes pages. A borrowed message's other tensors are copied into tensors
-// from the pools, which go back once written.
+// room (slab.go): everything Send can refuse of a message itself, it
+// refuses here, before it takes pages (a link that is over refuses it
+// after: its pages no longer matter). A borrowed message's other tensors
+// are copied into tensors from the pools, which go back once written.
 func encode(m transport.Message, bodies *bodyEncoder, s *slab, borrowed bool) (outgoing, error) {
 	if len(m.Values) > maxValues {
 		return outgoing{}, errors.Errorf("%d values in one message, at most %d", len(m.Values), maxValues)
@@ -333,6 +339,7 @@ func (l *peerLink) readOne() *transport.LinkError {
 		return bad(errors.Wrapf(err, "microbatch %d", h.micro))
 	}
 	if m.From != l.peer || m.To != l.e.self {
+		putValues(m)
 		return bad(errors.Errorf("a message from %v to %v on the link %v → %v", m.From, m.To, l.peer, l.e.self))
 	}
 	if l.e.box.Put(m) != nil { // the endpoint is closed: nobody will take it
@@ -374,7 +381,10 @@ func (l *peerLink) readMessage(h header) (transport.Message, error) {
 	}
 	finish(m.Values)
 	var err error
-	m.Body, err = l.unbodies.decode(body, h.fresh)
+	if m.Body, err = l.unbodies.decode(body, h.fresh); err != nil {
+		putValues(m)
+		m.Values = nil
+	}
 	return m, err
 }
 
@@ -478,6 +488,9 @@ func (l *peerLink) stopAll() {
 // once, or when the last tensor read in place from it comes back
 // (lending).
 func (l *peerLink) release() {
+	l.encMu.Lock() // a Send copying into the slab finishes first
+	l.unmapping = true
+	l.encMu.Unlock()
 	l.rmu.Lock() // a Recv reading the ring (readWhole) finishes first
 	defer l.rmu.Unlock()
 	if !l.released {

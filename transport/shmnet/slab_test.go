@@ -5,6 +5,7 @@ package shmnet
 import (
 	"bytes"
 	"context"
+	"errors"
 	"testing"
 	"time"
 	"unsafe"
@@ -172,4 +173,40 @@ func TestLentMemoryOutlivesClose(t *testing.T) {
 	recycle.Put(a.Values[0])
 	_, rings = openFDs(t)
 	require.Equal(t, beforeRings, rings, "the last tensor back unmaps it")
+}
+
+// TestSendRacingClose: Sends that copy into the slab while the endpoint
+// closes either send or fail (ErrClosed, or the link's end once the peer
+// saw the Bye); none writes into memory the endpoint unmapped, which
+// would crash the process.
+func TestSendRacingClose(t *testing.T) {
+	for range 20 {
+		p := open(t, testNetwork(1), WithRecvTimeout(5*time.Second), WithConnectTimeout(5*time.Second), WithRingSize(8<<20))
+		const n = 1 << 20 // 4 MiB: a copy into the slab takes a while
+		v := tensor.New(tensor.WithShape(n), tensor.WithBacking(f32s(n)))
+		go func() { // the receiver returns what it gets, so that the slab has room
+			for {
+				m, err := p.stages[0].Recv(context.Background(), transport.Driver, transport.Activation)
+				if err != nil {
+					return
+				}
+				putValues(m)
+			}
+		}()
+		done := make(chan error)
+		go func() {
+			for {
+				if _, err := p.driver.SendCopy(context.Background(), transport.Message{Kind: transport.Activation, To: 0, Values: []gorgonia.Value{v}}); err != nil {
+					done <- err
+					return
+				}
+			}
+		}()
+		time.Sleep(2 * time.Millisecond)
+		require.NoError(t, p.driver.Close())
+		err := <-done
+		var le *transport.LinkError
+		require.True(t, errors.Is(err, transport.ErrClosed) || errors.As(err, &le), "%v", err)
+		p.close()
+	}
 }
