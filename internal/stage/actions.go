@@ -37,22 +37,22 @@ func (r *Runtime) recv(ctx context.Context, ep transport.Endpoint, peer int, k t
 // back to the pools.
 //
 // On a failure it returns what it received to the pools (a lent tensor to
-// its lender): the activations, or m's inputs, unless m's backward holds
-// them already (r.kept, which releaseInFlight returns).
+// its lender): the activations until m's inputs hold them, then the inputs
+// (releasing is idempotent: what inputValues or the backward's keeping
+// released already stays released).
 func (r *Runtime) forward(ctx context.Context, ep transport.Endpoint, m int, versions []int) (began time.Time, err error) {
 	byKey := make(map[int64]gorgonia.Value)
-	var in held
-	holds := 0 // who holds the activations: 0 byKey, 1 in, 2 r.kept, 3 r.kept what it keeps and in the rest
+	var in held // m's inputs, once inputValues took the activations
 	defer func() {
-		switch {
-		case err == nil:
-		case holds == 0:
+		if err == nil {
+			return
+		}
+		if in.vals == nil {
 			for _, v := range byKey {
 				recycle.Put(v)
 			}
-		case holds == 1 || holds == 3:
-			in.release()
 		}
+		in.release()
 	}()
 	for _, l := range r.producers {
 		msg, err := r.recv(ctx, ep, l.peer, transport.Activation, m)
@@ -66,7 +66,6 @@ func (r *Runtime) forward(ctx context.Context, ep transport.Endpoint, m int, ver
 	began = time.Now()
 	in, err = r.inputValues(byKey, r.data[m], m)
 	delete(r.data, m)
-	holds = 1 // on an error inputValues released them all
 	if err != nil {
 		return began, err
 	}
@@ -121,10 +120,6 @@ func (r *Runtime) forward(ctx context.Context, ep transport.Endpoint, m int, ver
 		}
 	}
 	r.kept[m] = keep
-	holds = 2
-	if r.keeping || saves {
-		holds = 3
-	}
 	r.log.keptBytes += valuesBytes(keep.vals)
 	r.stats.PeakActivationBytes = max(r.stats.PeakActivationBytes, r.log.keptBytes)
 	if err := r.sendOutputs(ctx, ep, transport.Activation, m, res.Outputs); err != nil {

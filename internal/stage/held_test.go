@@ -57,17 +57,8 @@ func TestServeReturnsWhatIsInFlight(t *testing.T) {
 		p.feed(m, d, false)
 	}
 	back := 0
-	lent := func(vals []gorgonia.Value) []gorgonia.Value {
-		out := make([]gorgonia.Value, len(vals))
-		for i, v := range vals {
-			c := v.(*tensor.Dense).Clone().(*tensor.Dense)
-			recycle.Lend(c, func() { back++ })
-			out[i] = c
-		}
-		return out
-	}
 	_, _, acts := ref.run(data[0])
-	require.NoError(t, p.peer(0).Send(context.Background(), transport.Message{Kind: transport.Activation, To: 1, Micro: 0, Values: lent(acts), Own: true}))
+	require.NoError(t, p.peer(0).Send(context.Background(), transport.Message{Kind: transport.Activation, To: 1, Micro: 0, Values: lentClones(acts, false, &back), Own: true}))
 	p.work(1, Segment{Schedule: "gpipe"}, schedule.Forward(0)) // keeps microbatch 0's activations for its backward
 	require.Zero(t, back, "kept for the backward")
 	p.stop(1)
@@ -85,17 +76,25 @@ func TestAFailedForwardReturnsItsInputs(t *testing.T) {
 	p.feed(0, data[0], false)
 	_, _, acts := ref.run(data[0])
 	back := 0
-	lent := make([]gorgonia.Value, len(acts))
-	for i, v := range acts {
-		c := v.(*tensor.Dense).Clone().(*tensor.Dense)
-		for j := range c.Float64s() {
-			c.Float64s()[j] = math.NaN()
-		}
-		recycle.Lend(c, func() { back++ })
-		lent[i] = c
-	}
-	require.NoError(t, p.peer(0).Send(context.Background(), transport.Message{Kind: transport.Activation, To: 1, Micro: 0, Values: lent, Own: true}))
+	require.NoError(t, p.peer(0).Send(context.Background(), transport.Message{Kind: transport.Activation, To: 1, Micro: 0, Values: lentClones(acts, true, &back), Own: true}))
 	p.send(1, Work{Segment: Segment{Schedule: "gpipe"}, Actions: []schedule.Action{schedule.Forward(0)}})
 	require.ErrorContains(t, p.exit(1), "the loss is NaN")
 	require.Equal(t, len(acts), back, "the failed forward's activations went back to their lender")
+}
+
+// lentClones returns clones of vals (of NaNs, nan), each lent
+// (recycle.Lend) to a lender that counts in back the tensors given back.
+func lentClones(vals []gorgonia.Value, nan bool, back *int) []gorgonia.Value {
+	out := make([]gorgonia.Value, len(vals))
+	for i, v := range vals {
+		c := v.(*tensor.Dense).Clone().(*tensor.Dense)
+		if nan {
+			for j := range c.Float64s() {
+				c.Float64s()[j] = math.NaN()
+			}
+		}
+		recycle.Lend(c, func() { *back++ })
+		out[i] = c
+	}
+	return out
 }

@@ -3,8 +3,6 @@
 package shmnet
 
 import (
-	mbits "math/bits"
-
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -97,15 +95,6 @@ func (s *slab) at(first uint32, n int) ([]byte, error) {
 	}
 	off := int(first) * slabPage
 	return s.mem[off : off+n : off+n], nil
-}
-
-// taken counts the pages marked taken.
-func (s *slab) taken() int {
-	n := 0
-	for i := range s.bits {
-		n += mbits.OnesCount64(atomic.LoadUint64(s.word(i)))
-	}
-	return n
 }
 
 // lending keeps a link's shared memory mapped while a tensor read in

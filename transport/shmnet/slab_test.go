@@ -6,6 +6,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	mbits "math/bits"
+	"sync/atomic"
 	"testing"
 	"time"
 	"unsafe"
@@ -17,6 +19,15 @@ import (
 	"github.com/pipemare/pipemare/internal/recycle"
 	"github.com/pipemare/pipemare/transport"
 )
+
+// taken counts the pages marked taken.
+func (s *slab) taken() int {
+	n := 0
+	for i := range s.bits {
+		n += mbits.OnesCount64(atomic.LoadUint64(s.word(i)))
+	}
+	return n
+}
 
 // testSlab is a slab of n pages over the heap.
 func testSlab(n int) *slab {
